@@ -1,0 +1,55 @@
+// The 32-byte Xet hash and its string form. Xet prints a hash as four
+// 16-digit hex groups, each the little-endian u64 of one 8-byte word; users
+// paste hashes in that form, so it is the only form we print or accept.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "shard/result.hpp"
+
+namespace dedupd::shard {
+
+struct Hash {
+  std::array<std::uint8_t, 32> bytes{};
+
+  static Hash from_bytes(std::span<const std::uint8_t> b) {
+    Hash h;
+    std::memcpy(h.bytes.data(), b.data(), 32);
+    return h;
+  }
+  // Parses the Xet string form: exactly 64 hex digits.
+  static Result<Hash> parse(std::string_view text);
+  // Parses plain byte-order hex (as sha256sum prints).
+  static Result<Hash> parse_hex_bytes(std::string_view text);
+
+  std::string to_string() const;        // Xet string form
+  std::string to_hex_bytes() const;     // byte order hex
+
+  // The i-th 8-byte word as a little-endian u64 (i in 0..3).
+  std::uint64_t word(int i) const {
+    std::uint64_t w;
+    std::memcpy(&w, bytes.data() + 8 * i, 8);  // x86-64/aarch64 are LE; see static_assert in hash.cpp
+    return w;
+  }
+  // The 8-byte truncated key used by Xet lookup tables.
+  std::uint64_t truncated() const { return word(0); }
+  bool is_zero() const;
+  const std::uint8_t* data() const { return bytes.data(); }
+
+  auto operator<=>(const Hash&) const = default;
+  bool operator==(const Hash&) const = default;
+};
+
+}  // namespace dedupd::shard
+
+template <>
+struct std::hash<dedupd::shard::Hash> {
+  std::size_t operator()(const dedupd::shard::Hash& h) const noexcept { return h.word(0) ^ h.word(3); }
+};

@@ -1,0 +1,43 @@
+// Error values for everything that reads untrusted bytes: a parser never
+// throws past its API and never crashes, it names the rule and the offset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace dedupd::shard {
+
+struct Error {
+  std::string rule;     // short stable identifier, e.g. "header.magic"
+  std::uint64_t offset; // byte offset in the input where the problem is
+  std::string message;  // human explanation
+
+  std::string to_string() const {
+    return rule + " at offset " + std::to_string(offset) + ": " + message;
+  }
+};
+
+template <class T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(Error error) : v_(std::move(error)) {}
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+}  // namespace dedupd::shard
