@@ -1,0 +1,38 @@
+// The one thing dedupd and dedupctl share: where things live on the socket.
+// Bodies are documented in docs/API.md; the daemon owns state, the client
+// owns presentation.
+#pragma once
+
+#include <string_view>
+
+namespace dedupd::api {
+
+inline constexpr std::string_view kVersionPrefix = "/v1";
+
+// Read routes (any caller that can open the socket).
+inline constexpr std::string_view kChunk = "/v1/chunk/";      // GET  + <hash>
+inline constexpr std::string_view kChunkBatch = "/v1/chunk";  // POST {"hashes":[...]}
+inline constexpr std::string_view kXorb = "/v1/xorb/";        // GET  + <hash>
+inline constexpr std::string_view kFile = "/v1/file/";        // GET  + <hash>
+inline constexpr std::string_view kSha256 = "/v1/sha256/";    // GET  + <hex>
+inline constexpr std::string_view kShards = "/v1/shards";     // GET  [?state=...]
+inline constexpr std::string_view kShard = "/v1/shard/";      // GET  + <hash>; DELETE is admin
+inline constexpr std::string_view kStats = "/v1/stats";       // GET
+inline constexpr std::string_view kStatus = "/v1/status";     // GET
+inline constexpr std::string_view kHealth = "/healthz";       // GET
+inline constexpr std::string_view kMetrics = "/metrics";      // GET, Prometheus text
+
+// Admin routes: root or a member of admin_group (SO_PEERCRED), else 403.
+inline constexpr std::string_view kRescan = "/v1/admin/rescan";  // POST
+inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_run=1]
+inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
+
+// Xet global-dedup endpoint, as the Hugging Face server answers it; the
+// JavaScript client uses the "default" prefix, the docs "default-merkledb".
+inline constexpr std::string_view kGlobalDedup = "/v1/chunks/default-merkledb/";
+inline constexpr std::string_view kGlobalDedupShort = "/v1/chunks/default/";
+
+// Limits a client can rely on.
+inline constexpr std::size_t kMaxBatchHashes = 100'000;
+
+}  // namespace dedupd::api
