@@ -1,0 +1,66 @@
+// ApiServer: HTTP/1.1 over a Unix stream socket (libmicrohttpd), serving the
+// routes of docs/API.md against a Service. It either adopts a socket systemd
+// already made listen (socket activation) or binds the path itself.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/api/service.hpp"
+
+namespace dedupd::daemon {
+
+struct ServerOptions {
+  // An already listening AF_UNIX SOCK_STREAM fd (from sd_listen_fds). When
+  // >= 0 the server adopts it (and closes it on stop); socket_path is then
+  // only reported, not bound.
+  int listen_fd = -1;
+  // Path to bind when listen_fd < 0: a stale socket file there is unlinked,
+  // the new one gets socket_mode. Removed again on stop.
+  std::string socket_path;
+  mode_t socket_mode = 0660;
+
+  // Request bodies above this are refused with 413 while being received.
+  std::size_t max_body_bytes = std::size_t(256) << 20;
+  // Connections served at once; more are refused at accept.
+  unsigned max_connections = 128;
+  // A connection idle (or trickling) this long is closed.
+  std::chrono::seconds connection_timeout{30};
+  // Worker threads; reads are served concurrently by all of them.
+  unsigned threads = 2;
+
+  // Admin routes: uid 0 always; else callers whose primary or supplementary
+  // groups include this gid. nullopt: root only.
+  std::optional<gid_t> admin_gid;
+};
+
+class ApiServer {
+ public:
+  ApiServer(Service& service, ServerOptions options);
+  ~ApiServer();  // stops
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds (or adopts) and starts serving on background threads. Returns
+  // false with a message in *error on failure (path in use by a live
+  // server, permission, libmicrohttpd refusing the options).
+  bool start(std::string* error = nullptr);
+  // Stops accepting, lets running requests end, joins threads. Idempotent.
+  void stop();
+
+  // SIGHUP: a new admin group applies to the next request.
+  void set_admin_gid(std::optional<gid_t> gid);
+
+  const std::string& socket_path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dedupd::daemon
