@@ -36,6 +36,14 @@ Result<std::uint64_t> walk_section(std::span<const std::uint8_t> b, std::uint64_
   }
 }
 
+// Index of the first entry whose truncated key is below its predecessor's.
+std::optional<std::uint64_t> first_unsorted(const std::uint8_t* table, std::uint64_t count,
+                                            std::uint64_t entry) {
+  for (std::uint64_t i = 1; i < count; ++i)
+    if (load_u64(table + entry * i) < load_u64(table + entry * (i - 1))) return i;
+  return std::nullopt;
+}
+
 Error footer_error(const char* rule, std::uint64_t field_offset, std::string message) {
   return Error{std::string("footer.") + rule, field_offset, std::move(message)};
 }
@@ -140,8 +148,10 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
       return footer_error("cas_info_offset", fo + 16,
                           "cas_info_offset says " + num(f.cas_info_offset) +
                               ", the CAS section starts at " + num(v.cas_begin()));
-    // Lookup tables: inside [cas_end, footer), in order, not overlapping.
-    // A zero count says nothing about its offset (writers leave 0 there).
+    // Lookup tables fill [cas_end, footer) exactly, file/xorb/chunk in that
+    // order, as the Rust client writes them; a gap or leftover bytes would be
+    // data nothing accounts for (and could not be written back). A zero count
+    // says nothing about its offset (writers leave 0 or footer_offset there).
     struct Table {
       const char* name;
       std::uint64_t offset, count, entry, field;
@@ -153,16 +163,23 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
     std::uint64_t floor = v.cas_end();
     for (const auto& t : tables) {
       if (t.count == 0) continue;
-      if (t.offset < floor || t.offset > fo)
+      if (t.offset != floor)
         return footer_error(t.name, fo + t.field,
-                            std::string(t.name) + " offset " + num(t.offset) + " is outside [" +
-                                num(floor) + ", " + num(fo) + "] (tables follow the CAS section in order)");
+                            std::string(t.name) + " offset " + num(t.offset) + ", expected " +
+                                num(floor) + " (tables follow the CAS bookend and each other, in order)");
       if (t.count > (fo - t.offset) / t.entry)
         return footer_error(t.name, fo + t.field + 8,
                             std::string(t.name) + " has " + num(t.count) + " entries of " +
                                 num(t.entry) + " bytes, more than fit before the footer");
+      if (auto unsorted = first_unsorted(b.data() + t.offset, t.count, t.entry))
+        return Error{"lookup.unsorted", t.offset + t.entry * *unsorted,
+                     std::string(t.name) + " entry " + num(*unsorted) +
+                         " has a smaller key than the entry before it (tables are sorted)"};
       floor = t.offset + t.count * t.entry;
     }
+    if (floor != fo)
+      return Error{"shard.trailing_bytes", floor,
+                   num(fo - floor) + " bytes between the CAS section or lookup tables and the footer"};
     if (f.file_lookup_num_entry > v.stats_.files || f.xorb_lookup_num_entry > v.stats_.xorbs ||
         f.chunk_lookup_num_entry > v.stats_.chunks)
       return footer_error("lookup_count", fo + 24,
