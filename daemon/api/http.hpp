@@ -1,0 +1,62 @@
+// Transport-neutral request and response values. Route handlers see only
+// these, so they can be unit-tested without a socket and the MHD glue stays
+// in server.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dedupd::daemon::http {
+
+// HTTP status codes the API uses (docs/API.md, "Errors").
+enum Status : unsigned {
+  kOk = 200,
+  kBadRequest = 400,
+  kForbidden = 403,
+  kNotFound = 404,
+  kMethodNotAllowed = 405,
+  kTooLarge = 413,
+  kUnprocessable = 422,
+  kInternal = 500,
+  kNotReady = 503,
+};
+
+struct Request {
+  std::string method;
+  std::string path;
+  // For a prefix route ("/v1/chunk/"), what follows the prefix: the hash.
+  std::string tail;
+  std::vector<std::pair<std::string, std::string>> query;
+  std::vector<std::uint8_t> body;
+
+  // The first value of a query parameter; "" for a bare "?flag".
+  std::optional<std::string_view> query_value(std::string_view key) const {
+    for (const auto& [k, v] : query)
+      if (k == key) return std::string_view(v);
+    return std::nullopt;
+  }
+};
+
+inline constexpr std::string_view kJson = "application/json";
+inline constexpr std::string_view kOctets = "application/octet-stream";
+inline constexpr std::string_view kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
+
+struct Response {
+  unsigned status = kOk;
+  std::string content_type{kJson};
+  std::string body;  // bytes; a shard reply is binary
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// {"error": {"code": ..., "message": ...}} with the code docs/API.md gives
+// for the status.
+Response error(unsigned status, std::string_view message);
+std::string_view error_code(unsigned status);
+
+Response json(std::string body, unsigned status = kOk);
+
+}  // namespace dedupd::daemon::http
