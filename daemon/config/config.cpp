@@ -1,0 +1,26 @@
+#include "daemon/config/config.hpp"
+
+namespace dedupd::daemon {
+
+Config installed_defaults() {
+  Config c;
+  c.state_dir = "/var/lib/dedupd";
+  c.socket = "/run/dedupd/dedupd.sock";
+  return c;
+}
+
+std::filesystem::path clean_path(const std::filesystem::path& p) {
+  auto n = p.lexically_normal();
+  if (!n.has_filename() && n.has_parent_path() && n != n.root_path()) n = n.parent_path();
+  return n;
+}
+
+Config local_defaults(const std::filesystem::path& dir) {
+  Config c;
+  c.state_dir = clean_path(std::filesystem::absolute(dir));
+  c.socket = c.state_dir / "dedupd.sock";
+  c.watch = {WatchDir{c.state_dir / "incoming", true}};
+  return c;
+}
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,68 @@
+// What dedupd runs with: read from YAML (config/load.hpp) or built from local
+// defaults for a trial run. Plain values; every field has a safe default.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupd::daemon {
+
+struct WatchDir {
+  std::filesystem::path path;
+  bool recursive = true;  // the Xet cache nests <endpoint>/shard-cache/
+  bool operator==(const WatchDir&) const = default;
+};
+
+struct ExpiryConfig {
+  // Grace between a shard's expiry and the deletion of its file; nullopt
+  // keeps files forever. 7 days matches the Xet client.
+  std::optional<std::chrono::seconds> delete_after = std::chrono::hours(24 * 7);
+  // Cap on the total size of files of expiring shards; oldest go first.
+  std::optional<std::uint64_t> max_bytes;
+  // Safety tick: the timer re-checks at least this often even when nothing
+  // is due, so a wall-clock jump cannot leave an expiry unnoticed for long.
+  std::chrono::seconds check_interval = std::chrono::minutes(5);
+};
+
+struct LimitsConfig {
+  std::uint64_t max_body_bytes = 256ull << 20;  // an uploaded shard or a batch query
+  unsigned max_connections = 256;
+  std::chrono::seconds request_timeout = std::chrono::seconds(30);
+};
+
+struct GlobalDedupConfig {
+  std::chrono::seconds key_rotation = std::chrono::hours(24);  // how long one reply key lives
+  std::chrono::seconds reply_expiry = std::chrono::hours(24 * 7);  // expiry written into replies
+};
+
+struct Config {
+  std::filesystem::path state_dir;   // the LMDB index lives in state_dir/index
+  std::filesystem::path socket;
+  std::vector<WatchDir> watch;
+  ExpiryConfig expiry;
+  std::optional<std::filesystem::path> quarantine_dir;
+  std::optional<std::string> admin_group;
+  std::string log_level = "info";
+  LimitsConfig limits;
+  GlobalDedupConfig global_dedup;
+
+  std::filesystem::path index_dir() const { return state_dir / "index"; }
+  std::filesystem::path key_file() const { return state_dir / "global-dedup.key"; }
+};
+
+// Values a config file does not set: the installed layout.
+Config installed_defaults();
+
+// Absolute-or-as-given, normalised, without a trailing separator, so paths
+// compare equal however the user spelled them.
+std::filesystem::path clean_path(const std::filesystem::path& p);
+
+// A local trial: index in DIR/index, watched DIR/incoming, socket
+// DIR/dedupd.sock. DIR is made absolute so later chdirs do not matter.
+Config local_defaults(const std::filesystem::path& dir);
+
+}  // namespace dedupd::daemon

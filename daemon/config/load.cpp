@@ -1,0 +1,279 @@
+#include "daemon/config/load.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "daemon/config/units.hpp"
+
+namespace dedupd::daemon {
+
+std::string ConfigError::to_string(const std::string& file) const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  return out + message;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+// Walks the document with const nodes only (yaml-cpp's non-const operator[]
+// would insert the keys it is asked about) and collects every problem.
+class Loader {
+ public:
+  Loader(fs::path base) : base_(std::move(base)) {}
+
+  void load(const YAML::Node& root, Config& c) {
+    if (root.IsNull()) return;  // an empty file: all defaults
+    if (!root.IsMap()) {
+      fail("", root, "the configuration must be a mapping of keys to values");
+      return;
+    }
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string name = at_key(it);
+      const YAML::Node v = it->second;
+      if (name == "state_dir") path(name, v, c.state_dir);
+      else if (name == "socket") path(name, v, c.socket);
+      else if (name == "watch") watch(name, v, c.watch);
+      else if (name == "expiry") expiry(name, v, c.expiry);
+      else if (name == "quarantine_dir") optional_path(name, v, c.quarantine_dir);
+      else if (name == "admin_group") optional_string(name, v, c.admin_group);
+      else if (name == "log_level") log_level(name, v, c.log_level);
+      else if (name == "limits") limits(name, v, c.limits);
+      else if (name == "global_dedup") global_dedup(name, v, c.global_dedup);
+      else unknown(name, it->first,
+                   "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
+                   "limits, global_dedup");
+    }
+  }
+
+  std::vector<ConfigError> errors;
+
+ private:
+  void fail(const std::string& key, const YAML::Node& at, std::string message) {
+    // An empty value ("socket:") has its mark on the following line; the
+    // key's own line is what the user wants to see.
+    int line = at.IsNull() || line_of(at) == 0 ? key_line_ : line_of(at);
+    errors.push_back({key, line, std::move(message)});
+  }
+  // Remembers the line of the key being looked at, for fail() above.
+  const std::string& at_key(const YAML::const_iterator& it) {
+    key_line_ = line_of(it->first);
+    return it->first.Scalar();
+  }
+  int key_line_ = 0;
+  void unknown(const std::string& key, const YAML::Node& at, const char* known) {
+    fail(key, at, std::string("unknown key (known here: ") + known + ")");
+  }
+
+  bool scalar(const std::string& key, const YAML::Node& v, const char* what, std::string& out) {
+    if (!v.IsScalar() || v.Scalar().empty()) {
+      fail(key, v, std::string("expected ") + what +
+                       (v.IsSequence() ? ", got a list" : v.IsMap() ? ", got a mapping" : ", got nothing"));
+      return false;
+    }
+    out = v.Scalar();
+    return true;
+  }
+
+  void path(const std::string& key, const YAML::Node& v, fs::path& out) {
+    std::string s;
+    if (scalar(key, v, "a path", s)) out = clean_path(base_ / s);
+  }
+  void optional_path(const std::string& key, const YAML::Node& v, std::optional<fs::path>& out) {
+    fs::path p;
+    if (v.IsNull()) return out.reset();
+    path(key, v, p);
+    if (!p.empty()) out = p;
+  }
+  void optional_string(const std::string& key, const YAML::Node& v, std::optional<std::string>& out) {
+    std::string s;
+    if (v.IsNull()) return out.reset();
+    if (scalar(key, v, "a string", s)) out = s;
+  }
+  void boolean(const std::string& key, const YAML::Node& v, bool& out) {
+    std::string s;
+    if (!scalar(key, v, "true or false", s)) return;
+    try {
+      out = v.as<bool>();
+    } catch (const YAML::Exception&) {
+      fail(key, v, "expected true or false, got \"" + s + "\"");
+    }
+  }
+  template <class T>
+  void count(const std::string& key, const YAML::Node& v, T& out, T min) {
+    std::string s;
+    if (!scalar(key, v, "a whole number", s)) return;
+    T n{};
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc{} || ptr != s.data() + s.size())
+      return fail(key, v, "expected a whole number, got \"" + s + "\"");
+    if (n < min) return fail(key, v, "must be at least " + std::to_string(min));
+    out = n;
+  }
+  void duration(const std::string& key, const YAML::Node& v, std::chrono::seconds& out,
+                std::chrono::seconds min = std::chrono::seconds(0)) {
+    std::string s;
+    if (!scalar(key, v, "a duration such as \"30s\" or \"7d\"", s)) return;
+    auto d = parse_duration(s);
+    if (auto* e = std::get_if<ParseError>(&d)) return fail(key, v, e->message);
+    if (std::get<std::chrono::seconds>(d) < min)
+      return fail(key, v, "must be at least " + format_duration(min));
+    out = std::get<std::chrono::seconds>(d);
+  }
+  void size(const std::string& key, const YAML::Node& v, std::uint64_t& out) {
+    std::string s;
+    if (!scalar(key, v, "a size such as \"16G\"", s)) return;
+    auto n = parse_size(s);
+    if (auto* e = std::get_if<ParseError>(&n)) return fail(key, v, e->message);
+    out = std::get<std::uint64_t>(n);
+  }
+
+  void watch(const std::string& key, const YAML::Node& v, std::vector<WatchDir>& out) {
+    if (v.IsNull()) return out.clear();
+    if (!v.IsSequence()) return fail(key, v, "expected a list of directories");
+    out.clear();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const YAML::Node item = v[i];
+      std::string k = key + "[" + std::to_string(i) + "]";
+      WatchDir w;
+      if (item.IsMap()) {
+        bool has_path = false;
+        for (auto it = item.begin(); it != item.end(); ++it) {
+          const std::string name = at_key(it);
+          if (name == "path") {
+            path(k + ".path", it->second, w.path);
+            has_path = true;
+          } else if (name == "recursive") {
+            boolean(k + ".recursive", it->second, w.recursive);
+          } else {
+            unknown(k + "." + name, it->first, "path, recursive");
+          }
+        }
+        if (!has_path) fail(k, item, "a watch entry needs a path");
+      } else {
+        path(k, item, w.path);
+      }
+      if (!w.path.empty()) out.push_back(w);
+    }
+  }
+
+  void expiry(const std::string& key, const YAML::Node& v, ExpiryConfig& out) {
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (delete_after, max_bytes, check_interval)");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      const YAML::Node val = it->second;
+      if (name == "delete_after") {
+        std::string s;
+        if (!scalar(k, val, "a duration such as \"7d\", or \"never\"", s)) continue;
+        auto d = parse_duration_or_never(s);
+        if (auto* e = std::get_if<ParseError>(&d)) fail(k, val, e->message);
+        else out.delete_after = std::get<0>(d);
+      } else if (name == "max_bytes") {
+        if (val.IsNull()) {
+          out.max_bytes.reset();
+          continue;
+        }
+        std::uint64_t n = 0;
+        std::size_t before = errors.size();
+        size(k, val, n);
+        if (errors.size() == before) out.max_bytes = n;
+      } else if (name == "check_interval") {
+        duration(k, val, out.check_interval, std::chrono::seconds(1));
+      } else {
+        unknown(k, it->first, "delete_after, max_bytes, check_interval");
+      }
+    }
+  }
+
+  void limits(const std::string& key, const YAML::Node& v, LimitsConfig& out) {
+    if (!v.IsMap())
+      return fail(key, v, "expected a mapping (max_body_bytes, max_connections, request_timeout)");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name == "max_body_bytes") size(k, it->second, out.max_body_bytes);
+      else if (name == "max_connections") count<unsigned>(k, it->second, out.max_connections, 1);
+      else if (name == "request_timeout") duration(k, it->second, out.request_timeout, std::chrono::seconds(1));
+      else unknown(k, it->first, "max_body_bytes, max_connections, request_timeout");
+    }
+  }
+
+  void global_dedup(const std::string& key, const YAML::Node& v, GlobalDedupConfig& out) {
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (key_rotation, reply_expiry)");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name == "key_rotation") duration(k, it->second, out.key_rotation, std::chrono::seconds(60));
+      else if (name == "reply_expiry") duration(k, it->second, out.reply_expiry, std::chrono::seconds(1));
+      else unknown(k, it->first, "key_rotation, reply_expiry");
+    }
+  }
+
+  void log_level(const std::string& key, const YAML::Node& v, std::string& out) {
+    std::string s;
+    if (!scalar(key, v, "a log level", s)) return;
+    static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    for (const char* l : kLevels)
+      if (s == l) {
+        out = s;
+        return;
+      }
+    fail(key, v, "unknown log level \"" + s + "\" (use trace, debug, info, warn, error, critical or off)");
+  }
+
+  fs::path base_;
+};
+
+void check_consistency(const Config& c, std::vector<ConfigError>& errors) {
+  // Quarantining into a watched tree would feed rejected files back in.
+  if (c.quarantine_dir)
+    for (const auto& w : c.watch) {
+      auto rel = c.quarantine_dir->lexically_relative(w.path);
+      if (!rel.empty() && *rel.begin() != "..")
+        errors.push_back({"quarantine_dir", 0,
+                          "must not be inside the watched directory " + w.path.string()});
+    }
+}
+
+}  // namespace
+
+ConfigResult load_config_text(const std::string& yaml, const fs::path& base_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    return std::vector<ConfigError>{{"", e.mark.is_null() ? 0 : e.mark.line + 1, e.msg}};
+  } catch (const YAML::Exception& e) {
+    return std::vector<ConfigError>{{"", 0, e.what()}};
+  }
+  Config c = installed_defaults();
+  Loader loader(base_dir);
+  try {
+    loader.load(root, c);
+  } catch (const YAML::Exception& e) {  // defensive: a node shape the walk did not expect
+    loader.errors.push_back({"", e.mark.is_null() ? 0 : e.mark.line + 1, e.msg});
+  }
+  check_consistency(c, loader.errors);
+  if (!loader.errors.empty()) return loader.errors;
+  return c;
+}
+
+ConfigResult load_config_file(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) return std::vector<ConfigError>{{"", 0, "cannot read the file"}};
+  std::stringstream text;
+  text << in.rdbuf();
+  fs::path base = fs::absolute(file).parent_path();
+  return load_config_text(text.str(), base);
+}
+
+}  // namespace dedupd::daemon

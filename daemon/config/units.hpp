@@ -1,0 +1,36 @@
+// Durations ("7d", "90m", "0s", "never") and sizes ("16G", "512MiB", "1024")
+// as people write them in the config file. Parsing returns a message rather
+// than throwing so the config loader can attach the key and the line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace dedupd::daemon {
+
+struct ParseError {
+  std::string message;
+};
+
+template <class T>
+using Parsed = std::variant<T, ParseError>;
+
+// A non-negative whole number of seconds followed by one unit: s, m, h, d
+// (e.g. "30s", "7d"). Units are required so "7" is never silently seconds.
+Parsed<std::chrono::seconds> parse_duration(std::string_view text);
+
+// Like parse_duration, but "never" is accepted and gives nullopt.
+Parsed<std::optional<std::chrono::seconds>> parse_duration_or_never(std::string_view text);
+
+// Bytes: a whole number, optionally followed by K, M, G or T (powers of
+// 1024) and an optional "B" or "iB": "16G", "16GiB", "512M", "1048576".
+Parsed<std::uint64_t> parse_size(std::string_view text);
+
+// "7d", "90m", "0s": the largest unit that divides exactly (for logs).
+std::string format_duration(std::chrono::seconds d);
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,93 @@
+#include "daemon/keys/global_dedup_key.hpp"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/log/logging.hpp"
+
+namespace dedupd::daemon {
+
+namespace fs = std::filesystem;
+
+// File layout: one text line "<unix seconds created> <key in Xet string form>".
+// Text keeps it inspectable; the file is 0600 and written by rename.
+
+GlobalDedupKeyStore::GlobalDedupKeyStore(fs::path file, std::chrono::seconds rotation)
+    : file_(std::move(file)), rotation_(rotation) {}
+
+void GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
+  std::ifstream in(file_);
+  std::uint64_t created = 0;
+  std::string text;
+  if (in >> created >> text) {
+    auto key = shard::Hash::parse(text);
+    if (key && !key->is_zero() && created <= now &&
+        now - created < std::uint64_t(rotation_.count())) {
+      std::lock_guard lock(mutex_);
+      key_ = *key;
+      created_ = created;
+      return;
+    }
+  } else if (fs::exists(file_)) {
+    spdlog::warn("global-dedup key file {} is unreadable; making a new key", file_);
+  }
+  create(now);
+}
+
+void GlobalDedupKeyStore::create(std::uint64_t now) {
+  shard::Key key;
+  // A zero key would mean "stored raw"; RAND_bytes never gives one in practice.
+  do {
+    if (RAND_bytes(key.bytes.data(), int(key.bytes.size())) != 1)
+      throw std::runtime_error("no random bytes for the global-dedup key (RAND_bytes failed)");
+  } while (key.is_zero());
+
+  fs::path tmp = file_;
+  tmp += ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  std::string line = std::to_string(now) + " " + key.to_string() + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  std::error_code ec;
+  if (ok) fs::rename(tmp, file_, ec);
+  if (!ok || ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot store the global-dedup key in " + file_.string());
+  }
+  std::lock_guard lock(mutex_);
+  key_ = key;
+  created_ = now;
+  spdlog::info("new global-dedup key (rotates every {}s)", rotation_.count());
+}
+
+bool GlobalDedupKeyStore::rotate_if_due(std::uint64_t now) {
+  if (now < next_rotation()) return false;
+  create(now);
+  return true;
+}
+
+std::uint64_t GlobalDedupKeyStore::next_rotation() const {
+  std::lock_guard lock(mutex_);
+  return created_ + std::uint64_t(rotation_.count());
+}
+
+void GlobalDedupKeyStore::set_rotation(std::chrono::seconds rotation) {
+  std::lock_guard lock(mutex_);
+  rotation_ = rotation;
+}
+
+shard::Key GlobalDedupKeyStore::current() const {
+  std::lock_guard lock(mutex_);
+  return key_;
+}
+
+}  // namespace dedupd::daemon

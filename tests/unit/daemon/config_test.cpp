@@ -1,0 +1,205 @@
+#include <gtest/gtest.h>
+
+#include "daemon/config/load.hpp"
+#include "temp_dir.hpp"
+
+namespace dedupd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+Config load_ok(const std::string& yaml) {
+  auto r = load_config_text(yaml, "/etc/dedupd");
+  if (auto* errors = std::get_if<std::vector<ConfigError>>(&r)) {
+    for (const auto& e : *errors) ADD_FAILURE() << e.to_string("test.yaml");
+    return {};
+  }
+  return std::get<Config>(r);
+}
+
+std::vector<ConfigError> load_errors(const std::string& yaml) {
+  auto r = load_config_text(yaml, "/etc/dedupd");
+  if (std::holds_alternative<Config>(r)) {
+    ADD_FAILURE() << "expected errors for:\n" << yaml;
+    return {};
+  }
+  return std::get<std::vector<ConfigError>>(r);
+}
+
+// The single error of `yaml` names `key` on `line` and says `what`.
+void expect_one_error(const std::string& yaml, const std::string& key, int line,
+                      const std::string& what) {
+  auto errors = load_errors(yaml);
+  ASSERT_EQ(errors.size(), 1u) << yaml;
+  EXPECT_EQ(errors[0].key, key) << yaml;
+  EXPECT_EQ(errors[0].line, line) << yaml;
+  EXPECT_NE(errors[0].message.find(what), std::string::npos)
+      << "message \"" << errors[0].message << "\" lacks \"" << what << "\"";
+}
+
+TEST(Config, EmptyFileGivesInstalledDefaults) {
+  Config c = load_ok("");
+  EXPECT_EQ(c.state_dir, "/var/lib/dedupd");
+  EXPECT_EQ(c.socket, "/run/dedupd/dedupd.sock");
+  EXPECT_TRUE(c.watch.empty());
+  EXPECT_EQ(c.expiry.delete_after, std::optional(std::chrono::seconds(7 * 24h)));
+  EXPECT_FALSE(c.expiry.max_bytes);
+  EXPECT_FALSE(c.quarantine_dir);
+  EXPECT_FALSE(c.admin_group);
+  EXPECT_EQ(c.log_level, "info");
+}
+
+TEST(Config, EveryKey) {
+  Config c = load_ok(R"(
+state_dir: /var/lib/dd
+socket: /run/dd.sock
+watch:
+  - /home/ci/.cache/huggingface/xet
+  - {path: /srv/shards, recursive: false}
+  - path: relative/dir
+expiry:
+  delete_after: 0s
+  max_bytes: 16G
+  check_interval: 10m
+quarantine_dir: /var/lib/dd/quarantine
+admin_group: dedupd-admin
+log_level: debug
+limits:
+  max_body_bytes: 64M
+  max_connections: 32
+  request_timeout: 5s
+global_dedup:
+  key_rotation: 12h
+  reply_expiry: 3d
+)");
+  EXPECT_EQ(c.state_dir, "/var/lib/dd");
+  EXPECT_EQ(c.socket, "/run/dd.sock");
+  ASSERT_EQ(c.watch.size(), 3u);
+  EXPECT_EQ(c.watch[0], (WatchDir{"/home/ci/.cache/huggingface/xet", true}));
+  EXPECT_EQ(c.watch[1], (WatchDir{"/srv/shards", false}));
+  EXPECT_EQ(c.watch[2], (WatchDir{"/etc/dedupd/relative/dir", true}));  // relative to the file
+  EXPECT_EQ(c.expiry.delete_after, std::optional(std::chrono::seconds(0)));
+  EXPECT_EQ(c.expiry.max_bytes, std::optional<std::uint64_t>(16ull << 30));
+  EXPECT_EQ(c.expiry.check_interval, 10min);
+  EXPECT_EQ(c.quarantine_dir, std::optional<std::filesystem::path>("/var/lib/dd/quarantine"));
+  EXPECT_EQ(c.admin_group, std::optional<std::string>("dedupd-admin"));
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.limits.max_body_bytes, 64ull << 20);
+  EXPECT_EQ(c.limits.max_connections, 32u);
+  EXPECT_EQ(c.limits.request_timeout, 5s);
+  EXPECT_EQ(c.global_dedup.key_rotation, 12h);
+  EXPECT_EQ(c.global_dedup.reply_expiry, 3 * 24h);
+}
+
+TEST(Config, DeleteAfterNeverKeepsFiles) {
+  EXPECT_FALSE(load_ok("expiry:\n  delete_after: never\n").expiry.delete_after);
+}
+
+TEST(Config, TrailingSlashesAndDotsAreNormalised) {
+  Config c = load_ok("state_dir: /var/lib/dd/\nwatch: [/srv/a/./b/]\n");
+  EXPECT_EQ(c.state_dir, "/var/lib/dd");
+  EXPECT_EQ(c.watch.at(0).path, "/srv/a/b");
+}
+
+TEST(ConfigErrors, UnknownTopLevelKey) {
+  expect_one_error("state_dir: /x\nsockets: /y\n", "sockets", 2, "unknown key");
+}
+
+TEST(ConfigErrors, UnknownNestedKey) {
+  expect_one_error("expiry:\n  delete_after: 1d\n  max_byte: 1G\n", "expiry.max_byte", 3,
+                   "unknown key");
+  expect_one_error("watch:\n  - path: /a\n    recurse: true\n", "watch[0].recurse", 3,
+                   "unknown key");
+  expect_one_error("limits:\n  timeout: 5s\n", "limits.timeout", 2, "unknown key");
+  expect_one_error("global_dedup:\n  rotation: 1d\n", "global_dedup.rotation", 2, "unknown key");
+}
+
+TEST(ConfigErrors, BadDuration) {
+  expect_one_error("expiry:\n  delete_after: 7x\n", "expiry.delete_after", 2, "unknown unit");
+  expect_one_error("expiry:\n  delete_after: 7\n", "expiry.delete_after", 2, "unit is required");
+  expect_one_error("\n\nlimits:\n  request_timeout: soon\n", "limits.request_timeout", 4,
+                   "bad duration");
+  expect_one_error("expiry:\n  check_interval: 0s\n", "expiry.check_interval", 2, "at least");
+}
+
+TEST(ConfigErrors, BadSize) {
+  expect_one_error("expiry:\n  max_bytes: lots\n", "expiry.max_bytes", 2, "bad size");
+  expect_one_error("limits:\n  max_body_bytes: 1Q\n", "limits.max_body_bytes", 2, "unknown unit");
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  expect_one_error("state_dir: [a, b]\n", "state_dir", 1, "got a list");
+  expect_one_error("socket:\n", "socket", 1, "got nothing");
+  expect_one_error("watch: /just/a/string\n", "watch", 1, "list");
+  expect_one_error("watch:\n  - {recursive: true}\n", "watch[0]", 2, "needs a path");
+  expect_one_error("watch:\n  - path: /a\n    recursive: maybe\n", "watch[0].recursive", 3,
+                   "true or false");
+  expect_one_error("expiry: 7d\n", "expiry", 1, "mapping");
+  expect_one_error("limits:\n  max_connections: -3\n", "limits.max_connections", 2,
+                   "whole number");
+  expect_one_error("limits:\n  max_connections: 0\n", "limits.max_connections", 2, "at least 1");
+  expect_one_error("log_level: chatty\n", "log_level", 1, "unknown log level");
+  expect_one_error("admin_group: {a: b}\n", "admin_group", 1, "got a mapping");
+}
+
+TEST(ConfigErrors, DocumentNotAMapping) {
+  auto errors = load_errors("- a\n- b\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].line, 1);
+  EXPECT_NE(errors[0].message.find("mapping"), std::string::npos);
+}
+
+TEST(ConfigErrors, SyntaxErrorHasALine) {
+  auto errors = load_errors("state_dir: /x\nwatch: [a, b\nsocket: /y\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_GT(errors[0].line, 1);
+}
+
+TEST(ConfigErrors, AllErrorsAreReportedAtOnce) {
+  auto errors = load_errors("bogus: 1\nexpiry:\n  delete_after: soon\nlog_level: loud\n");
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].key, "bogus");
+  EXPECT_EQ(errors[1].key, "expiry.delete_after");
+  EXPECT_EQ(errors[1].line, 3);
+  EXPECT_EQ(errors[2].key, "log_level");
+  EXPECT_EQ(errors[2].line, 4);
+}
+
+TEST(ConfigErrors, QuarantineInsideAWatchedTree) {
+  auto errors = load_errors("watch: [/srv/shards]\nquarantine_dir: /srv/shards/bad\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].key, "quarantine_dir");
+}
+
+TEST(ConfigErrors, MessageFormatNamesFileLineAndKey) {
+  ConfigError e{"expiry.delete_after", 3, "bad duration \"x\""};
+  EXPECT_EQ(e.to_string("/etc/dedupd/dedupd.yaml"),
+            "/etc/dedupd/dedupd.yaml:3: expiry.delete_after: bad duration \"x\"");
+}
+
+TEST(ConfigFile, RelativePathsAreRelativeToTheFile) {
+  testing::TempDir dir;
+  testing::write_file(dir / "d.yaml", "state_dir: state\nwatch: [in]\n");
+  auto r = load_config_file(dir / "d.yaml");
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  EXPECT_EQ(std::get<Config>(r).state_dir, dir.path() / "state");
+  EXPECT_EQ(std::get<Config>(r).watch.at(0).path, dir.path() / "in");
+}
+
+TEST(ConfigFile, MissingFileIsAnError) {
+  auto r = load_config_file("/nonexistent/dedupd.yaml");
+  ASSERT_TRUE(std::holds_alternative<std::vector<ConfigError>>(r));
+}
+
+TEST(Config, LocalDefaultsLiveUnderOneDirectory) {
+  Config c = local_defaults("/tmp/x/");
+  EXPECT_EQ(c.state_dir, "/tmp/x");
+  EXPECT_EQ(c.index_dir(), "/tmp/x/index");
+  EXPECT_EQ(c.socket, "/tmp/x/dedupd.sock");
+  ASSERT_EQ(c.watch.size(), 1u);
+  EXPECT_EQ(c.watch[0].path, "/tmp/x/incoming");
+  EXPECT_TRUE(c.watch[0].recursive);
+}
+
+}  // namespace
+}  // namespace dedupd::daemon

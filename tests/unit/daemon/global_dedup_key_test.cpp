@@ -1,0 +1,64 @@
+#include "daemon/keys/global_dedup_key.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "temp_dir.hpp"
+
+namespace dedupd::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::uint64_t kNow = 1'750'000'000;
+
+TEST(GlobalDedupKey, CreatedOnceAndSurvivesARestart) {
+  testing::TempDir dir;
+  GlobalDedupKeyStore first(dir / "k", 24h);
+  first.load_or_create(kNow);
+  EXPECT_FALSE(first.current().is_zero());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "k").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  GlobalDedupKeyStore second(dir / "k", 24h);
+  second.load_or_create(kNow + 3600);
+  EXPECT_EQ(second.current(), first.current());
+  EXPECT_EQ(second.next_rotation(), kNow + 86400);
+}
+
+TEST(GlobalDedupKey, RotatesWhenDue) {
+  testing::TempDir dir;
+  GlobalDedupKeyStore store(dir / "k", 1h);
+  store.load_or_create(kNow);
+  auto k1 = store.current();
+  EXPECT_FALSE(store.rotate_if_due(kNow + 3599));
+  EXPECT_EQ(store.current(), k1);
+  EXPECT_TRUE(store.rotate_if_due(kNow + 3600));
+  EXPECT_NE(store.current(), k1);
+  EXPECT_EQ(store.next_rotation(), kNow + 2 * 3600);
+}
+
+TEST(GlobalDedupKey, AnExpiredStoredKeyIsReplacedAtStart) {
+  testing::TempDir dir;
+  GlobalDedupKeyStore old(dir / "k", 1h);
+  old.load_or_create(kNow);
+  GlobalDedupKeyStore later(dir / "k", 1h);
+  later.load_or_create(kNow + 7200);
+  EXPECT_NE(later.current(), old.current());
+}
+
+TEST(GlobalDedupKey, AGarbledFileIsReplaced) {
+  testing::TempDir dir;
+  testing::write_file(dir / "k", "not a key\n");
+  GlobalDedupKeyStore store(dir / "k", 1h);
+  store.load_or_create(kNow);
+  EXPECT_FALSE(store.current().is_zero());
+}
+
+TEST(GlobalDedupKey, AnUnwritableDirectoryIsAClearError) {
+  GlobalDedupKeyStore store("/nonexistent/dir/k", 1h);
+  EXPECT_THROW(store.load_or_create(kNow), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dedupd::daemon

@@ -1,0 +1,210 @@
+// Real inotify in a temp dir: events are queued by the time the file
+// operation returns, so each test reads them right after acting.
+#include "daemon/watch/watcher.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "temp_dir.hpp"
+
+namespace dedupd::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> names(const std::vector<Candidate>& cs, const fs::path& root) {
+  std::vector<std::string> out;
+  for (const auto& c : cs) out.push_back(c.path.lexically_relative(root).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class WatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override { watcher.set_roots({WatchDir{dir.path(), true}}); }
+  std::vector<std::string> ready() { return names(watcher.read_events().ready, dir.path()); }
+
+  testing::TempDir dir;
+  Watcher watcher;
+};
+
+using Names = std::vector<std::string>;
+
+TEST_F(WatcherTest, FileWrittenSlowlyIsTakenOnlyWhenClosed) {
+  int fd = ::open((dir / "a.mdb").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "part one", 8), 8);
+  EXPECT_EQ(ready(), Names{});
+  ASSERT_EQ(::write(fd, "part two", 8), 8);
+  EXPECT_EQ(ready(), Names{});
+  ::close(fd);
+  EXPECT_EQ(ready(), Names{"a.mdb"});
+  EXPECT_EQ(ready(), Names{});
+}
+
+TEST_F(WatcherTest, TempFileRenamedIntoPlaceIsTakenOnce) {
+  testing::write_file(dir / ".5f0c-uuid.mdb_temp", "shard bytes");
+  EXPECT_EQ(ready(), Names{});
+  fs::rename(dir / ".5f0c-uuid.mdb_temp", dir / "abc.mdb");
+  EXPECT_EQ(ready(), Names{"abc.mdb"});
+  EXPECT_EQ(ready(), Names{});
+}
+
+TEST_F(WatcherTest, FileMovedInFromOutsideIsTaken) {
+  testing::TempDir outside;
+  testing::write_file(outside / "b.mdb", "x");
+  fs::rename(outside / "b.mdb", dir / "b.mdb");
+  EXPECT_EQ(ready(), Names{"b.mdb"});
+}
+
+TEST_F(WatcherTest, IgnoresHiddenTemporaryAndForeignFiles) {
+  testing::write_file(dir / ".hidden.mdb", "x");
+  testing::write_file(dir / "x.mdb_temp", "x");
+  testing::write_file(dir / "notes.txt", "x");
+  testing::write_file(dir / "bundle.caf", "x");
+  auto batch = watcher.read_events();
+  ASSERT_EQ(batch.ready.size(), 1u);
+  EXPECT_EQ(batch.ready[0].path.filename(), "bundle.caf");
+  EXPECT_EQ(batch.ready[0].kind, FileKind::bundle);
+}
+
+TEST_F(WatcherTest, NewSubdirectoriesAreWatchedAndTheirEarlyFilesFound) {
+  // Everything here happens before the watcher reads the mkdir event, so
+  // only a scan of the new directories can find these files.
+  fs::create_directories(dir / "hf/shard-cache");
+  testing::write_file(dir / "hf/shard-cache/early.mdb", "x");
+  EXPECT_EQ(ready(), (Names{"hf/shard-cache/early.mdb"}));
+  // And later files in them arrive through their own watches.
+  testing::write_file(dir / "hf/shard-cache/late.mdb", "x");
+  fs::create_directories(dir / "hf/shard-cache/deeper");
+  EXPECT_EQ(ready(), (Names{"hf/shard-cache/late.mdb"}));
+  testing::write_file(dir / "hf/shard-cache/deeper/d.mdb", "x");
+  EXPECT_EQ(ready(), (Names{"hf/shard-cache/deeper/d.mdb"}));
+}
+
+TEST_F(WatcherTest, DirectoryMovedInIsScanned) {
+  testing::TempDir outside;
+  fs::create_directories(outside / "tree/sub");
+  testing::write_file(outside / "tree/sub/m.mdb", "x");
+  fs::rename(outside / "tree", dir / "tree");
+  EXPECT_EQ(ready(), (Names{"tree/sub/m.mdb"}));
+  testing::write_file(dir / "tree/sub/n.mdb", "x");
+  EXPECT_EQ(ready(), (Names{"tree/sub/n.mdb"}));
+}
+
+TEST_F(WatcherTest, DirectoryRenamedWithinTheTreeKeepsCorrectPaths) {
+  fs::create_directories(dir / "old");
+  (void)ready();
+  fs::rename(dir / "old", dir / "new");
+  (void)ready();
+  testing::write_file(dir / "new/x.mdb", "x");
+  EXPECT_EQ(ready(), (Names{"new/x.mdb"}));
+}
+
+TEST_F(WatcherTest, DirectoryMovedOutIsForgotten) {
+  testing::TempDir outside;
+  fs::create_directories(dir / "leaving");
+  (void)ready();
+  std::size_t before = watcher.watch_count();
+  fs::rename(dir / "leaving", outside / "gone");
+  (void)ready();
+  EXPECT_EQ(watcher.watch_count(), before - 1);
+  testing::write_file(outside / "gone/x.mdb", "x");
+  EXPECT_EQ(ready(), Names{});
+}
+
+TEST(Watcher, NonRecursiveRootIgnoresSubdirectories) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "sub");
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), false}});
+  testing::write_file(dir / "sub/s.mdb", "x");
+  testing::write_file(dir / "top.mdb", "x");
+  EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"top.mdb"});
+  EXPECT_EQ(names(w.scan(), dir.path()), Names{"top.mdb"});
+  EXPECT_TRUE(w.inside_roots(dir / "top.mdb"));
+  EXPECT_FALSE(w.inside_roots(dir / "sub/s.mdb"));
+}
+
+TEST(Watcher, ScanFindsExistingFilesSortedAndWatchesThem) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "a/b");
+  testing::write_file(dir / "z.mdb", "x");
+  testing::write_file(dir / "a/b/y.mdb", "x");
+  testing::write_file(dir / "a/.tmp.mdb_temp", "x");
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), true}});
+  EXPECT_EQ(names(w.scan(), dir.path()), (Names{"a/b/y.mdb", "z.mdb"}));
+  testing::write_file(dir / "a/b/new.mdb", "x");
+  EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"a/b/new.mdb"});
+}
+
+TEST(Watcher, MissingRootIsPickedUpByALaterScan) {
+  testing::TempDir dir;
+  Watcher w;
+  w.set_roots({WatchDir{dir / "later", true}});
+  EXPECT_TRUE(w.scan().empty());
+  fs::create_directories(dir / "later");
+  testing::write_file(dir / "later/x.mdb", "x");
+  EXPECT_EQ(names(w.scan(), dir / "later"), Names{"x.mdb"});
+  testing::write_file(dir / "later/y.mdb", "x");
+  EXPECT_EQ(names(w.read_events().ready, dir / "later"), Names{"y.mdb"});
+}
+
+TEST(Watcher, ChangingRootsStopsWatchingTheOldOnes) {
+  testing::TempDir a, b;
+  Watcher w;
+  w.set_roots({WatchDir{a.path(), true}});
+  w.set_roots({WatchDir{b.path(), true}});
+  testing::write_file(a / "old.mdb", "x");
+  testing::write_file(b / "new.mdb", "x");
+  auto batch = w.read_events();
+  ASSERT_EQ(batch.ready.size(), 1u);
+  EXPECT_EQ(batch.ready[0].path, b / "new.mdb");
+}
+
+TEST(Watcher, SymlinkedDirectoriesAreNotFollowed) {
+  testing::TempDir dir, outside;
+  testing::write_file(outside / "o.mdb", "x");
+  fs::create_directory_symlink(outside.path(), dir / "link");
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), true}});
+  EXPECT_TRUE(w.scan().empty());
+}
+
+TEST(Watcher, InsideRootsIsLexicalAndStrict) {
+  testing::TempDir dir;
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), true}});
+  EXPECT_TRUE(w.inside_roots(dir / "a/b.mdb"));
+  EXPECT_FALSE(w.inside_roots(dir / "../elsewhere.mdb"));
+  EXPECT_FALSE(w.inside_roots(dir / "a/../../x.mdb"));
+  EXPECT_FALSE(w.inside_roots(dir.path()));
+  EXPECT_FALSE(w.inside_roots("/etc/passwd"));
+}
+
+TEST(Watcher, QueueOverflowIsReported) {
+  std::ifstream limit_file("/proc/sys/fs/inotify/max_queued_events");
+  long limit = 0;
+  if (!(limit_file >> limit) || limit > 100000) GTEST_SKIP() << "inotify queue too large to fill";
+  testing::TempDir dir;
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), true}});
+  testing::write_file(dir / "a.mdb", "");
+  testing::write_file(dir / "b.mdb", "");
+  // Each open for writing queues an IN_CLOSE_WRITE; alternating names keeps
+  // the kernel from merging them with the previous one.
+  for (long i = 0; i <= limit; ++i) {
+    int fd = ::open((dir / (i % 2 ? "a.mdb" : "b.mdb")).c_str(), O_WRONLY);
+    ::close(fd);
+  }
+  EXPECT_TRUE(w.read_events().overflow);
+}
+
+}  // namespace
+}  // namespace dedupd::daemon
