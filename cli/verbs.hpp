@@ -1,0 +1,21 @@
+// The verb groups. Each registers its subcommands on the CLI11 app and, when
+// one of them is chosen, stores what to run in `action`; main runs it after
+// parsing so that every error, usage or not, goes through one exit path.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace dedupctl {
+
+struct Context;
+using Action = std::function<int(Context&)>;
+
+void add_offline_verbs(CLI::App& app, Action& action);  // inspect, verify
+void add_lookup_verbs(CLI::App& app, Action& action);   // query, xorb, file, ...
+void add_admin_verbs(CLI::App& app, Action& action);    // rescan, purge, ...
+
+}  // namespace dedupctl
