@@ -231,6 +231,7 @@ Writer::Writer(Writer&& o) noexcept
       fd_(std::exchange(o.fd_, -1)),
       pos_(o.pos_),
       records_(std::move(o.records_)),
+      buffer_(std::move(o.buffer_)),
       finished_(o.finished_) {
   o.tmp_path_.clear();
 }
@@ -244,6 +245,7 @@ Writer& Writer::operator=(Writer&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     pos_ = o.pos_;
     records_ = std::move(o.records_);
+    buffer_ = std::move(o.buffer_);
     finished_ = o.finished_;
   }
   return *this;
@@ -258,13 +260,31 @@ void Writer::discard() {
   tmp_path_.clear();
 }
 
+bool Writer::flush() {
+  if (buffer_.empty()) return true;
+  const std::uint64_t at = pos_ - buffer_.size();
+  const bool ok = write_all(fd_, buffer_.data(), buffer_.size(), at);
+  buffer_.clear();
+  return ok;
+}
+
 Result<std::uint64_t> Writer::add(const Key& key, std::span<const std::uint8_t> value) {
   if (fd_ < 0 || finished_) return err("swh.io", pos_, "writer is closed");
+  constexpr std::size_t kBuffer = 1 << 20;
   std::uint8_t size_be[8];
   store_be64(size_be, value.size());
   const std::uint64_t at = pos_;
-  if (!write_all(fd_, size_be, 8, at) || !write_all(fd_, value.data(), value.size(), at + 8)) {
-    return err("swh.io", at, "cannot write object: " + errno_text());
+  if (buffer_.size() + 8 + value.size() > kBuffer && !flush()) {
+    return err("swh.io", at, "cannot write objects: " + errno_text());
+  }
+  if (8 + value.size() > kBuffer) {
+    if (!write_all(fd_, size_be, 8, at) || !write_all(fd_, value.data(), value.size(), at + 8)) {
+      return err("swh.io", at, "cannot write object: " + errno_text());
+    }
+  } else {
+    buffer_.reserve(kBuffer);
+    buffer_.insert(buffer_.end(), size_be, size_be + 8);
+    buffer_.insert(buffer_.end(), value.begin(), value.end());
   }
   pos_ = at + 8 + value.size();
   records_.push_back({key, at});
@@ -273,6 +293,7 @@ Result<std::uint64_t> Writer::add(const Key& key, std::span<const std::uint8_t> 
 
 Result<Header> Writer::finish() {
   if (fd_ < 0 || finished_) return err("swh.io", pos_, "writer is closed");
+  if (!flush()) return err("swh.io", pos_, "cannot write objects: " + errno_text());
   Header h;
   h.objects_count = records_.size();
   h.objects_position = kObjectsOffset;

@@ -78,8 +78,9 @@ struct IndexEntry {
   bool empty() const { return object_offset == kNoObject; }
 };
 
-// Streams objects straight to the file (nothing but 40 bytes per key stays in
-// memory: the key and its object offset, which cmph and the index need), then
+// Streams objects to the file through a 1 MiB buffer (nothing but 40 bytes per
+// key stays in memory: the key and its object offset, which cmph and the index
+// need), then
 // finish() builds the hash, writes the index, the dump, the header and the
 // magic, fsyncs and renames the temporary file onto `path`. Nothing is left at
 // `path` unless finish() succeeds; the destructor removes the temporary file.
@@ -107,11 +108,13 @@ class Writer {
     std::uint64_t offset;
   };
   void discard();
+  bool flush();
   std::string path_;
   std::string tmp_path_;
   int fd_ = -1;
   std::uint64_t pos_ = kObjectsOffset;
   std::vector<Record> records_;
+  std::vector<std::uint8_t> buffer_;  // objects not yet written, ending at pos_
   bool finished_ = false;
 };
 

@@ -274,6 +274,38 @@ TEST(SwhShard, OneKey) {
   EXPECT_EQ(Bytes((*got)->begin(), (*got)->end()), vector_value(0));
 }
 
+TEST(SwhShard, EmptyAndLargeObjectsAroundTheWriteBuffer) {
+  TempDir dir;
+  std::string path = dir.file("mixed.shard");
+  const std::vector<std::size_t> sizes = {0, 1, (1u << 20) - 8, 3u << 20, 100, 0, (1u << 20) + 1, 7};
+  auto value = [](std::size_t i, std::size_t n) {
+    Bytes v(n);
+    for (std::size_t k = 0; k < n; ++k) v[k] = static_cast<std::uint8_t>(k * 31 + i);
+    return v;
+  };
+  {
+    auto w = Writer::create(path);
+    ASSERT_TRUE(w.ok());
+    std::uint64_t expect_at = 512;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      auto at = w->add(vector_key(static_cast<unsigned>(i)), value(i, sizes[i]));
+      ASSERT_TRUE(at.ok());
+      EXPECT_EQ(*at, expect_at);
+      expect_at += 8 + sizes[i];
+    }
+    auto h = w->finish();
+    ASSERT_TRUE(h.ok()) << h.error().to_string();
+    EXPECT_EQ(h->index_position, expect_at);
+  }
+  auto r = Reader::open(path);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    auto got = r->lookup(vector_key(static_cast<unsigned>(i)));
+    ASSERT_TRUE(got.ok() && got->has_value()) << i;
+    EXPECT_EQ(Bytes((*got)->begin(), (*got)->end()), value(i, sizes[i])) << i;
+  }
+}
+
 std::string open_rule(const Bytes& b) {
   auto r = Reader::from_bytes(b);
   return r.ok() ? "<ok>" : r.error().rule;
