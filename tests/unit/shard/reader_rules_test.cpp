@@ -47,6 +47,8 @@ TEST(ReaderRules, LayoutOfTheTestShard) {
   auto v = ShardView::parse(bytes);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ((*std::next(v->files().begin())).offset(), kFile2);
+  EXPECT_TRUE(is_bookend(bytes.data() + kFileBookend));
+  EXPECT_TRUE(is_bookend(bytes.data() + kCasBookend));
   EXPECT_EQ(v->cas_begin(), kXorbA);
   EXPECT_EQ(v->cas_end(), kCasEnd);
   EXPECT_EQ(bytes.size(), kCasEnd + 200);
