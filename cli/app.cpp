@@ -33,6 +33,8 @@ int run(const std::vector<std::string>& args, Io& io) {
 
   Action action;
   add_offline_verbs(app, action);
+  add_lookup_verbs(app, action);
+  add_admin_verbs(app, action);
 
   // CLI11 wants argv; keep the strings alive in `args`.
   std::vector<const char*> argv{"dedupctl"};

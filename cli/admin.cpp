@@ -1,0 +1,170 @@
+// Admin verbs: ask dedupd to change its state. The daemon decides who may
+// (root or its admin_group, by SO_PEERCRED); a 403 comes back as exit 77
+// with the daemon's message, which names the group.
+#include <CLI/CLI.hpp>
+
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "api/routes.hpp"
+#include "cli/client.hpp"
+#include "cli/daemon_verbs.hpp"
+#include "cli/output.hpp"
+#include "cli/verbs.hpp"
+#include "shard/mapped_file.hpp"
+
+namespace dedupctl {
+
+namespace api = dedupd::api;
+
+namespace {
+
+std::string url_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+int rescan(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "rescan";
+  json doc = call(client, "POST", std::string(api::kRescan), what);
+  const auto scanned = need_u64(doc, "scanned", what);
+  const auto ingested = need_u64(doc, "ingested", what);
+  const auto rejected = need_u64(doc, "rejected", what);
+  if (ctx.opt.json) print_json(ctx.out(), doc);
+  else if (!ctx.opt.quiet)
+    ctx.out() << "scanned " << grouped(scanned) << " files: " << grouped(ingested) << " ingested, "
+              << ctx.style.paint(grouped(rejected) + " rejected", rejected ? Color::red : Color::none) << '\n';
+  return kOk;
+}
+
+int purge(Context& ctx, bool dry_run) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = dry_run ? "purge --dry-run" : "purge";
+  json doc = call(client, "POST", std::string(api::kPurge) + (dry_run ? "?dry_run=1" : ""), what);
+  const json& expired = need_array(doc, "expired", what);
+  const json& deleted = need_array(doc, "deleted_files", what);
+  for (const auto& s : expired) {
+    need_hash(s, "hash", what);
+    need_u64(s, "chunks", what);
+    need_time(s, "expiry", what);
+  }
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+    return kOk;
+  }
+  if (ctx.opt.quiet) return kOk;
+  std::ostream& out = ctx.out();
+  const std::uint64_t now = std::uint64_t(std::time(nullptr));
+  const std::string verb = dry_run ? "would expire" : "expired";
+  if (expired.empty()) {
+    out << (dry_run ? "nothing is due: no shard would expire now\n" : "nothing was due: no shard expired\n");
+  } else {
+    out << verb << ' ' << expired.size() << (expired.size() == 1 ? " shard" : " shards") << ":\n";
+    Table t({{"SHARD"}, {"CHUNKS", Table::right}, {"EXPIRED"}}, "  ");
+    for (const auto& s : expired) {
+      std::optional<std::uint64_t> e;
+      if (!s["expiry"].is_null()) e = s["expiry"].get<std::uint64_t>();
+      t.add({s["hash"].get<std::string>(), grouped(s["chunks"]), e ? time_text(e, now) : "-"});
+    }
+    t.print(out, ctx.style);
+  }
+  if (!deleted.empty()) {
+    out << (dry_run ? "would delete " : "deleted ") << deleted.size() << (deleted.size() == 1 ? " file" : " files")
+        << " past their grace period:\n";
+    for (const auto& p : deleted) out << "  " << (p.is_string() ? p.get<std::string>() : p.dump()) << '\n';
+  }
+  return kOk;
+}
+
+int remove(Context& ctx, const std::string& arg) {
+  const std::string h = parse_hash_arg(arg, "shard hash");
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "remove " + h;
+  bool not_found = false;
+  json doc = call(client, "DELETE", std::string(api::kShard) + h, what, &not_found);
+  if (not_found) {
+    if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
+    if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": no such shard\n";
+    return kNotFound;
+  }
+  const json& removed = need(doc, "removed", what);
+  need_hash(removed, "hash", what);
+  need_u64(removed, "chunks", what);
+  if (ctx.opt.json) print_json(ctx.out(), doc);
+  else if (!ctx.opt.quiet)
+    ctx.out() << "removed shard " << removed["hash"].get<std::string>() << " (" << grouped(removed["chunks"])
+              << " chunks left the index unless another shard holds them)\n";
+  return kOk;
+}
+
+int ingest(Context& ctx, const std::string& path) {
+  auto m = dedupd::shard::MappedFile::open(path);
+  if (!m) throw CliError(kBadInput, m.error().message);
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string what = "ingest " + path;
+  Response r = client.post(std::string(api::kIngest) + "?name=" + url_encode(name), m->bytes(),
+                           "application/octet-stream");
+  if (r.status != 200) throw status_error(r, what);
+  json doc = parse_body(r, what);
+  const json& list = need_array(doc, "shards", what);
+  for (const auto& s : list) {
+    need_hash(s, "hash", what);
+    if (!need(s, "added", what).is_boolean()) throw CliError(kProtocol, what + ": \"added\" is not a boolean");
+    need_u64(s, "xorbs", what);
+    need_u64(s, "chunks", what);
+    need_u64(s, "files", what);
+  }
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+  } else if (!ctx.opt.quiet) {
+    Table t({{"SHARD"}, {""}, {"FILES", Table::right}, {"XORBS", Table::right}, {"CHUNKS", Table::right}});
+    for (const auto& s : list) {
+      const bool added = s["added"].get<bool>();
+      t.add({s["hash"].get<std::string>(), Table::Cell(added ? "added" : "already indexed", added ? Color::green : Color::none),
+             grouped(s["files"]), grouped(s["xorbs"]), grouped(s["chunks"])});
+    }
+    t.print(ctx.out(), ctx.style);
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void add_admin_verbs(CLI::App& app, Action& action) {
+  app.add_subcommand("rescan", "Admin: scan the watched directories again now")
+      ->callback([&action] { action = rescan; });
+  {
+    auto dry = std::make_shared<bool>(false);
+    auto* p = app.add_subcommand("purge", "Admin: expire now what is due (--dry-run lists it)");
+    p->add_flag("-n,--dry-run", *dry, "Only list what would expire and which files would be deleted");
+    p->callback([&action, dry] { action = [dry](Context& ctx) { return purge(ctx, *dry); }; });
+  }
+  {
+    auto h = std::make_shared<std::string>();
+    auto* r = app.add_subcommand("remove", "Admin: take a shard's entries out of the index");
+    r->add_option("SHARD", *h, "Shard hash")->required();
+    r->callback([&action, h] { action = [h](Context& ctx) { return remove(ctx, *h); }; });
+  }
+  {
+    auto f = std::make_shared<std::string>();
+    auto* i = app.add_subcommand("ingest", "Admin: send a shard (or .caf bundle) file to dedupd to index");
+    i->add_option("FILE", *f, "Shard or bundle file")->required();
+    i->callback([&action, f] { action = [f](Context& ctx) { return ingest(ctx, *f); }; });
+  }
+}
+
+}  // namespace dedupctl

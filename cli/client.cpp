@@ -1,0 +1,328 @@
+#include "cli/client.hpp"
+
+#include <curl/curl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "shard/hash.hpp"
+
+namespace dedupctl {
+
+namespace {
+
+constexpr long kConnectTimeoutMs = 5000;
+
+std::string start_hint() {
+  return "start it with `./dev run` (from a checkout) or `systemctl start dedupd.socket`";
+}
+
+std::string group_name(gid_t gid) {
+  if (const group* g = getgrgid(gid)) return g->gr_name;
+  return std::to_string(gid);
+}
+
+std::string mode_string(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", unsigned(mode & 07777));
+  return buf;
+}
+
+// Socket path for messages: absolute, because "./local/dedupd.sock" alone
+// does not say which checkout.
+std::string shown(const std::string& socket) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(socket, ec);
+  return ec ? socket : abs.lexically_normal().string();
+}
+
+std::string printable_excerpt(std::string_view body) {
+  std::string out;
+  for (char c : body.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? c : '.';
+  if (body.size() > 200) out += "...";
+  return out;
+}
+
+struct Sink {
+  std::string* body;
+  bool* got_bytes;
+};
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  s->body->append(data, size * n);
+  return size * n;
+}
+
+size_t on_header(char*, size_t size, size_t n, void* user) {
+  *static_cast<bool*>(user) = true;
+  return size * n;
+}
+
+}  // namespace
+
+std::string resolve_socket(const std::string& option, const std::optional<std::string>& env,
+                           const std::function<bool(const std::string&)>& exists) {
+  if (!option.empty()) return option;
+  if (env && !env->empty()) return *env;
+  if (exists(std::string(kPackagedSocket))) return std::string(kPackagedSocket);
+  return std::string(kLocalSocket);
+}
+
+Client::Client(std::string socket_path, double timeout_s)
+    : socket_(std::move(socket_path)), timeout_s_(timeout_s) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  curl_ = curl_easy_init();
+  if (!curl_) throw CliError(kUnavailable, "cannot initialise libcurl");
+}
+
+Client::~Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+Response Client::get(std::string_view path) { return perform("GET", path, {}, {}); }
+Response Client::post(std::string_view path, std::span<const std::uint8_t> body,
+                      std::string_view content_type) {
+  return perform("POST", path, body, content_type);
+}
+Response Client::del(std::string_view path) { return perform("DELETE", path, {}, {}); }
+
+void Client::check_socket_file() const {
+  // Checked before libcurl so the message can say what is wrong with the
+  // path itself; connect() would only say "failed".
+  if (socket_.size() >= sizeof(sockaddr_un::sun_path))
+    throw CliError(kBadInput, "socket path is too long for a Unix socket (" +
+                                  std::to_string(socket_.size()) + " bytes): " + socket_);
+  struct stat st {};
+  if (::stat(socket_.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == EACCES) {
+      // A directory on the way (e.g. /run/dedupd, mode 0750) is closed to us.
+      std::string dir = std::filesystem::path(socket_).parent_path().string();
+      struct stat ds {};
+      std::string detail;
+      if (!dir.empty() && ::stat(dir.c_str(), &ds) == 0)
+        detail = " (directory " + dir + " is group " + group_name(ds.st_gid) + ", mode " +
+                 mode_string(ds.st_mode) + ")";
+      throw CliError(kPermission, "permission denied reaching " + shown(socket_) + detail,
+                     detail.empty() ? "" : "join group " + group_name(ds.st_gid) +
+                                               " (usermod -aG " + group_name(ds.st_gid) +
+                                               " $USER, then log in again)");
+    }
+    if (e == ENOENT || e == ENOTDIR)
+      throw CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket_),
+                     start_hint() + ", or point --socket / DEDUPD_SOCKET at its socket");
+    throw CliError(kUnavailable, "cannot reach " + shown(socket_) + ": " + std::strerror(e));
+  }
+  if (!S_ISSOCK(st.st_mode))
+    throw CliError(kUnavailable, shown(socket_) + " is not a socket", "point --socket at dedupd's socket");
+}
+
+Response Client::perform(std::string_view method, std::string_view path,
+                         std::span<const std::uint8_t> body, std::string_view content_type) {
+  if (!checked_) {
+    check_socket_file();
+    checked_ = true;
+  }
+  CURL* c = static_cast<CURL*>(curl_);
+  Response r;
+  bool got_bytes = false;
+  Sink sink{&r.body, &got_bytes};
+  const std::string url = "http://localhost" + std::string(path);
+
+  curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  // http_proxy in the environment must not divert a local socket call.
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout_s_ * 1000));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "dedupctl/" DEDUPCTL_VERSION);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &got_bytes);
+
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  // No "Expect: 100-continue": it would stall large bodies for a second.
+  headers = curl_slist_append(headers, "Expect:");
+  std::string ct_header;
+  if (method == "POST") {
+    ct_header = "Content-Type: " + std::string(content_type);
+    headers = curl_slist_append(headers, ct_header.c_str());
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    static const char empty = 0;
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.empty() ? &empty : reinterpret_cast<const char*>(body.data()));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+  } else {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    const std::string m(method);  // libcurl copies it
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method == "GET" ? nullptr : m.c_str());
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+
+  const CURLcode rc = curl_easy_perform(c);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+
+  if (rc != CURLE_OK) {
+    long os_errno = 0;
+    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+    throw transport_error(int(rc), os_errno, socket_, got_bytes, timeout_s_);
+  }
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  const char* ct = nullptr;
+  if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct) r.content_type = ct;
+  return r;
+}
+
+CliError connect_error(long os_errno, const std::string& socket) {
+  if (os_errno == EACCES || os_errno == EPERM) {
+    struct stat st {};
+    if (::stat(socket.c_str(), &st) == 0) {
+      const std::string g = group_name(st.st_gid);
+      return CliError(kPermission,
+                      "permission denied on " + shown(socket) + " (group " + g + ", mode " +
+                          mode_string(st.st_mode) + ")",
+                      "join group " + g + " (usermod -aG " + g + " $USER, then log in again)");
+    }
+    return CliError(kPermission, "permission denied on " + shown(socket));
+  }
+  if (os_errno == ECONNREFUSED)
+    return CliError(kUnavailable,
+                    "dedupd is not running: nothing listens on " + shown(socket) + " (stale socket)",
+                    start_hint());
+  if (os_errno == ENOENT)
+    return CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket), start_hint());
+  return CliError(kUnavailable, "cannot connect to " + shown(socket) +
+                                    (os_errno ? std::string(": ") + std::strerror(int(os_errno)) : ""),
+                  start_hint());
+}
+
+CliError transport_error(int curl_code, long os_errno, const std::string& socket,
+                         bool got_response_bytes, double timeout_s) {
+  const std::string where = "dedupd at " + shown(socket);
+  switch (CURLcode(curl_code)) {
+    case CURLE_COULDNT_CONNECT:
+      return connect_error(os_errno, socket);
+    case CURLE_OPERATION_TIMEDOUT: {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", timeout_s);
+      if (!got_response_bytes)
+        return CliError(kUnavailable, where + " did not answer within " + secs + " s",
+                        "it may be busy or hung: `systemctl status dedupd`; raise --timeout for big requests");
+      return CliError(kProtocol, where + " stopped sending its answer (timeout after " + secs + " s)");
+    }
+    case CURLE_GOT_NOTHING:
+      return CliError(kProtocol, where + " closed the connection without answering",
+                      "did it crash? see `journalctl -u dedupd` or its terminal");
+    case CURLE_PARTIAL_FILE:
+      return CliError(kProtocol, where + " closed the connection in the middle of its answer",
+                      "did it crash? see `journalctl -u dedupd` or its terminal");
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+      return CliError(kProtocol, "connection to " + where + " broke: " +
+                                     curl_easy_strerror(CURLcode(curl_code)) +
+                                     (os_errno ? std::string(" (") + std::strerror(int(os_errno)) + ")" : ""));
+    default:
+      return CliError(kProtocol, "talking to " + where + ": " + curl_easy_strerror(CURLcode(curl_code)));
+  }
+}
+
+std::string error_message(const Response& r) {
+  try {
+    auto doc = json::parse(r.body);
+    const auto& e = doc.at("error");
+    std::string m = e.at("message").get<std::string>();
+    if (e.contains("code") && e["code"].is_string()) m += " [" + e["code"].get<std::string>() + "]";
+    return m;
+  } catch (const std::exception&) {
+    return r.body.empty() ? std::string("(empty body)") : printable_excerpt(r.body);
+  }
+}
+
+CliError status_error(const Response& r, std::string_view what) {
+  const std::string msg = error_message(r);
+  const std::string w(what);
+  switch (r.status) {
+    case 400:
+    case 413:
+    case 422:
+      return CliError(kBadInput, w + ": dedupd refused the request: " + msg);
+    case 403:
+      // The daemon's message names the group an admin must be in.
+      return CliError(kPermission, w + ": permission denied: " + msg,
+                      "admin verbs need root or membership of dedupd's admin_group");
+    case 404:
+      return CliError(kNotFound, w + ": not found");
+    case 503:
+      return CliError(kUnavailable, w + ": dedupd is not ready yet: " + msg, "retry in a moment");
+    default:
+      return CliError(kProtocol, w + ": unexpected HTTP status " + std::to_string(r.status) + ": " + msg);
+  }
+}
+
+json parse_body(const Response& r, std::string_view what) {
+  try {
+    return json::parse(r.body);
+  } catch (const json::parse_error& e) {
+    throw CliError(kProtocol, std::string(what) + ": dedupd sent malformed JSON (" +
+                                  std::to_string(r.body.size()) + " bytes, " + e.what() + ")");
+  }
+}
+
+namespace {
+[[noreturn]] void malformed(std::string_view what, std::string_view key, std::string_view why) {
+  throw CliError(kProtocol, std::string(what) + ": dedupd's answer has " + std::string(why) + " \"" +
+                                std::string(key) + "\"");
+}
+}  // namespace
+
+const json& need(const json& obj, std::string_view key, std::string_view what) {
+  if (!obj.is_object()) malformed(what, key, "no object around");
+  auto it = obj.find(key);
+  if (it == obj.end()) malformed(what, key, "no field");
+  return *it;
+}
+
+std::uint64_t need_u64(const json& obj, std::string_view key, std::string_view what) {
+  const json& v = need(obj, key, what);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    malformed(what, key, "a non-count value in");
+  return v.get<std::uint64_t>();
+}
+
+std::string need_str(const json& obj, std::string_view key, std::string_view what) {
+  const json& v = need(obj, key, what);
+  if (!v.is_string()) malformed(what, key, "a non-string");
+  return v.get<std::string>();
+}
+
+std::string need_hash(const json& obj, std::string_view key, std::string_view what) {
+  std::string s = need_str(obj, key, what);
+  auto h = dedupd::shard::Hash::parse(s);
+  if (!h) malformed(what, key, "a malformed hash in");
+  return h->to_string();
+}
+
+std::optional<std::uint64_t> need_time(const json& obj, std::string_view key, std::string_view what) {
+  const json& v = need(obj, key, what);
+  if (v.is_null()) return std::nullopt;
+  return need_u64(obj, key, what);
+}
+
+const json& need_array(const json& obj, std::string_view key, std::string_view what) {
+  const json& v = need(obj, key, what);
+  if (!v.is_array()) malformed(what, key, "a non-array");
+  return v;
+}
+
+}  // namespace dedupctl

@@ -1,0 +1,90 @@
+// The daemon's client: HTTP/1.1 over its Unix socket with libcurl. One easy
+// handle per process, so a batch of requests reuses one kept-alive
+// connection. Every failure leaves here as a CliError with the exit code it
+// means (69 unreachable, 76 nonsense, 77 refused), never as a hang: connect
+// has 5 s, the whole request --timeout.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/exit_codes.hpp"
+
+namespace dedupctl {
+
+using json = nlohmann::ordered_json;
+
+inline constexpr std::string_view kPackagedSocket = "/run/dedupd/dedupd.sock";
+inline constexpr std::string_view kLocalSocket = "./local/dedupd.sock";  // `./dev run`
+
+// --socket, else $DEDUPD_SOCKET, else the packaged path when it exists, else
+// the checkout's local path.
+std::string resolve_socket(const std::string& option, const std::optional<std::string>& env,
+                           const std::function<bool(const std::string&)>& exists);
+
+struct Response {
+  long status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+class Client {
+ public:
+  Client(std::string socket_path, double timeout_s);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  Response get(std::string_view path);
+  Response post(std::string_view path, std::span<const std::uint8_t> body,
+                std::string_view content_type = "application/json");
+  Response post(std::string_view path, std::string_view body,
+                std::string_view content_type = "application/json") {
+    return post(path, std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()),
+                content_type);
+  }
+  Response del(std::string_view path);
+
+  const std::string& socket() const { return socket_; }
+
+ private:
+  Response perform(std::string_view method, std::string_view path,
+                   std::span<const std::uint8_t> body, std::string_view content_type);
+  void check_socket_file() const;
+
+  std::string socket_;
+  double timeout_s_;
+  void* curl_ = nullptr;  // CURL*, kept for connection reuse
+  bool checked_ = false;
+};
+
+// Mappings, separate so that tests can drive each branch.
+// How a libcurl failure reads to a person, and its exit code.
+CliError transport_error(int curl_code, long os_errno, const std::string& socket,
+                         bool got_response_bytes, double timeout_s);
+// A connect() errno on the socket (EACCES names the socket's group).
+CliError connect_error(long os_errno, const std::string& socket);
+// A non-2xx answer: 400/413/422 -> 65, 403 -> 77, 404 -> 1, 503 -> 69, else 76.
+CliError status_error(const Response& r, std::string_view what);
+// The daemon's {"error": {"message"}} text, or a printable excerpt of the body.
+std::string error_message(const Response& r);
+// Parses a JSON body; anything else is a protocol error (76).
+json parse_body(const Response& r, std::string_view what);
+
+// Field access for daemon answers: a missing field or wrong type is 76.
+const json& need(const json& obj, std::string_view key, std::string_view what);
+std::uint64_t need_u64(const json& obj, std::string_view key, std::string_view what);
+std::string need_str(const json& obj, std::string_view key, std::string_view what);
+// A hash field in Xet string form; validated, returned normalised.
+std::string need_hash(const json& obj, std::string_view key, std::string_view what);
+// Unix seconds or null (never).
+std::optional<std::uint64_t> need_time(const json& obj, std::string_view key, std::string_view what);
+const json& need_array(const json& obj, std::string_view key, std::string_view what);
+
+}  // namespace dedupctl
