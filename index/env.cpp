@@ -1,0 +1,205 @@
+#include "index/env.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "index/observer.hpp"
+
+namespace dedupd::index::lmdb {
+
+namespace {
+
+// LMDB forbids opening one environment twice in a process (its POSIX locks
+// are per process: closing the second handle would drop the first's locks).
+std::mutex g_registry_mu;
+std::set<std::string> g_registry;
+
+bool is_no_space(int rc) { return rc == ENOSPC || rc == EFBIG || rc == EDQUOT; }
+
+}  // namespace
+
+std::string describe(int rc) { return mdb_strerror(rc); }
+
+Error error_of(int rc, const std::string& what) {
+  if (is_no_space(rc))
+    return make_error(kRuleNoSpace, what + ": " + describe(rc) + " (nothing was written; the index is unchanged)");
+  if (rc == EIO)
+    return make_error(kRuleIo, what + ": " + describe(rc) +
+                                   " (LMDB reports a short write, e.g. on a full disk, as this; the transaction was "
+                                   "not committed and the index is unchanged)");
+  return make_error(kRuleLmdb, what + ": " + describe(rc));
+}
+
+ReadTxn& ReadTxn::operator=(ReadTxn&& o) noexcept {
+  if (this != &o) {
+    release();
+    env_ = o.env_, txn_ = o.txn_;
+    o.env_ = nullptr, o.txn_ = nullptr;
+  }
+  return *this;
+}
+
+void ReadTxn::release() {
+  if (env_ && txn_) env_->end_read(txn_);
+  env_ = nullptr, txn_ = nullptr;
+}
+
+Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
+  if (::mkdir(options.dir.c_str(), 0750) != 0 && errno != EEXIST)
+    return make_error(kRuleLmdb, "cannot create " + options.dir + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return make_error(kRuleLmdb, options.dir + " is not a directory");
+  std::string key = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  {
+    std::lock_guard lock(g_registry_mu);
+    if (!g_registry.insert(key).second)
+      return make_error(kRuleAlreadyOpen, "the index in " + options.dir + " is already open in this process");
+  }
+  std::unique_ptr<Env> env(new Env(options));
+  env->registry_key_ = key;
+
+  int rc = mdb_env_create(&env->env_);
+  if (rc != 0) {
+    env->env_ = nullptr;
+    return error_of(rc, "mdb_env_create");
+  }
+  if ((rc = mdb_env_set_maxdbs(env->env_, options.max_dbs)) != 0) return error_of(rc, "mdb_env_set_maxdbs");
+  if ((rc = mdb_env_set_maxreaders(env->env_, options.max_readers)) != 0)
+    return error_of(rc, "mdb_env_set_maxreaders");
+  if ((rc = mdb_env_set_mapsize(env->env_, options.map_size)) != 0) return error_of(rc, "mdb_env_set_mapsize");
+  // NOTLS: read transactions belong to the pool, not to a thread, so any
+  // HTTP worker may renew any of them. NORDAHEAD: lookups are random reads;
+  // readahead would only evict useful pages once the index outgrows RAM.
+  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+  if (options.no_sync) flags |= MDB_NOSYNC;
+  if ((rc = mdb_env_open(env->env_, options.dir.c_str(), flags, 0640)) != 0)
+    return error_of(rc, "opening the index in " + options.dir);
+
+  // Slots of readers that died (kill -9) would pin old pages for ever.
+  int dead = 0;
+  if ((rc = mdb_reader_check(env->env_, &dead)) != 0) return error_of(rc, "mdb_reader_check");
+  env->stale_cleared_ = dead;
+  if (dead > 0 && options.observer) options.observer->stale_readers_cleared(dead);
+
+  MDB_stat ms;
+  if (mdb_env_stat(env->env_, &ms) == 0) env->page_size_ = ms.ms_psize;
+  return env;
+}
+
+Env::~Env() {
+  for (MDB_txn* t : idle_) mdb_txn_abort(t);
+  idle_.clear();
+  if (env_) mdb_env_close(env_);
+  if (!registry_key_.empty()) {
+    std::lock_guard lock(g_registry_mu);
+    g_registry.erase(registry_key_);
+  }
+}
+
+std::uint64_t Env::map_size() const {
+  MDB_envinfo info;
+  mdb_env_info(env_, &info);
+  return info.me_mapsize;
+}
+
+Result<ReadTxn> Env::begin_read() {
+  MDB_txn* txn = nullptr;
+  {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return !resizing_; });
+    ++readers_inside_;
+    if (!idle_.empty()) {
+      txn = idle_.back();
+      idle_.pop_back();
+    }
+  }
+  int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc == MDB_MAP_RESIZED) {
+    // Another process grew the file beyond our map: adopt its size and retry.
+    if (txn) mdb_txn_abort(txn);
+    end_read(nullptr);
+    if (auto s = adopt_foreign_size(); !s) return s.error();
+    return begin_read();
+  }
+  if (rc != 0) {
+    if (txn) mdb_txn_abort(txn);
+    end_read(nullptr);
+    return error_of(rc, "beginning a read transaction");
+  }
+  return ReadTxn(this, txn);
+}
+
+void Env::end_read(MDB_txn* txn) {
+  if (txn) mdb_txn_reset(txn);
+  std::lock_guard lock(gate_mu_);
+  if (txn) {
+    // Keep as many as were ever used at once, up to the reader slots.
+    if (idle_.size() < options_.max_readers)
+      idle_.push_back(txn);
+    else
+      mdb_txn_abort(txn);
+  }
+  if (--readers_inside_ == 0 && resizing_) gate_cv_.notify_all();
+}
+
+Status Env::adopt_foreign_size() {
+  std::unique_lock lock(gate_mu_);
+  gate_cv_.wait(lock, [&] { return !resizing_; });
+  resizing_ = true;
+  gate_cv_.wait(lock, [&] { return readers_inside_ == 0; });
+  int rc = mdb_env_set_mapsize(env_, 0);
+  resizing_ = false;
+  gate_cv_.notify_all();
+  if (rc != 0) return error_of(rc, "adopting the map size");
+  return Ok{};
+}
+
+Status Env::grow() {
+  std::uint64_t old_size = map_size();
+  if (old_size >= options_.max_map_size)
+    return make_error(kRuleMapFull, "the index map is full at its maximum size (" + std::to_string(old_size) +
+                                        " bytes); raise the maximum map size");
+  std::uint64_t new_size = std::min<std::uint64_t>(std::max<std::uint64_t>(old_size * 2, 1 << 20),
+                                                   options_.max_map_size);
+  new_size = (new_size + page_size_ - 1) / page_size_ * page_size_;
+  {
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [&] { return !resizing_; });
+    resizing_ = true;
+    gate_cv_.wait(lock, [&] { return readers_inside_ == 0; });
+    // Reset transactions in the pool hold no pages; they survive the remap.
+    int rc = mdb_env_set_mapsize(env_, new_size);
+    resizing_ = false;
+    gate_cv_.notify_all();
+    if (rc != 0) return error_of(rc, "growing the map to " + std::to_string(new_size) + " bytes");
+  }
+  if (options_.observer) options_.observer->map_grown(old_size, new_size);
+  return Ok{};
+}
+
+Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
+  for (;;) {
+    MDB_txn* raw = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
+    if (rc == MDB_MAP_RESIZED) {
+      if (auto s = adopt_foreign_size(); !s) return s;
+      continue;
+    }
+    if (rc != 0) return error_of(rc, std::string("beginning a write transaction for ") + what);
+    WriteTxn txn(raw);
+    rc = body(txn.get());
+    if (rc == 0) rc = txn.commit();
+    if (rc == 0 || rc == kAbortTxn) return Ok{};
+    if (rc != MDB_MAP_FULL) return error_of(rc, what);
+    // No write transaction may be live while the map is resized.
+    txn.abort();
+    if (auto s = grow(); !s) return s;
+  }
+}
+
+}  // namespace dedupd::index::lmdb

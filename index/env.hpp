@@ -1,0 +1,139 @@
+// The LMDB environment: one per process and directory, RAII transactions, a
+// pool of reusable read transactions, and map growth.
+//
+// Why the read gate: mdb_env_set_mapsize() remaps the file, so no read
+// transaction of this process may be running while the map grows. Readers
+// enter a gate (a counter under a mutex, held only to begin and end a
+// transaction, never while LMDB works); growth closes the gate, waits for the
+// readers inside to leave, resizes and reopens it. Growth is rare (the map
+// doubles), so readers only ever wait for that, never for a write.
+#pragma once
+
+#include <lmdb.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "index/status.hpp"
+
+namespace dedupd::index {
+
+class Observer;
+
+namespace lmdb {
+
+std::string describe(int rc);
+Error error_of(int rc, const std::string& what);
+
+struct EnvOptions {
+  std::string dir;
+  std::uint64_t map_size = 0;
+  std::uint64_t max_map_size = 0;
+  unsigned max_readers = 0;
+  unsigned max_dbs = 0;
+  bool no_sync = false;  // benchmarks only: loses the last commits on power loss
+  Observer* observer = nullptr;
+};
+
+class Env;
+
+// What a write body returns to abort without an LMDB error (the body keeps
+// its own account of why); Env::write then returns Ok.
+inline constexpr int kAbortTxn = -1;
+
+// A read snapshot. Destruction returns the transaction to the pool (reset,
+// not aborted) so the next reader only pays for mdb_txn_renew.
+class ReadTxn {
+ public:
+  ReadTxn() = default;
+  ReadTxn(ReadTxn&& o) noexcept : env_(o.env_), txn_(o.txn_) { o.env_ = nullptr, o.txn_ = nullptr; }
+  ReadTxn& operator=(ReadTxn&& o) noexcept;
+  ReadTxn(const ReadTxn&) = delete;
+  ReadTxn& operator=(const ReadTxn&) = delete;
+  ~ReadTxn() { release(); }
+  MDB_txn* get() const { return txn_; }
+
+ private:
+  friend class Env;
+  ReadTxn(Env* env, MDB_txn* txn) : env_(env), txn_(txn) {}
+  void release();
+  Env* env_ = nullptr;
+  MDB_txn* txn_ = nullptr;
+};
+
+// A write transaction: aborted on destruction unless committed.
+class WriteTxn {
+ public:
+  explicit WriteTxn(MDB_txn* txn) : txn_(txn) {}
+  WriteTxn(const WriteTxn&) = delete;
+  WriteTxn& operator=(const WriteTxn&) = delete;
+  ~WriteTxn() {
+    if (txn_) mdb_txn_abort(txn_);
+  }
+  MDB_txn* get() const { return txn_; }
+  void abort() {
+    if (txn_) mdb_txn_abort(txn_);
+    txn_ = nullptr;
+  }
+  // LMDB frees the transaction whether commit succeeds or not.
+  int commit() {
+    int rc = mdb_txn_commit(txn_);
+    txn_ = nullptr;
+    return rc;
+  }
+
+ private:
+  MDB_txn* txn_;
+};
+
+class Env {
+ public:
+  static Result<std::unique_ptr<Env>> open(const EnvOptions& options);
+  ~Env();
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  MDB_env* raw() const { return env_; }
+  const EnvOptions& options() const { return options_; }
+
+  Result<ReadTxn> begin_read();
+
+  // Runs `body` in a write transaction and commits it. `body` returns an
+  // LMDB code: 0 commits, MDB_MAP_FULL (from any put, or from the commit)
+  // aborts, grows the map and runs `body` again from the start in a fresh
+  // transaction, so `body` must build its outputs from scratch each time.
+  // kAbortTxn aborts quietly. Any other code aborts and is an error. Writers are
+  // serialised by the caller (the Index holds its writer mutex).
+  Status write(const std::function<int(MDB_txn*)>& body, const char* what);
+
+  std::uint64_t map_size() const;
+  std::uint64_t page_size() const { return page_size_; }
+  int stale_readers_cleared() const { return stale_cleared_; }
+
+ private:
+  friend class ReadTxn;
+  Env(EnvOptions options) : options_(std::move(options)) {}
+  void end_read(MDB_txn* txn);
+  Status grow();
+  Status adopt_foreign_size();
+
+  EnvOptions options_;
+  MDB_env* env_ = nullptr;
+  std::uint64_t page_size_ = 4096;
+  int stale_cleared_ = 0;
+  std::string registry_key_;
+
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  int readers_inside_ = 0;
+  bool resizing_ = false;
+  std::vector<MDB_txn*> idle_;  // reset read transactions, ready to renew
+};
+
+}  // namespace lmdb
+}  // namespace dedupd::index

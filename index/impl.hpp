@@ -1,0 +1,67 @@
+// Internals shared by the index's .cpp files (not installed, not public).
+#pragma once
+
+#include <lmdb.h>
+
+#include <mutex>
+#include <optional>
+
+#include "index/env.hpp"
+#include "index/index.hpp"
+#include "index/records.hpp"
+#include "index/schema.hpp"
+
+namespace dedupd::index {
+
+struct Index::Impl {
+  Options options;
+  std::unique_ptr<lmdb::Env> env;
+  schema::Dbs dbs{};
+  std::mutex write_mu;  // one writer at a time inside the process
+};
+
+namespace detail {
+
+// A cursor closed on scope exit. In a write transaction it must go out of
+// scope before the commit (LMDB frees write cursors with the transaction).
+class Cursor {
+ public:
+  Cursor() = default;
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  ~Cursor() {
+    if (c_) mdb_cursor_close(c_);
+  }
+  int open(MDB_txn* txn, MDB_dbi dbi) { return mdb_cursor_open(txn, dbi, &c_); }
+  MDB_cursor* get() const { return c_; }
+  int move(MDB_val* k, MDB_val* v, MDB_cursor_op op) const { return mdb_cursor_get(c_, k, v, op); }
+
+ private:
+  MDB_cursor* c_ = nullptr;
+};
+
+// Carries a domain error out of a write body (which can only return an int).
+struct WriteError {
+  std::optional<Error> error;
+  int fail(const char* rule, std::string message) {
+    error = make_error(rule, std::move(message));
+    return lmdb::kAbortTxn;
+  }
+};
+
+// One shard in the open write transaction. Returns an LMDB code, or
+// kAbortTxn with werr set.
+int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& shard_hash,
+                  const SourceInfo& source, const IngestOptions& options, IngestResult& out, WriteError& werr);
+int remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
+                  RemoveResult& out, WriteError& werr);
+// Records `path` as holding shard_hash (accepted) or as rejected.
+int put_source(Index::Impl& im, MDB_txn* txn, const records::Source& source);
+
+// A ShardRef from a shard record without decoding its paths (lookup path).
+std::optional<ShardRef> shard_ref(const Hash& shard_hash, const MDB_val& record);
+
+inline Error corrupt(const std::string& what) { return make_error(kRuleCorrupt, what); }
+
+}  // namespace detail
+}  // namespace dedupd::index

@@ -1,0 +1,128 @@
+// dedupd's persistent index: chunk hash -> xorb locations over every live
+// shard, in one LMDB environment (see schema.hpp for the tables).
+//
+// Threads: every const method is a reader and may run on any number of
+// threads at once, never waiting for a writer (MVCC). Non-const methods
+// write; they serialise among themselves. Each call is one transaction, so
+// what a reader sees is always a set of whole shards.
+// Durability: a write that returned success is on disk (fsync'd), unless
+// Options::no_sync_for_benchmarks was set.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "index/observer.hpp"
+#include "index/status.hpp"
+#include "index/types.hpp"
+#include "shard/reader.hpp"
+
+namespace dedupd::index {
+
+struct Options {
+  std::string dir{};                               // created if missing (one level)
+  std::uint64_t map_size = 1ull << 30;           // initial; grows by doubling when full
+  std::uint64_t max_map_size = 1ull << 40;       // growth stops here (virtual space, not disk)
+  unsigned max_readers = 256;                    // concurrent read transactions, all processes
+  Observer* observer = nullptr;                  // not owned; may be null
+  // Benchmarks only: MDB_NOSYNC. A crash of the machine (not of the process)
+  // can lose acknowledged shards. Never set in the daemon.
+  bool no_sync_for_benchmarks = false;
+};
+
+enum class RemoveOutcome : std::uint8_t { removed, not_found, not_live };
+
+struct RemoveResult {
+  RemoveOutcome outcome = RemoveOutcome::not_found;
+  std::optional<ShardInfo> shard{};  // the record after the call, when known
+};
+
+class Index {
+ public:
+  // Opens (or creates) the index in options.dir. Fails with rule
+  // "index.schema" on another schema version, "index.already_open" when this
+  // process already has it open.
+  static Result<std::unique_ptr<Index>> open(const Options& options);
+  ~Index();
+  Index(const Index&) = delete;
+  Index& operator=(const Index&) = delete;
+
+  // ---- writes ---------------------------------------------------------------
+  // Indexes one shard in one transaction: all of it or nothing. The same
+  // content twice is one shard (the second source is recorded). A source
+  // path previously recorded as rejected becomes accepted.
+  Result<IngestResult> ingest(const shard::ShardView& shard, const SourceInfo& source,
+                              const IngestOptions& options = {});
+
+  struct BatchItem {
+    const shard::ShardView* shard;
+    SourceInfo source{};
+    IngestOptions options{};
+  };
+  // Several shards in one transaction (one fsync): for bulk loads.
+  Result<std::vector<IngestResult>> ingest_batch(std::span<const BatchItem> items);
+
+  // Takes a live shard's entries out (shared entries stay while another live
+  // shard holds them) and marks it removed; the record stays listed. Costs
+  // in proportion to the shard's own entries; the file is not needed.
+  Result<RemoveResult> remove(const Hash& shard, std::uint64_t now = 0);
+  // Removes every live shard whose expiry <= now, marking them expired.
+  // Returns their hashes, earliest first.
+  Result<std::vector<Hash>> expire(std::uint64_t now);
+
+  // Remembers an invalid file so the daemon does not retry it until its size
+  // or mtime changes. `reject.recorded_at` is taken as given.
+  Status record_rejected(const RejectInfo& reject);
+  // Forgets a source path (its file is gone). Shards stay as they are.
+  Status forget_source(const std::string& path);
+
+  // ---- reads ----------------------------------------------------------------
+  // Every live location of a RAW chunk hash (keyed shards are searched with
+  // the query hashed under each live key). Empty when unknown.
+  Result<std::vector<Location>> lookup(const Hash& raw_chunk_hash) const;
+  // Many hashes in one snapshot; `out` is reused (cleared first).
+  Status lookup_batch(std::span<const Hash> raw_chunk_hashes, BatchResult& out) const;
+
+  // Every stored form of a xorb (raw, keyed with K, ...); empty when unknown.
+  Result<std::vector<XorbInfo>> xorb(const Hash& xorb_hash) const;
+  Result<std::optional<FileInfo>> file(const Hash& file_hash) const;
+  Result<std::vector<Hash>> files_with_sha256(const Hash& sha256) const;
+
+  Result<std::optional<ShardInfo>> shard(const Hash& shard_hash) const;
+  // All shard records (optionally one state), in hash order.
+  Result<std::vector<ShardInfo>> shards(std::optional<ShardState> state = std::nullopt) const;
+  Result<std::vector<RejectInfo>> rejected() const;
+  // What the index knows about a path, if anything.
+  Result<std::optional<SourceRecord>> source(const std::string& path) const;
+  // True when `path` was rejected with exactly this size and mtime.
+  Result<bool> is_known_rejected(const std::string& path, std::uint64_t size, std::int64_t mtime_ns) const;
+
+  // The earliest expiry among live shards (nullopt: none expires).
+  Result<std::optional<std::uint64_t>> next_expiry() const;
+  // Live shards whose expiry <= now, earliest first (expire()'s dry run).
+  Result<std::vector<Hash>> due(std::uint64_t now) const;
+  // The keys of live keyed shards.
+  Result<std::vector<Key>> live_keys() const;
+
+  Result<Stats> stats() const;
+
+  // Walks every table and returns each broken invariant found (empty: all
+  // hold): shard records vs their contributions, refcount duplicates vs live
+  // shards, xorb ids, chunk entries vs xorb records, files, keys, expiry,
+  // counters. Reads everything: for tests, `dedupd --check` and after a crash.
+  Result<std::vector<std::string>> check_invariants() const;
+
+  const std::string& dir() const;
+
+  struct Impl;
+
+ private:
+  explicit Index(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_{};
+};
+
+}  // namespace dedupd::index

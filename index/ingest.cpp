@@ -1,0 +1,299 @@
+// Ingest: one shard's contribution in one write transaction.
+#include <algorithm>
+#include <cstring>
+
+#include "index/impl.hpp"
+#include "shard/keys.hpp"
+
+namespace dedupd::index {
+
+using namespace records;
+using detail::Cursor;
+using detail::WriteError;
+
+namespace detail {
+
+int put_source(Index::Impl& im, MDB_txn* txn, const Source& s) {
+  if (s.path.empty()) return 0;
+  Hash k = source_key(s.path);
+  MDB_val key = val(k), old;
+  int rc = mdb_get(txn, im.dbs.sources, &key, &old);
+  bool was_rejected = false;
+  if (rc == 0) {
+    auto prev = decode_source(old);
+    was_rejected = prev && prev->rejected;
+  } else if (rc != MDB_NOTFOUND) {
+    return rc;
+  }
+  Bytes b = encode(s);
+  MDB_val v = val(b);
+  if ((rc = mdb_put(txn, im.dbs.sources, &key, &v, 0))) return rc;
+  if (was_rejected != s.rejected) return schema::add_u64(txn, im.dbs.meta, schema::kCountRejected, s.rejected ? 1 : -1);
+  return 0;
+}
+
+namespace {
+
+Source accepted(const SourceInfo& src, const Hash& shard, std::uint64_t now) {
+  Source s;
+  s.path = src.path;
+  s.size = src.size;
+  s.mtime_ns = src.mtime_ns;
+  s.hash = shard;
+  s.recorded_at = now;
+  return s;
+}
+
+void add_path(ShardRecord& r, const std::string& path) {
+  if (!path.empty() && std::find(r.paths.begin(), r.paths.end(), path) == r.paths.end()) r.paths.push_back(path);
+}
+
+int put_record(Index::Impl& im, MDB_txn* txn, const Hash& h, const ShardRecord& r) {
+  Bytes b = encode(r);
+  MDB_val k = val(h), v = val(b);
+  return mdb_put(txn, im.dbs.shards, &k, &v, 0);
+}
+
+// The id of a stored xorb form equal to `block` under `key`, or 0.
+int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::XorbBlock& block, const Key& key,
+                   XorbId& found, WriteError& werr) {
+  found = 0;
+  Hash h = block.hash();
+  MDB_val k = val(h), v;
+  int rc = mdb_cursor_get(ids, &k, &v, MDB_SET_KEY);
+  if (rc == MDB_NOTFOUND) return 0;
+  auto raw = block.raw();
+  while (rc == 0) {
+    if (v.mv_size != 4) return werr.fail(kRuleCorrupt, "xorb_ids: bad id size");
+    XorbId id = load_be32(static_cast<const std::uint8_t*>(v.mv_data));
+    IdKey ik(id);
+    MDB_val xk = ik.mdb(), xv;
+    if ((rc = mdb_get(txn, im.dbs.xorbs, &xk, &xv))) {
+      if (rc == MDB_NOTFOUND) return werr.fail(kRuleCorrupt, "xorb_ids names a missing xorb record");
+      return rc;
+    }
+    auto rec = XorbRecordView::decode(xv);
+    if (!rec) return werr.fail(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
+    if (std::memcmp(rec->key_bytes(), key.data(), 32) == 0 && rec->cas_block().size() == raw.size() &&
+        std::memcmp(rec->cas_block().data(), raw.data(), raw.size()) == 0) {
+      found = id;
+      return 0;
+    }
+    rc = mdb_cursor_get(ids, &k, &v, MDB_NEXT_DUP);
+  }
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+// Keeps the richer description of a file: a later shard may carry the
+// verification entries or the sha256 an earlier one lacked. The file hash
+// fixes the content, so either description is true; never downgrade.
+bool richer(const shard::FileBlock& now, const shard::FileBlock& before) {
+  bool ver = now.has_verification() || !before.has_verification();
+  bool meta = now.has_metadata_ext() || !before.has_metadata_ext();
+  bool more = (now.has_verification() && !before.has_verification()) ||
+              (now.has_metadata_ext() && !before.has_metadata_ext());
+  return ver && meta && more && now.num_terms() == before.num_terms();
+}
+
+int add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const shard::FileBlock& fb,
+             const Hash& shard_hash, ShardRefs& refs, IngestResult& out, WriteError& werr) {
+  Hash fh = fb.hash();
+  MDB_val k = val(fh), sv = val(shard_hash);
+  int rc = mdb_put(txn, im.dbs.file_shards, &k, &sv, MDB_NODUPDATA);
+  if (rc == MDB_KEYEXIST) return 0;  // listed twice in this shard
+  if (rc) return rc;
+  refs.files.push_back(fh);
+  auto bytes = view.bytes().subspan(fb.offset(), fb.byte_size());
+  MDB_val old;
+  rc = mdb_get(txn, im.dbs.files, &k, &old);
+  std::optional<Hash> old_sha;
+  if (rc == 0) {
+    auto before = decode_file(old);
+    if (!before) return werr.fail(kRuleCorrupt, "file record " + fh.to_string() + " does not decode");
+    if (!richer(fb, *before)) return 0;
+    old_sha = before->sha256();
+  } else if (rc != MDB_NOTFOUND) {
+    return rc;
+  } else {
+    ++out.new_files;
+  }
+  Bytes rec = encode_file_record(bytes);
+  MDB_val v = val(rec);
+  if ((rc = mdb_put(txn, im.dbs.files, &k, &v, 0))) return rc;
+  if (auto sha = fb.sha256(); sha && !old_sha) {
+    MDB_val sk = val(*sha), fv = val(fh);
+    if ((rc = mdb_put(txn, im.dbs.sha256, &sk, &fv, MDB_NODUPDATA)) && rc != MDB_KEYEXIST) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
+                  const SourceInfo& source, const IngestOptions& opt, IngestResult& out, WriteError& werr) {
+  const schema::Dbs& d = im.dbs;
+  out = IngestResult{};
+  out.shard = h;
+  out.xorbs = view.stats().xorbs;
+  out.chunks = view.stats().chunks;
+  out.files = view.stats().files;
+
+  MDB_val k = val(h), v;
+  int rc = mdb_get(txn, d.shards, &k, &v);
+  std::optional<ShardRecord> existing;
+  if (rc == 0) {
+    existing = decode_shard(v);
+    if (!existing) return werr.fail(kRuleCorrupt, "shard record " + h.to_string() + " does not decode");
+  } else if (rc != MDB_NOTFOUND) {
+    return rc;
+  }
+
+  if (existing && (existing->state == ShardState::live || !opt.revive)) {
+    out.outcome = existing->state == ShardState::live ? IngestOutcome::already_present : IngestOutcome::previously_gone;
+    if (!source.path.empty()) {
+      add_path(*existing, source.path);
+      if ((rc = put_record(im, txn, h, *existing))) return rc;
+    }
+    return put_source(im, txn, accepted(source, h, opt.now));
+  }
+
+  ShardRecord rec;
+  if (existing) rec.paths = existing->paths;
+  add_path(rec, source.path);
+  rec.has_footer = view.has_footer();
+  rec.keyed = view.keyed();
+  rec.key = view.chunk_key();
+  auto expiry = view.expiry();
+  rec.has_expiry = expiry.has_value();
+  rec.expiry = expiry.value_or(0);
+  rec.created = view.creation_timestamp();
+  rec.size = view.bytes().size();
+  rec.ingested_at = opt.now;
+  rec.xorbs = out.xorbs, rec.chunks = out.chunks, rec.files = out.files;
+
+  auto count_transition = [&](ShardState to) -> int {
+    if (existing)
+      if (int r = schema::add_u64(txn, d.meta, schema::counter_of(existing->state), -1)) return r;
+    return schema::add_u64(txn, d.meta, schema::counter_of(to), 1);
+  };
+
+  if (opt.now != 0 && expiry && *expiry <= opt.now) {
+    rec.state = ShardState::expired;
+    rec.ended_at = opt.now;
+    out.outcome = IngestOutcome::expired;
+    if ((rc = put_record(im, txn, h, rec)) || (rc = count_transition(ShardState::expired))) return rc;
+    return put_source(im, txn, accepted(source, h, opt.now));
+  }
+
+  std::uint64_t next_id;
+  if ((rc = schema::get_u64(txn, d.meta, schema::kNextXorbId, next_id))) return rc;
+  if (next_id == 0) next_id = 1;  // 0 means "none" in find_xorb_form
+
+  Key key = view.chunk_key();
+  ShardRefs refs;
+  refs.xorbs.reserve(view.stats().xorbs);
+  std::vector<ChunkEntryKey> entries;
+  {
+    Cursor ids;
+    if ((rc = ids.open(txn, d.xorb_ids))) return rc;
+    for (const shard::XorbBlock& xb : view.xorbs()) {
+      if (xb.num_chunks() >= kMaxChunksPerXorb)
+        return werr.fail(kRuleLimit, "xorb " + xb.hash().to_string() + " has " + std::to_string(xb.num_chunks()) +
+                                         " chunks; the index stores at most " +
+                                         std::to_string(kMaxChunksPerXorb - 1) + " per xorb");
+      XorbId id;
+      if ((rc = find_xorb_form(im, txn, ids.get(), xb, key, id, werr))) return rc;
+      if (id == 0) {
+        if (next_id > kMaxXorbId) return werr.fail(kRuleLimit, "xorb ids exhausted");
+        id = XorbId(next_id++);
+        IdKey ik(id);
+        MDB_val xk = ik.mdb(), xv{xorb_record_size(xb.num_chunks()), nullptr};
+        // MDB_RESERVE: the record is laid out straight into its pages.
+        if ((rc = mdb_put(txn, d.xorbs, &xk, &xv, MDB_RESERVE))) return rc;
+        encode_xorb_record(static_cast<std::uint8_t*>(xv.mv_data), key, xb);
+        Hash xh = xb.hash();
+        MDB_val hk = val(xh), iv = ik.mdb();
+        if ((rc = mdb_put(txn, d.xorb_ids, &hk, &iv, 0))) return rc;
+        for (std::uint32_t i = 0; i < xb.num_chunks(); ++i)
+          entries.push_back(chunk_entry(xb.chunk_hash_bytes(i), id, i));
+        ++out.new_xorbs;
+      }
+      IdKey ik(id);
+      MDB_val xk = ik.mdb(), sv = val(h);
+      rc = mdb_put(txn, d.xorb_shards, &xk, &sv, MDB_NODUPDATA);
+      if (rc == MDB_KEYEXIST) continue;  // the same xorb twice in this shard
+      if (rc) return rc;
+      refs.xorbs.push_back(id);
+    }
+  }
+  if (!entries.empty()) {
+    // In key order the B-tree descents reuse the pages just visited.
+    std::sort(entries.begin(), entries.end());
+    Cursor chunks;
+    if ((rc = chunks.open(txn, d.chunks))) return rc;
+    for (const auto& e : entries) {
+      MDB_val ck = e.mdb_key(), cv = e.mdb_value();
+      if ((rc = mdb_cursor_put(chunks.get(), &ck, &cv, 0))) return rc;
+    }
+    out.new_chunk_entries = entries.size();
+  }
+  if ((rc = schema::put_u64(txn, d.meta, schema::kNextXorbId, next_id))) return rc;
+
+  for (const shard::FileBlock& fb : view.files())
+    if ((rc = add_file(im, txn, view, fb, h, refs, out, werr))) return rc;
+
+  MDB_val sv = val(h);
+  if (rec.keyed) {
+    MDB_val kk = val(rec.key);
+    if ((rc = mdb_put(txn, d.keys, &kk, &sv, 0))) return rc;
+  }
+  if (rec.has_expiry) {
+    ExpiryKey ek(rec.expiry);
+    MDB_val ekv = ek.mdb();
+    if ((rc = mdb_put(txn, d.expiry, &ekv, &sv, 0))) return rc;
+  }
+  Bytes rb = encode(refs);
+  MDB_val rv = val(rb);
+  if ((rc = mdb_put(txn, d.shard_refs, &k, &rv, 0))) return rc;
+  rec.state = ShardState::live;
+  if ((rc = put_record(im, txn, h, rec)) || (rc = count_transition(ShardState::live))) return rc;
+  out.outcome = IngestOutcome::added;
+  return put_source(im, txn, accepted(source, h, opt.now));
+}
+
+}  // namespace detail
+
+Result<IngestResult> Index::ingest(const shard::ShardView& view, const SourceInfo& source,
+                                   const IngestOptions& options) {
+  BatchItem item{&view, source, options};
+  auto r = ingest_batch(std::span(&item, 1));
+  if (!r) return r.error();
+  return std::move(r->front());
+}
+
+Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem> items) {
+  // Hashing reads every byte: do it before taking the writer lock.
+  std::vector<Hash> hashes;
+  hashes.reserve(items.size());
+  for (const auto& it : items)
+    hashes.push_back(it.options.shard_hash ? *it.options.shard_hash : shard::shard_file_hash(it.shard->bytes()));
+
+  std::lock_guard lock(impl_->write_mu);
+  std::vector<IngestResult> results(items.size());
+  WriteError werr;
+  auto status = impl_->env->write(
+      [&](MDB_txn* txn) -> int {
+        werr.error.reset();
+        for (std::size_t i = 0; i < items.size(); ++i)
+          if (int rc = detail::ingest_in_txn(*impl_, txn, *items[i].shard, hashes[i], items[i].source,
+                                             items[i].options, results[i], werr))
+            return rc;
+        return 0;
+      },
+      "ingesting a shard");
+  if (!status) return status.error();
+  if (werr.error) return *werr.error;
+  return results;
+}
+
+}  // namespace dedupd::index

@@ -1,0 +1,208 @@
+// Chunk lookups: the hot read path. A batch shares one snapshot, one pass
+// over the live keys and a per-xorb cache, so a miss costs one B-tree probe
+// per key (raw included) and no allocation.
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "index/impl.hpp"
+#include "shard/keys.hpp"
+
+namespace dedupd::index {
+
+using namespace records;
+using detail::Cursor;
+
+namespace detail {
+
+std::optional<ShardRef> shard_ref(const Hash& shard_hash, const MDB_val& record) {
+  // The fixed head of a ShardRecord (records.cpp): state, flags, ...,
+  // expiry at 8, key at 72; paths follow at 104.
+  if (record.mv_size < 104) return std::nullopt;
+  auto p = static_cast<const std::uint8_t*>(record.mv_data);
+  ShardRef r;
+  r.shard = shard_hash;
+  std::uint8_t flags = p[1];
+  r.keyed = flags & 2;
+  if (flags & 4) r.expiry = shard::load_u64(p + 8);
+  r.key = Hash::from_bytes({p + 72, 32});
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Everything one snapshot needs to answer chunk queries.
+class ChunkReader {
+ public:
+  ChunkReader(const Index::Impl& im, MDB_txn* txn, BatchResult& out) : im_(im), txn_(txn), out_(out) {}
+
+  int open() {
+    int rc;
+    if ((rc = chunks_.open(txn_, im_.dbs.chunks)) || (rc = xorb_shards_.open(txn_, im_.dbs.xorb_shards)) ||
+        (rc = keys_cur_.open(txn_, im_.dbs.keys)))
+      return rc;
+    MDB_val k, v;
+    for (rc = keys_cur_.move(&k, &v, MDB_FIRST); rc == 0; rc = keys_cur_.move(&k, &v, MDB_NEXT_NODUP))
+      if (k.mv_size == 32) keys_.push_back(Hash::from_bytes(span_of(k)));
+    return rc == MDB_NOTFOUND ? 0 : rc;
+  }
+
+  // Appends the locations of one raw hash to out_.
+  int query(const Hash& raw) {
+    std::uint32_t begin = std::uint32_t(out_.locations.size());
+    if (int rc = probe(raw, nullptr, begin)) return rc;
+    for (const Key& key : keys_) {
+      Hash stored = shard::keyed_chunk_hash(key, raw);
+      if (int rc = probe(stored, &key, begin)) return rc;
+    }
+    out_.first.push_back(std::uint32_t(out_.locations.size()));
+    return 0;
+  }
+
+ private:
+  struct Cached {
+    XorbRecordView rec;
+    std::uint32_t shard_set;
+  };
+
+  int probe(const Hash& stored, const Key* key, std::uint32_t begin) {
+    auto probe_value = chunk_probe(stored.data());
+    MDB_val k = val(stored.data(), kChunkKeyBytes), v = val(probe_value.data(), probe_value.size());
+    int rc = chunks_.move(&k, &v, MDB_GET_BOTH_RANGE);
+    while (rc == 0) {
+      auto dup = static_cast<const std::uint8_t*>(v.mv_data);
+      if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, stored.data())) break;
+      std::uint32_t index = chunk_value_index(dup);
+      const Cached* x;
+      if ((rc = xorb(chunk_value_xorb(dup), x))) return rc;
+      // The full 32 bytes decide; the key must be the one we hashed with.
+      if (x && index < x->rec.num_chunks() && std::memcmp(x->rec.chunk_bytes(index), stored.data(), 32) == 0 &&
+          (key ? std::memcmp(x->rec.key_bytes(), key->data(), 32) == 0 : !x->rec.keyed()))
+        emit(*x, index, begin);
+      rc = chunks_.move(&k, &v, MDB_NEXT_DUP);
+    }
+    return rc == MDB_NOTFOUND ? 0 : rc;
+  }
+
+  void emit(const Cached& x, std::uint32_t index, std::uint32_t begin) {
+    shard::ChunkEntry c = x.rec.chunk(index);
+    BatchLocation l;
+    l.xorb = x.rec.xorb_hash();
+    l.chunk_index = index;
+    l.byte_start = c.byte_start;
+    l.unpacked_bytes = c.unpacked_bytes;
+    l.byte_end = c.byte_start + c.unpacked_bytes;
+    l.flags = c.flags;
+    l.shard_set = x.shard_set;
+    // The same chunk of the same xorb stored raw and keyed (or under two
+    // keys) is one location with the shards of both.
+    for (std::size_t i = begin; i < out_.locations.size(); ++i) {
+      BatchLocation& o = out_.locations[i];
+      if (o.xorb == l.xorb && o.chunk_index == l.chunk_index && o.byte_start == l.byte_start &&
+          o.unpacked_bytes == l.unpacked_bytes && o.flags == l.flags) {
+        if (o.shard_set != l.shard_set) o.shard_set = merged(o.shard_set, l.shard_set);
+        return;
+      }
+    }
+    out_.locations.push_back(l);
+  }
+
+  std::uint32_t merged(std::uint32_t a, std::uint32_t b) {
+    std::vector<ShardRef> u = out_.shard_sets[a];
+    for (const ShardRef& r : out_.shard_sets[b])
+      if (std::none_of(u.begin(), u.end(), [&](const ShardRef& o) { return o.shard == r.shard; })) u.push_back(r);
+    out_.shard_sets.push_back(std::move(u));
+    return std::uint32_t(out_.shard_sets.size() - 1);
+  }
+
+  // The record of xorb `id` and its shard set, read once per snapshot.
+  int xorb(XorbId id, const Cached*& found) {
+    found = nullptr;
+    if (auto it = cache_.find(id); it != cache_.end()) {
+      found = &it->second;
+      return 0;
+    }
+    IdKey ik(id);
+    MDB_val k = ik.mdb(), v;
+    int rc = mdb_get(txn_, im_.dbs.xorbs, &k, &v);
+    if (rc == MDB_NOTFOUND) return 0;  // checker's business; a lookup just skips it
+    if (rc) return rc;
+    auto rec = XorbRecordView::decode(v);
+    if (!rec) return 0;
+    std::vector<ShardRef> shards;
+    MDB_val sk = ik.mdb(), sv;
+    for (rc = xorb_shards_.move(&sk, &sv, MDB_SET_KEY); rc == 0; rc = xorb_shards_.move(&sk, &sv, MDB_NEXT_DUP)) {
+      if (sv.mv_size != 32) continue;
+      Hash sh = Hash::from_bytes(span_of(sv));
+      MDB_val rk = val(sh), rv;
+      int r2 = mdb_get(txn_, im_.dbs.shards, &rk, &rv);
+      if (r2 == MDB_NOTFOUND) continue;
+      if (r2) return r2;
+      if (auto ref = detail::shard_ref(sh, rv)) shards.push_back(*ref);
+    }
+    if (rc != MDB_NOTFOUND) return rc;
+    out_.shard_sets.push_back(std::move(shards));
+    auto [it, _] = cache_.emplace(id, Cached{*rec, std::uint32_t(out_.shard_sets.size() - 1)});
+    found = &it->second;
+    return 0;
+  }
+
+  const Index::Impl& im_;
+  MDB_txn* txn_;
+  BatchResult& out_;
+  Cursor chunks_, xorb_shards_, keys_cur_;
+  std::vector<Key> keys_;
+  std::unordered_map<XorbId, Cached> cache_;
+};
+
+}  // namespace
+
+Status Index::lookup_batch(std::span<const Hash> hashes, BatchResult& out) const {
+  out.clear();
+  out.first.reserve(hashes.size() + 1);
+  out.first.push_back(0);
+  auto txn = impl_->env->begin_read();
+  if (!txn) return txn.error();
+  ChunkReader reader(*impl_, txn->get(), out);
+  if (int rc = reader.open()) return lmdb::error_of(rc, "opening the chunk tables");
+  for (const Hash& h : hashes)
+    if (int rc = reader.query(h)) return lmdb::error_of(rc, "looking up a chunk");
+  return Ok{};
+}
+
+Result<std::vector<Location>> Index::lookup(const Hash& raw) const {
+  BatchResult b;
+  if (auto s = lookup_batch(std::span(&raw, 1), b); !s) return s.error();
+  std::vector<Location> out;
+  out.reserve(b.locations.size());
+  for (const BatchLocation& l : b.of(0)) {
+    Location loc;
+    loc.xorb = l.xorb;
+    loc.chunk_index = l.chunk_index;
+    loc.byte_start = l.byte_start;
+    loc.byte_end = l.byte_end;
+    loc.unpacked_bytes = l.unpacked_bytes;
+    loc.flags = l.flags;
+    loc.shards = b.shards(l);
+    out.push_back(std::move(loc));
+  }
+  return out;
+}
+
+Result<std::vector<Key>> Index::live_keys() const {
+  auto txn = impl_->env->begin_read();
+  if (!txn) return txn.error();
+  Cursor c;
+  if (int rc = c.open(txn->get(), impl_->dbs.keys)) return lmdb::error_of(rc, "reading keys");
+  std::vector<Key> keys;
+  MDB_val k, v;
+  int rc;
+  for (rc = c.move(&k, &v, MDB_FIRST); rc == 0; rc = c.move(&k, &v, MDB_NEXT_NODUP))
+    if (k.mv_size == 32) keys.push_back(Hash::from_bytes(span_of(k)));
+  if (rc != MDB_NOTFOUND) return lmdb::error_of(rc, "reading keys");
+  return keys;
+}
+
+}  // namespace dedupd::index

@@ -1,0 +1,19 @@
+// Hooks the index calls on rare events, so the daemon can log or count them
+// and tests can expect them (GMock). Called on the writer's thread, or the
+// opening thread; must not call back into the index.
+#pragma once
+
+#include <cstdint>
+
+namespace dedupd::index {
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // The map was full and has grown; the transaction is retried.
+  virtual void map_grown(std::uint64_t old_size, std::uint64_t new_size) = 0;
+  // mdb_reader_check found reader slots of dead processes at open.
+  virtual void stale_readers_cleared(int count) = 0;
+};
+
+}  // namespace dedupd::index

@@ -1,0 +1,240 @@
+#include "index/records.hpp"
+
+#include "shard/keys.hpp"
+
+namespace dedupd::index::records {
+
+namespace {
+
+class Out {
+ public:
+  explicit Out(std::size_t reserve = 0) { b_.reserve(reserve); }
+  void u8(std::uint8_t v) { b_.push_back(v); }
+  void pad(std::size_t n) { b_.insert(b_.end(), n, 0); }
+  void u32(std::uint32_t v) { raw(&v, 4); }
+  void u64(std::uint64_t v) { raw(&v, 8); }
+  void hash(const Hash& h) { raw(h.data(), 32); }
+  void str(const std::string& s) { raw(s.data(), s.size()); }
+  void raw(const void* p, std::size_t n) {
+    auto c = static_cast<const std::uint8_t*>(p);
+    b_.insert(b_.end(), c, c + n);
+  }
+  Bytes take() { return std::move(b_); }
+
+ private:
+  Bytes b_;
+};
+
+// Bounds-checked reads: a damaged record decodes to nullopt, never a crash.
+class In {
+ public:
+  explicit In(const MDB_val& v) : p_(static_cast<const std::uint8_t*>(v.mv_data)), n_(v.mv_size) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return ok_ && pos_ == n_; }
+  const std::uint8_t* take(std::size_t k) {
+    if (!ok_ || n_ - pos_ < k) {
+      ok_ = false;
+      return nullptr;
+    }
+    const std::uint8_t* r = p_ + pos_;
+    pos_ += k;
+    return r;
+  }
+  std::uint8_t u8() {
+    auto p = take(1);
+    return p ? *p : 0;
+  }
+  void skip(std::size_t k) { take(k); }
+  std::uint32_t u32() {
+    auto p = take(4);
+    return p ? shard::load_u32(p) : 0;
+  }
+  std::uint64_t u64() {
+    auto p = take(8);
+    return p ? shard::load_u64(p) : 0;
+  }
+  Hash hash() {
+    auto p = take(32);
+    return p ? Hash::from_bytes({p, 32}) : Hash{};
+  }
+  std::string str(std::size_t k) {
+    auto p = take(k);
+    return p ? std::string(reinterpret_cast<const char*>(p), k) : std::string();
+  }
+
+ private:
+  const std::uint8_t* p_;
+  std::size_t n_;
+  std::size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block) {
+  std::memset(dst, 0, kXorbRecordHeader);
+  shard::store_u32(dst, key.is_zero() ? 0u : 1u);
+  shard::store_u32(dst + 4, block.num_chunks());
+  std::memcpy(dst + 8, key.data(), 32);
+  auto raw = block.raw();
+  std::memcpy(dst + kXorbRecordHeader, raw.data(), raw.size());
+}
+
+std::optional<XorbRecordView> XorbRecordView::decode(const MDB_val& v) {
+  if (v.mv_size < xorb_record_size(0)) return std::nullopt;
+  XorbRecordView r;
+  r.p_ = static_cast<const std::uint8_t*>(v.mv_data);
+  r.n_ = shard::load_u32(r.p_ + 4);
+  if (v.mv_size != xorb_record_size(r.n_)) return std::nullopt;
+  if (shard::XorbHeader::decode(r.p_ + kXorbRecordHeader).num_entries != r.n_) return std::nullopt;
+  return r;
+}
+
+Bytes encode(const ShardRecord& r) {
+  Out o(128);
+  o.u8(std::uint8_t(r.state));
+  o.u8(std::uint8_t((r.has_footer ? 1 : 0) | (r.keyed ? 2 : 0) | (r.has_expiry ? 4 : 0)));
+  o.pad(2);
+  o.u32(std::uint32_t(r.paths.size()));
+  o.u64(r.expiry);
+  o.u64(r.created);
+  o.u64(r.size);
+  o.u64(r.ingested_at);
+  o.u64(r.ended_at);
+  o.u64(r.xorbs);
+  o.u64(r.chunks);
+  o.u64(r.files);
+  o.hash(r.key);
+  for (const auto& p : r.paths) {
+    o.u32(std::uint32_t(p.size()));
+    o.str(p);
+  }
+  return o.take();
+}
+
+std::optional<ShardRecord> decode_shard(const MDB_val& v) {
+  In in(v);
+  ShardRecord r;
+  std::uint8_t state = in.u8();
+  if (state < 1 || state > 3) return std::nullopt;
+  r.state = ShardState(state);
+  std::uint8_t flags = in.u8();
+  r.has_footer = flags & 1, r.keyed = flags & 2, r.has_expiry = flags & 4;
+  in.skip(2);
+  std::uint32_t npaths = in.u32();
+  r.expiry = in.u64();
+  r.created = in.u64();
+  r.size = in.u64();
+  r.ingested_at = in.u64();
+  r.ended_at = in.u64();
+  r.xorbs = in.u64();
+  r.chunks = in.u64();
+  r.files = in.u64();
+  r.key = in.hash();
+  for (std::uint32_t i = 0; i < npaths && in.ok(); ++i) r.paths.push_back(in.str(in.u32()));
+  if (!in.at_end()) return std::nullopt;
+  return r;
+}
+
+ShardInfo to_info(const Hash& hash, const ShardRecord& r) {
+  ShardInfo s;
+  s.hash = hash;
+  s.state = r.state;
+  s.paths = r.paths;
+  s.size = r.size;
+  s.has_footer = r.has_footer;
+  if (r.has_footer) s.created = r.created;
+  if (r.has_expiry) s.expiry = r.expiry;
+  s.keyed = r.keyed;
+  s.key = r.key;
+  s.xorbs = r.xorbs, s.chunks = r.chunks, s.files = r.files;
+  s.ingested_at = r.ingested_at;
+  s.ended_at = r.ended_at;
+  return s;
+}
+
+Bytes encode(const ShardRefs& r) {
+  Out o(8 + 4 * r.xorbs.size() + 32 * r.files.size());
+  o.u32(std::uint32_t(r.xorbs.size()));
+  o.u32(std::uint32_t(r.files.size()));
+  for (XorbId id : r.xorbs) o.u32(id);
+  for (const auto& f : r.files) o.hash(f);
+  return o.take();
+}
+
+std::optional<ShardRefs> decode_refs(const MDB_val& v) {
+  In in(v);
+  std::uint32_t nx = in.u32(), nf = in.u32();
+  if (!in.ok() || v.mv_size != 8 + 4 * std::uint64_t(nx) + 32 * std::uint64_t(nf)) return std::nullopt;
+  ShardRefs r;
+  r.xorbs.reserve(nx);
+  r.files.reserve(nf);
+  for (std::uint32_t i = 0; i < nx; ++i) r.xorbs.push_back(in.u32());
+  for (std::uint32_t i = 0; i < nf; ++i) r.files.push_back(in.hash());
+  return r;
+}
+
+Bytes encode_file_record(std::span<const std::uint8_t> block_bytes) {
+  Out o(kFileRecordHeader + block_bytes.size());
+  o.u32(0);
+  o.u32(0);
+  o.raw(block_bytes.data(), block_bytes.size());
+  return o.take();
+}
+
+std::optional<shard::FileBlock> decode_file(const MDB_val& v) {
+  if (v.mv_size < kFileRecordHeader + shard::kEntrySize) return std::nullopt;
+  auto p = static_cast<const std::uint8_t*>(v.mv_data) + kFileRecordHeader;
+  shard::FileBlock block(p, 0);
+  if (block.byte_size() != v.mv_size - kFileRecordHeader) return std::nullopt;
+  return block;
+}
+
+Bytes encode(const Source& s) {
+  Out o(96 + s.rule.size() + s.message.size() + s.path.size());
+  o.u8(s.rejected ? 2 : 1);
+  o.pad(7);
+  o.u64(s.size);
+  o.u64(std::uint64_t(s.mtime_ns));
+  o.hash(s.hash.value_or(Hash{}));
+  o.u8(s.hash ? 1 : 0);
+  o.pad(7);
+  o.u64(s.offset);
+  o.u64(s.recorded_at);
+  o.u32(std::uint32_t(s.rule.size()));
+  o.u32(std::uint32_t(s.message.size()));
+  o.u32(std::uint32_t(s.path.size()));
+  o.str(s.rule);
+  o.str(s.message);
+  o.str(s.path);
+  return o.take();
+}
+
+std::optional<Source> decode_source(const MDB_val& v) {
+  In in(v);
+  Source s;
+  std::uint8_t kind = in.u8();
+  if (kind != 1 && kind != 2) return std::nullopt;
+  s.rejected = kind == 2;
+  in.skip(7);
+  s.size = in.u64();
+  s.mtime_ns = std::int64_t(in.u64());
+  Hash h = in.hash();
+  if (in.u8()) s.hash = h;
+  in.skip(7);
+  s.offset = in.u64();
+  s.recorded_at = in.u64();
+  std::uint32_t lr = in.u32(), lm = in.u32(), lp = in.u32();
+  s.rule = in.str(lr);
+  s.message = in.str(lm);
+  s.path = in.str(lp);
+  if (!in.at_end()) return std::nullopt;
+  return s;
+}
+
+Hash source_key(const std::string& path) {
+  // Paths can exceed LMDB's 511-byte key limit; a hash of the path cannot.
+  return shard::blake3_keyed(Key{}, {reinterpret_cast<const std::uint8_t*>(path.data()), path.size()});
+}
+
+}  // namespace dedupd::index::records

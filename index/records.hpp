@@ -1,0 +1,196 @@
+// On-disk layouts of the index records (schema version in schema.hpp; any
+// change here that old code cannot read bumps it). Keys that LMDB orders
+// (ids, expiry instants) are big-endian so memcmp order is numeric order;
+// everything inside values is little-endian like the shard format.
+//
+// Space: the chunk table is the only per-chunk structure besides the xorb
+// record (which keeps the 48-byte CAS entries as stored, in dense overflow
+// pages). It is an MDB_DUPSORT|MDB_DUPFIXED table whose key is the first
+// byte of the stored chunk hash and whose fixed 12-byte duplicates are
+// (next 5 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
+// without per-item headers, so an entry costs 12 bytes / page fill. The 48
+// bits of hash only pick candidates; the full 32 bytes in the xorb record
+// decide a match.
+#pragma once
+
+#include <lmdb.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "index/types.hpp"
+#include "shard/reader.hpp"
+
+namespace dedupd::index::records {
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline void store_be32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v >> 24), p[1] = std::uint8_t(v >> 16), p[2] = std::uint8_t(v >> 8), p[3] = std::uint8_t(v);
+}
+inline std::uint32_t load_be32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
+}
+inline void store_be64(std::uint8_t* p, std::uint64_t v) {
+  store_be32(p, std::uint32_t(v >> 32));
+  store_be32(p + 4, std::uint32_t(v));
+}
+inline std::uint64_t load_be64(const std::uint8_t* p) {
+  return std::uint64_t(load_be32(p)) << 32 | load_be32(p + 4);
+}
+
+inline MDB_val val(const void* p, std::size_t n) { return MDB_val{n, const_cast<void*>(p)}; }
+inline MDB_val val(const Hash& h) { return val(h.data(), 32); }
+inline MDB_val val(const Bytes& b) { return val(b.data(), b.size()); }
+inline std::span<const std::uint8_t> span_of(const MDB_val& v) {
+  return {static_cast<const std::uint8_t*>(v.mv_data), v.mv_size};
+}
+
+// ---- chunk table ----------------------------------------------------------
+inline constexpr std::size_t kChunkKeyBytes = 1;
+inline constexpr std::size_t kChunkHashBytesInValue = 5;
+inline constexpr std::size_t kChunkValueBytes = kChunkHashBytesInValue + 4 + 3;
+inline constexpr std::uint32_t kMaxChunksPerXorb = 1u << 24;  // chunk index is 24 bits
+inline constexpr std::uint32_t kMaxXorbId = UINT32_MAX;
+
+struct ChunkEntryKey {
+  std::array<std::uint8_t, kChunkKeyBytes> key;
+  std::array<std::uint8_t, kChunkValueBytes> value;
+
+  MDB_val mdb_key() const { return val(key.data(), key.size()); }
+  MDB_val mdb_value() const { return val(value.data(), value.size()); }
+  auto operator<=>(const ChunkEntryKey&) const = default;
+};
+
+inline ChunkEntryKey chunk_entry(const std::uint8_t* stored_hash, std::uint32_t xorb_id, std::uint32_t index) {
+  ChunkEntryKey e;
+  std::memcpy(e.key.data(), stored_hash, kChunkKeyBytes);
+  std::memcpy(e.value.data(), stored_hash + kChunkKeyBytes, kChunkHashBytesInValue);
+  store_be32(e.value.data() + kChunkHashBytesInValue, xorb_id);
+  std::uint8_t* p = e.value.data() + kChunkHashBytesInValue + 4;
+  p[0] = std::uint8_t(index >> 16), p[1] = std::uint8_t(index >> 8), p[2] = std::uint8_t(index);
+  return e;
+}
+// The smallest duplicate for a stored hash: the MDB_GET_BOTH_RANGE probe.
+inline std::array<std::uint8_t, kChunkValueBytes> chunk_probe(const std::uint8_t* stored_hash) {
+  std::array<std::uint8_t, kChunkValueBytes> v{};
+  std::memcpy(v.data(), stored_hash + kChunkKeyBytes, kChunkHashBytesInValue);
+  return v;
+}
+inline bool chunk_value_matches(const std::uint8_t* value, const std::uint8_t* stored_hash) {
+  return std::memcmp(value, stored_hash + kChunkKeyBytes, kChunkHashBytesInValue) == 0;
+}
+inline std::uint32_t chunk_value_xorb(const std::uint8_t* value) { return load_be32(value + kChunkHashBytesInValue); }
+inline std::uint32_t chunk_value_index(const std::uint8_t* value) {
+  const std::uint8_t* p = value + kChunkHashBytesInValue + 4;
+  return std::uint32_t(p[0]) << 16 | std::uint32_t(p[1]) << 8 | p[2];
+}
+
+// ---- xorb ids -------------------------------------------------------------
+using XorbId = std::uint32_t;
+struct IdKey {
+  std::array<std::uint8_t, 4> b;
+  explicit IdKey(XorbId id) { store_be32(b.data(), id); }
+  MDB_val mdb() const { return val(b.data(), 4); }
+};
+
+// ---- xorb record: xorbs[id] -----------------------------------------------
+// 0  u32 flags (bit 0: keyed)     4  u32 num_chunks
+// 8  key[32] (zero when raw)     40  u64 reserved
+// 48 the CAS block as stored: 48-byte XorbHeader + num_chunks x 48-byte entries
+inline constexpr std::size_t kXorbRecordHeader = 48;
+inline std::size_t xorb_record_size(std::uint32_t num_chunks) {
+  return kXorbRecordHeader + shard::kEntrySize * (1 + std::size_t(num_chunks));
+}
+void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block);
+
+class XorbRecordView {
+ public:
+  // Checks the sizes agree; nullopt means a corrupt record.
+  static std::optional<XorbRecordView> decode(const MDB_val& v);
+  bool keyed() const { return shard::load_u32(p_) & 1u; }
+  Key key() const { return Hash::from_bytes({p_ + 8, 32}); }
+  const std::uint8_t* key_bytes() const { return p_ + 8; }
+  std::uint32_t num_chunks() const { return n_; }
+  std::span<const std::uint8_t> cas_block() const {
+    return {p_ + kXorbRecordHeader, shard::kEntrySize * (1 + std::size_t(n_))};
+  }
+  const std::uint8_t* xorb_hash_bytes() const { return p_ + kXorbRecordHeader; }
+  Hash xorb_hash() const { return Hash::from_bytes({xorb_hash_bytes(), 32}); }
+  shard::XorbHeader header() const { return shard::XorbHeader::decode(p_ + kXorbRecordHeader); }
+  const std::uint8_t* chunk_bytes(std::uint32_t i) const {
+    return p_ + kXorbRecordHeader + shard::kEntrySize * (1 + std::size_t(i));
+  }
+  shard::ChunkEntry chunk(std::uint32_t i) const { return shard::ChunkEntry::decode(chunk_bytes(i)); }
+
+ private:
+  const std::uint8_t* p_ = nullptr;
+  std::uint32_t n_ = 0;
+};
+
+// ---- shard record: shards[shard hash] (kept after removal) ----------------
+struct ShardRecord {
+  ShardState state = ShardState::live;
+  bool has_footer = false;
+  bool keyed = false;
+  bool has_expiry = false;
+  std::uint64_t expiry = 0;
+  std::uint64_t created = 0;
+  std::uint64_t size = 0;
+  std::uint64_t ingested_at = 0;
+  std::uint64_t ended_at = 0;
+  std::uint64_t xorbs = 0, chunks = 0, files = 0;
+  Key key;
+  std::vector<std::string> paths;
+};
+Bytes encode(const ShardRecord& r);
+std::optional<ShardRecord> decode_shard(const MDB_val& v);
+ShardInfo to_info(const Hash& hash, const ShardRecord& r);
+
+// ---- shard contributions: shard_refs[shard hash] (live shards only) -------
+// u32 n_xorbs, u32 n_files, n_xorbs x u32 xorb id (LE), n_files x file hash.
+// Each id and file appears once even when the shard lists it twice.
+struct ShardRefs {
+  std::vector<XorbId> xorbs;
+  std::vector<Hash> files;
+};
+Bytes encode(const ShardRefs& r);
+std::optional<ShardRefs> decode_refs(const MDB_val& v);
+
+// ---- file record: files[file hash] ----------------------------------------
+// u32 flags (0), u32 reserved, then the file-info block as stored.
+inline constexpr std::size_t kFileRecordHeader = 8;
+// block_bytes: the file block as the shard stores it (FileBlock::byte_size()).
+Bytes encode_file_record(std::span<const std::uint8_t> block_bytes);
+std::optional<shard::FileBlock> decode_file(const MDB_val& v);
+
+// ---- sources[blake3(path)] -------------------------------------------------
+// u8 kind (1 accepted, 2 rejected), 7 pad, u64 size, i64 mtime_ns,
+// hash[32] (shard / content hash), u8 has_hash, 7 pad, u64 offset,
+// u64 recorded_at, u32 len(rule), u32 len(message), u32 len(path), strings.
+struct Source {
+  bool rejected = false;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::optional<Hash> hash;
+  std::uint64_t offset = 0;
+  std::uint64_t recorded_at = 0;
+  std::string rule, message, path;
+};
+Bytes encode(const Source& s);
+std::optional<Source> decode_source(const MDB_val& v);
+Hash source_key(const std::string& path);
+
+// ---- expiry[u64 BE instant] -> dup shard hashes ----------------------------
+struct ExpiryKey {
+  std::array<std::uint8_t, 8> b;
+  explicit ExpiryKey(std::uint64_t t) { store_be64(b.data(), t); }
+  MDB_val mdb() const { return val(b.data(), 8); }
+};
+
+}  // namespace dedupd::index::records

@@ -1,0 +1,136 @@
+#include "index/schema.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "index/records.hpp"
+
+namespace dedupd::index::schema {
+
+namespace {
+
+MDB_val name_key(const char* name) { return records::val(name, std::strlen(name)); }
+
+struct Table {
+  const char* name;
+  unsigned flags;
+  MDB_dbi Dbs::*member;
+};
+
+constexpr unsigned kDup = MDB_DUPSORT | MDB_DUPFIXED;
+const Table kTables[] = {
+    {"meta", 0, &Dbs::meta},
+    {"shards", 0, &Dbs::shards},
+    {"shard_refs", 0, &Dbs::shard_refs},
+    {"expiry", kDup, &Dbs::expiry},
+    {"keys", kDup, &Dbs::keys},
+    {"xorb_ids", kDup, &Dbs::xorb_ids},
+    {"xorbs", 0, &Dbs::xorbs},
+    {"xorb_shards", kDup, &Dbs::xorb_shards},
+    {"chunks", kDup, &Dbs::chunks},
+    {"files", 0, &Dbs::files},
+    {"file_shards", kDup, &Dbs::file_shards},
+    {"sha256", kDup, &Dbs::sha256},
+    {"sources", 0, &Dbs::sources},
+};
+
+}  // namespace
+
+const char* counter_of(ShardState s) {
+  switch (s) {
+    case ShardState::live: return kCountLive;
+    case ShardState::expired: return kCountExpired;
+    case ShardState::removed: return kCountRemoved;
+  }
+  return kCountLive;
+}
+
+int get_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t& out) {
+  MDB_val k = name_key(name), v;
+  int rc = mdb_get(txn, meta, &k, &v);
+  out = 0;
+  if (rc == MDB_NOTFOUND) return 0;
+  if (rc != 0) return rc;
+  if (v.mv_size != 8) return MDB_CORRUPTED;
+  std::memcpy(&out, v.mv_data, 8);
+  return 0;
+}
+
+int put_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t value) {
+  MDB_val k = name_key(name), v = records::val(&value, 8);
+  return mdb_put(txn, meta, &k, &v, 0);
+}
+
+int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta) {
+  std::uint64_t cur;
+  if (int rc = get_u64(txn, meta, name, cur)) return rc;
+  return put_u64(txn, meta, name, cur + std::uint64_t(delta));
+}
+
+Result<Dbs> open(lmdb::Env& env) {
+  Dbs dbs{};
+  std::string problem;
+  auto status = env.write(
+      [&](MDB_txn* txn) -> int {
+        problem.clear();
+        MDB_dbi main;
+        if (int rc = mdb_dbi_open(txn, nullptr, 0, &main)) return rc;
+        int rc = mdb_dbi_open(txn, "meta", 0, &dbs.meta);
+        bool fresh = false;
+        if (rc == MDB_NOTFOUND) {
+          MDB_stat st;
+          if ((rc = mdb_stat(txn, main, &st))) return rc;
+          if (st.ms_entries != 0) {
+            problem = "this LMDB environment is not a dedupd index (it has no schema version)";
+            return lmdb::kAbortTxn;
+          }
+          fresh = true;
+        } else if (rc == MDB_INCOMPATIBLE) {
+          problem = "this LMDB environment is not a dedupd index (\"meta\" is not a table)";
+          return lmdb::kAbortTxn;
+        } else if (rc != 0) {
+          return rc;
+        }
+        MDB_val k = name_key(kSchemaVersion), v;
+        if (!fresh) {
+          // Check the version before touching anything: never create
+          // tables inside an index this code does not understand.
+          rc = mdb_get(txn, dbs.meta, &k, &v);
+          if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) {
+            problem = "the index has no readable schema version";
+            return lmdb::kAbortTxn;
+          }
+          if (rc != 0) return rc;
+          std::uint32_t found;
+          std::memcpy(&found, v.mv_data, 4);
+          if (found != kVersion) {
+            problem = "the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
+                      std::to_string(kVersion) +
+                      (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
+                                        : " (no upgrade path from it: move the index away and let dedupd "
+                                          "rebuild it from the shard files)");
+            return lmdb::kAbortTxn;
+          }
+        }
+        for (const Table& t : kTables) {
+          if ((rc = mdb_dbi_open(txn, t.name, t.flags | MDB_CREATE, &(dbs.*t.member)))) {
+            if (rc == MDB_INCOMPATIBLE) {
+              problem = std::string("table \"") + t.name + "\" has other flags than schema " +
+                        std::to_string(kVersion) + " expects";
+              return lmdb::kAbortTxn;
+            }
+            return rc;
+          }
+        }
+        if (!fresh) return 0;
+        std::uint32_t version = kVersion;
+        v = records::val(&version, 4);
+        return mdb_put(txn, dbs.meta, &k, &v, 0);
+      },
+      "opening the index tables");
+  if (!status) return status.error();
+  if (!problem.empty()) return make_error(kRuleSchema, env.options().dir + ": " + problem);
+  return dbs;
+}
+
+}  // namespace dedupd::index::schema

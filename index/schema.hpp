@@ -1,0 +1,60 @@
+// The tables of the index and the schema version that names their layout.
+//
+//   meta         name -> value: schema_version, next_xorb_id, shard counters
+//   shards       shard hash -> ShardRecord (kept after removal, small)
+//   shard_refs   shard hash -> ShardRefs: xorb ids and file hashes it brought
+//   expiry       u64 BE instant -> dup shard hash (live shards that expire)
+//   keys         chunk key -> dup shard hash (live keyed shards)
+//   xorb_ids     xorb hash -> dup u32 BE xorb id (one per stored form)
+//   xorbs        u32 BE xorb id -> xorb record (CAS block as stored)
+//   xorb_shards  u32 BE xorb id -> dup shard hash (the refcount is the count)
+//   chunks       first hash byte -> dup 12-byte (hash bytes, xorb id, index)
+//   files        file hash -> file record (file-info block as stored)
+//   file_shards  file hash -> dup shard hash
+//   sha256       sha256 -> dup file hash
+//   sources      blake3(path) -> Source (accepted or rejected file)
+//
+// Refcounts are not numbers that could drift: an entry lives while its
+// (entry, shard) duplicates exist, and the last one removed takes it along.
+#pragma once
+
+#include <lmdb.h>
+
+#include <cstdint>
+
+#include "index/env.hpp"
+#include "index/status.hpp"
+#include "index/types.hpp"
+
+namespace dedupd::index::schema {
+
+// 1: first layout (records.hpp).
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr unsigned kMaxDbs = 16;
+
+struct Dbs {
+  MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, files, file_shards,
+      sha256, sources;
+};
+
+// Creates the tables in a new environment, or checks the version of an
+// existing one: another version (or an LMDB environment that is not a dedupd
+// index) is an error naming both versions.
+Result<Dbs> open(lmdb::Env& env);
+
+// meta counters
+inline constexpr const char* kNextXorbId = "next_xorb_id";
+inline constexpr const char* kCountLive = "count.live";
+inline constexpr const char* kCountExpired = "count.expired";
+inline constexpr const char* kCountRemoved = "count.removed";
+inline constexpr const char* kCountRejected = "count.rejected";
+inline constexpr const char* kSchemaVersion = "schema_version";
+
+// Reads a u64 meta value (0 when absent).
+int get_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t& out);
+int put_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t v);
+// Adds delta (may be negative) to a meta counter.
+int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta);
+const char* counter_of(ShardState s);
+
+}  // namespace dedupd::index::schema

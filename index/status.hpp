@@ -1,0 +1,34 @@
+// Error values of the index. The index reuses shard::Error/shard::Result so
+// the daemon handles one error type; `rule` is a stable identifier starting
+// with "index." (see kRule* below) and `offset` is 0 unless a record offset
+// is meaningful. Expected failures never throw.
+#pragma once
+
+#include <string>
+
+#include "shard/result.hpp"
+
+namespace dedupd::index {
+
+using shard::Error;
+using shard::Result;
+
+// The value of a successful operation that returns nothing else.
+struct Ok {};
+using Status = Result<Ok>;
+
+inline constexpr const char* kRuleLmdb = "index.lmdb";              // an LMDB call failed
+inline constexpr const char* kRuleNoSpace = "index.no_space";       // disk full / file size limit
+inline constexpr const char* kRuleIo = "index.io";                  // EIO (LMDB also reports a short write, as on a full disk, so)
+inline constexpr const char* kRuleMapFull = "index.map_full";       // max_map_size reached
+inline constexpr const char* kRuleSchema = "index.schema";          // other schema version / not ours
+inline constexpr const char* kRuleAlreadyOpen = "index.already_open";
+inline constexpr const char* kRuleCorrupt = "index.corrupt";        // a record fails to decode
+inline constexpr const char* kRuleLimit = "index.limit";            // beyond what the records encode
+inline constexpr const char* kRuleArgument = "index.argument";
+
+inline Error make_error(const char* rule, std::string message) {
+  return Error{rule, 0, std::move(message)};
+}
+
+}  // namespace dedupd::index

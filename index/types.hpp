@@ -1,0 +1,180 @@
+// Values the index takes and returns. Hashes are shard::Hash (print them with
+// to_string(), the Xet form); times are unix seconds; expiry nullopt = never.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shard/format.hpp"
+#include "shard/hash.hpp"
+#include "shard/keys.hpp"
+
+namespace dedupd::index {
+
+using shard::Hash;
+using shard::Key;
+
+enum class ShardState : std::uint8_t { live = 1, expired = 2, removed = 3 };
+const char* to_string(ShardState s);
+
+// Where a shard file came from. An empty path (an uploaded body) records no
+// source. size and mtime let the daemon skip a file it has already seen.
+struct SourceInfo {
+  std::string path{};
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+};
+
+struct IngestOptions {
+  // Unix seconds: recorded as ingested_at, and a shard already expired at
+  // `now` is recorded as expired without indexing its entries. 0: unknown.
+  std::uint64_t now = 0;
+  // Index again a shard that was removed or expired before. Without it such
+  // a shard stays out (a rescan must not bring back what expiry purged).
+  bool revive = false;
+  // The shard's identity when the caller already knows it (e.g. verified
+  // against its <hash>.mdb name). Otherwise the index hashes the bytes.
+  std::optional<Hash> shard_hash{};
+};
+
+enum class IngestOutcome : std::uint8_t {
+  added,              // new shard, its entries are now queryable
+  already_present,    // same content already live (the path was recorded)
+  previously_gone,    // removed or expired earlier; not indexed again
+  expired,            // expired at options.now; recorded, not indexed
+};
+const char* to_string(IngestOutcome o);
+
+struct IngestResult {
+  Hash shard{};
+  IngestOutcome outcome = IngestOutcome::added;
+  // The shard's own content.
+  std::uint64_t xorbs = 0, chunks = 0, files = 0;
+  // What this ingest added to the index (shared xorbs/files add nothing).
+  std::uint64_t new_xorbs = 0, new_chunk_entries = 0, new_files = 0;
+};
+
+struct ShardRef {
+  Hash shard{};
+  std::optional<std::uint64_t> expiry{};
+  bool keyed = false;
+  Key key{};  // zero when not keyed
+};
+
+// One place a chunk lives. byte_end is exclusive (start + unpacked).
+struct Location {
+  Hash xorb{};
+  std::uint32_t chunk_index = 0;
+  std::uint32_t byte_start = 0;
+  std::uint32_t byte_end = 0;
+  std::uint32_t unpacked_bytes = 0;
+  std::uint32_t flags = 0;
+  std::vector<ShardRef> shards{};
+};
+
+// Results of a batch lookup, flat so a miss costs no allocation:
+// locations of query i are locations[first[i], first[i + 1]); a location's
+// shards are shard_sets[location.shard_set] (shared by a xorb's chunks).
+struct BatchLocation {
+  Hash xorb{};
+  std::uint32_t chunk_index = 0;
+  std::uint32_t byte_start = 0;
+  std::uint32_t byte_end = 0;
+  std::uint32_t unpacked_bytes = 0;
+  std::uint32_t flags = 0;
+  std::uint32_t shard_set = 0;
+};
+struct BatchResult {
+  std::vector<std::uint32_t> first{};
+  std::vector<BatchLocation> locations{};
+  std::vector<std::vector<ShardRef>> shard_sets{};
+
+  std::size_t size() const { return first.empty() ? 0 : first.size() - 1; }
+  std::span<const BatchLocation> of(std::size_t i) const {
+    return {locations.data() + first[i], locations.data() + first[i + 1]};
+  }
+  const std::vector<ShardRef>& shards(const BatchLocation& l) const { return shard_sets[l.shard_set]; }
+  void clear() {
+    first.clear();
+    locations.clear();
+    shard_sets.clear();
+  }
+};
+
+// One stored form of a xorb. The same xorb hash can have several: stored
+// raw, stored keyed with key K (chunk hashes differ), or (rarely) two shards
+// describing it differently. cas_block is the CAS section block exactly as
+// the source shard stored it (header + 48-byte chunk entries), ready to be
+// copied into a reply shard; its chunk hashes are keyed when `keyed`.
+struct XorbInfo {
+  Hash hash{};
+  bool keyed = false;
+  Key key{};
+  shard::XorbHeader header{};
+  std::vector<shard::ChunkEntry> chunks{};
+  std::vector<std::uint8_t> cas_block{};
+  std::vector<ShardRef> shards{};
+};
+
+struct FileInfo {
+  Hash hash{};
+  std::uint64_t size = 0;  // sum of the terms' unpacked bytes
+  std::vector<shard::FileTerm> terms{};
+  std::vector<Hash> verification{};  // range hashes, one per term, or empty
+  std::optional<Hash> sha256{};
+  std::vector<Hash> shards{};
+};
+
+struct ShardInfo {
+  Hash hash{};
+  ShardState state = ShardState::live;
+  std::vector<std::string> paths{};
+  std::uint64_t size = 0;
+  bool has_footer = false;
+  std::optional<std::uint64_t> created{};  // nullopt without footer
+  std::optional<std::uint64_t> expiry{};
+  bool keyed = false;
+  Key key{};
+  std::uint64_t xorbs = 0, chunks = 0, files = 0;
+  std::uint64_t ingested_at = 0;  // 0: unknown
+  std::uint64_t ended_at = 0;     // when removed/expired; 0: live or unknown
+};
+
+struct RejectInfo {
+  std::string path{};
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::optional<Hash> content_hash{};
+  std::string rule{};
+  std::uint64_t offset = 0;
+  std::string message{};
+  std::uint64_t recorded_at = 0;
+};
+
+// What the index knows about a path (see Index::source).
+struct SourceRecord {
+  std::string path{};
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool rejected = false;
+  Hash shard{};  // accepted: the shard it held
+};
+
+struct Stats {
+  std::uint64_t shards_live = 0, shards_expired = 0, shards_removed = 0, rejected = 0;
+  std::uint64_t xorbs = 0;         // stored xorb forms
+  std::uint64_t chunk_entries = 0; // (xorb form, chunk index) pairs
+  std::uint64_t files = 0;
+  std::uint64_t keys = 0;          // live keys
+  std::uint64_t db_bytes = 0;      // size of data.mdb
+  std::uint64_t map_size = 0;
+  std::uint64_t map_used = 0;      // pages up to the high-water mark x page size
+  std::uint64_t free_bytes = 0;    // pages below it that are free for reuse
+  std::uint64_t page_size = 0;
+  std::optional<std::uint64_t> next_expiry{};
+};
+
+}  // namespace dedupd::index

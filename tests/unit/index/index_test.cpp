@@ -1,0 +1,802 @@
+// Behaviour of every index operation, on generated shards and the real
+// fixture.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <set>
+
+#include "index/index.hpp"
+#include "shard/mapped_file.hpp"
+#include "tests/unit/index/support.hpp"
+
+namespace dedupd::index::gen {
+namespace {
+
+using ::testing::_;
+using ::testing::AtLeast;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+std::vector<Hash> shard_hashes(const std::vector<ShardRef>& refs) {
+  std::vector<Hash> out;
+  for (const auto& r : refs) out.push_back(r.shard);
+  return out;
+}
+
+using IndexTest = IndexFixture;
+
+TEST_F(IndexTest, NewIndexIsEmptyAndConsistent) {
+  Stats s = stats();
+  EXPECT_EQ(s.shards_live, 0u);
+  EXPECT_EQ(s.chunk_entries, 0u);
+  EXPECT_EQ(s.xorbs, 0u);
+  EXPECT_GT(s.map_size, 0u);
+  EXPECT_GT(s.db_bytes, 0u);
+  EXPECT_FALSE(s.next_expiry);
+  EXPECT_THAT(problems(), IsEmpty());
+  EXPECT_THAT(find(hash_of_seed(1)), IsEmpty());
+}
+
+TEST_F(IndexTest, IngestThenEveryChunkAnswersWithItsRange) {
+  auto a = gen_xorb(1, 50), b = gen_xorb(2, 7);
+  auto s = own(build_shard({.xorbs = {&a, &b}}));
+  IngestResult r = ingest(s, "/cache/a.mdb");
+  EXPECT_EQ(r.outcome, IngestOutcome::added);
+  EXPECT_EQ(r.shard, s.hash);
+  EXPECT_EQ(r.xorbs, 2u);
+  EXPECT_EQ(r.chunks, 57u);
+  EXPECT_EQ(r.new_chunk_entries, 57u);
+  for (const GenXorb* x : {&a, &b}) {
+    for (std::size_t i = 0; i < x->raw.size(); ++i) {
+      auto locs = find(x->raw[i]);
+      ASSERT_EQ(locs.size(), 1u);
+      EXPECT_EQ(locs[0].xorb, x->hash);
+      EXPECT_EQ(locs[0].chunk_index, i);
+      EXPECT_EQ(locs[0].byte_start, x->byte_start(i));
+      EXPECT_EQ(locs[0].unpacked_bytes, x->sizes[i]);
+      EXPECT_EQ(locs[0].byte_end, x->byte_start(i) + x->sizes[i]);
+      EXPECT_EQ(locs[0].flags, i == 0 ? shard::kChunkFlagGlobalDedupEligible : 0u);
+      ASSERT_EQ(locs[0].shards.size(), 1u);
+      EXPECT_EQ(locs[0].shards[0].shard, s.hash);
+      EXPECT_FALSE(locs[0].shards[0].keyed);
+      EXPECT_FALSE(locs[0].shards[0].expiry);
+    }
+  }
+  Stats st = stats();
+  EXPECT_EQ(st.shards_live, 1u);
+  EXPECT_EQ(st.xorbs, 2u);
+  EXPECT_EQ(st.chunk_entries, 57u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, AHashSharingTheFirst48BitsIsNotAMatch) {
+  auto a = gen_xorb(3, 4);
+  auto s = own(build_shard({.xorbs = {&a}}));
+  ingest(s);
+  Hash near = a.raw[2];
+  near.bytes[31] ^= 1;  // same candidate prefix, different hash
+  EXPECT_THAT(find(near), IsEmpty());
+  near = a.raw[2];
+  near.bytes[5] ^= 1;  // last byte of the candidate prefix
+  EXPECT_THAT(find(near), IsEmpty());
+  EXPECT_EQ(find(a.raw[2]).size(), 1u);
+}
+
+TEST_F(IndexTest, SameBytesTwiceIsOneShardWithBothPaths) {
+  auto a = gen_xorb(4, 10);
+  auto s = own(build_shard({.xorbs = {&a}}));
+  ingest(s, "/one/x.mdb");
+  Stats before = stats();
+  IngestResult r = ingest(s, "/two/x.mdb");
+  EXPECT_EQ(r.outcome, IngestOutcome::already_present);
+  EXPECT_EQ(r.new_chunk_entries, 0u);
+  Stats after = stats();
+  EXPECT_EQ(after.shards_live, 1u);
+  EXPECT_EQ(after.chunk_entries, before.chunk_entries);
+  auto info = idx->shard(s.hash);
+  ASSERT_TRUE(info && info->has_value());
+  EXPECT_THAT((*info)->paths, ElementsAre("/one/x.mdb", "/two/x.mdb"));
+  auto src = idx->source("/two/x.mdb");
+  ASSERT_TRUE(src && src->has_value());
+  EXPECT_FALSE((*src)->rejected);
+  EXPECT_EQ((*src)->shard, s.hash);
+  EXPECT_EQ(find(a.raw[0])[0].shards.size(), 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, GivenShardHashIsUsedAsIdentity) {
+  auto a = gen_xorb(5, 3);
+  auto s = own(build_shard({.xorbs = {&a}}));
+  Hash named = hash_of_seed(777);
+  IngestResult r = ingest(s, "", IngestOptions{.shard_hash = named});
+  EXPECT_EQ(r.shard, named);
+  EXPECT_TRUE(idx->shard(named)->has_value());
+  EXPECT_FALSE(idx->shard(s.hash)->has_value());
+}
+
+TEST_F(IndexTest, ShardInfoDescribesTheShard) {
+  auto a = gen_xorb(6, 5);
+  Key key = hash_of_seed(66);
+  auto s = own(build_shard({.xorbs = {&a}, .key = key, .expiry = 2000000000, .created = 1900000000}));
+  ingest(s, "/p.mdb", IngestOptions{.now = 1950000000});
+  auto info = idx->shard(s.hash);
+  ASSERT_TRUE(info && info->has_value());
+  const ShardInfo& i = **info;
+  EXPECT_EQ(i.state, ShardState::live);
+  EXPECT_EQ(i.size, s.bytes.size());
+  EXPECT_TRUE(i.has_footer);
+  EXPECT_EQ(i.created, 1900000000u);
+  EXPECT_EQ(i.expiry, 2000000000u);
+  EXPECT_TRUE(i.keyed);
+  EXPECT_EQ(i.key, key);
+  EXPECT_EQ(i.xorbs, 1u);
+  EXPECT_EQ(i.chunks, 5u);
+  EXPECT_EQ(i.ingested_at, 1950000000u);
+  EXPECT_THAT(i.paths, ElementsAre("/p.mdb"));
+  EXPECT_FALSE(idx->shard(hash_of_seed(1))->has_value());
+}
+
+TEST_F(IndexTest, UploadShardWithoutFooterNeverExpires) {
+  auto a = gen_xorb(7, 3);
+  auto s = own(build_shard({.xorbs = {&a}, .footer = false}));
+  ingest(s);
+  auto r = idx->shard(s.hash);
+  ASSERT_TRUE(r && r->has_value());
+  const ShardInfo& info = **r;
+  EXPECT_FALSE(info.has_footer);
+  EXPECT_FALSE(info.created);
+  EXPECT_FALSE(info.expiry);
+  EXPECT_FALSE(*idx->next_expiry());
+}
+
+TEST_F(IndexTest, KeyedShardAnswersRawQueries) {
+  auto a = gen_xorb(8, 20);
+  Key key = hash_of_seed(88);
+  auto s = own(build_shard({.xorbs = {&a}, .key = key, .expiry = 3000000000}));
+  ingest(s);
+  auto locs = find(a.raw[13]);
+  ASSERT_EQ(locs.size(), 1u);
+  EXPECT_EQ(locs[0].chunk_index, 13u);
+  ASSERT_EQ(locs[0].shards.size(), 1u);
+  EXPECT_TRUE(locs[0].shards[0].keyed);
+  EXPECT_EQ(locs[0].shards[0].key, key);
+  EXPECT_EQ(locs[0].shards[0].expiry, 3000000000u);
+  // The stored (keyed) hash is not a raw hash of anything indexed.
+  EXPECT_THAT(find(shard::keyed_chunk_hash(key, a.raw[13])), IsEmpty());
+  EXPECT_THAT(*idx->live_keys(), ElementsAre(key));
+  EXPECT_EQ(stats().keys, 1u);
+}
+
+TEST_F(IndexTest, RealFixtureKeyedServerShard) {
+  auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/gpt2-64-8bits.tflite.shard");
+  ASSERT_TRUE(file) << file.error().to_string();
+  auto view = shard::ShardView::parse(file->bytes());
+  ASSERT_TRUE(view) << view.error().to_string();
+  auto r = idx->ingest(*view, SourceInfo{"/fixture.shard", file->size(), 0});
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, IngestOutcome::added);
+  EXPECT_EQ(r->chunks, 2117u);
+  EXPECT_EQ(r->xorbs, 3u);
+
+  auto raw = *Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335");
+  auto locs = find(raw);
+  ASSERT_EQ(locs.size(), 1u);
+  EXPECT_EQ(locs[0].xorb.to_string(), "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c");
+  EXPECT_EQ(locs[0].chunk_index, 0u);
+  EXPECT_EQ(locs[0].byte_start, 0u);
+  ASSERT_EQ(locs[0].shards.size(), 1u);
+  EXPECT_TRUE(locs[0].shards[0].keyed);
+  EXPECT_EQ(locs[0].shards[0].key.to_string(), "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
+  EXPECT_EQ(locs[0].shards[0].expiry, 1754664705u);
+  EXPECT_EQ(*idx->next_expiry(), 1754664705u);
+
+  // The xorb record rebuilds the CAS block byte for byte.
+  auto xorbs = idx->xorb(locs[0].xorb);
+  ASSERT_TRUE(xorbs);
+  ASSERT_EQ(xorbs->size(), 1u);
+  const XorbInfo& x = xorbs->front();
+  EXPECT_TRUE(x.keyed);
+  bool found_block = false;
+  for (const shard::XorbBlock& b : view->xorbs())
+    if (b.hash() == x.hash) {
+      auto raw_block = b.raw();
+      EXPECT_TRUE(std::equal(raw_block.begin(), raw_block.end(), x.cas_block.begin(), x.cas_block.end()));
+      EXPECT_EQ(x.chunks.size(), b.num_chunks());
+      found_block = true;
+    }
+  EXPECT_TRUE(found_block);
+  EXPECT_EQ(x.chunks[0].chunk_hash.to_string(),
+            "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
+
+  EXPECT_THAT(*idx->expire(1754664704), IsEmpty());
+  EXPECT_EQ(find(raw).size(), 1u);
+  auto gone = idx->expire(1754664705);
+  ASSERT_TRUE(gone);
+  EXPECT_THAT(*gone, ElementsAre(r->shard));
+  EXPECT_THAT(find(raw), IsEmpty());
+  EXPECT_EQ((*idx->shard(r->shard))->state, ShardState::expired);
+  EXPECT_EQ((*idx->shard(r->shard))->ended_at, 1754664705u);
+  Stats s = stats();
+  EXPECT_EQ(s.chunk_entries, 0u);
+  EXPECT_EQ(s.keys, 0u);
+  EXPECT_EQ(s.shards_expired, 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
+  auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/gpt2-64-8bits.tflite.shard");
+  ASSERT_TRUE(file);
+  auto view = shard::ShardView::parse(file->bytes());
+  ASSERT_TRUE(view);
+  auto r = idx->ingest(*view, SourceInfo{"/f.mdb", 1, 1}, IngestOptions{.now = 1763794800});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->outcome, IngestOutcome::expired);
+  EXPECT_THAT(find(*Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335")), IsEmpty());
+  EXPECT_EQ((*idx->shard(r->shard))->state, ShardState::expired);
+  EXPECT_EQ(stats().chunk_entries, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
+  auto shared = gen_xorb(10, 30), only1 = gen_xorb(11, 5), only2 = gen_xorb(12, 6);
+  auto s1 = own(build_shard({.xorbs = {&shared, &only1}, .files = {gen_file(1, shared, 0, 30, true, true)}}));
+  auto s2 = own(build_shard({.xorbs = {&only2, &shared}, .expiry = 2100000000,
+                             .files = {gen_file(1, shared, 0, 30, true, true)}}));
+  ingest(s1, "/a.mdb");
+  IngestResult r2 = ingest(s2, "/b.mdb");
+  EXPECT_EQ(r2.new_xorbs, 1u);  // only `only2` is new
+  EXPECT_EQ(r2.new_chunk_entries, 6u);
+  EXPECT_EQ(r2.new_files, 0u);
+  EXPECT_THAT(shard_hashes(find(shared.raw[3])[0].shards), UnorderedElementsAre(s1.hash, s2.hash));
+  EXPECT_EQ(stats().chunk_entries, 41u);
+
+  auto rm = idx->remove(s1.hash, 1234);
+  ASSERT_TRUE(rm);
+  EXPECT_EQ(rm->outcome, RemoveOutcome::removed);
+  EXPECT_EQ(rm->shard->state, ShardState::removed);
+  auto locs = find(shared.raw[3]);
+  ASSERT_EQ(locs.size(), 1u);
+  EXPECT_THAT(shard_hashes(locs[0].shards), ElementsAre(s2.hash));
+  EXPECT_THAT(find(only1.raw[0]), IsEmpty());
+  EXPECT_EQ(find(only2.raw[0]).size(), 1u);
+  EXPECT_TRUE(idx->file(hash_of_seed(1 ^ 0xF11E))->has_value());
+  EXPECT_EQ(stats().chunk_entries, 36u);
+  EXPECT_THAT(problems(), IsEmpty());
+
+  ASSERT_TRUE(idx->remove(s2.hash));
+  EXPECT_THAT(find(shared.raw[3]), IsEmpty());
+  EXPECT_THAT(find(only2.raw[0]), IsEmpty());
+  EXPECT_FALSE(idx->file(hash_of_seed(1 ^ 0xF11E))->has_value());
+  EXPECT_THAT(*idx->files_with_sha256(hash_of_seed(1 ^ 0x5A256)), IsEmpty());
+  EXPECT_FALSE(*idx->next_expiry());
+  EXPECT_THAT(problems(), IsEmpty());
+
+  // Nothing left but the two small shard records, their sources and meta.
+  idx.reset();
+  auto items = table_items(tmp.sub("idx"));
+  for (const auto& [name, n] : items) {
+    if (name == "shards" || name == "sources") {
+      EXPECT_EQ(n, 2u) << name;
+    } else if (name != "meta") {
+      EXPECT_EQ(n, 0u) << name;
+    }
+  }
+}
+
+TEST_F(IndexTest, KeyedAndUnkeyedShardWithTheSameXorb) {
+  auto x = gen_xorb(20, 12);
+  Key key = hash_of_seed(2020);
+  auto plain = own(build_shard({.xorbs = {&x}}));
+  auto keyed = own(build_shard({.xorbs = {&x}, .key = key, .expiry = 2200000000}));
+  ingest(plain);
+  ingest(keyed);
+  auto locs = find(x.raw[5]);
+  ASSERT_EQ(locs.size(), 1u) << "one chunk of one xorb: one location";
+  EXPECT_EQ(locs[0].chunk_index, 5u);
+  ASSERT_EQ(locs[0].shards.size(), 2u);
+  auto forms = idx->xorb(x.hash);
+  ASSERT_TRUE(forms);
+  ASSERT_EQ(forms->size(), 2u);
+  int keyed_forms = 0;
+  for (const auto& f : *forms) {
+    keyed_forms += f.keyed;
+    EXPECT_EQ(f.chunks[5].chunk_hash, f.keyed ? shard::keyed_chunk_hash(key, x.raw[5]) : x.raw[5]);
+    ASSERT_EQ(f.shards.size(), 1u);
+    EXPECT_EQ(f.shards[0].shard, f.keyed ? keyed.hash : plain.hash);
+  }
+  EXPECT_EQ(keyed_forms, 1);
+  EXPECT_EQ(stats().chunk_entries, 24u);
+
+  ASSERT_TRUE(idx->remove(keyed.hash));
+  locs = find(x.raw[5]);
+  ASSERT_EQ(locs.size(), 1u);
+  EXPECT_THAT(shard_hashes(locs[0].shards), ElementsAre(plain.hash));
+  EXPECT_THAT(*idx->live_keys(), IsEmpty());
+  EXPECT_EQ(idx->xorb(x.hash)->size(), 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+
+  ASSERT_TRUE(idx->remove(plain.hash));
+  EXPECT_THAT(find(x.raw[5]), IsEmpty());
+  EXPECT_THAT(*idx->xorb(x.hash), IsEmpty());
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, TwoKeyedShardsWithTheSameKeyShareTheXorbForm) {
+  auto x = gen_xorb(21, 4);
+  Key key = hash_of_seed(2121);
+  auto s1 = own(build_shard({.xorbs = {&x}, .key = key, .created = 1}));
+  auto s2 = own(build_shard({.xorbs = {&x}, .key = key, .created = 2}));
+  ingest(s1);
+  EXPECT_EQ(ingest(s2).new_xorbs, 0u);
+  EXPECT_EQ(stats().keys, 1u);
+  ASSERT_TRUE(idx->remove(s1.hash));
+  EXPECT_EQ(stats().keys, 1u) << "the key stays while a shard uses it";
+  EXPECT_EQ(find(x.raw[1]).size(), 1u);
+  ASSERT_TRUE(idx->remove(s2.hash));
+  EXPECT_EQ(stats().keys, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, AChunkInTwoXorbsAnswersBoth) {
+  auto x1 = gen_xorb(30, 5), x2 = gen_xorb(31, 5);
+  x2.raw[2] = x1.raw[4];  // two uploads of the same bytes
+  auto s = own(build_shard({.xorbs = {&x1, &x2}}));
+  ingest(s);
+  auto locs = find(x1.raw[4]);
+  ASSERT_EQ(locs.size(), 2u);
+  std::set<std::pair<Hash, std::uint32_t>> where;
+  for (const auto& l : locs) where.insert({l.xorb, l.chunk_index});
+  EXPECT_EQ(where, (std::set<std::pair<Hash, std::uint32_t>>{{x1.hash, 4}, {x2.hash, 2}}));
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, SameXorbHashWithDifferentContentKeepsBothForms) {
+  auto x = gen_xorb(32, 4);
+  auto y = x;
+  y.sizes[1] += 1;  // another description of "the same" xorb
+  auto s1 = own(build_shard({.xorbs = {&x}}));
+  auto s2 = own(build_shard({.xorbs = {&y}}));
+  ingest(s1);
+  EXPECT_EQ(ingest(s2).new_xorbs, 1u);
+  EXPECT_EQ(idx->xorb(x.hash)->size(), 2u);
+  EXPECT_EQ(find(x.raw[2]).size(), 2u) << "different byte ranges are different locations";
+  ASSERT_TRUE(idx->remove(s2.hash));
+  auto locs = find(x.raw[2]);
+  ASSERT_EQ(locs.size(), 1u);
+  EXPECT_EQ(locs[0].byte_start, x.byte_start(2));
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, AXorbListedTwiceInOneShardCountsOnce) {
+  auto x = gen_xorb(33, 3);
+  auto s = own(build_shard({.xorbs = {&x, &x}}));
+  EXPECT_EQ(ingest(s).new_xorbs, 1u);
+  EXPECT_EQ(find(x.raw[0])[0].shards.size(), 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+  ASSERT_TRUE(idx->remove(s.hash));
+  EXPECT_EQ(stats().xorbs, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, RemoveOutcomesAndRevive) {
+  auto x = gen_xorb(40, 3);
+  auto s = own(build_shard({.xorbs = {&x}}));
+  EXPECT_EQ(idx->remove(s.hash)->outcome, RemoveOutcome::not_found);
+  ingest(s, "/r.mdb");
+  EXPECT_EQ(idx->remove(s.hash, 99)->outcome, RemoveOutcome::removed);
+  auto again = idx->remove(s.hash);
+  EXPECT_EQ(again->outcome, RemoveOutcome::not_live);
+  EXPECT_EQ(again->shard->ended_at, 99u);
+  // A rescan finding the file again does not bring it back...
+  EXPECT_EQ(ingest(s, "/r.mdb").outcome, IngestOutcome::previously_gone);
+  EXPECT_THAT(find(x.raw[0]), IsEmpty());
+  auto listed = idx->shards(ShardState::removed);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().hash, s.hash);
+  // ...an explicit ingest does.
+  EXPECT_EQ(ingest(s, "/r.mdb", IngestOptions{.revive = true}).outcome, IngestOutcome::added);
+  EXPECT_EQ(find(x.raw[0]).size(), 1u);
+  Stats st = stats();
+  EXPECT_EQ(st.shards_live, 1u);
+  EXPECT_EQ(st.shards_removed, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, NextExpiryAndExpireFollowExpiryOrder) {
+  auto x1 = gen_xorb(50, 2), x2 = gen_xorb(51, 2), x3 = gen_xorb(52, 2), x4 = gen_xorb(53, 2);
+  auto late = own(build_shard({.xorbs = {&x1}, .expiry = 3000}));
+  auto early = own(build_shard({.xorbs = {&x2}, .expiry = 1000}));
+  auto mid = own(build_shard({.xorbs = {&x3}, .expiry = 2000}));
+  auto never = own(build_shard({.xorbs = {&x4}}));
+  auto zero = own(build_shard({.xorbs = {&x4}, .expiry = 0}));  // JS client: unset
+  for (auto* s : {&late, &early, &mid, &never, &zero}) ingest(*s);
+  EXPECT_EQ(*idx->next_expiry(), 1000u);
+  EXPECT_EQ(stats().next_expiry, 1000u);
+  EXPECT_THAT(*idx->due(2000), ElementsAre(early.hash, mid.hash));
+  EXPECT_EQ(find(x2.raw[0]).size(), 1u) << "due() is a dry run";
+  EXPECT_THAT(*idx->expire(999), IsEmpty());
+  EXPECT_THAT(*idx->expire(2500), ElementsAre(early.hash, mid.hash));
+  EXPECT_EQ(*idx->next_expiry(), 3000u);
+  EXPECT_THAT(find(x2.raw[0]), IsEmpty());
+  EXPECT_EQ(find(x1.raw[0]).size(), 1u);
+  EXPECT_THAT(*idx->expire(UINT64_MAX - 1), ElementsAre(late.hash));
+  EXPECT_FALSE(*idx->next_expiry());
+  EXPECT_EQ(find(x4.raw[0]).size(), 1u) << "never-expiring shards stay";
+  Stats st = stats();
+  EXPECT_EQ(st.shards_expired, 3u);
+  EXPECT_EQ(st.shards_live, 2u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, FilesAndSha256) {
+  auto x = gen_xorb(60, 10);
+  auto f_plain = gen_file(5, x, 0, 10, false, false);
+  auto f_rich = gen_file(5, x, 0, 10, true, true);
+  auto other = gen_file(6, x, 2, 4, true, true);
+  other.metadata_ext->hash = f_rich.metadata_ext->hash;  // same content sha, other file hash
+  auto s1 = own(build_shard({.xorbs = {&x}, .files = {f_plain}}));
+  auto s2 = own(build_shard({.xorbs = {&x}, .created = 5, .files = {f_rich, other}}));
+  ingest(s1);
+  auto f = idx->file(f_plain.header.file_hash);
+  ASSERT_TRUE(f && f->has_value());
+  EXPECT_FALSE((*f)->sha256);
+  EXPECT_THAT((*f)->verification, IsEmpty());
+  ASSERT_EQ((*f)->terms.size(), 1u);
+  EXPECT_EQ((*f)->terms[0].xorb_hash, x.hash);
+  EXPECT_EQ((*f)->terms[0].chunk_end, 10u);
+  EXPECT_EQ((*f)->size, x.byte_start(10));
+
+  IngestResult r2 = ingest(s2);
+  EXPECT_EQ(r2.new_files, 1u);
+  f = idx->file(f_plain.header.file_hash);
+  EXPECT_EQ((*f)->sha256, f_rich.metadata_ext->hash) << "the richer description wins";
+  ASSERT_EQ((*f)->verification.size(), 1u);
+  EXPECT_EQ((*f)->verification[0], f_rich.verification[0].hash);
+  EXPECT_THAT((*f)->shards, UnorderedElementsAre(s1.hash, s2.hash));
+  EXPECT_THAT(*idx->files_with_sha256(f_rich.metadata_ext->hash),
+              UnorderedElementsAre(f_rich.header.file_hash, other.header.file_hash));
+  EXPECT_THAT(problems(), IsEmpty());
+
+  ASSERT_TRUE(idx->remove(s2.hash));
+  EXPECT_TRUE(idx->file(f_plain.header.file_hash)->has_value());
+  EXPECT_FALSE(idx->file(other.header.file_hash)->has_value());
+  EXPECT_THAT(*idx->files_with_sha256(f_rich.metadata_ext->hash), ElementsAre(f_rich.header.file_hash));
+  EXPECT_THAT(problems(), IsEmpty());
+  ASSERT_TRUE(idx->remove(s1.hash));
+  EXPECT_EQ(stats().files, 0u);
+  EXPECT_THAT(*idx->files_with_sha256(f_rich.metadata_ext->hash), IsEmpty());
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, RejectedFilesAreRememberedUntilTheyChange) {
+  RejectInfo r{.path = "/cache/bad.mdb", .size = 100, .mtime_ns = 5, .content_hash = hash_of_seed(9),
+               .rule = "header.magic", .offset = 0, .message = "not a shard", .recorded_at = 42};
+  ASSERT_TRUE(idx->record_rejected(r));
+  EXPECT_TRUE(*idx->is_known_rejected("/cache/bad.mdb", 100, 5));
+  EXPECT_FALSE(*idx->is_known_rejected("/cache/bad.mdb", 101, 5));
+  EXPECT_FALSE(*idx->is_known_rejected("/cache/bad.mdb", 100, 6));
+  EXPECT_FALSE(*idx->is_known_rejected("/cache/other.mdb", 100, 5));
+  auto list = idx->rejected();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().rule, "header.magic");
+  EXPECT_EQ(list->front().message, "not a shard");
+  EXPECT_EQ(list->front().content_hash, hash_of_seed(9));
+  EXPECT_EQ(list->front().recorded_at, 42u);
+  EXPECT_EQ(stats().rejected, 1u);
+  // Recording it again (rescan) does not count twice.
+  ASSERT_TRUE(idx->record_rejected(r));
+  EXPECT_EQ(stats().rejected, 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+
+  // The file was replaced by a valid shard.
+  auto x = gen_xorb(70, 2);
+  auto s = own(build_shard({.xorbs = {&x}}));
+  ingest(s, "/cache/bad.mdb");
+  EXPECT_FALSE(*idx->is_known_rejected("/cache/bad.mdb", s.bytes.size(), 1));
+  EXPECT_THAT(*idx->rejected(), IsEmpty());
+  EXPECT_EQ(stats().rejected, 0u);
+
+  ASSERT_TRUE(idx->record_rejected(RejectInfo{.path = "/gone.mdb", .rule = "x"}));
+  ASSERT_TRUE(idx->forget_source("/gone.mdb"));
+  EXPECT_FALSE(idx->source("/gone.mdb")->has_value());
+  EXPECT_EQ(stats().rejected, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+  EXPECT_FALSE(idx->record_rejected(RejectInfo{}));
+}
+
+TEST_F(IndexTest, LongPathsAreFine) {
+  std::string path = "/" + std::string(3000, 'p') + ".mdb";
+  auto x = gen_xorb(71, 2);
+  auto s = own(build_shard({.xorbs = {&x}}));
+  ingest(s, path);
+  EXPECT_EQ((*idx->source(path))->path, path);
+  EXPECT_THAT((*idx->shard(s.hash))->paths, ElementsAre(path));
+}
+
+TEST_F(IndexTest, BatchLookupKeepsRequestOrder) {
+  auto x = gen_xorb(80, 100);
+  Key key = hash_of_seed(8080);
+  auto y = gen_xorb(81, 10);
+  ingest(own(build_shard({.xorbs = {&x}})));
+  ingest(own(build_shard({.xorbs = {&y}, .key = key})));
+  std::vector<Hash> q;
+  for (int i = 0; i < 100; ++i) {
+    q.push_back(x.raw[std::size_t(i)]);
+    q.push_back(hash_of_seed(1000000 + std::uint64_t(i)));  // a miss
+    if (i < 10) q.push_back(y.raw[std::size_t(i)]);
+  }
+  BatchResult out;
+  ASSERT_TRUE(idx->lookup_batch(q, out));
+  ASSERT_EQ(out.size(), q.size());
+  std::size_t k = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto hit = out.of(k++);
+    ASSERT_EQ(hit.size(), 1u);
+    EXPECT_EQ(hit[0].xorb, x.hash);
+    EXPECT_EQ(hit[0].chunk_index, std::uint32_t(i));
+    EXPECT_FALSE(out.shards(hit[0])[0].keyed);
+    EXPECT_TRUE(out.of(k++).empty());
+    if (i < 10) {
+      auto khit = out.of(k++);
+      ASSERT_EQ(khit.size(), 1u);
+      EXPECT_EQ(khit[0].xorb, y.hash);
+      EXPECT_TRUE(out.shards(khit[0])[0].keyed);
+    }
+  }
+  // A xorb's chunks share one shard set.
+  EXPECT_EQ(out.shard_sets.size(), 2u);
+  // Reused output is cleared first.
+  ASSERT_TRUE(idx->lookup_batch(std::span(q.data(), 1), out));
+  EXPECT_EQ(out.size(), 1u);
+}
+
+TEST_F(IndexTest, DataSurvivesReopen) {
+  auto x = gen_xorb(90, 40);
+  auto s = own(build_shard({.xorbs = {&x}, .expiry = 5000}));
+  ingest(s);
+  reopen();
+  EXPECT_EQ(find(x.raw[39]).size(), 1u);
+  EXPECT_EQ(*idx->next_expiry(), 5000u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(IndexTest, SecondOpenInTheSameProcessIsRefused) {
+  Options o;
+  o.dir = tmp.sub("idx");
+  auto second = Index::open(o);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().rule, kRuleAlreadyOpen);
+  idx.reset();
+  EXPECT_TRUE(Index::open(o)) << "closing frees the directory again";
+}
+
+// ---- schema -----------------------------------------------------------------
+
+void set_schema_version(const std::string& dir, std::uint32_t version) {
+  MDB_env* env;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  mdb_env_set_maxdbs(env, 32);
+  ASSERT_EQ(mdb_env_open(env, dir.c_str(), 0, 0640), 0);
+  MDB_txn* txn;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  MDB_dbi meta;
+  ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+  MDB_val k{14, const_cast<char*>("schema_version")}, v{4, &version};
+  ASSERT_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+}
+
+TEST_F(IndexTest, AnotherSchemaVersionIsAClearError) {
+  idx.reset();
+  set_schema_version(tmp.sub("idx"), 99);
+  Options o;
+  o.dir = tmp.sub("idx");
+  auto r = Index::open(o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().rule, kRuleSchema);
+  EXPECT_THAT(r.error().message, HasSubstr("schema version 99"));
+  EXPECT_THAT(r.error().message, HasSubstr("reads version 1"));
+  EXPECT_THAT(r.error().message, HasSubstr("newer dedupd"));
+  // Refusing must not have touched it.
+  EXPECT_EQ(table_items(tmp.sub("idx"))["meta"], 1u);
+  set_schema_version(tmp.sub("idx"), 0);
+  r = Index::open(o);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message, HasSubstr("no upgrade path"));
+}
+
+TEST(IndexSchema, ForeignLmdbEnvironmentIsRefused) {
+  TempDir tmp;
+  MDB_env* env;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_open(env, tmp.path().c_str(), 0, 0640), 0);
+  MDB_txn* txn;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  MDB_dbi main;
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &main), 0);
+  MDB_val k{3, const_cast<char*>("foo")}, v{3, const_cast<char*>("bar")};
+  ASSERT_EQ(mdb_put(txn, main, &k, &v, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+  auto r = Index::open(Options{.dir = tmp.path()});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().rule, kRuleSchema);
+  EXPECT_THAT(r.error().message, HasSubstr("not a dedupd index"));
+}
+
+// ---- growth, space, stale readers -------------------------------------------
+
+class MockObserver : public Observer {
+ public:
+  MOCK_METHOD(void, map_grown, (std::uint64_t old_size, std::uint64_t new_size), (override));
+  MOCK_METHOD(void, stale_readers_cleared, (int count), (override));
+};
+
+TEST(IndexGrowth, MapGrowsFromATinyMap) {
+  TempDir tmp;
+  MockObserver obs;
+  std::uint64_t last = 0;
+  EXPECT_CALL(obs, map_grown(_, _)).Times(AtLeast(3)).WillRepeatedly([&](std::uint64_t o, std::uint64_t n) {
+    EXPECT_GT(n, o);
+    EXPECT_GE(o, last);
+    last = n;
+  });
+  EXPECT_CALL(obs, stale_readers_cleared(_)).Times(0);
+  auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 * 1024, .observer = &obs});
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  std::vector<GenXorb> xs;
+  for (int i = 0; i < 20; ++i) xs.push_back(gen_xorb(100 + std::uint64_t(i), 2000));
+  for (int i = 0; i < 20; ++i) {
+    auto s = own(build_shard({.xorbs = {&xs[std::size_t(i)]}}));
+    auto r = (*idx)->ingest(*s.view, {});
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_EQ(r->outcome, IngestOutcome::added);
+  }
+  for (const auto& x : xs) EXPECT_EQ((*idx)->lookup(x.raw[1999])->size(), 1u);
+  auto st = (*idx)->stats();
+  EXPECT_GT(st->map_size, 64u * 1024);
+  EXPECT_EQ(st->map_size, last);
+  EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
+}
+
+TEST(IndexGrowth, MaxMapSizeIsAnErrorAndTheIndexStaysConsistent) {
+  TempDir tmp;
+  auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 256 * 1024, .max_map_size = 512 * 1024});
+  ASSERT_TRUE(idx);
+  std::vector<GenXorb> xs;
+  std::vector<Hash> added;
+  std::optional<Error> failure;
+  for (int i = 0; i < 50 && !failure; ++i) {
+    xs.push_back(gen_xorb(200 + std::uint64_t(i), 500));
+    auto s = own(build_shard({.xorbs = {&xs.back()}}));
+    auto r = (*idx)->ingest(*s.view, {});
+    if (r)
+      added.push_back(s.hash);
+    else
+      failure = r.error();
+  }
+  ASSERT_TRUE(failure) << "500 x 50 chunks cannot fit in 512 KiB";
+  EXPECT_EQ(failure->rule, kRuleMapFull);
+  EXPECT_THAT((*idx)->check_invariants().value(), IsEmpty());
+  EXPECT_EQ((*idx)->stats()->shards_live, added.size());
+  for (std::size_t i = 0; i < added.size(); ++i) EXPECT_EQ((*idx)->lookup(xs[i].raw[7])->size(), 1u);
+  EXPECT_THAT(*(*idx)->lookup(xs.back().raw[7]), IsEmpty());
+}
+
+// Disk full, simulated by the file size limit in a child process: LMDB sees
+// a short write (EIO) or EFBIG. The failed ingest is an error value, and the
+// index on disk holds whole shards only.
+TEST(IndexGrowth, DiskFullIsAnErrorAndLeavesWholeShards) {
+  TempDir tmp;
+  const int kShards = 40;
+  std::vector<GenXorb> xs;
+  for (int i = 0; i < kShards; ++i) xs.push_back(gen_xorb(300 + std::uint64_t(i), 300));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim {256 * 1024, 256 * 1024};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 << 20});
+    if (!idx) _exit(2);
+    for (int i = 0; i < kShards; ++i) {
+      auto s = own(build_shard({.xorbs = {&xs[std::size_t(i)]}}));
+      auto r = (*idx)->ingest(*s.view, {});
+      if (!r) {
+        fprintf(stderr, "child: %s\n", r.error().to_string().c_str());
+        _exit(r.error().rule == kRuleNoSpace || r.error().rule == kRuleIo ? 0 : 3);
+      }
+    }
+    _exit(4);  // never ran out of space
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child should hit the size limit and get index.no_space or index.io";
+  auto idx = Index::open(Options{.dir = tmp.path()});
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  EXPECT_THAT((*idx)->check_invariants().value(), IsEmpty());
+  std::uint64_t live = (*idx)->stats()->shards_live;
+  EXPECT_GT(live, 0u);
+  EXPECT_LT(live, std::uint64_t(kShards));
+  for (const auto& x : xs) {
+    std::size_t answered = 0;
+    for (const auto& h : x.raw) answered += (*idx)->lookup(h)->size();
+    EXPECT_TRUE(answered == 0 || answered == x.raw.size()) << answered;
+  }
+}
+
+TEST(IndexGrowth, StaleReaderSlotsOfDeadProcessesAreCleared) {
+  TempDir tmp;
+  { ASSERT_TRUE(Index::open(Options{.dir = tmp.path()})); }
+  auto open_raw = [&](MDB_env*& env) {
+    mdb_env_create(&env);
+    mdb_env_set_maxdbs(env, 32);
+    mdb_env_set_maxreaders(env, 256);
+    return mdb_env_open(env, tmp.path().c_str(), MDB_NOTLS, 0640);
+  };
+  // A process that keeps the environment open, so the next opener does not
+  // get the lock file to itself (the first opener resets the reader table).
+  int hold[2], ready[2];
+  ASSERT_EQ(pipe(hold), 0);
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    close(hold[1]);
+    MDB_env* env;
+    if (open_raw(env)) _exit(2);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1) _exit(3);
+    if (read(hold[0], &c, 1) < 0) _exit(4);
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  pid_t reader = fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    // A reader that dies holding its slot (no cleanup runs after _exit).
+    MDB_env* env;
+    if (open_raw(env)) _exit(2);
+    MDB_txn* txn;
+    if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn)) _exit(3);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(reader, &status, 0), reader);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  {
+    MockObserver obs;
+    EXPECT_CALL(obs, stale_readers_cleared(1));
+    auto idx = Index::open(Options{.dir = tmp.path(), .observer = &obs});
+    ASSERT_TRUE(idx);
+  }
+  close(hold[1]);
+  ASSERT_EQ(waitpid(holder, &status, 0), holder);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(IndexTest, StatsReportSpace) {
+  auto x = gen_xorb(400, 2000);
+  ingest(own(build_shard({.xorbs = {&x}})));
+  Stats s = stats();
+  EXPECT_EQ(s.chunk_entries, 2000u);
+  EXPECT_EQ(s.page_size, 4096u);
+  EXPECT_GE(s.map_used, 2000u * 48);
+  EXPECT_GE(s.db_bytes, s.map_used - s.page_size * 2);
+  EXPECT_LE(s.map_used, s.map_size);
+}
+
+}  // namespace
+}  // namespace dedupd::index::gen
