@@ -72,7 +72,7 @@ void Metrics::render(std::string& out) const {
     }
 
   w.family("dedupd_http_request_duration_seconds", "histogram",
-           "Time from request headers to response queued, by route.");
+           "Time from request headers to the response queued, by route.");
   for (std::size_t i = 0; i < names_.size(); ++i) {
     const PerRoute& r = routes_[i];
     std::uint64_t count = r.count.load(std::memory_order_relaxed);

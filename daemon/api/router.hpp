@@ -14,7 +14,7 @@
 
 namespace dedupd::daemon::http {
 
-using Handler = Response (*)(Context&, const Request&);
+using Handler = Response (*)(Context&, Request&);
 
 // Admin handlers need the SO_PEERCRED check and run off the HTTP threads.
 enum class Access { read, admin };

@@ -27,7 +27,8 @@ struct ServerOptions {
 
   // Request bodies above this are refused with 413 while being received.
   std::size_t max_body_bytes = std::size_t(256) << 20;
-  // Connections served at once; more are refused at accept.
+  // Connections served at once; at the limit the server stops accepting
+  // and further clients wait in the listen backlog until one ends.
   unsigned max_connections = 128;
   // A connection idle (or trickling) this long is closed.
   std::chrono::seconds connection_timeout{30};

@@ -60,8 +60,8 @@ struct PurgeResult {
   std::vector<std::string> deleted_files;
 };
 
-// DELETE /v1/shard/<hash>
-enum class RemoveResult { removed, not_found };
+// DELETE /v1/shard/<hash>. not_live: known, but already removed or expired.
+enum class RemoveResult { removed, not_found, not_live };
 
 // POST /v1/admin/ingest: one outcome per shard (a .caf bundle holds several).
 struct IngestedShard {

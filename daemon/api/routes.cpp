@@ -1,0 +1,31 @@
+#include "daemon/api/routes.hpp"
+
+#include "api/routes.hpp"
+
+namespace dedupd::daemon::http {
+
+std::vector<Route> api_routes() {
+  namespace p = ::dedupd::api;
+  constexpr Access admin = Access::admin;
+  // name (metric label), path, prefix?, {method, handler, access}
+  return {
+      {"chunk", p::kChunk, true, {{"GET", get_chunk}}},
+      {"chunk_batch", p::kChunkBatch, false, {{"POST", post_chunk_batch}}},
+      {"xorb", p::kXorb, true, {{"GET", get_xorb}}},
+      {"file", p::kFile, true, {{"GET", get_file}}},
+      {"sha256", p::kSha256, true, {{"GET", get_sha256}}},
+      {"shards", p::kShards, false, {{"GET", get_shards}}},
+      {"shard", p::kShard, true, {{"GET", get_shard}, {"DELETE", delete_shard, admin}}},
+      {"stats", p::kStats, false, {{"GET", get_stats}}},
+      {"status", p::kStatus, false, {{"GET", get_status}}},
+      {"healthz", p::kHealth, false, {{"GET", get_health}}},
+      {"metrics", p::kMetrics, false, {{"GET", get_metrics}}},
+      {"rescan", p::kRescan, false, {{"POST", post_rescan, admin}}},
+      {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
+      {"ingest", p::kIngest, false, {{"POST", post_ingest, admin}}},
+      {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup}}},
+      {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup}}},
+  };
+}
+
+}  // namespace dedupd::daemon::http

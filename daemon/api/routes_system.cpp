@@ -1,0 +1,94 @@
+// GET /v1/stats, /v1/status, /healthz, /metrics.
+#include <fmt/format.h>
+
+#include "daemon/api/json_shapes.hpp"
+#include "daemon/api/metrics.hpp"
+#include "daemon/api/route_util.hpp"
+#include "daemon/api/routes.hpp"
+
+namespace dedupd::daemon::http {
+
+Response get_stats(Context& ctx, Request& req) {
+  const index::Index* idx = open_index(ctx);
+  if (!idx) return not_ready();
+  auto stats = idx->stats();
+  if (!stats) return index_failure(req, stats.error());
+  return json(dump(stats_json(*stats)));
+}
+
+Response get_status(Context& ctx, Request& req) {
+  StatusInfo s = ctx.service.status();
+  Json doc = {{"version", s.version},   {"pid", s.pid},
+              {"uptime_s", s.uptime_s}, {"socket", s.socket},
+              {"state_dir", s.state_dir}, {"watch", s.watch},
+              {"ready", false},         {"stats", nullptr}};
+  // Status answers while starting too ("ready": false, "stats": null): it is
+  // how an operator sees what the daemon is doing.
+  if (const index::Index* idx = open_index(ctx)) {
+    auto stats = idx->stats();
+    if (!stats) return index_failure(req, stats.error());
+    doc["ready"] = true;
+    doc["stats"] = stats_json(*stats);
+  }
+  return json(dump(doc));
+}
+
+Response get_health(Context& ctx, Request&) {
+  if (!open_index(ctx)) {
+    Json doc = {{"status", "starting"},
+                {"error", {{"code", error_code(kNotReady)}, {"message", "the index is not open yet"}}}};
+    return json(dump(doc), kNotReady);
+  }
+  return json(R"({"status":"ok"})");
+}
+
+Response get_metrics(Context& ctx, Request& req) {
+  Response r;
+  r.content_type = std::string(kPrometheus);
+  std::string& out = r.body;
+  PromWriter w(out);
+
+  DaemonCounters c = ctx.service.counters();
+  auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
+    w.family(name, "counter", help);
+    w.sample(name, "", v);
+  };
+  counter("dedupd_shards_ingested_total", "Shards newly indexed.", c.shards_ingested);
+  counter("dedupd_shards_duplicate_total", "Valid shards that were already indexed.", c.shards_duplicate);
+  counter("dedupd_shards_rejected_total", "Files that failed validation.", c.shards_rejected);
+  counter("dedupd_shards_expired_total", "Shards whose entries left the index at expiry.", c.shards_expired);
+  counter("dedupd_shards_removed_total", "Shards removed on request.", c.shards_removed);
+  counter("dedupd_files_deleted_total", "Expired shard files deleted after the grace.", c.files_deleted);
+  counter("dedupd_chunks_ingested_total", "Chunk entries of newly indexed shards.", c.chunks_ingested);
+  counter("dedupd_rescans_total", "Full directory scans.", c.rescans);
+
+  const index::Index* idx = open_index(ctx);
+  w.family("dedupd_ready", "gauge", "1 once the index is open.");
+  w.sample("dedupd_ready", "", std::uint64_t(idx ? 1 : 0));
+  if (idx) {
+    auto stats = idx->stats();
+    if (!stats) return index_failure(req, stats.error());
+    const index::Stats& s = *stats;
+    w.family("dedupd_shards", "gauge", "Shard records by state.");
+    w.sample("dedupd_shards", "state=\"live\"", s.shards_live);
+    w.sample("dedupd_shards", "state=\"expired\"", s.shards_expired);
+    w.sample("dedupd_shards", "state=\"removed\"", s.shards_removed);
+    w.sample("dedupd_shards", "state=\"rejected\"", s.rejected);
+    auto gauge = [&](std::string_view name, std::string_view help, std::uint64_t v) {
+      w.family(name, "gauge", help);
+      w.sample(name, "", v);
+    };
+    gauge("dedupd_xorbs", "Stored xorb forms.", s.xorbs);
+    gauge("dedupd_chunk_entries", "Indexed chunk entries.", s.chunk_entries);
+    gauge("dedupd_files", "Indexed file reconstructions.", s.files);
+    gauge("dedupd_keys", "Live chunk-hash keys.", s.keys);
+    gauge("dedupd_db_bytes", "Size of the LMDB data file.", s.db_bytes);
+    gauge("dedupd_map_size_bytes", "LMDB map size.", s.map_size);
+    gauge("dedupd_map_used_bytes", "LMDB map in use.", s.map_used);
+    if (s.next_expiry) gauge("dedupd_next_expiry_seconds", "Unix time of the next shard expiry.", *s.next_expiry);
+  }
+  ctx.metrics.render(out);
+  return r;
+}
+
+}  // namespace dedupd::daemon::http

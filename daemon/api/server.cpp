@@ -1,0 +1,394 @@
+// libmicrohttpd glue: socket setup, limits, access check, body collection,
+// dispatch through the routing table, admin work off the HTTP threads, and
+// per-request metrics. Handlers never see MHD.
+#include "daemon/api/server.hpp"
+
+#include <microhttpd.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "daemon/api/access.hpp"
+#include "daemon/api/admin_queue.hpp"
+#include "daemon/api/metrics.hpp"
+#include "daemon/api/router.hpp"
+#include "daemon/api/routes.hpp"
+
+namespace dedupd::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> route_names(const std::vector<http::Route>& routes) {
+  std::vector<std::string> names;
+  for (const auto& r : routes) names.emplace_back(r.name);
+  return names;
+}
+
+// State of one request, from its headers to the completion callback.
+struct RequestState {
+  Clock::time_point start = Clock::now();
+  std::size_t route_id = SIZE_MAX;  // metrics: unmatched until matched
+  const http::MethodEntry* entry = nullptr;
+  http::Request request;
+  bool too_large = false;
+  unsigned status = 0;
+  enum class Admin { idle, running, done } admin = Admin::idle;
+  http::Response admin_result;
+};
+
+std::string errno_text(std::string_view what, const std::string& path) {
+  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
+}
+
+// Binds `path` as a listening AF_UNIX socket with `mode`. A stale socket
+// file (nobody accepting) is replaced; a live one or a non-socket is an error.
+int bind_unix(const std::string& path, mode_t mode, std::string& error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    error = fmt::format("socket path must be 1..{} bytes: '{}'", sizeof addr.sun_path - 1, path);
+    return -1;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+
+  struct stat st{};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      error = fmt::format("{} exists and is not a socket; not replacing it", path);
+      return -1;
+    }
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (probe >= 0) close(probe);
+    if (live) {
+      error = fmt::format("{} is in use by a running server", path);
+      return -1;
+    }
+    unlink(path.c_str());
+  }
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    error = errno_text("socket() for", path);
+    return -1;
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    error = errno_text("cannot bind", path);
+    close(fd);
+    return -1;
+  }
+  // Nobody can connect before listen(), so setting the mode here is race-free.
+  if (chmod(path.c_str(), mode) != 0 || listen(fd, SOMAXCONN) != 0) {
+    error = errno_text("cannot set up", path);
+    close(fd);
+    unlink(path.c_str());
+    return -1;
+  }
+  return fd;
+}
+
+void free_body(void* cls) { delete static_cast<std::string*>(cls); }
+
+enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
+  auto* out = static_cast<std::vector<std::pair<std::string, std::string>>*>(cls);
+  out->emplace_back(key ? key : "", value ? value : "");
+  return MHD_YES;
+}
+
+void mhd_log(void*, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string_view text(buf);
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  spdlog::debug("http: {}", text);
+}
+
+}  // namespace
+
+struct ApiServer::Impl {
+  Impl(Service& s, ServerOptions o)
+      : service(s),
+        options(std::move(o)),
+        router(http::api_routes()),
+        metrics(route_names(router.routes())),
+        context{service, metrics} {
+    set_admin_gid(options.admin_gid);
+  }
+
+  void set_admin_gid(std::optional<gid_t> gid) { admin_gid.store(gid ? std::int64_t(*gid) : -1); }
+  std::optional<gid_t> current_admin_gid() const {
+    std::int64_t g = admin_gid.load();
+    if (g < 0) return std::nullopt;
+    return gid_t(g);
+  }
+
+  bool start(std::string& error);
+  void stop();
+
+  static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url,
+                                    const char* method, const char* version,
+                                    const char* upload_data, size_t* upload_data_size,
+                                    void** con_cls);
+  static void on_completed(void* cls, MHD_Connection* conn, void** con_cls,
+                           enum MHD_RequestTerminationCode code);
+
+  enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url,
+                             const char* method);
+  enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
+  enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
+  http::Response run_handler(const http::MethodEntry& entry, http::Request& request);
+
+  Service& service;
+  ServerOptions options;
+  http::Router router;
+  http::Metrics metrics;
+  http::Context context;
+  std::atomic<std::int64_t> admin_gid{-1};
+  std::unique_ptr<http::AdminQueue> admin_queue;
+  MHD_Daemon* mhd = nullptr;
+  int listen_fd = -1;
+  bool bound_path = false;  // we created the socket file: remove it on stop
+};
+
+bool ApiServer::Impl::start(std::string& error) {
+  if (mhd) return true;
+  listen_fd = options.listen_fd;
+  if (listen_fd < 0) {
+    listen_fd = bind_unix(options.socket_path, options.socket_mode, error);
+    if (listen_fd < 0) return false;
+    bound_path = true;
+  } else {
+    // Every pool thread accepts on it: a blocking accept would stall one.
+    int fl = fcntl(listen_fd, F_GETFL);
+    if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+      error = errno_text("cannot use the inherited socket for", options.socket_path);
+      listen_fd = -1;
+      return false;
+    }
+  }
+  admin_queue = std::make_unique<http::AdminQueue>();
+
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  unsigned threads = options.threads ? options.threads : 1;
+  mhd = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Impl::on_request, this,
+      MHD_OPTION_LISTEN_SOCKET, MHD_socket(listen_fd),
+      MHD_OPTION_THREAD_POOL_SIZE, threads,
+      MHD_OPTION_CONNECTION_LIMIT, options.max_connections ? options.max_connections : 1u,
+      MHD_OPTION_CONNECTION_TIMEOUT, unsigned(options.connection_timeout.count()),
+      // Headers and the receive buffer live in this per-connection pool;
+      // bodies are copied out as they arrive, so it stays small.
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(64 * 1024),
+      MHD_OPTION_NOTIFY_COMPLETED, &Impl::on_completed, this,
+      MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr,
+      MHD_OPTION_END);
+  if (!mhd) {
+    error = "libmicrohttpd refused to start on " + options.socket_path;
+    admin_queue.reset();
+    if (bound_path) {
+      close(listen_fd);
+      unlink(options.socket_path.c_str());
+      bound_path = false;
+    }
+    listen_fd = -1;
+    return false;
+  }
+  spdlog::info("api: listening on {} ({} threads, max {} connections)", options.socket_path,
+               threads, options.max_connections);
+  return true;
+}
+
+void ApiServer::Impl::stop() {
+  if (!mhd) return;
+  // Admin jobs resume their suspended connections; MHD must not be stopped
+  // while any is suspended.
+  admin_queue->stop();
+  MHD_stop_daemon(mhd);
+  mhd = nullptr;
+  admin_queue.reset();
+  // MHD does not close a listen socket it was handed.
+  if (listen_fd >= 0) close(listen_fd);
+  listen_fd = -1;
+  if (bound_path) unlink(options.socket_path.c_str());
+  bound_path = false;
+}
+
+enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, const char* url,
+                                            const char* method, const char*,
+                                            const char* upload_data, size_t* upload_data_size,
+                                            void** con_cls) {
+  auto* self = static_cast<Impl*>(cls);
+  auto* st = static_cast<RequestState*>(*con_cls);
+  try {
+    if (!st) {
+      st = new RequestState;
+      *con_cls = st;
+      return self->first_call(conn, *st, url, method);
+    }
+    if (*upload_data_size > 0) {
+      // Copy out as it arrives; past the limit, drop the rest and answer
+      // 413 once the request is over (MHD cannot answer mid-body).
+      std::size_t n = *upload_data_size;
+      *upload_data_size = 0;
+      if (!st->too_large && st->request.body.size() + n > self->options.max_body_bytes) {
+        st->too_large = true;
+        st->request.body = {};
+      }
+      if (!st->too_large) st->request.body.insert(st->request.body.end(), upload_data, upload_data + n);
+      return MHD_YES;
+    }
+    return self->dispatch(conn, *st);
+  } catch (const std::exception& e) {
+    spdlog::error("api: {} {}: {}", method, url, e.what());
+    if (!st) return MHD_NO;
+    return self->respond(conn, *st, http::error(http::kInternal, "internal error"));
+  }
+}
+
+enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st,
+                                            const char* url, const char* method) {
+  http::Match m = router.match(url, method);
+  if (!m.route) return respond(conn, st, http::error(http::kNotFound, fmt::format("no route {}", url)));
+  st.route_id = m.route->id;
+  if (!m.entry) {
+    auto r = http::error(http::kMethodNotAllowed,
+                         fmt::format("{} does not take {}", m.route->path, method));
+    r.headers.emplace_back("Allow", http::Router::allow(*m.route));
+    return respond(conn, st, std::move(r));
+  }
+  st.entry = m.entry;
+
+  // Refuse an announced oversized body before reading any of it (curl and
+  // most clients wait for "100 Continue", which is then never sent).
+  const char* length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  std::uint64_t announced = 0;
+  if (length) {
+    std::string_view s(length);
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), announced);
+    if (ec != std::errc() || p != s.data() + s.size())
+      return respond(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
+    if (announced > options.max_body_bytes)
+      return respond(conn, st, http::error(http::kTooLarge,
+                                           fmt::format("body of {} bytes is over the limit of {}",
+                                                       announced, options.max_body_bytes)));
+  }
+
+  // Admin access is decided before the body is received.
+  if (m.entry->access == http::Access::admin) {
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    std::optional<http::PeerCred> peer = info ? http::peer_of(info->connect_fd) : std::nullopt;
+    if (!peer || !http::is_admin(*peer, current_admin_gid())) {
+      std::string who = peer ? fmt::format("uid {}", peer->uid) : std::string("unknown peer");
+      return respond(conn, st, http::error(http::kForbidden,
+                                           fmt::format("{} needs root or the admin group ({})",
+                                                       m.route->path, who)));
+    }
+  }
+
+  st.request.method = method;
+  st.request.path = url;
+  st.request.tail = std::string(m.tail);
+  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &query_collector, &st.request.query);
+  if (announced > 0) st.request.body.reserve(std::size_t(announced));
+
+  // Answer on the next call, once MHD has the whole request: a response
+  // queued before that makes MHD close the connection (no keep-alive).
+  return MHD_YES;
+}
+
+enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st) {
+  if (st.too_large)
+    return respond(conn, st, http::error(http::kTooLarge,
+                                         fmt::format("body is over the limit of {} bytes",
+                                                     options.max_body_bytes)));
+  if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
+
+  switch (st.admin) {
+    case RequestState::Admin::idle: {
+      st.admin = RequestState::Admin::running;
+      MHD_suspend_connection(conn);
+      admin_queue->post([this, conn, &st] {
+        st.admin_result = run_handler(*st.entry, st.request);
+        st.admin = RequestState::Admin::done;
+        MHD_resume_connection(conn);
+      });
+      return MHD_YES;
+    }
+    case RequestState::Admin::running:  // not expected: suspended until done
+      return MHD_YES;
+    case RequestState::Admin::done:
+      return respond(conn, st, std::move(st.admin_result));
+  }
+  return MHD_NO;
+}
+
+http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry,
+                                            http::Request& request) {
+  try {
+    return entry.handler(context, request);
+  } catch (const std::exception& e) {
+    spdlog::error("api: {} {}: {}", request.method, request.path, e.what());
+    return http::error(http::kInternal, "internal error (logged)");
+  }
+}
+
+enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, http::Response&& r) {
+  auto* body = new std::string(std::move(r.body));
+  MHD_Response* resp = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), &free_body, body);
+  if (!resp) {
+    delete body;
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
+  for (const auto& [k, v] : r.headers) MHD_add_response_header(resp, k.c_str(), v.c_str());
+  st.status = r.status;
+  enum MHD_Result ok = MHD_queue_response(conn, r.status, resp);
+  MHD_destroy_response(resp);
+  // Counted when queued, so a client that reads /metrics right after a
+  // response always sees it counted.
+  metrics.record(st.route_id, st.status, Clock::now() - st.start);
+  return ok;
+}
+
+void ApiServer::Impl::on_completed(void*, MHD_Connection*, void** con_cls,
+                                   enum MHD_RequestTerminationCode) {
+  delete static_cast<RequestState*>(*con_cls);
+  *con_cls = nullptr;
+}
+
+ApiServer::ApiServer(Service& service, ServerOptions options)
+    : impl_(std::make_unique<Impl>(service, std::move(options))) {}
+
+ApiServer::~ApiServer() { stop(); }
+
+bool ApiServer::start(std::string* error) {
+  std::string e;
+  bool ok = impl_->start(e);
+  if (!ok) {
+    spdlog::error("api: {}", e);
+    if (error) *error = e;
+  }
+  return ok;
+}
+
+void ApiServer::stop() { impl_->stop(); }
+
+void ApiServer::set_admin_gid(std::optional<gid_t> gid) { impl_->set_admin_gid(gid); }
+
+const std::string& ApiServer::socket_path() const { return impl_->options.socket_path; }
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,97 @@
+// A real ApiServer on a socket in a temp dir, over a real index filled with
+// writer-made shards, behind a mocked Service; and a libcurl client.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "daemon/api/server.hpp"
+#include "daemon/api/service.hpp"
+#include "index/index.hpp"
+#include "tests/unit/shard/test_support.hpp"
+
+namespace dedupd::daemon::testing {
+
+class MockService : public Service {
+ public:
+  MOCK_METHOD(const index::Index*, index, (), (const, override));
+  MOCK_METHOD(StatusInfo, status, (), (const, override));
+  MOCK_METHOD(DaemonCounters, counters, (), (const, override));
+  MOCK_METHOD(GlobalDedupKey, global_dedup_key, (), (const, override));
+  MOCK_METHOD(RescanResult, rescan, (), (override));
+  MOCK_METHOD(PurgeResult, purge, (bool dry_run), (override));
+  MOCK_METHOD(RemoveResult, remove, (const shard::Hash& shard), (override));
+  MOCK_METHOD(IngestResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
+};
+
+struct HttpReply {
+  long status = 0;
+  std::string body;
+  std::string content_type;
+  std::string headers;       // raw response header lines
+  long new_connections = 0;  // connections curl opened for this request
+  nlohmann::json json() const { return nlohmann::json::parse(body); }
+};
+
+class Client {
+ public:
+  explicit Client(std::string socket_path);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  HttpReply request(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::vector<std::string>& headers = {});
+  HttpReply get(const std::string& path) { return request("GET", path); }
+  HttpReply post(const std::string& path, const std::string& body = {}) {
+    return request("POST", path, body);
+  }
+
+ private:
+  std::string socket_path_;
+  void* curl_;  // CURL*, reused so keep-alive is exercised
+};
+
+// Raw socket helpers for what curl will not do (half requests, idling).
+int connect_unix(const std::string& path);                  // -1 on failure
+bool send_all(int fd, std::string_view data);
+// Reads until EOF or timeout; *closed says whether EOF was seen.
+std::string read_until_closed(int fd, int timeout_ms, bool* closed);
+
+// The fixture's temp dir, removed recursively afterwards.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline constexpr std::uint64_t kNow = 1'760'000'000;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Restarts the server with changed options.
+  void start_server(const std::function<void(ServerOptions&)>& tweak = {});
+  // Ingests writer bytes into the index; returns the shard hash.
+  shard::Hash ingest(const std::vector<std::uint8_t>& bytes, std::uint64_t now = kNow);
+
+  TempDir dir_;
+  std::string socket_path_;
+  std::unique_ptr<index::Index> index_;
+  ::testing::NiceMock<MockService> service_;
+  std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace dedupd::daemon::testing

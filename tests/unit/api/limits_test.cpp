@@ -1,0 +1,174 @@
+// Bounded request size, connections and time, and nothing on the socket
+// brings the server down.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "api/routes.hpp"
+#include "api_test_support.hpp"
+#include "json_checks.hpp"
+
+namespace dedupd::daemon::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int kWaitMs = 10'000;  // generous bound, not a timing assertion
+
+class LimitsTest : public ApiTest {};
+
+TEST_F(LimitsTest, AnnouncedOversizedBodyIsRefusedBeforeItIsSent) {
+  start_server([](ServerOptions& o) { o.max_body_bytes = 1024; });
+  EXPECT_CALL(service_, ingest(_, _)).Times(0);
+  // With "Expect: 100-continue" the client only sends the body when asked.
+  auto r = client_->request("POST", std::string(api::kIngest), std::string(64 * 1024, 'x'),
+                            {"Expect: 100-continue"});
+  ASSERT_EQ(r.status, 413) << r.body;
+  expect_error(r.json(), "too_large");
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+TEST_F(LimitsTest, ChunkedOversizedBodyIsDroppedWhileReceived) {
+  start_server([](ServerOptions& o) { o.max_body_bytes = 1024; });
+  EXPECT_CALL(service_, ingest(_, _)).Times(0);
+  int fd = connect_unix(socket_path_);
+  ASSERT_GE(fd, 0);
+  std::string req = "POST /v1/admin/ingest HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunk(4096, 'y');
+  for (int i = 0; i < 64; ++i) req += "1000\r\n" + chunk + "\r\n";  // 256 KiB in 4 KiB chunks
+  req += "0\r\n\r\n";
+  ASSERT_TRUE(send_all(fd, req));
+  shutdown(fd, SHUT_WR);
+  bool closed = false;
+  std::string reply = read_until_closed(fd, kWaitMs, &closed);
+  close(fd);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 413"));
+  EXPECT_THAT(reply, HasSubstr("too_large"));
+}
+
+TEST_F(LimitsTest, BatchOverTheHashLimitIs400) {
+  start_server([](ServerOptions& o) { o.max_body_bytes = 16 << 20; });
+  std::string body = R"({"hashes":[)";
+  std::string h = "\"" + std::string(64, '0') + "\"";
+  for (std::size_t i = 0; i <= api::kMaxBatchHashes; ++i) body += (i ? "," : "") + h;
+  body += "]}";
+  auto r = client_->post(std::string(api::kChunkBatch), body);
+  ASSERT_EQ(r.status, 400);
+  EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("too many hashes"));
+}
+
+TEST_F(LimitsTest, ConnectionsOverTheLimitWaitUntilOneEnds) {
+  start_server([](ServerOptions& o) {
+    o.max_connections = 2;
+    o.threads = 1;  // the limit is per daemon; one pool thread keeps it exact
+  });
+  int a = connect_unix(socket_path_), b = connect_unix(socket_path_);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  // Make sure both are accepted and held: a request on each, kept alive.
+  std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int fd : {a, b}) {
+    ASSERT_TRUE(send_all(fd, get));
+    char buf[512];
+    ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);
+  }
+  // At the limit the server stops accepting: a third connection stays in
+  // the listen backlog, unserved (it would be served at once otherwise).
+  int c = connect_unix(socket_path_);
+  ASSERT_GE(c, 0);
+  ASSERT_TRUE(send_all(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  bool closed = false;
+  EXPECT_EQ(read_until_closed(c, 300, &closed), "");
+  EXPECT_FALSE(closed);
+  // One ends: the waiting one is taken and answered.
+  close(a);
+  std::string reply = read_until_closed(c, kWaitMs, &closed);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200"));
+  close(c);
+  close(b);
+}
+
+TEST_F(LimitsTest, ASlowClientIsDisconnected) {
+  start_server([](ServerOptions& o) { o.connection_timeout = std::chrono::seconds(1); });
+  int fd = connect_unix(socket_path_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /healthz HTTP/1.1\r\nHo"));  // and never finishes
+  bool closed = false;
+  read_until_closed(fd, kWaitMs, &closed);
+  EXPECT_TRUE(closed);
+  close(fd);
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+TEST_F(LimitsTest, GarbageOnTheSocketGetsA4xxAndTheServerStaysUp) {
+  for (std::string junk : {std::string("\x16\x03\x01\x02\x00", 5), std::string("GET\r\n\r\n"),
+                           std::string("GET /healthz HTTP/9.9\r\n\r\n"),
+                           std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+                           std::string(100'000, 'A') + "\r\n\r\n"}) {
+    int fd = connect_unix(socket_path_);
+    ASSERT_GE(fd, 0);
+    send_all(fd, junk);
+    shutdown(fd, SHUT_WR);
+    bool closed = false;
+    std::string reply = read_until_closed(fd, kWaitMs, &closed);
+    close(fd);
+    // A 4xx, or 505 for an HTTP version MHD does not speak; never a 500.
+    if (!reply.empty()) {
+      EXPECT_THAT(reply, ::testing::AnyOf(StartsWith("HTTP/1.1 4"), StartsWith("HTTP/1.1 505")));
+    }
+  }
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
+  ServerOptions o;
+  o.socket_path = socket_path_;
+  ApiServer second(service_, o);
+  std::string error;
+  EXPECT_FALSE(second.start(&error));
+  EXPECT_THAT(error, HasSubstr("in use"));
+  // The first one is unharmed.
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  client_.reset();
+  server_.reset();
+
+  // A socket file left behind by a dead server is replaced.
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path_.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(fd);  // bound, never listened: stale
+  start_server();
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  struct stat st{};
+  ASSERT_EQ(stat(socket_path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+}
+
+TEST_F(LimitsTest, AdoptsAnAlreadyListeningSocket) {
+  client_.reset();
+  server_.reset();
+  std::string path = dir_.path() + "/activated.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  ServerOptions o;
+  o.listen_fd = fd;
+  o.socket_path = path;
+  server_ = std::make_unique<ApiServer>(service_, o);
+  ASSERT_TRUE(server_->start());
+  Client c(path);
+  EXPECT_EQ(c.get(std::string(api::kHealth)).status, 200);
+}
+
+}  // namespace
+}  // namespace dedupd::daemon::testing
