@@ -1,0 +1,411 @@
+#include "daemon/daemon.hpp"
+
+#include <grp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/api/server.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/config/load.hpp"
+#include "daemon/config/units.hpp"
+#include "daemon/log/logging.hpp"
+#include "daemon/service_impl.hpp"
+#include "daemon/systemd/listen_fds.hpp"
+#include "daemon/systemd/notify.hpp"
+
+#ifndef DEDUPD_VERSION
+#define DEDUPD_VERSION "0.0.0"
+#endif
+
+namespace dedupd::daemon {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How long one loop iteration may spend ingesting queued files before it
+// looks at signals, admin tasks and the watchdog again.
+constexpr auto kIngestBudget = 200ms;
+// STATUS= is refreshed at most this often while things change.
+constexpr auto kStatusEvery = 2s;
+
+std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group) {
+  if (!group) return std::nullopt;
+  if (const struct group* g = ::getgrnam(group->c_str())) return g->gr_gid;
+  spdlog::warn("admin_group \"{}\" does not exist; only root may use admin routes", *group);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options)
+    : options_(std::move(options)), config_(options_.config), started_(std::chrono::steady_clock::now()) {}
+
+Daemon::~Daemon() {
+  if (server_) server_->stop();
+}
+
+StatusInfo Daemon::status() const {
+  StatusInfo s;
+  s.version = DEDUPD_VERSION;
+  s.pid = ::getpid();
+  s.uptime_s = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
+  std::lock_guard lock(config_mutex_);
+  s.socket = config_.socket.native();
+  s.state_dir = config_.state_dir.native();
+  for (const auto& w : config_.watch) s.watch.push_back(w.path.native());
+  return s;
+}
+
+GlobalDedupKey Daemon::global_dedup_key() const {
+  GlobalDedupKey k;
+  k.key = key_store_->current();
+  std::lock_guard lock(config_mutex_);
+  k.reply_lifetime_s = std::uint64_t(config_.global_dedup.reply_expiry.count());
+  return k;
+}
+
+std::chrono::milliseconds Daemon::admin_timeout() const {
+  std::lock_guard lock(config_mutex_);
+  return config_.limits.request_timeout;
+}
+
+// ---- start and stop ---------------------------------------------------------
+
+int Daemon::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(config_.state_dir, ec);
+  if (ec) {
+    spdlog::critical("cannot create the state directory {}: {}", config_.state_dir, ec.message());
+    return 1;
+  }
+  if (options_.create_watch_dirs)
+    for (const auto& w : config_.watch) fs::create_directories(w.path, ec);
+
+  if (!open_index()) return 1;
+  try {
+    key_store_ = std::make_unique<GlobalDedupKeyStore>(config_.key_file(), config_.global_dedup.key_rotation);
+    key_store_->load_or_create(unix_now());
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+  ingester_ = std::make_unique<Ingester>(*index_, counters_);
+  expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
+  apply_config(config_, true);
+
+  if (!start_server()) return 1;
+
+  loop_.watch_fd(signals_.fd(), [this] { on_signals(); });
+  loop_.watch_fd(watcher_.fd(), [this] { on_watch_events(); });
+  loop_.watch_fd(timer_.fd(), [this] { on_timer(); });
+
+  auto ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  watchdog_interval_ = systemd::watchdog_ping_interval();
+  next_watchdog_ = std::chrono::steady_clock::now();
+  systemd::notify_ready(status_line());
+  spdlog::info("ready in {:.1f} ms: index {}, socket {}, watching {} director{}", ready_ms,
+               config_.index_dir(), config_.socket, config_.watch.size(),
+               config_.watch.size() == 1 ? "y" : "ies");
+
+  // What landed while we were not running: the index tells which files are
+  // known already, so this costs a stat and a lookup per file.
+  queue(watcher_.scan());
+  expiry_pass_wanted_ = true;
+  next_safety_scan_ = unix_now() + std::uint64_t(config_.expiry.check_interval.count());
+
+  while (!stopping_) {
+    auto wait = pending_.empty() && !expiry_pass_wanted_ ? std::chrono::milliseconds(1000) : 0ms;
+    if (watchdog_interval_)
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::max(next_watchdog_ - std::chrono::steady_clock::now(),
+                                         std::chrono::steady_clock::duration::zero())));
+    loop_.run_once(wait);
+    if (stopping_) break;
+    process_pending(kIngestBudget);
+    if (expiry_pass_wanted_) expiry_pass();
+    if (timer_rearm_wanted_) rearm_timer();
+    ping_watchdog_if_due();
+    publish_status(false);
+  }
+
+  systemd::notify_stopping();
+  spdlog::info("stopping");
+  server_->stop();
+  index_ready_ = nullptr;
+  return 0;
+}
+
+bool Daemon::open_index() {
+  index::Options o;
+  o.dir = config_.index_dir().native();
+  auto opened = index::Index::open(o);
+  if (!opened) {
+    spdlog::critical("cannot open the index in {}: {}", o.dir, opened.error());
+    return false;
+  }
+  index_ = std::move(opened).value();
+  index_ready_ = index_.get();
+  return true;
+}
+
+bool Daemon::start_server() {
+  ServerOptions so;
+  auto activated = systemd::activated_socket();
+  if (auto* err = std::get_if<systemd::ActivationError>(&activated)) {
+    spdlog::critical("socket activation: {}", err->message);
+    return false;
+  }
+  if (auto* fd = std::get_if<int>(&activated)) {
+    so.listen_fd = *fd;
+    spdlog::info("listening on the socket systemd passed (fd {})", *fd);
+  }
+  so.socket_path = config_.socket.native();
+  so.max_body_bytes = std::size_t(config_.limits.max_body_bytes);
+  so.max_connections = config_.limits.max_connections;
+  so.connection_timeout = config_.limits.request_timeout;
+  so.admin_gid = admin_gid_of(config_.admin_group);
+  if (so.listen_fd < 0) {
+    std::error_code ec;
+    fs::create_directories(config_.socket.parent_path(), ec);
+  }
+  service_ = std::make_unique<ServiceImpl>(*this);
+  server_ = std::make_unique<ApiServer>(*service_, so);
+  std::string error;
+  if (!server_->start(&error)) {
+    spdlog::critical("cannot listen on {}: {}", config_.socket, error);
+    server_.reset();
+    return false;
+  }
+  return true;
+}
+
+// ---- events -----------------------------------------------------------------
+
+void Daemon::on_signals() {
+  for (int sig : signals_.read_pending()) {
+    if (sig == SIGHUP) {
+      reload();
+    } else {
+      spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      stopping_ = true;
+    }
+  }
+}
+
+void Daemon::on_watch_events() {
+  WatchBatch batch = watcher_.read_events();
+  if (batch.overflow) {
+    // Events were lost: only a walk of every tree can tell what arrived.
+    spdlog::warn("inotify queue overflowed; rescanning the watched directories");
+    queue(watcher_.scan());
+  }
+  queue(std::move(batch.ready));
+}
+
+void Daemon::on_timer() {
+  timer_.acknowledge();
+  std::uint64_t now = unix_now();
+  if (now >= next_safety_scan_) {
+    // Catches roots created since, files a full disk made us skip, and
+    // anything inotify could not tell us.
+    queue(watcher_.scan());
+    next_safety_scan_ = now + std::uint64_t(config_.expiry.check_interval.count());
+  }
+  try {
+    key_store_->rotate_if_due(now);
+  } catch (const std::exception& e) {
+    spdlog::error("global-dedup key rotation: {}", e.what());
+  }
+  expiry_pass();
+}
+
+void Daemon::queue(std::vector<Candidate> files) {
+  for (auto& f : files)
+    if (pending_paths_.insert(f.path.native()).second) pending_.push_back(std::move(f));
+}
+
+void Daemon::process_pending(std::chrono::milliseconds budget) {
+  auto deadline = std::chrono::steady_clock::now() + budget;
+  while (!pending_.empty() && std::chrono::steady_clock::now() < deadline) {
+    Candidate c = std::move(pending_.front());
+    pending_.pop_front();
+    pending_paths_.erase(c.path.native());
+    ingest_one(c);
+  }
+}
+
+FileOutcome Daemon::ingest_one(const Candidate& c) {
+  FileOutcome o = FileOutcome::failed;
+  try {
+    o = ingester_->ingest_file(c, unix_now());
+  } catch (const std::exception& e) {
+    // Whatever went wrong with one file, the daemon keeps serving.
+    spdlog::error("ingesting {}: {}", c.path, e.what());
+  }
+  if (o == FileOutcome::added) timer_rearm_wanted_ = true;  // its expiry may be the next
+  if (o == FileOutcome::expired) expiry_pass_wanted_ = true;  // its file may be due at once
+  return o;
+}
+
+void Daemon::expiry_pass() {
+  expiry_pass_wanted_ = false;
+  try {
+    expiry_->run(unix_now(), false);
+  } catch (const std::exception& e) {
+    spdlog::error("expiry: {}", e.what());
+  }
+  rearm_timer();
+  publish_status(true);
+}
+
+void Daemon::rearm_timer() {
+  timer_rearm_wanted_ = false;
+  std::uint64_t now_ms = unix_now_ms();
+  std::uint64_t now = now_ms / 1000;
+  std::optional<std::uint64_t> due;
+  try {
+    due = expiry_->next_due(now);
+  } catch (const std::exception& e) {
+    spdlog::error("expiry: {}", e.what());
+  }
+  std::uint64_t wake = expiry::next_wake(
+      now, {due, next_safety_scan_, key_store_->next_rotation()}, config_.expiry.check_interval);
+  timer_.arm(expiry::delay_until(wake, now_ms));
+}
+
+void Daemon::ping_watchdog_if_due() {
+  if (!watchdog_interval_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_watchdog_) return;
+  systemd::notify_watchdog();
+  next_watchdog_ = now + *watchdog_interval_;
+}
+
+std::string Daemon::status_line() const {
+  std::string s;
+  if (auto st = index_->stats(); st) {
+    s = fmt::format("{} live shards, {} chunk entries, {} xorbs; {} expired, {} rejected",
+                    st->shards_live, st->chunk_entries, st->xorbs, st->shards_expired, st->rejected);
+  }
+  if (!pending_.empty()) s += fmt::format("; {} files queued", pending_.size());
+  return s;
+}
+
+void Daemon::publish_status(bool force) {
+  auto now = std::chrono::steady_clock::now();
+  if (!force && now < next_status_) return;
+  next_status_ = now + kStatusEvery;
+  std::string s = status_line();
+  if (s == last_status_) return;
+  last_status_ = s;
+  systemd::notify_status(s);
+}
+
+// ---- reload -----------------------------------------------------------------
+
+void Daemon::reload() {
+  systemd::notify_reloading();
+  if (!options_.config_file) {
+    spdlog::info("SIGHUP: running on local defaults, nothing to reload");
+    systemd::notify_ready(status_line());
+    return;
+  }
+  auto loaded = load_config_file(*options_.config_file);
+  if (auto* errors = std::get_if<std::vector<ConfigError>>(&loaded)) {
+    for (const auto& e : *errors) spdlog::error("{}", e.to_string(options_.config_file->native()));
+    spdlog::error("SIGHUP: configuration not reloaded; still running with the previous one");
+    systemd::notify_ready(status_line());
+    return;
+  }
+  apply_config(std::get<Config>(loaded), false);
+  spdlog::info("configuration reloaded from {}", *options_.config_file);
+  systemd::notify_ready(status_line());
+}
+
+void Daemon::apply_config(const Config& next, bool initial) {
+  if (!initial) {
+    if (next.state_dir != config_.state_dir || next.socket != config_.socket ||
+        next.limits.max_body_bytes != config_.limits.max_body_bytes ||
+        next.limits.max_connections != config_.limits.max_connections)
+      spdlog::warn("state_dir, socket and limits change only with a restart");
+  }
+  set_log_level(next.log_level);
+  bool watch_changed = initial || next.watch != config_.watch;
+  {
+    std::lock_guard lock(config_mutex_);
+    Config applied = next;
+    if (!initial) {  // keep what needs a restart as it is running
+      applied.state_dir = config_.state_dir;
+      applied.socket = config_.socket;
+      applied.limits.max_body_bytes = config_.limits.max_body_bytes;
+      applied.limits.max_connections = config_.limits.max_connections;
+    }
+    config_ = std::move(applied);
+  }
+  ingester_->set_quarantine_dir(config_.quarantine_dir);
+  expiry_->set_config(config_.expiry);
+  key_store_->set_rotation(config_.global_dedup.key_rotation);
+  if (server_) server_->set_admin_gid(admin_gid_of(config_.admin_group));
+  if (watch_changed) {
+    watcher_.set_roots(config_.watch);
+    if (!initial) {
+      std::string dirs;
+      for (const auto& w : config_.watch) dirs += (dirs.empty() ? "" : ", ") + w.path.native();
+      spdlog::info("now watching: {}", dirs.empty() ? "nothing" : dirs);
+      queue(watcher_.scan());
+    }
+  }
+  if (!initial) {
+    expiry_pass_wanted_ = true;  // a shorter grace or a cap may make files due now
+    next_safety_scan_ = unix_now() + std::uint64_t(config_.expiry.check_interval.count());
+  }
+}
+
+// ---- admin actions (loop thread) --------------------------------------------
+
+RescanResult Daemon::rescan() {
+  counters_.rescans++;
+  RescanResult r;
+  auto files = watcher_.scan();
+  r.scanned = files.size();
+  for (const auto& f : files) {
+    pending_paths_.erase(f.path.native());  // done now rather than later
+    FileOutcome o = ingest_one(f);
+    if (o == FileOutcome::added) r.ingested++;
+    if (o == FileOutcome::rejected) r.rejected++;
+    ping_watchdog_if_due();
+  }
+  std::erase_if(pending_, [&](const Candidate& c) { return !pending_paths_.contains(c.path.native()); });
+  return r;
+}
+
+PurgeResult Daemon::purge(bool dry_run) {
+  PurgeResult r = expiry_->run(unix_now(), dry_run);
+  if (!dry_run) rearm_timer();
+  return r;
+}
+
+RemoveResult Daemon::remove(const shard::Hash& shard) {
+  auto r = index_->remove(shard, unix_now());
+  if (!r) throw std::runtime_error("removing shard " + shard.to_string() + ": " + r.error().to_string());
+  if (r->outcome == index::RemoveOutcome::not_live) return RemoveResult::not_live;
+  if (r->outcome != index::RemoveOutcome::removed) return RemoveResult::not_found;
+  counters_.shards_removed++;
+  spdlog::info("shard {} removed on request", shard);
+  timer_rearm_wanted_ = true;
+  return RemoveResult::removed;
+}
+
+IngestResult Daemon::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  IngestResult r = ingester_->ingest_upload(bytes, name, unix_now());
+  timer_rearm_wanted_ = true;
+  return r;
+}
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,114 @@
+// The running service: opens the index, listens, watches, ingests, expires,
+// and talks to systemd. One work thread (the caller of run()) does every
+// index write; HTTP threads read the index directly and post admin actions
+// to the work loop through ServiceImpl.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "daemon/api/service.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/counters.hpp"
+#include "daemon/expiry/runner.hpp"
+#include "daemon/ingest/ingester.hpp"
+#include "daemon/keys/global_dedup_key.hpp"
+#include "daemon/loop/event_loop.hpp"
+#include "daemon/loop/signals.hpp"
+#include "daemon/loop/timer.hpp"
+#include "daemon/watch/watcher.hpp"
+#include "index/index.hpp"
+
+namespace dedupd::daemon {
+
+class ApiServer;
+class ServiceImpl;
+
+struct DaemonOptions {
+  Config config;
+  // Re-read on SIGHUP; nullopt when running on local defaults.
+  std::optional<std::filesystem::path> config_file;
+  // Local trial: create the watched directories (an installed service
+  // must not create directories it was not given).
+  bool create_watch_dirs = false;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Runs until SIGTERM/SIGINT; returns the process exit code.
+  int run();
+
+  // ---- for ServiceImpl ------------------------------------------------------
+  // Any thread.
+  EventLoop& loop() { return loop_; }
+  const index::Index* index() const { return index_ready_.load(); }
+  StatusInfo status() const;
+  DaemonCounters counters() const { return counters_.snapshot(); }
+  GlobalDedupKey global_dedup_key() const;
+  std::chrono::milliseconds admin_timeout() const;
+  // Loop thread only.
+  RescanResult rescan();
+  PurgeResult purge(bool dry_run);
+  RemoveResult remove(const shard::Hash& shard);
+  IngestResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
+
+ private:
+  bool open_index();
+  bool start_server();
+  void on_signals();
+  void on_watch_events();
+  void on_timer();
+  void reload();
+  void apply_config(const Config& next, bool initial);
+  void queue(std::vector<Candidate> files);
+  void process_pending(std::chrono::milliseconds budget);
+  FileOutcome ingest_one(const Candidate& c);
+  void expiry_pass();
+  void rearm_timer();
+  void ping_watchdog_if_due();
+  void publish_status(bool force);
+  std::string status_line() const;
+
+  DaemonOptions options_;
+  mutable std::mutex config_mutex_;  // guards options_.config for status()
+  Config config_;                    // the live config (loop thread)
+
+  Counters counters_;
+  EventLoop loop_;
+  SignalFd signals_;
+  Timer timer_;
+  Watcher watcher_;
+  std::unique_ptr<index::Index> index_;
+  std::atomic<const index::Index*> index_ready_{nullptr};
+  std::unique_ptr<Ingester> ingester_;
+  std::unique_ptr<expiry::Runner> expiry_;
+  std::unique_ptr<GlobalDedupKeyStore> key_store_;
+  std::unique_ptr<ServiceImpl> service_;
+  std::unique_ptr<ApiServer> server_;
+
+  std::deque<Candidate> pending_;
+  std::unordered_set<std::string> pending_paths_;  // no file queued twice
+  bool stopping_ = false;
+  bool expiry_pass_wanted_ = false;
+  bool timer_rearm_wanted_ = false;
+  std::uint64_t next_safety_scan_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  std::optional<std::chrono::microseconds> watchdog_interval_;
+  std::chrono::steady_clock::time_point next_watchdog_;
+  std::chrono::steady_clock::time_point next_status_;
+  std::string last_status_;
+};
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,135 @@
+#include "daemon/expiry/runner.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/log/logging.hpp"
+
+namespace dedupd::daemon::expiry {
+
+namespace {
+
+template <class T>
+T value_or_throw(index::Result<T> r, const char* what) {
+  if (!r) throw std::runtime_error(std::string(what) + ": " + r.error().to_string());
+  return std::move(r).value();
+}
+
+ShardRecord to_record(const index::ShardInfo& s) {
+  return ShardRecord{s.hash, s.state == index::ShardState::live, s.expiry,
+                     s.created.value_or(0), s.paths};
+}
+
+}  // namespace
+
+std::vector<ShardRecord> Runner::expired_records(std::vector<shard::Hash> also_due) const {
+  std::vector<ShardRecord> out;
+  for (const auto& s : value_or_throw(index_.shards(index::ShardState::expired), "listing expired shards"))
+    out.push_back(to_record(s));
+  // A dry run treats what is due now as if it had expired already.
+  for (const auto& h : also_due) {
+    auto s = value_or_throw(index_.shard(h), "reading a shard record");
+    if (!s) continue;
+    auto r = to_record(*s);
+    r.live = false;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+PurgeResult Runner::run(std::uint64_t now, bool dry_run) {
+  PurgeResult out;
+  if (dry_run) {
+    out.expired = value_or_throw(index_.due(now), "listing due shards");
+  } else {
+    out.expired = value_or_throw(index_.expire(now), "expiring shards");
+    for (const auto& h : out.expired) {
+      counters_.shards_expired++;
+      spdlog::info("shard {} expired; its entries left the index", h);
+    }
+  }
+
+  auto records = expired_records(dry_run ? out.expired : std::vector<shard::Hash>{});
+  for (const auto& f : files_past_grace(records, now, config_.delete_after))
+    if (delete_file(f.shard, f.path, dry_run)) out.deleted_files.push_back(f.path);
+
+  if (config_.max_bytes) enforce_cap(now, dry_run, out);
+  if (!dry_run) next_deletion_ = next_deletion(records, now, config_.delete_after);
+  return out;
+}
+
+bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool dry_run) {
+  if (!watcher_.inside_roots(path)) {
+    spdlog::debug("keeping {}: not inside a watched directory", path);
+    return false;
+  }
+  // Only the very file the index read: same path, same shard, same size and
+  // mtime. A file replaced since then is somebody else's.
+  auto source = index_.source(path);
+  if (!source || !*source || (*source)->rejected || (*source)->shard != shard) return false;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT && !dry_run) (void)index_.forget_source(path);  // gone already
+    return false;
+  }
+  std::int64_t mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (!S_ISREG(st.st_mode) || std::uint64_t(st.st_size) != (*source)->size ||
+      mtime_ns != (*source)->mtime_ns) {
+    spdlog::info("keeping {}: it changed since shard {} was read from it", path, shard);
+    return false;
+  }
+  if (dry_run) return true;
+  if (::unlink(path.c_str()) != 0) {
+    spdlog::warn("cannot delete {} (shard {}): {}", path, shard, std::strerror(errno));
+    return false;
+  }
+  counters_.files_deleted++;
+  spdlog::info("deleted {} (shard {}, expired)", path, shard);
+  if (auto st2 = index_.forget_source(path); !st2)
+    spdlog::warn("cannot forget {} in the index: {}", path, st2.error());
+  return true;
+}
+
+void Runner::enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out) {
+  std::vector<index::ShardInfo> shards;
+  for (auto state : {index::ShardState::live, index::ShardState::expired})
+    for (auto& s : value_or_throw(index_.shards(state), "listing shards"))
+      if (s.expiry) shards.push_back(std::move(s));
+
+  std::vector<ShardBytes> sizes;
+  for (const auto& s : shards) {
+    std::uint64_t bytes = 0;
+    for (const auto& p : s.paths) {
+      struct stat st {};
+      if (watcher_.inside_roots(p) && ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        bytes += std::uint64_t(st.st_size);
+    }
+    sizes.push_back({s.hash, s.created.value_or(0), s.expiry, bytes});
+  }
+  for (const auto& h : evictions_for_cap(std::move(sizes), *config_.max_bytes)) {
+    auto it = std::find_if(shards.begin(), shards.end(), [&](const auto& s) { return s.hash == h; });
+    spdlog::info("shard {}: over expiry.max_bytes, evicting (oldest first)", h);
+    if (it->state == index::ShardState::live && !dry_run) {
+      auto r = value_or_throw(index_.remove(h, now), "removing a shard over the size cap");
+      if (r.outcome == index::RemoveOutcome::removed) counters_.shards_removed++;
+    }
+    if (it->state == index::ShardState::live) out.expired.push_back(h);
+    for (const auto& p : it->paths)
+      if (delete_file(h, p, dry_run)) out.deleted_files.push_back(p);
+  }
+}
+
+std::optional<std::uint64_t> Runner::next_due(std::uint64_t) const {
+  std::optional<std::uint64_t> next;
+  if (auto e = index_.next_expiry(); e && *e) next = **e;
+  if (next_deletion_ && (!next || *next_deletion_ < *next)) next = next_deletion_;
+  return next;
+}
+
+}  // namespace dedupd::daemon::expiry

@@ -1,0 +1,46 @@
+// Applies the expiry policy: takes expired shards' entries out of the index
+// at their expiry, deletes their files once the grace has passed (only files
+// the index recorded, unchanged since, inside a watched directory), and
+// enforces the optional size cap on expiring shards' files.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "daemon/api/service.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/counters.hpp"
+#include "daemon/expiry/policy.hpp"
+#include "daemon/watch/watcher.hpp"
+#include "index/index.hpp"
+
+namespace dedupd::daemon::expiry {
+
+class Runner {
+ public:
+  Runner(index::Index& index, const Watcher& watcher, Counters& counters)
+      : index_(index), watcher_(watcher), counters_(counters) {}
+
+  void set_config(const ExpiryConfig& c) { config_ = c; }
+
+  // Does (or, dry_run, only reports) everything due at `now`.
+  PurgeResult run(std::uint64_t now, bool dry_run);
+
+  // The earliest moment something becomes due after the last run: an index
+  // expiry or a file's end of grace.
+  std::optional<std::uint64_t> next_due(std::uint64_t now) const;
+
+ private:
+  std::vector<ShardRecord> expired_records(std::vector<shard::Hash> also_due) const;
+  // Checks and, unless dry_run, deletes one file; true when it is (or would be) gone.
+  bool delete_file(const shard::Hash& shard, const std::string& path, bool dry_run);
+  void enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out);
+
+  index::Index& index_;
+  const Watcher& watcher_;
+  Counters& counters_;
+  ExpiryConfig config_;
+  std::optional<std::uint64_t> next_deletion_;
+};
+
+}  // namespace dedupd::daemon::expiry

@@ -1,0 +1,168 @@
+#include "daemon/ingest/ingester.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/ingest/quarantine.hpp"
+#include "daemon/ingest/validate.hpp"
+#include "daemon/log/logging.hpp"
+#include "shard/mapped_file.hpp"
+
+namespace dedupd::daemon {
+
+namespace fs = std::filesystem;
+
+const char* to_string(FileOutcome o) {
+  switch (o) {
+    case FileOutcome::added: return "added";
+    case FileOutcome::already_present: return "already_present";
+    case FileOutcome::previously_gone: return "previously_gone";
+    case FileOutcome::expired: return "expired";
+    case FileOutcome::unchanged: return "unchanged";
+    case FileOutcome::rejected: return "rejected";
+    case FileOutcome::vanished: return "vanished";
+    case FileOutcome::failed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+FileOutcome Ingester::ingest_file(const Candidate& file, std::uint64_t now) {
+  struct stat st {};
+  if (::lstat(file.path.c_str(), &st) != 0) {
+    spdlog::debug("{} vanished before it could be read", file.path);
+    return FileOutcome::vanished;
+  }
+  if (!S_ISREG(st.st_mode)) return FileOutcome::vanished;  // replaced by a link or directory
+
+  index::SourceInfo source;
+  source.path = file.path.native();
+  source.size = std::uint64_t(st.st_size);
+  source.mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+
+  // Seen with this size and mtime, accepted or rejected: nothing to do. This
+  // is what keeps restarts and rescans cheap and bad files logged once.
+  auto known = index_.source(source.path);
+  if (known && *known && (*known)->size == source.size && (*known)->mtime_ns == source.mtime_ns)
+    return FileOutcome::unchanged;
+
+  return file.kind == FileKind::bundle ? ingest_bundle_file(file.path, source, now)
+                                       : ingest_shard_file(file.path, source, now);
+}
+
+FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::SourceInfo& source,
+                                        std::uint64_t now) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto mapped = shard::MappedFile::open(path);
+  if (!mapped) {
+    if (!fs::exists(path)) return FileOutcome::vanished;
+    return reject(path, source, mapped.error(), now);
+  }
+  if (mapped->size() != source.size) return FileOutcome::vanished;  // rewritten meanwhile; its close event follows
+
+  auto valid = validate_shard(mapped->bytes(), path.native());
+  if (!valid) return reject(path, source, valid.error(), now);
+
+  index::IngestOptions options;
+  options.now = now;
+  options.shard_hash = valid->content_hash;
+  auto result = index_.ingest(valid->view, source, options);
+  if (!result) {
+    // The index's trouble (disk or map full), not the file's: not recorded as
+    // rejected, so the next scan tries again.
+    spdlog::error("cannot index {}: {}", path, result.error());
+    return FileOutcome::failed;
+  }
+  return record(*result, path, ms_since(t0));
+}
+
+FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::SourceInfo& source,
+                                         std::uint64_t now) {
+  // Hook for CAF bundles (shard/caf.hpp): parse the bundle, then run each
+  // *.mdb member through validate_shard + index_.ingest from its byte range.
+  // Until that reader is wired in, a bundle is recorded once as unsupported.
+  return reject(path, source,
+                shard::Error{"bundle.unsupported", 0, "CAF bundles are not ingested by this build"},
+                now);
+}
+
+FileOutcome Ingester::reject(const fs::path& path, const index::SourceInfo& source, shard::Error error,
+                             std::uint64_t now) {
+  counters_.shards_rejected++;
+  std::string where;
+  if (quarantine_) {
+    auto moved = move_to_quarantine(path, *quarantine_);
+    if (auto* to = std::get_if<fs::path>(&moved)) where = " (moved to " + to->native() + ")";
+    else spdlog::warn("cannot quarantine {}: {}", path, std::get<std::string>(moved));
+  }
+  spdlog::warn("rejected {}: {}{}", path, error, where);
+
+  index::RejectInfo r;
+  r.path = source.path;
+  r.size = source.size;
+  r.mtime_ns = source.mtime_ns;
+  r.rule = error.rule;
+  r.offset = error.offset;
+  r.message = error.message + where;
+  r.recorded_at = now;
+  if (auto st = index_.record_rejected(r); !st)
+    spdlog::error("cannot record the rejection of {}: {}", path, st.error());
+  return FileOutcome::rejected;
+}
+
+FileOutcome Ingester::record(const index::IngestResult& r, const fs::path& path, double ms) {
+  switch (r.outcome) {
+    case index::IngestOutcome::added:
+      counters_.shards_ingested++;
+      counters_.chunks_ingested += r.chunks;
+      spdlog::info("indexed {}: shard {}, {} xorbs, {} chunks ({} new entries), {} files in {:.1f} ms",
+                   path, r.shard, r.xorbs, r.chunks, r.new_chunk_entries, r.files, ms);
+      return FileOutcome::added;
+    case index::IngestOutcome::already_present:
+      counters_.shards_duplicate++;
+      spdlog::debug("{}: shard {} is already indexed", path, r.shard);
+      return FileOutcome::already_present;
+    case index::IngestOutcome::previously_gone:
+      spdlog::info("{}: shard {} was removed or expired before; not indexed again", path, r.shard);
+      return FileOutcome::previously_gone;
+    case index::IngestOutcome::expired:
+      spdlog::info("{}: shard {} had already expired; recorded, not indexed", path, r.shard);
+      return FileOutcome::expired;
+  }
+  return FileOutcome::failed;
+}
+
+IngestResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name,
+                                     std::uint64_t now) {
+  if (name.ends_with(".caf"))
+    return shard::Error{"bundle.unsupported", 0, "CAF bundles are not ingested by this build"};
+  auto valid = validate_shard(bytes, name);
+  if (!valid) {
+    spdlog::info("uploaded shard{}{} rejected: {}", name.empty() ? "" : " ", name, valid.error());
+    return valid.error();
+  }
+  index::IngestOptions options;
+  options.now = now;
+  options.revive = true;
+  options.shard_hash = valid->content_hash;
+  auto r = index_.ingest(valid->view, index::SourceInfo{}, options);
+  if (!r) throw std::runtime_error("cannot index the uploaded shard: " + r.error().to_string());
+  IngestedShard out;
+  out.hash = r->shard;
+  out.added = r->outcome == index::IngestOutcome::added;
+  out.xorbs = r->xorbs;
+  out.chunks = r->chunks;
+  out.files = r->files;
+  record(*r, name.empty() ? fs::path("(upload)") : fs::path("(upload) " + name), 0);
+  return std::vector<IngestedShard>{out};
+}
+
+}  // namespace dedupd::daemon

@@ -1,0 +1,59 @@
+// Turns a complete file from a watched directory (or an uploaded body) into
+// index entries: map, validate, ingest, in that order. A file that fails
+// validation never reaches the index's entries: it is recorded as rejected
+// (with rule and offset), logged once, optionally quarantined, and looked
+// at again only when its size or mtime changes.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "daemon/api/service.hpp"
+#include "daemon/counters.hpp"
+#include "daemon/watch/watcher.hpp"
+#include "index/index.hpp"
+
+namespace dedupd::daemon {
+
+enum class FileOutcome {
+  added,            // new shard, now queryable
+  already_present,  // same content already indexed (this path recorded)
+  previously_gone,  // removed or expired before; stays out
+  expired,          // already expired when found: recorded, not indexed
+  unchanged,        // seen before with this size and mtime
+  rejected,         // failed validation
+  vanished,         // gone before we could read it
+  failed,           // the index could not take it now (disk/map full); retried later
+};
+const char* to_string(FileOutcome o);
+
+class Ingester {
+ public:
+  Ingester(index::Index& index, Counters& counters) : index_(index), counters_(counters) {}
+
+  void set_quarantine_dir(std::optional<std::filesystem::path> dir) { quarantine_ = std::move(dir); }
+
+  FileOutcome ingest_file(const Candidate& file, std::uint64_t now);
+
+  // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
+  // An explicit upload brings back a shard removed earlier (unless expired).
+  IngestResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name,
+                             std::uint64_t now);
+
+ private:
+  FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source,
+                                std::uint64_t now);
+  FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source,
+                                 std::uint64_t now);
+  FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source,
+                     shard::Error error, std::uint64_t now);
+  FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
+
+  index::Index& index_;
+  Counters& counters_;
+  std::optional<std::filesystem::path> quarantine_;
+};
+
+}  // namespace dedupd::daemon

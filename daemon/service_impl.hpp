@@ -1,0 +1,30 @@
+// The daemon's side of the API seam (daemon/api/service.hpp): reads answer
+// from any thread, admin actions run on the work loop while the calling HTTP
+// thread waits, bounded by the request timeout.
+#pragma once
+
+#include "daemon/api/service.hpp"
+
+namespace dedupd::daemon {
+
+class Daemon;
+
+class ServiceImpl final : public Service {
+ public:
+  explicit ServiceImpl(Daemon& daemon) : daemon_(daemon) {}
+
+  const index::Index* index() const override;
+  StatusInfo status() const override;
+  DaemonCounters counters() const override;
+  GlobalDedupKey global_dedup_key() const override;
+
+  RescanResult rescan() override;
+  PurgeResult purge(bool dry_run) override;
+  RemoveResult remove(const shard::Hash& shard) override;
+  IngestResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
+
+ private:
+  Daemon& daemon_;
+};
+
+}  // namespace dedupd::daemon
