@@ -1,0 +1,108 @@
+// Expiry with the real fixture under faketime, and the timer while running.
+#include <signal.h>
+
+#include <ctime>
+#include <fstream>
+
+#include "harness/daemon_test.hpp"
+#include "harness/make_shard.hpp"
+
+namespace dedupd::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+using Expiry = DaemonTest;
+
+// From tests/fixtures/gpt2-64-8bits.tflite.shard (+ .json): keyed, created
+// 1754059905, expires 1754664705 (2025-08-08 14:51:45 UTC).
+constexpr const char* kRawChunk = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
+constexpr const char* kXorb1 = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
+// What `faketime '2025-08-02 12:00:00' dedupd ...` does, minus the wrapper
+// process (it would get the signals the test means for dedupd): preload
+// libfaketime with a start time that then advances with the real clock.
+std::vector<std::string> at_august_2() {
+  return {"LD_PRELOAD=" + libfaketime(), "FAKETIME=@2025-08-02 12:00:00", "FAKETIME_NO_CACHE=1", "TZ=UTC"};
+}
+
+std::vector<std::uint8_t> fixture_bytes() {
+  std::ifstream f(fixtures_dir() / "gpt2-64-8bits.tflite.shard", std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+TEST_F(Expiry, FixtureAnswersBeforeItsExpiryAndIsPurgedAfter) {
+  if (libfaketime().empty()) GTEST_SKIP() << "libfaketime is not installed";
+  start({}, at_august_2());
+  auto path = drop_file(incoming, "fixture.mdb", fixture_bytes());
+  ASSERT_TRUE(eventually([&] { return chunk_found(kRawChunk); })) << "not indexed at 2025-08-02";
+
+  auto found = get_json(std::string("/v1/chunk/") + kRawChunk);
+  ASSERT_EQ(found["locations"].size(), 1u) << found.dump();
+  EXPECT_EQ(found["locations"][0]["xorb"], kXorb1);
+  EXPECT_EQ(found["locations"][0]["chunk_index"], 0);
+  EXPECT_EQ(found["locations"][0]["shards"][0]["keyed"], true);
+  EXPECT_EQ(found["locations"][0]["shards"][0]["expiry"], 1754664705);
+  EXPECT_EQ(daemon.stop(), 0);
+
+  // Today the shard is long expired: at start its entries leave the index
+  // and, with no grace, its file goes too.
+  write_config("expiry:\n  delete_after: 0s\n");
+  start();
+  EXPECT_TRUE(eventually([&] { return !fs::exists(path); })) << "the expired file was kept";
+  EXPECT_EQ(http().get(std::string("/v1/chunk/") + kRawChunk).status, 404);
+  EXPECT_EQ(shard_count("expired"), 1u);
+  EXPECT_EQ(shard_count("live"), 0u);
+}
+
+TEST_F(Expiry, AShardExpiredWhenFoundIsNotIndexedAndKeptWithGraceNever) {
+  write_config("expiry:\n  delete_after: never\n");
+  start();
+  auto path = drop_file(incoming, "fixture.mdb", fixture_bytes());
+  ASSERT_TRUE(eventually([&] { return shard_count("expired") == 1; }));
+  EXPECT_EQ(http().get(std::string("/v1/chunk/") + kRawChunk).status, 404);
+  auto purge = http().post("/v1/admin/purge", "");
+  ASSERT_EQ(purge.status, 200) << purge.body;
+  EXPECT_TRUE(purge.json()["deleted_files"].empty());
+  EXPECT_TRUE(fs::exists(path));
+}
+
+TEST_F(Expiry, TheTimerTakesAShardOutAtItsExpiryWhileRunning) {
+  write_config("expiry:\n  delete_after: 0s\n");
+  start();
+  // Expires a few seconds from now: long enough to be indexed first on a
+  // busy machine, short enough to keep the test quick.
+  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 8;
+  auto shard = make_shard({.seed = 41, .expiry = expiry, .created = expiry - 100});
+  auto path = drop_file(incoming, shard.file_name(), shard.bytes);
+  std::string chunk = shard.first_chunks[0].to_string();
+  ASSERT_TRUE(eventually([&] { return chunk_found(chunk); }, 7s)) << "not indexed before its expiry";
+  EXPECT_TRUE(eventually([&] { return !chunk_found(chunk); }, 60s));
+  EXPECT_GE(std::uint64_t(std::time(nullptr)), expiry) << "taken out before its expiry";
+  EXPECT_TRUE(eventually([&] { return !fs::exists(path); }));
+  EXPECT_EQ(shard_count("expired"), 1u);
+}
+
+TEST_F(Expiry, SizeCapEvictsTheOldestExpiringShards) {
+  start();
+  std::uint64_t far = std::uint64_t(std::time(nullptr)) + 30 * 86400;
+  auto older = make_shard({.seed = 51, .expiry = far, .created = 1000});
+  auto newer = make_shard({.seed = 52, .expiry = far, .created = 2000});
+  auto forever = make_shard({.seed = 53});
+  auto older_path = drop_file(incoming, older.file_name(), older.bytes);
+  auto newer_path = drop_file(incoming, newer.file_name(), newer.bytes);
+  auto forever_path = drop_file(incoming, forever.file_name(), forever.bytes);
+  ASSERT_TRUE(eventually([&] { return shard_count("live") == 3; }));
+
+  // Room for one expiring shard: the older one goes, file and entries.
+  write_config("expiry:\n  max_bytes: " + std::to_string(newer.bytes.size() + 10) + "\n");
+  daemon.signal(SIGHUP);
+  EXPECT_TRUE(eventually([&] { return !fs::exists(older_path); }));
+  EXPECT_TRUE(fs::exists(newer_path));
+  EXPECT_TRUE(fs::exists(forever_path));
+  EXPECT_FALSE(chunk_found(older.first_chunks[0].to_string()));
+  EXPECT_TRUE(chunk_found(newer.first_chunks[0].to_string()));
+}
+
+}  // namespace
+}  // namespace dedupd::itest

@@ -1,0 +1,72 @@
+#include "harness/make_shard.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "shard/writer.hpp"
+
+namespace dedupd::itest {
+
+namespace {
+std::uint64_t splitmix(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+MadeShard make_shard(const ShardSpec& spec) {
+  MadeShard out;
+  shard::ShardWriter writer;
+  std::uint64_t state = spec.seed * 0x100000001B3ull + 7;
+  for (std::uint32_t x = 0; x < spec.xorbs; ++x) {
+    shard::XorbRecord xr;
+    std::vector<shard::HashAndSize> leaves;
+    std::uint32_t offset = 0;
+    for (std::uint32_t c = 0; c < spec.chunks_per_xorb; ++c) {
+      shard::Hash raw;
+      for (int w = 0; w < 4; ++w) {
+        std::uint64_t v = splitmix(state);
+        std::memcpy(raw.bytes.data() + 8 * w, &v, 8);
+      }
+      std::uint32_t size = 4096 + std::uint32_t(splitmix(state) % 60000);
+      if (c == 0) out.first_chunks.push_back(raw);
+      leaves.push_back({raw, size});
+      shard::ChunkEntry e;
+      e.chunk_hash = spec.key ? shard::keyed_chunk_hash(*spec.key, raw) : raw;
+      e.byte_start = offset;
+      e.unpacked_bytes = size;
+      xr.chunks.push_back(e);
+      offset += size;
+    }
+    xr.header.xorb_hash = shard::xorb_hash(leaves);
+    xr.header.bytes_in_xorb = offset;
+    xr.header.bytes_on_disk = offset / 2;
+    out.xorbs.push_back(xr.header.xorb_hash);
+    out.chunks += spec.chunks_per_xorb;
+    writer.add_xorb(std::move(xr));
+  }
+  shard::WriteOptions options;
+  options.footer.creation_timestamp = spec.created;
+  options.footer.key_expiry = spec.expiry.value_or(shard::kNoExpiry);
+  if (spec.key) options.footer.chunk_hash_key = *spec.key;
+  out.bytes = writer.write(options);
+  out.file_hash = shard::shard_file_hash(out.bytes);
+  return out;
+}
+
+std::filesystem::path drop_file(const std::filesystem::path& dir, const std::string& name,
+                                const std::vector<std::uint8_t>& bytes) {
+  auto tmp = dir / ("." + name + ".mdb_temp");
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, dir / name);
+  return dir / name;
+}
+
+}  // namespace dedupd::itest

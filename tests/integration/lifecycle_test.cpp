@@ -1,0 +1,141 @@
+// Start, readiness, socket activation, reload and stop of the real binary.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fstream>
+
+#include "harness/daemon_test.hpp"
+#include "harness/make_shard.hpp"
+#include "harness/notify_socket.hpp"
+
+namespace dedupd::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+using Lifecycle = DaemonTest;
+
+TEST_F(Lifecycle, ReadyAndStatusGoToTheNotifySocketAndSigtermStopsCleanly) {
+  NotifySocket notify(dir / "notify");
+  start_no_wait({}, {notify.env()});
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+  bool has_status = false;
+  for (const auto& m : notify.messages()) has_status |= m.find("STATUS=") != std::string::npos;
+  EXPECT_TRUE(has_status);
+  // READY means the socket already listens and the index is open.
+  EXPECT_EQ(http().get("/healthz").status, 200);
+
+  daemon.signal(SIGTERM);
+  EXPECT_TRUE(notify.wait_for("STOPPING=1", 30s));
+  EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(0));
+}
+
+TEST_F(Lifecycle, SocketActivation) {
+  // systemd-socket-activate binds the path and starts dedupd on the first
+  // connection with LISTEN_FDS=1, like a .socket unit.
+  start_no_wait({"systemd-socket-activate", "-l", socket.string()});
+  ASSERT_TRUE(wait_healthy());
+  auto status = get_json("/v1/status");
+  EXPECT_EQ(status["socket"], socket.string());
+  EXPECT_NE(daemon_log().find("socket systemd passed"), std::string::npos);
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {
+  start_no_wait({}, {}, {"--check-config", "--config", config.string()});
+  EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(0));
+  EXPECT_NE(daemon_log().find("ok"), std::string::npos);
+
+  write_config("expiry:\n  delete_after: 7 days\n");
+  fs::remove(log_file);
+  start_no_wait({}, {}, {"--check-config", "--config", config.string()});
+  EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(1));
+  // state_dir, socket, watch (2 lines), log_level, expiry: -> line 7
+  EXPECT_NE(daemon_log().find("dedupd.yaml:7: expiry.delete_after: bad duration"), std::string::npos)
+      << daemon_log();
+}
+
+TEST_F(Lifecycle, ASecondDaemonRefusesASocketALiveOneAnswersOn) {
+  start();
+  std::ofstream(dir / "second.yaml") << "state_dir: " << (dir / "state2").string() << "\n"
+                                     << "socket: " << socket.string() << "\n";
+  DaemonProcess second;
+  LaunchOptions o;
+  o.args = {"--config", (dir / "second.yaml").string()};
+  o.log_file = dir / "second.log";
+  second.start(o);
+  auto code = second.wait_exit(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  EXPECT_EQ(http().get("/healthz").status, 200);
+}
+
+TEST_F(Lifecycle, AStaleSocketFileIsReplaced) {
+  // A socket file nobody listens on, as a crash leaves it.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, socket.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(fd);
+  ASSERT_TRUE(fs::is_socket(socket));
+  start();
+  EXPECT_EQ(http().get("/healthz").status, 200);
+}
+
+TEST_F(Lifecycle, LocalDefaultsUnderAStateDir) {
+  start_no_wait({}, {}, {"--state-dir", (dir / "local").string()});
+  socket = dir / "local/dedupd.sock";
+  ASSERT_TRUE(wait_healthy());
+  EXPECT_TRUE(fs::is_directory(dir / "local/incoming"));
+  EXPECT_TRUE(fs::is_directory(dir / "local/index"));
+  auto shard = make_shard({.seed = 11});
+  drop_file(dir / "local/incoming", shard.file_name(), shard.bytes);
+  EXPECT_TRUE(eventually([&] { return chunk_found(shard.first_chunks[0].to_string()); }));
+}
+
+TEST_F(Lifecycle, SighupChangesTheWatchList) {
+  fs::create_directories(dir / "second");
+  NotifySocket notify(dir / "notify");
+  start({}, {notify.env()});
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+
+  write_config("", (dir / "second").string());
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(notify.wait_for("RELOADING=1", 30s));
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+  auto status = get_json("/v1/status");
+  ASSERT_EQ(status["watch"].size(), 1u);
+  EXPECT_EQ(status["watch"][0], (dir / "second").string());
+
+  // The old directory first: if it were still watched, its shard would be
+  // taken before the new directory's one.
+  auto old_shard = make_shard({.seed = 21});
+  auto new_shard = make_shard({.seed = 22});
+  drop_file(incoming, old_shard.file_name(), old_shard.bytes);
+  drop_file(dir / "second", new_shard.file_name(), new_shard.bytes);
+  EXPECT_TRUE(eventually([&] { return chunk_found(new_shard.first_chunks[0].to_string()); }));
+  EXPECT_FALSE(chunk_found(old_shard.first_chunks[0].to_string()));
+  EXPECT_EQ(shard_count("live"), 1u);
+}
+
+TEST_F(Lifecycle, ABrokenConfigOnSighupKeepsThePreviousOne) {
+  NotifySocket notify(dir / "notify");
+  start({}, {notify.env()});
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+  std::ofstream(config) << "watch: [\n";
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+  EXPECT_NE(daemon_log().find("not reloaded"), std::string::npos);
+  auto shard = make_shard({.seed = 31});
+  drop_file(incoming, shard.file_name(), shard.bytes);
+  EXPECT_TRUE(eventually([&] { return chunk_found(shard.first_chunks[0].to_string()); }));
+}
+
+}  // namespace
+}  // namespace dedupd::itest
