@@ -1,0 +1,269 @@
+// Every daemon verb against a fake daemon answering the documented shapes
+// (docs/API.md): the request it sends, the human output, the JSON output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_daemon.hpp"
+#include "support.hpp"
+
+namespace dedupctl {
+namespace {
+
+using testing::FakeDaemon;
+using testing::http;
+using testing::http_error;
+using testing::Reply;
+using testing::Request;
+using testing::run_cli;
+using nlohmann::json;
+
+const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
+const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
+const std::string kFile = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
+const std::string kSha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+json shard_summary(const std::string& state = "live") {
+  json s = {{"hash", kShard},
+            {"state", state},
+            {"paths", {"/var/cache/xet/shard-cache/" + kShard + ".mdb"}},
+            {"size", 102104},
+            {"created", 1754059905},
+            {"expiry", 1754664705},
+            {"keyed", true},
+            {"xorbs", 3},
+            {"chunks", 2117},
+            {"files", 0},
+            {"ingested_at", 1754100000}};
+  if (state == "rejected") s["reason"] = {{"rule", "header.magic"}, {"offset", 0}, {"message", "not a shard"}};
+  return s;
+}
+
+json stats_doc() {
+  return {{"shards", {{"live", 1}, {"expired", 2}, {"removed", 0}, {"rejected", 1}}},
+          {"xorbs", 3},
+          {"chunks", 2117},
+          {"files", 0},
+          {"keys", 1},
+          {"db_bytes", 1 << 20},
+          {"map_size", 1 << 30},
+          {"map_used", 1 << 28},
+          {"next_expiry", nullptr}};
+}
+
+// Routes the fake answers, by "METHOD target".
+FakeDaemon daemon_with(std::map<std::string, Reply> routes) {
+  return FakeDaemon([routes = std::move(routes)](const Request& r) {
+    auto it = routes.find(r.method + " " + r.target);
+    if (it == routes.end()) return http_error(404, "not_found", "no route " + r.target);
+    return it->second;
+  });
+}
+
+std::vector<std::string> with(const FakeDaemon& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--socket", d.socket()});
+  return args;
+}
+
+TEST(Xorb, ShowsChunksAndShards) {
+  json doc = {{"xorb", kXorb},
+              {"num_chunks", 2},
+              {"bytes_in_xorb", 2048},
+              {"bytes_on_disk", 1000},
+              {"keyed", true},
+              {"chunks",
+               {{{"index", 0}, {"hash", kFile}, {"byte_start", 0}, {"unpacked_bytes", 1024}, {"flags", 2147483648u}},
+                {{"index", 1}, {"hash", kSha}, {"byte_start", 1024}, {"unpacked_bytes", 1024}, {"flags", 0}}}},
+              {"shards", {{{"shard", kShard}, {"expiry", nullptr}, {"keyed", true}}}}};
+  auto d = daemon_with({{"GET /v1/xorb/" + kXorb, http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"xorb", "--chunks", kXorb}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Chunks        2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2.0 KiB unpacked, 1000 B on disk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(kShard + "  keyed, expires never"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1  " + kSha + "  1,024  1,024"), std::string::npos) << r.out;
+  auto j = run_cli(with(d, {"--json", "xorb", kXorb}));
+  EXPECT_EQ(json::parse(j.out), doc);
+}
+
+TEST(Xorb, UnknownIsExit1) {
+  auto d = daemon_with({});
+  auto r = run_cli(with(d, {"xorb", kXorb}));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("not found"), std::string::npos);
+  auto j = run_cli(with(d, {"--json", "xorb", kXorb}));
+  EXPECT_EQ(j.code, 1);
+  EXPECT_EQ(json::parse(j.out)["error"]["code"], "not_found");
+}
+
+TEST(File, ShowsTermsAndSha256) {
+  json doc = {{"file", kFile},
+              {"size", 3000},
+              {"sha256", kSha},
+              {"verification", true},
+              {"terms", {{{"xorb", kXorb}, {"chunk_start", 0}, {"chunk_end", 3}, {"unpacked_bytes", 3000}}}},
+              {"shards", {kShard}}};
+  auto d = daemon_with({{"GET /v1/file/" + kFile, http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"file", kFile}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("SHA-256       " + kSha), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  0  " + kXorb + "    0..3   2.9 KiB"), std::string::npos) << r.out;
+  EXPECT_EQ(json::parse(run_cli(with(d, {"--json", "file", kFile})).out), doc);
+}
+
+TEST(Sha256, ListsFileHashesAndTakesPlainHex) {
+  json doc = {{"sha256", kSha}, {"files", {kFile}}};
+  auto d = daemon_with({{"GET /v1/sha256/" + kSha, http(200, doc.dump())}});
+  std::string upper = kSha;
+  for (auto& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  auto r = run_cli(with(d, {"sha256", upper}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, kFile + "\n");
+  EXPECT_EQ(run_cli(with(d, {"sha256", "abc"})).code, 65);
+  auto none = daemon_with({});
+  EXPECT_EQ(run_cli(with(none, {"sha256", kSha})).code, 1);
+}
+
+TEST(Shards, TableAndStateFilter) {
+  json doc = {{"shards", {shard_summary("live"), shard_summary("rejected")}}};
+  auto d = daemon_with({{"GET /v1/shards", http(200, doc.dump())},
+                        {"GET /v1/shards?state=expired", http(200, R"({"shards":[]})")}});
+  auto r = run_cli(with(d, {"shards"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("SHARD"), std::string::npos);
+  EXPECT_NE(r.out.find(kShard + "  live      "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[header.magic]"), std::string::npos) << r.out;
+  auto e = run_cli(with(d, {"shards", "--expired"}));
+  EXPECT_EQ(e.code, 0);
+  EXPECT_EQ(e.out, "no shards in state expired\n");
+  EXPECT_EQ(run_cli(with(d, {"shards", "--live", "--rejected"})).code, 64);
+}
+
+TEST(Shard, OneSummary) {
+  auto d = daemon_with({{"GET /v1/shard/" + kShard, http(200, shard_summary("rejected").dump())}});
+  auto r = run_cli(with(d, {"shard", kShard}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("State     rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Reason    header.magic at offset 0: not a shard"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Size      102,104 bytes (99.7 KiB)"), std::string::npos) << r.out;
+}
+
+TEST(Stats, Fields) {
+  auto d = daemon_with({{"GET /v1/stats", http(200, stats_doc().dump())}});
+  auto r = run_cli(with(d, {"stats"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Shards       1 live, 2 expired, 0 removed, 1 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Database     1.0 MiB on disk, map 256.0 MiB of 1.0 GiB used (25%)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Next expiry  none"), std::string::npos);
+  EXPECT_EQ(json::parse(run_cli(with(d, {"stats", "--json"})).out), stats_doc());
+}
+
+TEST(Status, UpAndCounts) {
+  json doc = {{"version", "0.1.0"},        {"pid", 42},
+              {"uptime_s", 93784},         {"socket", "/run/dedupd/dedupd.sock"},
+              {"state_dir", "/var/lib/dedupd"}, {"watch", {"/home/u/.cache/huggingface/xet"}},
+              {"stats", stats_doc()}};
+  auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"status"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("dedupd       running, version 0.1.0, pid 42, up 1d 2h 3m"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Watching     /home/u/.cache/huggingface/xet"), std::string::npos) << r.out;
+  json bad = doc;
+  bad["stats"].erase("chunks");
+  auto b = daemon_with({{"GET /v1/status", http(200, bad.dump())}});
+  EXPECT_EQ(run_cli(with(b, {"status"})).code, 76);
+}
+
+TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
+  const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
+  const std::string chunk = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
+  auto d = daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, bytes, "application/octet-stream")}});
+  testing::TempDir dir;
+  auto r = run_cli(with(d, {"dedup-shard", chunk, "-o", dir / "reply.mdb"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(testing::read_file(dir / "reply.mdb"), bytes);
+  EXPECT_NE(r.out.find("Wrote       102,104 bytes to " + (dir / "reply.mdb")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Holds       3 xorbs, 2,117 chunks"), std::string::npos) << r.out;
+  auto j = run_cli(with(d, {"--json", "dedup-shard", chunk, "-o", dir / "r2.mdb"}));
+  json doc = json::parse(j.out);
+  EXPECT_EQ(doc["chunks"], 2117);
+  EXPECT_EQ(doc["hmac_key"], "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
+  EXPECT_EQ(doc["expiry"], 1754664705);
+  // -o -: the shard on stdout, the summary on stderr.
+  auto s = run_cli(with(d, {"dedup-shard", chunk, "-o", "-"}));
+  EXPECT_EQ(s.out, bytes);
+  EXPECT_NE(s.err.find("Holds"), std::string::npos);
+}
+
+TEST(DedupShard, InvalidReplyIs76AndWritesNothing) {
+  const std::string chunk(64, '1');
+  auto d = daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, "garbage", "application/octet-stream")}});
+  testing::TempDir dir;
+  auto r = run_cli(with(d, {"dedup-shard", chunk, "-o", dir / "x.mdb"}));
+  EXPECT_EQ(r.code, 76);
+  EXPECT_NE(r.err.find("invalid shard"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.mdb"));
+  auto none = daemon_with({});
+  EXPECT_EQ(run_cli(with(none, {"dedup-shard", chunk, "-o", dir / "x.mdb"})).code, 1);
+  EXPECT_EQ(run_cli(with(none, {"dedup-shard", chunk})).code, 64) << "-o is required";
+}
+
+TEST(Admin, RescanPurgeRemove) {
+  json purge = {{"dry_run", true}, {"expired", {shard_summary("live")}}, {"deleted_files", {"/x/" + kShard + ".mdb"}}};
+  auto d = daemon_with({{"POST /v1/admin/rescan", http(200, R"({"scanned":10,"ingested":7,"rejected":1})")},
+                        {"POST /v1/admin/purge?dry_run=1", http(200, purge.dump())},
+                        {"POST /v1/admin/purge", http(200, R"({"dry_run":false,"expired":[],"deleted_files":[]})")},
+                        {"DELETE /v1/shard/" + kShard, http(200, json({{"removed", shard_summary("removed")}}).dump())}});
+  auto r = run_cli(with(d, {"rescan"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "scanned 10 files: 7 ingested, 1 rejected\n");
+  auto p = run_cli(with(d, {"purge", "--dry-run"}));
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("would expire 1 shard:"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("would delete 1 file past their grace period"), std::string::npos) << p.out;
+  auto p2 = run_cli(with(d, {"purge"}));
+  EXPECT_EQ(p2.out, "nothing was due: no shard expired\n");
+  auto rm = run_cli(with(d, {"remove", kShard}));
+  EXPECT_EQ(rm.code, 0) << rm.err;
+  EXPECT_NE(rm.out.find("removed shard " + kShard), std::string::npos);
+  auto gone = run_cli(with(d, {"remove", kFile}));
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_EQ(run_cli(with(d, {"remove", "nope"})).code, 65);
+}
+
+TEST(Admin, ForbiddenIs77WithTheDaemonsMessage) {
+  auto d = FakeDaemon([](const Request&) {
+    return http_error(403, "forbidden", "uid 1000 is neither root nor in group dedupd-admin");
+  });
+  for (std::vector<std::string> verb : {std::vector<std::string>{"rescan"}, {"purge"}, {"remove", kShard}}) {
+    auto r = run_cli(with(d, verb));
+    EXPECT_EQ(r.code, 77) << verb[0];
+    EXPECT_NE(r.err.find("group dedupd-admin"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Admin, IngestSendsTheBytesAndItsName) {
+  const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
+  FakeDaemon d([&](const Request& r) {
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.target, "/v1/admin/ingest?name=my%20shard.mdb");
+    EXPECT_EQ(r.headers.at("content-type"), "application/octet-stream");
+    if (r.body != bytes) return http_error(422, "invalid_shard", "header.magic at offset 0: not a shard");
+    return http(200, json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}})
+                         .dump());
+  });
+  testing::TempDir dir;
+  testing::write_file(dir / "my shard.mdb", bytes);
+  auto r = run_cli(with(d, {"ingest", dir / "my shard.mdb"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(kShard + "  added      0      3   2,117"), std::string::npos) << r.out;
+  testing::write_file(dir / "my shard.mdb", "junk");
+  auto bad = run_cli(with(d, {"ingest", dir / "my shard.mdb"}));
+  EXPECT_EQ(bad.code, 65);
+  EXPECT_NE(bad.err.find("header.magic at offset 0"), std::string::npos) << bad.err;
+  EXPECT_EQ(run_cli(with(d, {"ingest", dir / "missing"})).code, 65);
+}
+
+}  // namespace
+}  // namespace dedupctl
