@@ -48,7 +48,7 @@ class Ingester {
   FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source,
                                  std::uint64_t now);
   FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source,
-                     shard::Error error, std::uint64_t now);
+                     shard::Error error, std::uint64_t now, bool quarantine = true);
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
 
   index::Index& index_;

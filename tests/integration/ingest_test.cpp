@@ -10,6 +10,7 @@
 
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
+#include "shard/caf.hpp"
 
 namespace dedupd::itest {
 namespace {
@@ -136,6 +137,28 @@ TEST_F(Ingest, AnUploadedShardIsIngested) {
   EXPECT_TRUE(chunk_found(hash_of(shard)));
   auto bad = http().post("/v1/admin/ingest", "not a shard", "application/octet-stream");
   EXPECT_EQ(bad.status, 422) << bad.body;
+}
+
+TEST_F(Ingest, BundleMembersAreIngestedOneByOne) {
+  start();
+  auto a = make_shard({.seed = 81});
+  auto b = make_shard({.seed = 82});
+  std::vector<std::uint8_t> junk(64, 9);
+  std::string a_name = a.file_name(), b_name = b.file_name();
+  std::vector<shard::caf::MemberInput> members{
+      {a_name, a.bytes}, {"broken.mdb", junk}, {b_name, b.bytes}, {"README.txt", junk}};
+  auto bundle = shard::caf::write_bundle(members);
+  ASSERT_TRUE(bundle.ok()) << bundle.error().to_string();
+  drop_file(incoming, "shards.caf", *bundle);
+  ASSERT_TRUE(eventually([&] { return chunk_found(hash_of(a)) && chunk_found(hash_of(b)); }));
+  ASSERT_TRUE(eventually([&] { return shard_count("rejected") == 1; }));
+  auto rejected = get_json("/v1/shards?state=rejected")["shards"];
+  EXPECT_EQ(rejected[0]["paths"][0], (incoming / "shards.caf#broken.mdb").string()) << rejected.dump();
+
+  // The same bundle uploaded: the broken member fails the whole upload.
+  auto r = http().post("/v1/admin/ingest?name=x.caf", std::string(bundle->begin(), bundle->end()),
+                       "application/octet-stream");
+  EXPECT_EQ(r.status, 422) << r.body;
 }
 
 TEST_F(Ingest, NonAdminCallerGets403OnAdminRoutes) {

@@ -56,6 +56,7 @@ int ingest(const std::string& socket, const std::string& dir, std::uint32_t chun
     }
   }
   double ms = us(Clock::now() - t_dropped) / 1000;
+  std::printf("a chunk of it: %s\n", shard.first_chunks.back().to_string().c_str());
   std::printf("file appeared -> queryable: %.0f ms for %llu chunk entries (%.2f M entries/s); writing the file took %.0f ms\n",
               ms, (unsigned long long)shard.chunks, double(shard.chunks) / ms / 1000, us(t_dropped - t0) / 1000);
   return 0;
