@@ -18,6 +18,10 @@ struct Index::Impl {
   std::unique_ptr<lmdb::Env> env;
   schema::Dbs dbs{};
   std::mutex write_mu;  // one writer at a time inside the process
+
+  // Moves chunks_recent into chunks when it has outgrown its share (or
+  // always with force). Caller holds write_mu.
+  Status merge_if_due(bool force);
 };
 
 namespace detail {

@@ -109,8 +109,7 @@ Result<std::vector<XorbInfo>> Index::xorb(const Hash& xorb_hash) const {
     x.header = rec->header();
     x.chunks.reserve(rec->num_chunks());
     for (std::uint32_t i = 0; i < rec->num_chunks(); ++i) x.chunks.push_back(rec->chunk(i));
-    auto block = rec->cas_block();
-    x.cas_block.assign(block.begin(), block.end());
+    x.cas_block = rec->cas_block();
     if ((r2 = shard_refs_of(txn->get(), d, xk, x.shards))) return lmdb::error_of(r2, "reading a xorb's shards");
     out.push_back(std::move(x));
   }
@@ -239,6 +238,9 @@ Result<Stats> Index::stats() const {
   s.xorbs = st.ms_entries;
   if ((rc = mdb_stat(t, d.chunks, &st))) return lmdb::error_of(rc, "mdb_stat");
   s.chunk_entries = st.ms_entries;
+  if ((rc = mdb_stat(t, d.chunks_recent, &st))) return lmdb::error_of(rc, "mdb_stat");
+  s.chunk_entries += st.ms_entries;
+  s.recent_chunk_entries = st.ms_entries;
   if ((rc = mdb_stat(t, d.files, &st))) return lmdb::error_of(rc, "mdb_stat");
   s.files = st.ms_entries;
   {

@@ -29,6 +29,9 @@ struct Options {
   std::uint64_t max_map_size = 1ull << 40;       // growth stops here (virtual space, not disk)
   unsigned max_readers = 256;                    // concurrent read transactions, all processes
   Observer* observer = nullptr;                  // not owned; may be null
+  // New chunk entries go to a small table merged into the main one when it
+  // exceeds max(merge_threshold, main / 16) entries (schema.hpp says why).
+  std::uint64_t merge_threshold = 1u << 18;
   // Benchmarks only: MDB_NOSYNC. A crash of the machine (not of the process)
   // can lose acknowledged shards. Never set in the daemon.
   bool no_sync_for_benchmarks = false;
@@ -73,6 +76,10 @@ class Index {
   // Removes every live shard whose expiry <= now, marking them expired.
   // Returns their hashes, earliest first.
   Result<std::vector<Hash>> expire(std::uint64_t now);
+
+  // Merges the recently added chunk entries into the main table now (ingest
+  // does this by itself when they are due; for idle time and tests).
+  Status merge_recent();
 
   // Remembers an invalid file so the daemon does not retry it until its size
   // or mtime changes. `reject.recorded_at` is taken as given.

@@ -62,7 +62,10 @@ int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::
   MDB_val k = val(h), v;
   int rc = mdb_cursor_get(ids, &k, &v, MDB_SET_KEY);
   if (rc == MDB_NOTFOUND) return 0;
-  auto raw = block.raw();
+  // Stored forms are canonical encodings, so equal content is equal bytes.
+  XorbPlan plan = plan_xorb_record(block);
+  Bytes mine(plan.size);
+  encode_xorb_record(mine.data(), key, block, plan);
   while (rc == 0) {
     if (v.mv_size != 4) return werr.fail(kRuleCorrupt, "xorb_ids: bad id size");
     XorbId id = load_be32(static_cast<const std::uint8_t*>(v.mv_data));
@@ -74,8 +77,7 @@ int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::
     }
     auto rec = XorbRecordView::decode(xv);
     if (!rec) return werr.fail(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
-    if (std::memcmp(rec->key_bytes(), key.data(), 32) == 0 && rec->cas_block().size() == raw.size() &&
-        std::memcmp(rec->cas_block().data(), raw.data(), raw.size()) == 0) {
+    if (rec->record().size() == mine.size() && std::memcmp(rec->record().data(), mine.data(), mine.size()) == 0) {
       found = id;
       return 0;
     }
@@ -207,10 +209,11 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
         if (next_id > kMaxXorbId) return werr.fail(kRuleLimit, "xorb ids exhausted");
         id = XorbId(next_id++);
         IdKey ik(id);
-        MDB_val xk = ik.mdb(), xv{xorb_record_size(xb.num_chunks()), nullptr};
+        XorbPlan plan = plan_xorb_record(xb);
+        MDB_val xk = ik.mdb(), xv{plan.size, nullptr};
         // MDB_RESERVE: the record is laid out straight into its pages.
         if ((rc = mdb_put(txn, d.xorbs, &xk, &xv, MDB_RESERVE))) return rc;
-        encode_xorb_record(static_cast<std::uint8_t*>(xv.mv_data), key, xb);
+        encode_xorb_record(static_cast<std::uint8_t*>(xv.mv_data), key, xb, plan);
         Hash xh = xb.hash();
         MDB_val hk = val(xh), iv = ik.mdb();
         if ((rc = mdb_put(txn, d.xorb_ids, &hk, &iv, 0))) return rc;
@@ -230,7 +233,7 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
     // In key order the B-tree descents reuse the pages just visited.
     std::sort(entries.begin(), entries.end());
     Cursor chunks;
-    if ((rc = chunks.open(txn, d.chunks))) return rc;
+    if ((rc = chunks.open(txn, d.chunks_recent))) return rc;
     for (const auto& e : entries) {
       MDB_val ck = e.mdb_key(), cv = e.mdb_value();
       if ((rc = mdb_cursor_put(chunks.get(), &ck, &cv, 0))) return rc;
@@ -293,6 +296,11 @@ Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem>
       "ingesting a shard");
   if (!status) return status.error();
   if (werr.error) return *werr.error;
+  // The shards are committed: a failed merge must not turn their success
+  // into an error. Their entries stay queryable in the recent table and the
+  // merge is tried again after the next ingest.
+  if (auto merged = impl_->merge_if_due(false); !merged && impl_->options.observer)
+    impl_->options.observer->merge_failed(merged.error());
   return results;
 }
 

@@ -40,7 +40,8 @@ class ChunkReader {
 
   int open() {
     int rc;
-    if ((rc = chunks_.open(txn_, im_.dbs.chunks)) || (rc = xorb_shards_.open(txn_, im_.dbs.xorb_shards)) ||
+    if ((rc = recent_.open(txn_, im_.dbs.chunks_recent)) || (rc = chunks_.open(txn_, im_.dbs.chunks)) ||
+        (rc = xorb_shards_.open(txn_, im_.dbs.xorb_shards)) ||
         (rc = keys_cur_.open(txn_, im_.dbs.keys)))
       return rc;
     MDB_val k, v;
@@ -68,9 +69,14 @@ class ChunkReader {
   };
 
   int probe(const Hash& stored, const Key* key, std::uint32_t begin) {
+    if (int rc = probe(recent_, stored, key, begin)) return rc;
+    return probe(chunks_, stored, key, begin);
+  }
+
+  int probe(const Cursor& table, const Hash& stored, const Key* key, std::uint32_t begin) {
     auto probe_value = chunk_probe(stored.data());
     MDB_val k = val(stored.data(), kChunkKeyBytes), v = val(probe_value.data(), probe_value.size());
-    int rc = chunks_.move(&k, &v, MDB_GET_BOTH_RANGE);
+    int rc = table.move(&k, &v, MDB_GET_BOTH_RANGE);
     while (rc == 0) {
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
       if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, stored.data())) break;
@@ -78,23 +84,20 @@ class ChunkReader {
       const Cached* x;
       if ((rc = xorb(chunk_value_xorb(dup), x))) return rc;
       // The full 32 bytes decide; the key must be the one we hashed with.
-      if (x && index < x->rec.num_chunks() && std::memcmp(x->rec.chunk_bytes(index), stored.data(), 32) == 0 &&
+      if (x && index < x->rec.num_chunks() && std::memcmp(x->rec.chunk_hash_bytes(index), stored.data(), 32) == 0 &&
           (key ? std::memcmp(x->rec.key_bytes(), key->data(), 32) == 0 : !x->rec.keyed()))
         emit(*x, index, begin);
-      rc = chunks_.move(&k, &v, MDB_NEXT_DUP);
+      rc = table.move(&k, &v, MDB_NEXT_DUP);
     }
     return rc == MDB_NOTFOUND ? 0 : rc;
   }
 
   void emit(const Cached& x, std::uint32_t index, std::uint32_t begin) {
-    shard::ChunkEntry c = x.rec.chunk(index);
     BatchLocation l;
     l.xorb = x.rec.xorb_hash();
     l.chunk_index = index;
-    l.byte_start = c.byte_start;
-    l.unpacked_bytes = c.unpacked_bytes;
-    l.byte_end = c.byte_start + c.unpacked_bytes;
-    l.flags = c.flags;
+    x.rec.chunk_range(index, l.byte_start, l.unpacked_bytes, l.flags);
+    l.byte_end = l.byte_start + l.unpacked_bytes;
     l.shard_set = x.shard_set;
     // The same chunk of the same xorb stored raw and keyed (or under two
     // keys) is one location with the shards of both.
@@ -152,7 +155,7 @@ class ChunkReader {
   const Index::Impl& im_;
   MDB_txn* txn_;
   BatchResult& out_;
-  Cursor chunks_, xorb_shards_, keys_cur_;
+  Cursor recent_, chunks_, xorb_shards_, keys_cur_;
   std::vector<Key> keys_;
   std::unordered_map<XorbId, Cached> cache_;
 };

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "shard/result.hpp"
+
 namespace dedupd::index {
 
 class Observer {
@@ -14,6 +16,9 @@ class Observer {
   virtual void map_grown(std::uint64_t old_size, std::uint64_t new_size) = 0;
   // mdb_reader_check found reader slots of dead processes at open.
   virtual void stale_readers_cleared(int count) = 0;
+  // Merging recent chunk entries after a (successful) ingest failed; the
+  // entries stay queryable and the merge is retried after the next ingest.
+  virtual void merge_failed(const shard::Error& error) = 0;
 };
 
 }  // namespace dedupd::index

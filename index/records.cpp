@@ -71,23 +71,85 @@ class In {
 
 }  // namespace
 
-void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block) {
+XorbPlan plan_xorb_record(const shard::XorbBlock& block) {
+  const std::uint32_t n = block.num_chunks();
+  const std::uint32_t total = block.header().bytes_in_xorb;
+  bool compact = total < (1u << 31);
+  std::uint64_t at = 0;
+  for (std::uint32_t i = 0; i < n && compact; ++i) {
+    shard::ChunkEntry c = block.chunk(i);
+    compact = c.byte_start == at && c.unused == 0 && (c.flags & ~shard::kChunkFlagGlobalDedupEligible) == 0;
+    at += c.unpacked_bytes;
+  }
+  compact = compact && at == total;
+  return {compact, kXorbRecordHeader + (compact ? 36 : shard::kEntrySize) * std::size_t(n)};
+}
+
+void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block, const XorbPlan& plan) {
   std::memset(dst, 0, kXorbRecordHeader);
-  shard::store_u32(dst, key.is_zero() ? 0u : 1u);
+  shard::store_u32(dst, (key.is_zero() ? 0u : kXorbKeyed) | (plan.compact ? kXorbCompact : 0u));
   shard::store_u32(dst + 4, block.num_chunks());
   std::memcpy(dst + 8, key.data(), 32);
   auto raw = block.raw();
-  std::memcpy(dst + kXorbRecordHeader, raw.data(), raw.size());
+  std::memcpy(dst + 48, raw.data(), shard::kEntrySize);
+  if (!plan.compact) {
+    std::memcpy(dst + kXorbRecordHeader, raw.data() + shard::kEntrySize, raw.size() - shard::kEntrySize);
+    return;
+  }
+  std::uint8_t* p = dst + kXorbRecordHeader;
+  for (std::uint32_t i = 0; i < block.num_chunks(); ++i, p += 36) {
+    shard::ChunkEntry c = block.chunk(i);
+    std::memcpy(p, block.chunk_hash_bytes(i), 32);
+    shard::store_u32(p + 32, c.byte_start | (c.flags & shard::kChunkFlagGlobalDedupEligible));
+  }
 }
 
 std::optional<XorbRecordView> XorbRecordView::decode(const MDB_val& v) {
-  if (v.mv_size < xorb_record_size(0)) return std::nullopt;
+  if (v.mv_size < kXorbRecordHeader) return std::nullopt;
   XorbRecordView r;
   r.p_ = static_cast<const std::uint8_t*>(v.mv_data);
   r.n_ = shard::load_u32(r.p_ + 4);
-  if (v.mv_size != xorb_record_size(r.n_)) return std::nullopt;
-  if (shard::XorbHeader::decode(r.p_ + kXorbRecordHeader).num_entries != r.n_) return std::nullopt;
+  r.size_ = v.mv_size;
+  if (v.mv_size != kXorbRecordHeader + (r.compact() ? 36 : shard::kEntrySize) * std::size_t(r.n_))
+    return std::nullopt;
+  if (shard::XorbHeader::decode(r.p_ + 48).num_entries != r.n_) return std::nullopt;
   return r;
+}
+
+void XorbRecordView::chunk_range(std::uint32_t i, std::uint32_t& start, std::uint32_t& unpacked,
+                                 std::uint32_t& flags) const {
+  const std::uint8_t* e = entry(i);
+  if (!compact()) {
+    start = shard::load_u32(e + 32);
+    unpacked = shard::load_u32(e + 36);
+    flags = shard::load_u32(e + 40);
+    return;
+  }
+  std::uint32_t w = shard::load_u32(e + 32);
+  start = w & ~shard::kChunkFlagGlobalDedupEligible;
+  flags = w & shard::kChunkFlagGlobalDedupEligible;
+  std::uint32_t end = i + 1 < n_ ? shard::load_u32(entry(i + 1) + 32) & ~shard::kChunkFlagGlobalDedupEligible
+                                 : header().bytes_in_xorb;
+  unpacked = end - start;
+}
+
+shard::ChunkEntry XorbRecordView::chunk(std::uint32_t i) const {
+  if (!compact()) return shard::ChunkEntry::decode(entry(i));
+  shard::ChunkEntry c;
+  c.chunk_hash = Hash::from_bytes({entry(i), 32});
+  chunk_range(i, c.byte_start, c.unpacked_bytes, c.flags);
+  return c;
+}
+
+std::vector<std::uint8_t> XorbRecordView::cas_block() const {
+  std::vector<std::uint8_t> out(shard::kEntrySize * (1 + std::size_t(n_)));
+  std::memcpy(out.data(), p_ + 48, shard::kEntrySize);
+  if (!compact()) {
+    std::memcpy(out.data() + shard::kEntrySize, p_ + kXorbRecordHeader, shard::kEntrySize * std::size_t(n_));
+    return out;
+  }
+  for (std::uint32_t i = 0; i < n_; ++i) chunk(i).encode(out.data() + shard::kEntrySize * (1 + std::size_t(i)));
+  return out;
 }
 
 Bytes encode(const ShardRecord& r) {

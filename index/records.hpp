@@ -100,37 +100,55 @@ struct IdKey {
 };
 
 // ---- xorb record: xorbs[id] -----------------------------------------------
-// 0  u32 flags (bit 0: keyed)     4  u32 num_chunks
-// 8  key[32] (zero when raw)     40  u64 reserved
-// 48 the CAS block as stored: 48-byte XorbHeader + num_chunks x 48-byte entries
-inline constexpr std::size_t kXorbRecordHeader = 48;
-inline std::size_t xorb_record_size(std::uint32_t num_chunks) {
-  return kXorbRecordHeader + shard::kEntrySize * (1 + std::size_t(num_chunks));
-}
-void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block);
+// 0  u32 flags (bit 0: keyed, bit 1: compact)   4  u32 num_chunks
+// 8  key[32] (zero when raw)                   40  u64 reserved
+// 48 the 48-byte XorbHeader as stored
+// 96 num_chunks entries:
+//    verbatim: the 48-byte CAS chunk entries as stored;
+//    compact:  stored hash[32], u32 byte_start | (eligible << 31): 36 bytes.
+// Compact is used when it rebuilds the exact bytes: byte_start is the
+// running sum of unpacked sizes, the last chunk ends at bytes_in_xorb (so
+// unpacked sizes follow from the starts), flags are 0 or the eligibility bit,
+// the unused word is 0, and bytes_in_xorb < 2^31. Every writer we know of
+// produces that; anything else is kept verbatim.
+inline constexpr std::size_t kXorbRecordHeader = 96;
+inline constexpr std::uint32_t kXorbKeyed = 1, kXorbCompact = 2;
+
+struct XorbPlan {
+  bool compact = false;
+  std::size_t size = 0;
+};
+XorbPlan plan_xorb_record(const shard::XorbBlock& block);
+void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block, const XorbPlan& plan);
 
 class XorbRecordView {
  public:
   // Checks the sizes agree; nullopt means a corrupt record.
   static std::optional<XorbRecordView> decode(const MDB_val& v);
-  bool keyed() const { return shard::load_u32(p_) & 1u; }
+  bool keyed() const { return shard::load_u32(p_) & kXorbKeyed; }
+  bool compact() const { return shard::load_u32(p_) & kXorbCompact; }
   Key key() const { return Hash::from_bytes({p_ + 8, 32}); }
   const std::uint8_t* key_bytes() const { return p_ + 8; }
   std::uint32_t num_chunks() const { return n_; }
-  std::span<const std::uint8_t> cas_block() const {
-    return {p_ + kXorbRecordHeader, shard::kEntrySize * (1 + std::size_t(n_))};
-  }
-  const std::uint8_t* xorb_hash_bytes() const { return p_ + kXorbRecordHeader; }
+  const std::uint8_t* xorb_hash_bytes() const { return p_ + 48; }
   Hash xorb_hash() const { return Hash::from_bytes({xorb_hash_bytes(), 32}); }
-  shard::XorbHeader header() const { return shard::XorbHeader::decode(p_ + kXorbRecordHeader); }
-  const std::uint8_t* chunk_bytes(std::uint32_t i) const {
-    return p_ + kXorbRecordHeader + shard::kEntrySize * (1 + std::size_t(i));
-  }
-  shard::ChunkEntry chunk(std::uint32_t i) const { return shard::ChunkEntry::decode(chunk_bytes(i)); }
+  shard::XorbHeader header() const { return shard::XorbHeader::decode(p_ + 48); }
+  // The stored (keyed when keyed()) hash of chunk i.
+  const std::uint8_t* chunk_hash_bytes(std::uint32_t i) const { return entry(i); }
+  shard::ChunkEntry chunk(std::uint32_t i) const;
+  // Byte range and flags of chunk i without decoding its hash.
+  void chunk_range(std::uint32_t i, std::uint32_t& start, std::uint32_t& unpacked, std::uint32_t& flags) const;
+  // The CAS block exactly as the source shard stored it.
+  std::vector<std::uint8_t> cas_block() const;
+  std::span<const std::uint8_t> record() const { return {p_, size_}; }
 
  private:
+  const std::uint8_t* entry(std::uint32_t i) const {
+    return p_ + kXorbRecordHeader + (compact() ? 36 : shard::kEntrySize) * std::size_t(i);
+  }
   const std::uint8_t* p_ = nullptr;
   std::uint32_t n_ = 0;
+  std::size_t size_ = 0;
 };
 
 // ---- shard record: shards[shard hash] (kept after removal) ----------------

@@ -41,7 +41,7 @@ int drop_xorb(Index::Impl& im, MDB_txn* txn, XorbId id, std::vector<ChunkEntryKe
   auto rec = XorbRecordView::decode(xv);
   if (!rec) return werr.fail(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
   // Copy out before writing: a write may move the pages xv points into.
-  for (std::uint32_t i = 0; i < rec->num_chunks(); ++i) dead.push_back(chunk_entry(rec->chunk_bytes(i), id, i));
+  for (std::uint32_t i = 0; i < rec->num_chunks(); ++i) dead.push_back(chunk_entry(rec->chunk_hash_bytes(i), id, i));
   Hash xh = rec->xorb_hash();
   if ((rc = del_dup(txn, im.dbs.xorb_ids, val(xh), ik.mdb()))) return rc;
   rc = mdb_del(txn, im.dbs.xorbs, &xk, nullptr);
@@ -105,13 +105,16 @@ int remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& h, ShardState new_s
   }
   if (!dead.empty()) {
     std::sort(dead.begin(), dead.end());
-    Cursor c;
-    if ((rc = c.open(txn, d.chunks))) return rc;
+    Cursor recent, main;
+    if ((rc = recent.open(txn, d.chunks_recent)) || (rc = main.open(txn, d.chunks))) return rc;
     for (const auto& e : dead) {
-      MDB_val ck = e.mdb_key(), cv = e.mdb_value();
-      rc = mdb_cursor_get(c.get(), &ck, &cv, MDB_GET_BOTH);
-      if (rc == MDB_NOTFOUND) continue;
-      if (rc || (rc = mdb_cursor_del(c.get(), 0))) return rc;
+      for (MDB_cursor* c : {recent.get(), main.get()}) {
+        MDB_val ck = e.mdb_key(), cv = e.mdb_value();
+        rc = mdb_cursor_get(c, &ck, &cv, MDB_GET_BOTH);
+        if (rc == MDB_NOTFOUND) continue;
+        if (rc || (rc = mdb_cursor_del(c, 0))) return rc;
+        break;
+      }
     }
   }
   for (const Hash& fh : refs.files)

@@ -28,6 +28,7 @@ const Table kTables[] = {
     {"xorbs", 0, &Dbs::xorbs},
     {"xorb_shards", kDup, &Dbs::xorb_shards},
     {"chunks", kDup, &Dbs::chunks},
+    {"chunks_recent", kDup, &Dbs::chunks_recent},
     {"files", 0, &Dbs::files},
     {"file_shards", kDup, &Dbs::file_shards},
     {"sha256", kDup, &Dbs::sha256},

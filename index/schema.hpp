@@ -9,6 +9,12 @@
 //   xorbs        u32 BE xorb id -> xorb record (CAS block as stored)
 //   xorb_shards  u32 BE xorb id -> dup shard hash (the refcount is the count)
 //   chunks       first hash byte -> dup 12-byte (hash bytes, xorb id, index)
+//   chunks_recent  the same layout: where ingest puts new entries. Merged
+//                into `chunks` a few key bytes per transaction once it
+//                exceeds 1/16 of `chunks` (see merge.cpp): inserting at
+//                random into the big table would copy most of its pages in
+//                every transaction, and LMDB keeps the old copies until two
+//                commits later, which is what the file size pays for.
 //   files        file hash -> file record (file-info block as stored)
 //   file_shards  file hash -> dup shard hash
 //   sha256       sha256 -> dup file hash
@@ -33,7 +39,8 @@ inline constexpr std::uint32_t kVersion = 1;
 inline constexpr unsigned kMaxDbs = 16;
 
 struct Dbs {
-  MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, files, file_shards,
+  MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
+      file_shards,
       sha256, sources;
 };
 

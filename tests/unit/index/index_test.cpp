@@ -30,9 +30,19 @@ std::vector<Hash> shard_hashes(const std::vector<ShardRef>& refs) {
   return out;
 }
 
-using IndexTest = IndexFixture;
+// Every IndexTest runs twice: with new chunk entries left in the recent
+// table, and with every ingest merging them into the main table.
+class IndexTest : public IndexFixture, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    merge_threshold = GetParam() ? 0 : 1u << 30;
+    reopen();
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Tables, IndexTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "merged" : "recent"; });
 
-TEST_F(IndexTest, NewIndexIsEmptyAndConsistent) {
+TEST_P(IndexTest, NewIndexIsEmptyAndConsistent) {
   Stats s = stats();
   EXPECT_EQ(s.shards_live, 0u);
   EXPECT_EQ(s.chunk_entries, 0u);
@@ -44,7 +54,7 @@ TEST_F(IndexTest, NewIndexIsEmptyAndConsistent) {
   EXPECT_THAT(find(hash_of_seed(1)), IsEmpty());
 }
 
-TEST_F(IndexTest, IngestThenEveryChunkAnswersWithItsRange) {
+TEST_P(IndexTest, IngestThenEveryChunkAnswersWithItsRange) {
   auto a = gen_xorb(1, 50), b = gen_xorb(2, 7);
   auto s = own(build_shard({.xorbs = {&a, &b}}));
   IngestResult r = ingest(s, "/cache/a.mdb");
@@ -76,7 +86,7 @@ TEST_F(IndexTest, IngestThenEveryChunkAnswersWithItsRange) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, AHashSharingTheFirst48BitsIsNotAMatch) {
+TEST_P(IndexTest, AHashSharingTheFirst48BitsIsNotAMatch) {
   auto a = gen_xorb(3, 4);
   auto s = own(build_shard({.xorbs = {&a}}));
   ingest(s);
@@ -89,7 +99,7 @@ TEST_F(IndexTest, AHashSharingTheFirst48BitsIsNotAMatch) {
   EXPECT_EQ(find(a.raw[2]).size(), 1u);
 }
 
-TEST_F(IndexTest, SameBytesTwiceIsOneShardWithBothPaths) {
+TEST_P(IndexTest, SameBytesTwiceIsOneShardWithBothPaths) {
   auto a = gen_xorb(4, 10);
   auto s = own(build_shard({.xorbs = {&a}}));
   ingest(s, "/one/x.mdb");
@@ -111,7 +121,7 @@ TEST_F(IndexTest, SameBytesTwiceIsOneShardWithBothPaths) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, GivenShardHashIsUsedAsIdentity) {
+TEST_P(IndexTest, GivenShardHashIsUsedAsIdentity) {
   auto a = gen_xorb(5, 3);
   auto s = own(build_shard({.xorbs = {&a}}));
   Hash named = hash_of_seed(777);
@@ -121,7 +131,7 @@ TEST_F(IndexTest, GivenShardHashIsUsedAsIdentity) {
   EXPECT_FALSE(idx->shard(s.hash)->has_value());
 }
 
-TEST_F(IndexTest, ShardInfoDescribesTheShard) {
+TEST_P(IndexTest, ShardInfoDescribesTheShard) {
   auto a = gen_xorb(6, 5);
   Key key = hash_of_seed(66);
   auto s = own(build_shard({.xorbs = {&a}, .key = key, .expiry = 2000000000, .created = 1900000000}));
@@ -143,7 +153,7 @@ TEST_F(IndexTest, ShardInfoDescribesTheShard) {
   EXPECT_FALSE(idx->shard(hash_of_seed(1))->has_value());
 }
 
-TEST_F(IndexTest, UploadShardWithoutFooterNeverExpires) {
+TEST_P(IndexTest, UploadShardWithoutFooterNeverExpires) {
   auto a = gen_xorb(7, 3);
   auto s = own(build_shard({.xorbs = {&a}, .footer = false}));
   ingest(s);
@@ -156,7 +166,7 @@ TEST_F(IndexTest, UploadShardWithoutFooterNeverExpires) {
   EXPECT_FALSE(*idx->next_expiry());
 }
 
-TEST_F(IndexTest, KeyedShardAnswersRawQueries) {
+TEST_P(IndexTest, KeyedShardAnswersRawQueries) {
   auto a = gen_xorb(8, 20);
   Key key = hash_of_seed(88);
   auto s = own(build_shard({.xorbs = {&a}, .key = key, .expiry = 3000000000}));
@@ -174,7 +184,7 @@ TEST_F(IndexTest, KeyedShardAnswersRawQueries) {
   EXPECT_EQ(stats().keys, 1u);
 }
 
-TEST_F(IndexTest, RealFixtureKeyedServerShard) {
+TEST_P(IndexTest, RealFixtureKeyedServerShard) {
   auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/gpt2-64-8bits.tflite.shard");
   ASSERT_TRUE(file) << file.error().to_string();
   auto view = shard::ShardView::parse(file->bytes());
@@ -230,7 +240,7 @@ TEST_F(IndexTest, RealFixtureKeyedServerShard) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
+TEST_P(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
   auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/gpt2-64-8bits.tflite.shard");
   ASSERT_TRUE(file);
   auto view = shard::ShardView::parse(file->bytes());
@@ -244,7 +254,7 @@ TEST_F(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
+TEST_P(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
   auto shared = gen_xorb(10, 30), only1 = gen_xorb(11, 5), only2 = gen_xorb(12, 6);
   auto s1 = own(build_shard({.xorbs = {&shared, &only1}, .files = {gen_file(1, shared, 0, 30, true, true)}}));
   auto s2 = own(build_shard({.xorbs = {&only2, &shared}, .expiry = 2100000000,
@@ -290,7 +300,7 @@ TEST_F(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
   }
 }
 
-TEST_F(IndexTest, KeyedAndUnkeyedShardWithTheSameXorb) {
+TEST_P(IndexTest, KeyedAndUnkeyedShardWithTheSameXorb) {
   auto x = gen_xorb(20, 12);
   Key key = hash_of_seed(2020);
   auto plain = own(build_shard({.xorbs = {&x}}));
@@ -328,7 +338,7 @@ TEST_F(IndexTest, KeyedAndUnkeyedShardWithTheSameXorb) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, TwoKeyedShardsWithTheSameKeyShareTheXorbForm) {
+TEST_P(IndexTest, TwoKeyedShardsWithTheSameKeyShareTheXorbForm) {
   auto x = gen_xorb(21, 4);
   Key key = hash_of_seed(2121);
   auto s1 = own(build_shard({.xorbs = {&x}, .key = key, .created = 1}));
@@ -344,7 +354,7 @@ TEST_F(IndexTest, TwoKeyedShardsWithTheSameKeyShareTheXorbForm) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, AChunkInTwoXorbsAnswersBoth) {
+TEST_P(IndexTest, AChunkInTwoXorbsAnswersBoth) {
   auto x1 = gen_xorb(30, 5), x2 = gen_xorb(31, 5);
   x2.raw[2] = x1.raw[4];  // two uploads of the same bytes
   auto s = own(build_shard({.xorbs = {&x1, &x2}}));
@@ -357,7 +367,7 @@ TEST_F(IndexTest, AChunkInTwoXorbsAnswersBoth) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, SameXorbHashWithDifferentContentKeepsBothForms) {
+TEST_P(IndexTest, SameXorbHashWithDifferentContentKeepsBothForms) {
   auto x = gen_xorb(32, 4);
   auto y = x;
   y.sizes[1] += 1;  // another description of "the same" xorb
@@ -374,7 +384,81 @@ TEST_F(IndexTest, SameXorbHashWithDifferentContentKeepsBothForms) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, AXorbListedTwiceInOneShardCountsOnce) {
+// Xorb records are stored compactly when that rebuilds the exact bytes; a
+// xorb with unusual fields is kept verbatim. Both give back the CAS block
+// byte for byte and the right ranges.
+TEST_P(IndexTest, XorbRecordsRebuildTheCasBlockExactly) {
+  auto canon = gen_xorb(34, 9);
+  auto odd = gen_xorb(35, 9);
+  shard::ShardWriter w;
+  for (const GenXorb* g : {&canon, &odd}) {
+    shard::XorbRecord r;
+    r.header.xorb_hash = g->hash;
+    r.header.bytes_on_disk = 777;
+    std::uint32_t at = 0;
+    for (std::size_t i = 0; i < g->raw.size(); ++i) {
+      shard::ChunkEntry c;
+      c.chunk_hash = g->raw[i];
+      c.unpacked_bytes = g->sizes[i];
+      c.byte_start = at;
+      c.flags = i % 3 == 0 ? shard::kChunkFlagGlobalDedupEligible : 0;
+      if (g == &odd) {
+        c.byte_start = at + 5 * std::uint32_t(i);  // gaps
+        c.flags |= 0x10;
+        c.unused = std::uint32_t(i);
+      }
+      at += g->sizes[i];
+      r.chunks.push_back(c);
+    }
+    r.header.bytes_in_xorb = at + (g == &odd ? 5 * std::uint32_t(g->raw.size()) : 0);
+    w.add_xorb(std::move(r));
+  }
+  auto s = own(w.write(shard::WriteOptions{}));
+  ingest(s);
+  for (const shard::XorbBlock& b : s.view->xorbs()) {
+    auto forms = idx->xorb(b.hash());
+    ASSERT_TRUE(forms);
+    ASSERT_EQ(forms->size(), 1u);
+    auto raw = b.raw();
+    EXPECT_EQ(forms->front().cas_block, std::vector<std::uint8_t>(raw.begin(), raw.end()));
+    for (std::uint32_t i = 0; i < b.num_chunks(); ++i) {
+      shard::ChunkEntry c = b.chunk(i);
+      auto locs = find(c.chunk_hash);
+      ASSERT_EQ(locs.size(), 1u);
+      EXPECT_EQ(locs[0].byte_start, c.byte_start);
+      EXPECT_EQ(locs[0].unpacked_bytes, c.unpacked_bytes);
+      EXPECT_EQ(locs[0].flags, c.flags);
+      EXPECT_EQ(forms->front().chunks[i].unused, c.unused);
+    }
+  }
+  // Ingesting the same content again shares the stored forms.
+  shard::WriteOptions upload;
+  upload.with_footer = false;
+  auto again = own(w.write(upload));
+  EXPECT_EQ(ingest(again).new_xorbs, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_P(IndexTest, EntriesAnswerFromBothTables) {
+  auto x1 = gen_xorb(36, 50), x2 = gen_xorb(37, 50);
+  auto s1 = own(build_shard({.xorbs = {&x1}}));
+  auto s2 = own(build_shard({.xorbs = {&x2, &x1}}));
+  ingest(s1);
+  ASSERT_TRUE(idx->merge_recent());
+  EXPECT_EQ(stats().recent_chunk_entries, 0u);
+  ingest(s2);
+  EXPECT_EQ(stats().chunk_entries, 100u);
+  EXPECT_EQ(find(x1.raw[10])[0].shards.size(), 2u);
+  EXPECT_EQ(find(x2.raw[10]).size(), 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+  ASSERT_TRUE(idx->remove(s1.hash));
+  ASSERT_TRUE(idx->remove(s2.hash));
+  EXPECT_EQ(stats().chunk_entries, 0u);
+  EXPECT_THAT(find(x1.raw[10]), IsEmpty());
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_P(IndexTest, AXorbListedTwiceInOneShardCountsOnce) {
   auto x = gen_xorb(33, 3);
   auto s = own(build_shard({.xorbs = {&x, &x}}));
   EXPECT_EQ(ingest(s).new_xorbs, 1u);
@@ -385,7 +469,7 @@ TEST_F(IndexTest, AXorbListedTwiceInOneShardCountsOnce) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, RemoveOutcomesAndRevive) {
+TEST_P(IndexTest, RemoveOutcomesAndRevive) {
   auto x = gen_xorb(40, 3);
   auto s = own(build_shard({.xorbs = {&x}}));
   EXPECT_EQ(idx->remove(s.hash)->outcome, RemoveOutcome::not_found);
@@ -410,7 +494,7 @@ TEST_F(IndexTest, RemoveOutcomesAndRevive) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, NextExpiryAndExpireFollowExpiryOrder) {
+TEST_P(IndexTest, NextExpiryAndExpireFollowExpiryOrder) {
   auto x1 = gen_xorb(50, 2), x2 = gen_xorb(51, 2), x3 = gen_xorb(52, 2), x4 = gen_xorb(53, 2);
   auto late = own(build_shard({.xorbs = {&x1}, .expiry = 3000}));
   auto early = own(build_shard({.xorbs = {&x2}, .expiry = 1000}));
@@ -436,7 +520,7 @@ TEST_F(IndexTest, NextExpiryAndExpireFollowExpiryOrder) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, FilesAndSha256) {
+TEST_P(IndexTest, FilesAndSha256) {
   auto x = gen_xorb(60, 10);
   auto f_plain = gen_file(5, x, 0, 10, false, false);
   auto f_rich = gen_file(5, x, 0, 10, true, true);
@@ -476,7 +560,7 @@ TEST_F(IndexTest, FilesAndSha256) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, RejectedFilesAreRememberedUntilTheyChange) {
+TEST_P(IndexTest, RejectedFilesAreRememberedUntilTheyChange) {
   RejectInfo r{.path = "/cache/bad.mdb", .size = 100, .mtime_ns = 5, .content_hash = hash_of_seed(9),
                .rule = "header.magic", .offset = 0, .message = "not a shard", .recorded_at = 42};
   ASSERT_TRUE(idx->record_rejected(r));
@@ -513,7 +597,7 @@ TEST_F(IndexTest, RejectedFilesAreRememberedUntilTheyChange) {
   EXPECT_FALSE(idx->record_rejected(RejectInfo{}));
 }
 
-TEST_F(IndexTest, LongPathsAreFine) {
+TEST_P(IndexTest, LongPathsAreFine) {
   std::string path = "/" + std::string(3000, 'p') + ".mdb";
   auto x = gen_xorb(71, 2);
   auto s = own(build_shard({.xorbs = {&x}}));
@@ -522,7 +606,7 @@ TEST_F(IndexTest, LongPathsAreFine) {
   EXPECT_THAT((*idx->shard(s.hash))->paths, ElementsAre(path));
 }
 
-TEST_F(IndexTest, BatchLookupKeepsRequestOrder) {
+TEST_P(IndexTest, BatchLookupKeepsRequestOrder) {
   auto x = gen_xorb(80, 100);
   Key key = hash_of_seed(8080);
   auto y = gen_xorb(81, 10);
@@ -559,7 +643,7 @@ TEST_F(IndexTest, BatchLookupKeepsRequestOrder) {
   EXPECT_EQ(out.size(), 1u);
 }
 
-TEST_F(IndexTest, DataSurvivesReopen) {
+TEST_P(IndexTest, DataSurvivesReopen) {
   auto x = gen_xorb(90, 40);
   auto s = own(build_shard({.xorbs = {&x}, .expiry = 5000}));
   ingest(s);
@@ -569,7 +653,7 @@ TEST_F(IndexTest, DataSurvivesReopen) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-TEST_F(IndexTest, SecondOpenInTheSameProcessIsRefused) {
+TEST_P(IndexTest, SecondOpenInTheSameProcessIsRefused) {
   Options o;
   o.dir = tmp.sub("idx");
   auto second = Index::open(o);
@@ -596,7 +680,7 @@ void set_schema_version(const std::string& dir, std::uint32_t version) {
   mdb_env_close(env);
 }
 
-TEST_F(IndexTest, AnotherSchemaVersionIsAClearError) {
+TEST_P(IndexTest, AnotherSchemaVersionIsAClearError) {
   idx.reset();
   set_schema_version(tmp.sub("idx"), 99);
   Options o;
@@ -640,6 +724,7 @@ class MockObserver : public Observer {
  public:
   MOCK_METHOD(void, map_grown, (std::uint64_t old_size, std::uint64_t new_size), (override));
   MOCK_METHOD(void, stale_readers_cleared, (int count), (override));
+  MOCK_METHOD(void, merge_failed, (const shard::Error& error), (override));
 };
 
 TEST(IndexGrowth, MapGrowsFromATinyMap) {
@@ -787,7 +872,7 @@ TEST(IndexGrowth, StaleReaderSlotsOfDeadProcessesAreCleared) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-TEST_F(IndexTest, StatsReportSpace) {
+TEST_P(IndexTest, StatsReportSpace) {
   auto x = gen_xorb(400, 2000);
   ingest(own(build_shard({.xorbs = {&x}})));
   Stats s = stats();

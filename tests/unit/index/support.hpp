@@ -52,6 +52,7 @@ class IndexFixture : public ::testing::Test {
   void reopen(Options o = {}) {
     idx.reset();
     o.dir = tmp.sub("idx");
+    o.merge_threshold = merge_threshold;
     auto r = Index::open(o);
     ASSERT_TRUE(r) << r.error().to_string();
     idx = std::move(*r);
@@ -83,6 +84,7 @@ class IndexFixture : public ::testing::Test {
 
   TempDir tmp;
   std::unique_ptr<Index> idx;
+  std::uint64_t merge_threshold = 1u << 18;
 };
 
 }  // namespace dedupd::index::gen
