@@ -117,7 +117,7 @@ int ingest(Context& ctx, const std::string& path) {
   const std::string name = std::filesystem::path(path).filename().string();
   const std::string what = "ingest " + path;
   Response r = client.post(std::string(api::kIngest) + "?name=" + url_encode(name), m->bytes(),
-                           "application/octet-stream");
+                           "application/octet-stream", /*expect_continue=*/true);
   if (r.status != 200) throw status_error(r, what);
   json doc = parse_body(r, what);
   const json& list = need_array(doc, "shards", what);

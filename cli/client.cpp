@@ -87,8 +87,8 @@ Client::~Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 Response Client::get(std::string_view path) { return perform("GET", path, {}, {}); }
 Response Client::post(std::string_view path, std::span<const std::uint8_t> body,
-                      std::string_view content_type) {
-  return perform("POST", path, body, content_type);
+                      std::string_view content_type, bool expect_continue) {
+  return perform("POST", path, body, content_type, expect_continue);
 }
 Response Client::del(std::string_view path) { return perform("DELETE", path, {}, {}); }
 
@@ -124,7 +124,8 @@ void Client::check_socket_file() const {
 }
 
 Response Client::perform(std::string_view method, std::string_view path,
-                         std::span<const std::uint8_t> body, std::string_view content_type) {
+                         std::span<const std::uint8_t> body, std::string_view content_type,
+                         bool expect_continue) {
   if (!checked_) {
     check_socket_file();
     checked_ = true;
@@ -150,8 +151,9 @@ Response Client::perform(std::string_view method, std::string_view path,
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &got_bytes);
 
   curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-  // No "Expect: 100-continue": it would stall large bodies for a second.
-  headers = curl_slist_append(headers, "Expect:");
+  // Query batches (up to 6.7 MB) go at once; an ingested file asks first,
+  // so a body over the daemon's limit is refused before it is sent.
+  headers = curl_slist_append(headers, expect_continue ? "Expect: 100-continue" : "Expect:");
   std::string ct_header;
   if (method == "POST") {
     ct_header = "Content-Type: " + std::string(content_type);

@@ -42,8 +42,10 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   Response get(std::string_view path);
+  // expect_continue: send "Expect: 100-continue" and wait for the daemon's
+  // go-ahead, so a body over its limit is refused (413) before it is sent.
   Response post(std::string_view path, std::span<const std::uint8_t> body,
-                std::string_view content_type = "application/json");
+                std::string_view content_type = "application/json", bool expect_continue = false);
   Response post(std::string_view path, std::string_view body,
                 std::string_view content_type = "application/json") {
     return post(path, std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()),
@@ -55,7 +57,8 @@ class Client {
 
  private:
   Response perform(std::string_view method, std::string_view path,
-                   std::span<const std::uint8_t> body, std::string_view content_type);
+                   std::span<const std::uint8_t> body, std::string_view content_type,
+                   bool expect_continue = false);
   void check_socket_file() const;
 
   std::string socket_;

@@ -121,6 +121,17 @@ void FakeDaemon::serve_connection(int fd, int id) {
     std::size_t length = 0;
     if (auto it = req.headers.find("content-length"); it != req.headers.end()) length = std::stoul(it->second);
     buf.erase(0, header_end + 4);
+    if (auto it = req.headers.find("expect"); it != req.headers.end() && it->second == "100-continue") {
+      Reply early = on_expect_ ? on_expect_(req) : Reply{};
+      if (!early.raw.empty()) {
+        std::lock_guard lock(mu_);
+        requests_.push_back(req);
+        ::send(fd, early.raw.data(), early.raw.size(), MSG_NOSIGNAL);
+        return;
+      }
+      const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
+      ::send(fd, go.data(), go.size(), MSG_NOSIGNAL);
+    }
     while (buf.size() < length) {
       if (!wait_readable(fd, stop_)) return;
       ssize_t n = ::read(fd, chunk, sizeof chunk);

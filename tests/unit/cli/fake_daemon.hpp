@@ -42,6 +42,11 @@ class FakeDaemon {
   FakeDaemon(const FakeDaemon&) = delete;
   FakeDaemon& operator=(const FakeDaemon&) = delete;
 
+  // Called for a request that sends "Expect: 100-continue", with headers
+  // only: a non-empty reply refuses the body (and closes), else the fake
+  // answers "100 Continue".
+  void on_expect(Handler h) { on_expect_ = std::move(h); }
+
   const std::string& socket() const { return socket_; }
   std::vector<Request> requests() const;
   int connections() const { return connections_; }
@@ -53,6 +58,7 @@ class FakeDaemon {
   TempDir dir_;
   std::string socket_;
   Handler handler_;
+  Handler on_expect_;
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};

@@ -265,5 +265,50 @@ TEST(Admin, IngestSendsTheBytesAndItsName) {
   EXPECT_EQ(run_cli(with(d, {"ingest", dir / "missing"})).code, 65);
 }
 
+TEST(Admin, IngestOverTheLimitIsRefusedBeforeTheBody) {
+  FakeDaemon d([](const Request&) { return http(200, R"({"shards":[]})"); });
+  d.on_expect([](const Request& r) {
+    EXPECT_EQ(r.body, "");
+    return http_error(413, "too_large", "body of " + r.headers.at("content-length") + " bytes over the 1 MiB limit");
+  });
+  testing::TempDir dir;
+  testing::write_file(dir / "big.mdb", std::string(4 << 20, 'x'));
+  auto r = run_cli(with(d, {"ingest", dir / "big.mdb"}));
+  EXPECT_EQ(r.code, 65) << r.err;
+  EXPECT_NE(r.err.find("over the 1 MiB limit"), std::string::npos) << r.err;
+}
+
+TEST(Shards, RejectedFileWithUnknownHash) {
+  json rejected = shard_summary("rejected");
+  rejected["hash"] = nullptr;
+  rejected["created"] = nullptr;
+  rejected["expiry"] = nullptr;
+  auto d = daemon_with({{"GET /v1/shards?state=rejected", http(200, json({{"shards", {rejected}}}).dump())}});
+  auto r = run_cli(with(d, {"shards", "--rejected"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("-      rejected"), std::string::npos) << r.out;
+}
+
+TEST(Status, StartingIs69) {
+  json doc = {{"version", "0.1.0"}, {"pid", 42}, {"uptime_s", 1}, {"ready", false}, {"stats", nullptr}};
+  auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"status"}));
+  EXPECT_EQ(r.code, 69) << r.err;
+  EXPECT_NE(r.out.find("starting (index not open yet)"), std::string::npos) << r.out;
+}
+
+TEST(Xorb, OtherFormsAreListed) {
+  json form = {{"xorb", kXorb}, {"num_chunks", 0}, {"bytes_in_xorb", 0}, {"bytes_on_disk", 0}, {"keyed", true},
+               {"chunks", json::array()}, {"shards", {{{"shard", kShard}, {"expiry", 1754664705}, {"keyed", true}}}}};
+  json doc = form;
+  doc["keyed"] = false;
+  doc["shards"] = json::array();
+  doc["other_forms"] = {form};
+  auto d = daemon_with({{"GET /v1/xorb/" + kXorb, http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"xorb", kXorb}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Other form    keyed, shard " + kShard), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace dedupctl
