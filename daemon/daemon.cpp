@@ -144,6 +144,7 @@ int Daemon::run() {
 bool Daemon::open_index() {
   index::Options o;
   o.dir = config_.index_dir().native();
+  o.observer = &index_log_;
   auto opened = index::Index::open(o);
   if (!opened) {
     spdlog::critical("cannot open the index in {}: {}", o.dir, opened.error());

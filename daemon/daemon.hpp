@@ -18,6 +18,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/counters.hpp"
 #include "daemon/expiry/runner.hpp"
+#include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
 #include "daemon/loop/event_loop.hpp"
@@ -90,6 +91,7 @@ class Daemon {
   SignalFd signals_;
   Timer timer_;
   Watcher watcher_;
+  IndexLog index_log_;  // outlives index_
   std::unique_ptr<index::Index> index_;
   std::atomic<const index::Index*> index_ready_{nullptr};
   std::unique_ptr<Ingester> ingester_;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/ingest/quarantine.hpp"
+#include "daemon/ingest/read_lease.hpp"
 #include "daemon/ingest/validate.hpp"
 #include "daemon/log/logging.hpp"
 #include "shard/caf.hpp"
@@ -59,9 +60,18 @@ FileOutcome Ingester::ingest_file(const Candidate& file, std::uint64_t now) {
                                        : ingest_shard_file(file.path, source, now);
 }
 
+FileOutcome Ingester::still_being_written(const fs::path& path) {
+  // Someone has it open for writing (a scan found it mid-write); its
+  // close-after-write event brings it back.
+  spdlog::debug("{} is open for writing; waiting for it to be closed", path);
+  return FileOutcome::vanished;
+}
+
 FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::SourceInfo& source,
                                         std::uint64_t now) {
   auto t0 = std::chrono::steady_clock::now();
+  ReadLease lease(path);
+  if (lease.state() == ReadLease::State::busy) return still_being_written(path);
   auto mapped = shard::MappedFile::open(path);
   if (!mapped) {
     if (!fs::exists(path)) return FileOutcome::vanished;
@@ -90,6 +100,8 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
 
 FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::SourceInfo& source,
                                          std::uint64_t now) {
+  ReadLease lease(path);
+  if (lease.state() == ReadLease::State::busy) return still_being_written(path);
   auto mapped = shard::MappedFile::open(path);
   if (!mapped) {
     if (!fs::exists(path)) return FileOutcome::vanished;

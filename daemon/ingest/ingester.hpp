@@ -24,7 +24,7 @@ enum class FileOutcome {
   expired,          // already expired when found: recorded, not indexed
   unchanged,        // seen before with this size and mtime
   rejected,         // failed validation
-  vanished,         // gone before we could read it
+  vanished,         // gone (or open for writing) when we came to read it
   failed,           // the index could not take it now (disk/map full); retried later
 };
 const char* to_string(FileOutcome o);
@@ -47,6 +47,7 @@ class Ingester {
                                 std::uint64_t now);
   FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source,
                                  std::uint64_t now);
+  FileOutcome still_being_written(const std::filesystem::path& path);
   FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source,
                      shard::Error error, std::uint64_t now, bool quarantine = true);
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);

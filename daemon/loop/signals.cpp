@@ -24,6 +24,10 @@ void block_daemon_signals() {
   sigset_t set = daemon_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // A writer breaking one of our read leases (ingest/read_lease.hpp) sends
+  // SIGIO, whose default action would end the daemon; the lease is released
+  // when the ingest ends anyway.
+  ::signal(SIGIO, SIG_IGN);
 }
 
 SignalFd::SignalFd() {

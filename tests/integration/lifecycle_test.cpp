@@ -1,6 +1,7 @@
 // Start, readiness, socket activation, reload and stop of the real binary.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,6 +34,22 @@ TEST_F(Lifecycle, ReadyAndStatusGoToTheNotifySocketAndSigtermStopsCleanly) {
   daemon.signal(SIGTERM);
   EXPECT_TRUE(notify.wait_for("STOPPING=1", 30s));
   EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(0));
+}
+
+TEST_F(Lifecycle, TheWorkLoopPingsTheWatchdog) {
+  NotifySocket notify(dir / "notify");
+  start_no_wait({}, {notify.env(), "WATCHDOG_USEC=200000"});
+  ASSERT_TRUE(notify.wait_for("READY=1", 30s));
+  EXPECT_TRUE(notify.wait_for("WATCHDOG=1", 30s));
+  EXPECT_TRUE(notify.wait_for("WATCHDOG=1", 30s));  // and keeps doing so
+}
+
+TEST_F(Lifecycle, TheBoundSocketIsGroupReadableOnly) {
+  start();
+  struct stat st {};
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
 }
 
 TEST_F(Lifecycle, SocketActivation) {
