@@ -45,7 +45,7 @@ int rescan(Context& ctx) {
   const auto rejected = need_u64(doc, "rejected", what);
   if (ctx.opt.json) print_json(ctx.out(), doc);
   else if (!ctx.opt.quiet)
-    ctx.out() << "scanned " << grouped(scanned) << " files: " << grouped(ingested) << " ingested, "
+    ctx.out() << "scanned " << count(scanned, "file") << ": " << grouped(ingested) << " ingested, "
               << ctx.style.paint(grouped(rejected) + " rejected", rejected ? Color::red : Color::none) << '\n';
   return kOk;
 }

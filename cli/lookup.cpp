@@ -373,8 +373,7 @@ void print_shard_summary(Context& ctx, const json& s) {
   f.add("Created", time_text(created, now));
   f.add("Expires", expiry_text(expiry, now));
   if (s.contains("keyed") && s["keyed"].is_boolean()) f.add("Keyed", s["keyed"].get<bool>() ? "yes" : "no");
-  f.add("Contents", grouped(s["files"]) + " files, " + grouped(s["xorbs"]) + " xorbs, " + grouped(s["chunks"]) +
-                        " chunks");
+  f.add("Contents", count(s["files"], "file") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["chunks"], "chunk"));
   if (s.contains("ingested_at") && s["ingested_at"].is_number_unsigned())
     f.add("Ingested", time_text(s["ingested_at"].get<std::uint64_t>(), now));
   if (s.contains("reason") && s["reason"].is_object()) {
@@ -427,8 +426,8 @@ void add_stats_fields(Fields& f, const json& s, std::uint64_t now) {
   const json& sh = s["shards"];
   f.add("Shards", grouped(sh["live"]) + " live, " + grouped(sh["expired"]) + " expired, " +
                       grouped(sh["removed"]) + " removed, " + grouped(sh["rejected"]) + " rejected");
-  f.add("Index", grouped(s["chunks"]) + " chunks, " + grouped(s["xorbs"]) + " xorbs, " + grouped(s["files"]) +
-                     " files, " + grouped(s["keys"]) + " keys");
+  f.add("Index", count(s["chunks"], "chunk") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["files"], "file") +
+                     ", " + count(s["keys"], "key"));
   const std::uint64_t size = s["map_size"], used = s["map_used"];
   f.add("Database", human_bytes(s["db_bytes"]) + " on disk, map " + human_bytes(used) + " of " +
                         human_bytes(size) + " used" +
@@ -549,7 +548,7 @@ int dedup_shard(Context& ctx, const std::string& arg, const std::string& output)
     Fields f;
     f.add("Wrote", grouped(r.body.size()) + " bytes to " + (output == "-" ? "stdout" : output));
     f.add("Shard hash", shard_hash);
-    f.add("Holds", grouped(st.xorbs) + " xorbs, " + grouped(st.chunks) + " chunks (every xorb that has the chunk)");
+    f.add("Holds", count(st.xorbs, "xorb") + ", " + count(st.chunks, "chunk") + " (the xorbs that have the chunk)");
     f.add("Chunk key", view->keyed() ? view->chunk_key().to_string() + " (hashes keyed)" : "zero (raw hashes)");
     if (view->has_footer()) f.add("Created", time_text(created, now));
     f.add("Expires", expiry_text(expiry, now));

@@ -192,14 +192,14 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
     f.add("Sections", "file info @" + std::to_string(ft["file_info_offset"].get<std::uint64_t>()) +
                           ", CAS @" + std::to_string(ft["cas_info_offset"].get<std::uint64_t>()) +
                           ", footer @" + std::to_string(ft["offset"].get<std::uint64_t>()));
-    f.add("Lookup tables", grouped(doc["lookup"]["files"]) + " files, " + grouped(doc["lookup"]["xorbs"]) +
-                               " xorbs, " + grouped(doc["lookup"]["chunks"]) + " chunks");
+    f.add("Lookup tables", count(doc["lookup"]["files"], "file") + ", " + count(doc["lookup"]["xorbs"], "xorb") +
+                               ", " + count(doc["lookup"]["chunks"], "chunk"));
     f.add("Byte totals", human_bytes(ft["stored_bytes_on_disk"]) + " on disk, " +
                              human_bytes(ft["materialized_bytes"]) + " materialized, " +
                              human_bytes(ft["stored_bytes"]) + " stored");
   }
-  f.add("Contents", grouped(counts["files"]) + " files (" + grouped(counts["terms"]) + " terms), " +
-                        grouped(counts["xorbs"]) + " xorbs, " + grouped(counts["chunks"]) + " chunks");
+  f.add("Contents", count(counts["files"], "file") + " (" + count(counts["terms"], "term") + "), " +
+                        count(counts["xorbs"], "xorb") + ", " + count(counts["chunks"], "chunk"));
   f.print(out, s);
 
   out << '\n' << s.paint("Xorbs (" + grouped(counts["xorbs"]) + ")", Color::bold) << '\n';
@@ -242,7 +242,7 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
   if (doc["files"].empty()) out << "  none\n";
   for (const auto& file : doc["files"]) {
     std::string line = "  " + file["hash"].get<std::string>() + "  " + human_bytes(file["size"]) + ", " +
-                       grouped(file["terms"].size()) + " terms";
+                       count(file["terms"].size(), "term");
     if (file["verification"].get<bool>()) line += ", verified";
     out << line << '\n';
     if (!file["sha256"].is_null()) out << "    sha256 " << file["sha256"].get<std::string>() << '\n';

@@ -54,6 +54,10 @@ std::string grouped(std::uint64_t n) {
   return out;
 }
 
+std::string count(std::uint64_t n, std::string_view noun) {
+  return grouped(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 namespace {
 // time_t is 64-bit on our targets; values past year 9999 are not times a
 // shard can mean, print them as numbers rather than garbage.

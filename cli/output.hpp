@@ -29,6 +29,8 @@ bool want_color(bool out_is_tty, const std::optional<std::string>& no_color);
 std::string human_bytes(std::uint64_t n);
 // 102104 -> "102,104": counts a person reads, never in JSON.
 std::string grouped(std::uint64_t n);
+// 1, "xorb" -> "1 xorb"; 2117, "chunk" -> "2,117 chunks".
+std::string count(std::uint64_t n, std::string_view noun);
 // Unix seconds -> "2025-08-01T14:51:45Z".
 std::string iso_utc(std::uint64_t unix_s);
 // Unix seconds -> "2025-08-01T16:51:45+02:00" in the local zone (TZ).

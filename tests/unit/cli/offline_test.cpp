@@ -156,7 +156,7 @@ TEST(Inspect, FilesWithTermsAndSha256) {
   ASSERT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("Expires        never"), std::string::npos) << h.out;
   EXPECT_NE(h.out.find("sha256 " + std::string(64, 'a')), std::string::npos) << h.out;
-  EXPECT_NE(h.out.find("2.9 KiB, 1 terms, verified"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("2.9 KiB, 1 term, verified"), std::string::npos) << h.out;
 }
 
 TEST(Inspect, UploadShardWithoutFooter) {

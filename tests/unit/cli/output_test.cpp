@@ -116,3 +116,13 @@ TEST(Json, TwoSpaceIndentOneNewline) {
 
 }  // namespace
 }  // namespace dedupctl
+
+namespace dedupctl {
+namespace {
+TEST(Count, SingularAndPlural) {
+  EXPECT_EQ(count(0, "file"), "0 files");
+  EXPECT_EQ(count(1, "xorb"), "1 xorb");
+  EXPECT_EQ(count(2117, "chunk"), "2,117 chunks");
+}
+}  // namespace
+}  // namespace dedupctl
