@@ -37,15 +37,33 @@ Error error_of(int rc, const std::string& what) {
 ReadTxn& ReadTxn::operator=(ReadTxn&& o) noexcept {
   if (this != &o) {
     release();
-    env_ = o.env_, txn_ = o.txn_;
-    o.env_ = nullptr, o.txn_ = nullptr;
+    env_ = o.env_, slot_ = o.slot_;
+    o.env_ = nullptr, o.slot_ = nullptr;
   }
   return *this;
 }
 
 void ReadTxn::release() {
-  if (env_ && txn_) env_->end_read(txn_);
-  env_ = nullptr, txn_ = nullptr;
+  if (env_ && slot_) env_->end_read(slot_);
+  env_ = nullptr, slot_ = nullptr;
+}
+
+int ReadTxn::cursor(MDB_dbi dbi, MDB_cursor*& out) {
+  for (auto& [d, c] : slot_->cursors)
+    if (d == dbi) {
+      out = c;
+      return 0;
+    }
+  int rc = mdb_cursor_open(slot_->txn, dbi, &out);
+  if (rc == 0) slot_->cursors.push_back({dbi, out});
+  return rc;
+}
+
+void Env::destroy(ReadSlot* slot) {
+  // Read-only cursors must be closed explicitly, before their transaction.
+  for (auto& [d, c] : slot->cursors) mdb_cursor_close(c);
+  if (slot->txn) mdb_txn_abort(slot->txn);
+  delete slot;
 }
 
 Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
@@ -92,7 +110,7 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
 }
 
 Env::~Env() {
-  for (MDB_txn* t : idle_) mdb_txn_abort(t);
+  for (ReadSlot* slot : idle_) destroy(slot);
   idle_.clear();
   if (env_) mdb_env_close(env_);
   if (!registry_key_.empty()) {
@@ -108,41 +126,48 @@ std::uint64_t Env::map_size() const {
 }
 
 Result<ReadTxn> Env::begin_read() {
-  MDB_txn* txn = nullptr;
+  ReadSlot* slot = nullptr;
   {
     std::unique_lock lock(gate_mu_);
     gate_cv_.wait(lock, [&] { return !resizing_; });
     ++readers_inside_;
     if (!idle_.empty()) {
-      txn = idle_.back();
+      slot = idle_.back();
       idle_.pop_back();
     }
   }
-  int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
-  if (rc == MDB_MAP_RESIZED) {
-    // Another process grew the file beyond our map: adopt its size and retry.
-    if (txn) mdb_txn_abort(txn);
-    end_read(nullptr);
-    if (auto s = adopt_foreign_size(); !s) return s.error();
-    return begin_read();
+  int rc;
+  if (slot) {
+    rc = mdb_txn_renew(slot->txn);
+    for (auto& [d, c] : slot->cursors)
+      if (rc == 0) rc = mdb_cursor_renew(slot->txn, c);
+  } else {
+    slot = new ReadSlot;
+    rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &slot->txn);
+    if (rc) slot->txn = nullptr;
   }
   if (rc != 0) {
-    if (txn) mdb_txn_abort(txn);
+    destroy(slot);
     end_read(nullptr);
+    if (rc == MDB_MAP_RESIZED) {
+      // Another process grew the file beyond our map: adopt its size, retry.
+      if (auto s = adopt_foreign_size(); !s) return s.error();
+      return begin_read();
+    }
     return error_of(rc, "beginning a read transaction");
   }
-  return ReadTxn(this, txn);
+  return ReadTxn(this, slot);
 }
 
-void Env::end_read(MDB_txn* txn) {
-  if (txn) mdb_txn_reset(txn);
+void Env::end_read(ReadSlot* slot) {
+  if (slot) mdb_txn_reset(slot->txn);
   std::lock_guard lock(gate_mu_);
-  if (txn) {
+  if (slot) {
     // Keep as many as were ever used at once, up to the reader slots.
     if (idle_.size() < options_.max_readers)
-      idle_.push_back(txn);
+      idle_.push_back(slot);
     else
-      mdb_txn_abort(txn);
+      destroy(slot);
   }
   if (--readers_inside_ == 0 && resizing_) gate_cv_.notify_all();
 }

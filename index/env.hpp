@@ -46,24 +46,33 @@ class Env;
 // its own account of why); Env::write then returns Ok.
 inline constexpr int kAbortTxn = -1;
 
+// A pooled read transaction with the cursors opened on it so far: reusing
+// both (mdb_txn_renew, mdb_cursor_renew) keeps malloc off the lookup path.
+struct ReadSlot {
+  MDB_txn* txn = nullptr;
+  std::vector<std::pair<MDB_dbi, MDB_cursor*>> cursors;
+};
+
 // A read snapshot. Destruction returns the transaction to the pool (reset,
 // not aborted) so the next reader only pays for mdb_txn_renew.
 class ReadTxn {
  public:
   ReadTxn() = default;
-  ReadTxn(ReadTxn&& o) noexcept : env_(o.env_), txn_(o.txn_) { o.env_ = nullptr, o.txn_ = nullptr; }
+  ReadTxn(ReadTxn&& o) noexcept : env_(o.env_), slot_(o.slot_) { o.env_ = nullptr, o.slot_ = nullptr; }
   ReadTxn& operator=(ReadTxn&& o) noexcept;
   ReadTxn(const ReadTxn&) = delete;
   ReadTxn& operator=(const ReadTxn&) = delete;
   ~ReadTxn() { release(); }
-  MDB_txn* get() const { return txn_; }
+  MDB_txn* get() const { return slot_->txn; }
+  // A cursor on `dbi` owned by the pool (never close it); one per table.
+  int cursor(MDB_dbi dbi, MDB_cursor*& out);
 
  private:
   friend class Env;
-  ReadTxn(Env* env, MDB_txn* txn) : env_(env), txn_(txn) {}
+  ReadTxn(Env* env, ReadSlot* slot) : env_(env), slot_(slot) {}
   void release();
   Env* env_ = nullptr;
-  MDB_txn* txn_ = nullptr;
+  ReadSlot* slot_ = nullptr;
 };
 
 // A write transaction: aborted on destruction unless committed.
@@ -118,7 +127,8 @@ class Env {
  private:
   friend class ReadTxn;
   Env(EnvOptions options) : options_(std::move(options)) {}
-  void end_read(MDB_txn* txn);
+  void end_read(ReadSlot* slot);
+  static void destroy(ReadSlot* slot);
   Status grow();
   Status adopt_foreign_size();
 
@@ -132,7 +142,7 @@ class Env {
   std::condition_variable gate_cv_;
   int readers_inside_ = 0;
   bool resizing_ = false;
-  std::vector<MDB_txn*> idle_;  // reset read transactions, ready to renew
+  std::vector<ReadSlot*> idle_;  // reset read transactions, ready to renew
 };
 
 }  // namespace lmdb

@@ -36,16 +36,17 @@ namespace {
 // Everything one snapshot needs to answer chunk queries.
 class ChunkReader {
  public:
-  ChunkReader(const Index::Impl& im, MDB_txn* txn, BatchResult& out) : im_(im), txn_(txn), out_(out) {}
+  ChunkReader(const Index::Impl& im, lmdb::ReadTxn& txn, BatchResult& out)
+      : im_(im), rtxn_(txn), txn_(txn.get()), out_(out) {}
 
   int open() {
     int rc;
-    if ((rc = recent_.open(txn_, im_.dbs.chunks_recent)) || (rc = chunks_.open(txn_, im_.dbs.chunks)) ||
-        (rc = xorb_shards_.open(txn_, im_.dbs.xorb_shards)) ||
-        (rc = keys_cur_.open(txn_, im_.dbs.keys)))
+    if ((rc = rtxn_.cursor(im_.dbs.chunks_recent, recent_)) || (rc = rtxn_.cursor(im_.dbs.chunks, chunks_)) ||
+        (rc = rtxn_.cursor(im_.dbs.xorb_shards, xorb_shards_)) || (rc = rtxn_.cursor(im_.dbs.keys, keys_cur_)))
       return rc;
     MDB_val k, v;
-    for (rc = keys_cur_.move(&k, &v, MDB_FIRST); rc == 0; rc = keys_cur_.move(&k, &v, MDB_NEXT_NODUP))
+    for (rc = mdb_cursor_get(keys_cur_, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(keys_cur_, &k, &v, MDB_NEXT_NODUP))
       if (k.mv_size == 32) keys_.push_back(Hash::from_bytes(span_of(k)));
     return rc == MDB_NOTFOUND ? 0 : rc;
   }
@@ -73,10 +74,10 @@ class ChunkReader {
     return probe(chunks_, stored, key, begin);
   }
 
-  int probe(const Cursor& table, const Hash& stored, const Key* key, std::uint32_t begin) {
+  int probe(MDB_cursor* table, const Hash& stored, const Key* key, std::uint32_t begin) {
     auto probe_value = chunk_probe(stored.data());
     MDB_val k = val(stored.data(), kChunkKeyBytes), v = val(probe_value.data(), probe_value.size());
-    int rc = table.move(&k, &v, MDB_GET_BOTH_RANGE);
+    int rc = mdb_cursor_get(table, &k, &v, MDB_GET_BOTH_RANGE);
     while (rc == 0) {
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
       if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, stored.data())) break;
@@ -87,7 +88,7 @@ class ChunkReader {
       if (x && index < x->rec.num_chunks() && std::memcmp(x->rec.chunk_hash_bytes(index), stored.data(), 32) == 0 &&
           (key ? std::memcmp(x->rec.key_bytes(), key->data(), 32) == 0 : !x->rec.keyed()))
         emit(*x, index, begin);
-      rc = table.move(&k, &v, MDB_NEXT_DUP);
+      rc = mdb_cursor_get(table, &k, &v, MDB_NEXT_DUP);
     }
     return rc == MDB_NOTFOUND ? 0 : rc;
   }
@@ -123,8 +124,14 @@ class ChunkReader {
   // The record of xorb `id` and its shard set, read once per snapshot.
   int xorb(XorbId id, const Cached*& found) {
     found = nullptr;
+    // Neighbouring chunks of a file sit in one xorb: try the last one first.
+    if (last_ && last_id_ == id) {
+      found = last_;
+      return 0;
+    }
     if (auto it = cache_.find(id); it != cache_.end()) {
-      found = &it->second;
+      found = last_ = &it->second;
+      last_id_ = id;
       return 0;
     }
     IdKey ik(id);
@@ -136,7 +143,8 @@ class ChunkReader {
     if (!rec) return 0;
     std::vector<ShardRef> shards;
     MDB_val sk = ik.mdb(), sv;
-    for (rc = xorb_shards_.move(&sk, &sv, MDB_SET_KEY); rc == 0; rc = xorb_shards_.move(&sk, &sv, MDB_NEXT_DUP)) {
+    for (rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_SET_KEY); rc == 0;
+         rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_NEXT_DUP)) {
       if (sv.mv_size != 32) continue;
       Hash sh = Hash::from_bytes(span_of(sv));
       MDB_val rk = val(sh), rv;
@@ -148,16 +156,20 @@ class ChunkReader {
     if (rc != MDB_NOTFOUND) return rc;
     out_.shard_sets.push_back(std::move(shards));
     auto [it, _] = cache_.emplace(id, Cached{*rec, std::uint32_t(out_.shard_sets.size() - 1)});
-    found = &it->second;
+    found = last_ = &it->second;  // unordered_map nodes do not move
+    last_id_ = id;
     return 0;
   }
 
   const Index::Impl& im_;
+  lmdb::ReadTxn& rtxn_;
   MDB_txn* txn_;
   BatchResult& out_;
-  Cursor recent_, chunks_, xorb_shards_, keys_cur_;
+  MDB_cursor *recent_ = nullptr, *chunks_ = nullptr, *xorb_shards_ = nullptr, *keys_cur_ = nullptr;
   std::vector<Key> keys_;
   std::unordered_map<XorbId, Cached> cache_;
+  const Cached* last_ = nullptr;
+  XorbId last_id_ = 0;
 };
 
 }  // namespace
@@ -168,7 +180,7 @@ Status Index::lookup_batch(std::span<const Hash> hashes, BatchResult& out) const
   out.first.push_back(0);
   auto txn = impl_->env->begin_read();
   if (!txn) return txn.error();
-  ChunkReader reader(*impl_, txn->get(), out);
+  ChunkReader reader(*impl_, *txn, out);
   if (int rc = reader.open()) return lmdb::error_of(rc, "opening the chunk tables");
   for (const Hash& h : hashes)
     if (int rc = reader.query(h)) return lmdb::error_of(rc, "looking up a chunk");
