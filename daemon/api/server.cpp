@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
@@ -44,6 +45,9 @@ struct RequestState {
   const http::MethodEntry* entry = nullptr;
   http::Request request;
   bool too_large = false;
+  // An answer decided from the headers alone (404, 405, 403, 413), held
+  // until MHD has the (bodyless) request so the connection stays open.
+  std::optional<http::Response> early;
   unsigned status = 0;
   enum class Admin { idle, running, done } admin = Admin::idle;
   http::Response admin_result;
@@ -147,6 +151,7 @@ struct ApiServer::Impl {
 
   enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url,
                              const char* method);
+  enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
   enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
   enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
   http::Response run_handler(const http::MethodEntry& entry, http::Request& request);
@@ -253,21 +258,36 @@ enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, con
     return self->dispatch(conn, *st);
   } catch (const std::exception& e) {
     spdlog::error("api: {} {}: {}", method, url, e.what());
-    if (!st) return MHD_NO;
-    return self->respond(conn, *st, http::error(http::kInternal, "internal error"));
   }
+  // Out of memory or similar: try a 500, else drop the connection.
+  try {
+    if (st) return self->respond(conn, *st, http::error(http::kInternal, "internal error"));
+  } catch (const std::exception&) {
+  }
+  return MHD_NO;
+}
+
+enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, http::Response&& r) {
+  const char* length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  bool has_body = (length && std::string_view(length) != "0") ||
+                  MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+  // With a body pending, answer now so it is never read (MHD then closes
+  // the connection); without one, answer on the next call and keep it.
+  if (has_body) return respond(conn, st, std::move(r));
+  st.early = std::move(r);
+  return MHD_YES;
 }
 
 enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st,
                                             const char* url, const char* method) {
   http::Match m = router.match(url, method);
-  if (!m.route) return respond(conn, st, http::error(http::kNotFound, fmt::format("no route {}", url)));
+  if (!m.route) return refuse(conn, st, http::error(http::kNotFound, fmt::format("no route {}", url)));
   st.route_id = m.route->id;
   if (!m.entry) {
     auto r = http::error(http::kMethodNotAllowed,
                          fmt::format("{} does not take {}", m.route->path, method));
     r.headers.emplace_back("Allow", http::Router::allow(*m.route));
-    return respond(conn, st, std::move(r));
+    return refuse(conn, st, std::move(r));
   }
   st.entry = m.entry;
 
@@ -279,9 +299,9 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     std::string_view s(length);
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), announced);
     if (ec != std::errc() || p != s.data() + s.size())
-      return respond(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
+      return refuse(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
     if (announced > options.max_body_bytes)
-      return respond(conn, st, http::error(http::kTooLarge,
+      return refuse(conn, st, http::error(http::kTooLarge,
                                            fmt::format("body of {} bytes is over the limit of {}",
                                                        announced, options.max_body_bytes)));
   }
@@ -292,7 +312,7 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     std::optional<http::PeerCred> peer = info ? http::peer_of(info->connect_fd) : std::nullopt;
     if (!peer || !http::is_admin(*peer, current_admin_gid())) {
       std::string who = peer ? fmt::format("uid {}", peer->uid) : std::string("unknown peer");
-      return respond(conn, st, http::error(http::kForbidden,
+      return refuse(conn, st, http::error(http::kForbidden,
                                            fmt::format("{} needs root or the admin group ({})",
                                                        m.route->path, who)));
     }
@@ -310,6 +330,7 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
 }
 
 enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st) {
+  if (st.early) return respond(conn, st, std::move(*st.early));
   if (st.too_large)
     return respond(conn, st, http::error(http::kTooLarge,
                                          fmt::format("body is over the limit of {} bytes",

@@ -90,8 +90,14 @@ class PeerCredTest : public ApiTest {
     ApiTest::SetUp();
     // Let nobody reach the socket; the admin check is then the only gate.
     chmod(dir_.path().c_str(), 0755);
-    start_server([](ServerOptions& o) {
-      o.socket_mode = 0666;
+  }
+
+  // Called after the test's EXPECT_CALLs: the server threads start after
+  // them, which is the ordering ThreadSanitizer can see (it cannot see the
+  // forked caller's socket traffic as synchronisation).
+  void serve(mode_t mode = 0666) {
+    start_server([mode](ServerOptions& o) {
+      o.socket_mode = mode;
       o.admin_gid = kAdminGid;
     });
   }
@@ -100,6 +106,7 @@ class PeerCredTest : public ApiTest {
 TEST_F(PeerCredTest, NobodyMayReadButNotAdminister) {
   EXPECT_CALL(service_, rescan()).Times(0);
   EXPECT_CALL(service_, ingest(_, _)).Times(0);
+  serve();
   auto r = as_nobody(socket_path_, post(api::kRescan), {});
   ASSERT_TRUE(r.connected);
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 403"));
@@ -120,6 +127,7 @@ TEST_F(PeerCredTest, NobodyMayReadButNotAdminister) {
 
 TEST_F(PeerCredTest, MembersOfTheAdminGroupMayAdminister) {
   EXPECT_CALL(service_, rescan()).WillOnce(Return(RescanResult{1, 1, 0}));
+  serve();
   auto r = as_nobody(socket_path_, post(api::kRescan), {kAdminGid});
   ASSERT_TRUE(r.connected);
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 200"));
@@ -127,13 +135,14 @@ TEST_F(PeerCredTest, MembersOfTheAdminGroupMayAdminister) {
 }
 
 TEST_F(PeerCredTest, TheAdminGroupCanChangeAtRuntime) {
-  server_->set_admin_gid(std::nullopt);  // root only now
   EXPECT_CALL(service_, rescan()).Times(0);
+  serve();
+  server_->set_admin_gid(std::nullopt);  // root only now
   EXPECT_THAT(as_nobody(socket_path_, post(api::kRescan), {kAdminGid}).reply, StartsWith("HTTP/1.1 403"));
 }
 
 TEST_F(PeerCredTest, TheSocketModeIsTheFirstGate) {
-  start_server([](ServerOptions& o) { o.socket_mode = 0660; });
+  serve(0660);
   auto r = as_nobody(socket_path_, get(api::kHealth), {});
   EXPECT_FALSE(r.connected);  // EACCES on connect
 }

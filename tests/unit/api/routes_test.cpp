@@ -352,9 +352,16 @@ TEST_F(RoutesTest, ConnectionsAreKeptAlive) {
   auto first = client_->get(std::string(api::kHealth));
   auto second = client_->get(path(api::kChunk, xorb0().raw[1]));
   auto third = client_->post(std::string(api::kChunkBatch), R"({"hashes":[]})");
+  // Errors decided from the headers alone keep the connection too.
+  auto fourth = client_->get("/v1/nowhere");
+  auto fifth = client_->post(std::string(api::kStats));
+  auto sixth = client_->get(std::string(api::kHealth));
   EXPECT_EQ(first.new_connections, 1);
   EXPECT_EQ(second.new_connections, 0);
   EXPECT_EQ(third.new_connections, 0);
+  EXPECT_EQ(fourth.status, 404);
+  EXPECT_EQ(fifth.status, 405);
+  EXPECT_EQ(sixth.new_connections, 0);
 }
 
 }  // namespace
