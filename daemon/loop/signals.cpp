@@ -28,6 +28,9 @@ void block_daemon_signals() {
   // SIGIO, whose default action would end the daemon; the lease is released
   // when the ingest ends anyway.
   ::signal(SIGIO, SIG_IGN);
+  // Past RLIMIT_FSIZE a write fails with EFBIG, which the index reports as
+  // a full disk; the default action of SIGXFSZ would end the daemon first.
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 SignalFd::SignalFd() {

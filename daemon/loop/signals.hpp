@@ -10,7 +10,8 @@ namespace dedupd::daemon {
 // Blocks the signals in the calling thread. Call first thing in main, before
 // any thread starts, so every thread inherits the mask and only the signalfd
 // sees them. Also ignores SIGPIPE (a client closing its socket early) and
-// SIGIO (a writer breaking a read lease).
+// SIGIO (a writer breaking a read lease), and SIGXFSZ (a file-size limit
+// then fails the write with EFBIG instead of ending the daemon).
 void block_daemon_signals();
 
 class SignalFd {
