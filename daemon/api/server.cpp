@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -322,7 +323,9 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   st.request.path = url;
   st.request.tail = std::string(m.tail);
   MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &query_collector, &st.request.query);
-  if (announced > 0) st.request.body.reserve(std::size_t(announced));
+  // Reserve for typical bodies only: a client announcing the maximum and
+  // then trickling must not pin that much memory per connection up front.
+  if (announced > 0) st.request.body.reserve(std::size_t(std::min<std::uint64_t>(announced, 16u << 20)));
 
   // Answer on the next call, once MHD has the whole request: a response
   // queued before that makes MHD close the connection (no keep-alive).
