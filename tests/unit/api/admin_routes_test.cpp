@@ -1,5 +1,8 @@
 // Admin routes over the socket: they call the Service and render its
 // answers as docs/API.md says. (Who may call them: peercred_test.cpp.)
+#include <future>
+#include <thread>
+
 #include "api/routes.hpp"
 #include "api_test_support.hpp"
 #include "json_checks.hpp"
@@ -110,6 +113,33 @@ TEST_F(AdminRoutesTest, AServiceFailureIs500AndTheServerGoesOn) {
   EXPECT_EQ(r.status, 500);
   expect_error(r.json(), "internal");
   EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+// A long admin action (a rescan of a big tree) must not hold up reads: it
+// runs off the HTTP threads with its connection suspended.
+TEST_F(AdminRoutesTest, ReadsAreAnsweredWhileAnAdminActionRuns) {
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  EXPECT_CALL(service_, rescan()).WillOnce([&] {
+    started.set_value();
+    released.wait();
+    return RescanResult{1, 0, 0};
+  });
+  HttpReply admin;
+  std::thread caller([&] {
+    Client c(socket_path_);
+    admin = c.post(std::string(api::kRescan));
+  });
+  started.get_future().wait();
+  // Several reads, on new connections and the kept one, all while blocked.
+  for (int i = 0; i < 8; ++i) {
+    Client c(socket_path_);
+    EXPECT_EQ(c.get(std::string(api::kChunk) + small_.xorbs[0].raw[i].to_string()).status, 200);
+    EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  }
+  release.set_value();
+  caller.join();
+  EXPECT_EQ(admin.status, 200);
 }
 
 }  // namespace
