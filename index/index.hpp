@@ -128,6 +128,7 @@ class Index {
   struct Impl;
 
  private:
+  friend class RawChunkWalker;  // index/export.hpp: the raw-chunk walk for exports
   explicit Index(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_{};
 };
