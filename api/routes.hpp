@@ -26,6 +26,7 @@ inline constexpr std::string_view kMetrics = "/metrics";      // GET, Prometheus
 inline constexpr std::string_view kRescan = "/v1/admin/rescan";  // POST
 inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_run=1]
 inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
+inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format=swh-shard -> file bytes
 
 // Xet global-dedup endpoint, as the Hugging Face server answers it; the
 // JavaScript client uses the "default" prefix, the docs "default-merkledb".

@@ -3,7 +3,10 @@
 // in server.cpp.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,11 +48,25 @@ inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";
 inline constexpr std::string_view kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
 
+// A body sent from an open file instead of `body` (a large export): the
+// descriptor is closed when the last copy of the Response is gone.
+struct FileBody {
+  int fd = -1;
+  std::uint64_t size = 0;
+  FileBody(int f, std::uint64_t n) : fd(f), size(n) {}
+  FileBody(const FileBody&) = delete;
+  FileBody& operator=(const FileBody&) = delete;
+  ~FileBody() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 struct Response {
   unsigned status = kOk;
   std::string content_type{kJson};
   std::string body;  // bytes; a shard reply is binary
   std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<const FileBody> file{};  // when set, the body (and `body` is empty)
 };
 
 // {"error": {"code": ..., "message": ...}} with the code docs/API.md gives

@@ -23,6 +23,7 @@ std::vector<Route> api_routes() {
       {"rescan", p::kRescan, false, {{"POST", post_rescan, admin}}},
       {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
       {"ingest", p::kIngest, false, {{"POST", post_ingest, admin}}},
+      {"export", p::kExport, false, {{"POST", post_export, admin}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup}}},
   };

@@ -30,6 +30,8 @@ Response get_metrics(Context&, Request&);
 Response post_rescan(Context&, Request&);
 Response post_purge(Context&, Request&);
 Response post_ingest(Context&, Request&);
+// routes_export.cpp
+Response post_export(Context&, Request&);
 // routes_global_dedup.cpp
 Response get_global_dedup(Context&, Request&);
 

@@ -370,12 +370,24 @@ http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry,
 }
 
 enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, http::Response&& r) {
-  auto* body = new std::string(std::move(r.body));
-  MHD_Response* resp = MHD_create_response_from_buffer_with_free_callback_cls(
-      body->size(), body->data(), &free_body, body);
-  if (!resp) {
-    delete body;
-    return MHD_NO;
+  MHD_Response* resp = nullptr;
+  if (r.file) {
+    // A file body (an export): MHD reads it with pread/sendfile and closes
+    // its own descriptor when done; ours goes with the last Response copy.
+    int fd = ::fcntl(r.file->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return MHD_NO;
+    resp = MHD_create_response_from_fd64(r.file->size, fd);
+    if (!resp) {
+      ::close(fd);
+      return MHD_NO;
+    }
+  } else {
+    auto* body = new std::string(std::move(r.body));
+    resp = MHD_create_response_from_buffer_with_free_callback_cls(body->size(), body->data(), &free_body, body);
+    if (!resp) {
+      delete body;
+      return MHD_NO;
+    }
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
   for (const auto& [k, v] : r.headers) MHD_add_response_header(resp, k.c_str(), v.c_str());

@@ -120,6 +120,8 @@ TEST_F(PeerCredTest, NobodyMayReadButNotAdminister) {
   std::string del = "DELETE " + std::string(api::kShard) + std::string(64, '0') +
                     " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   EXPECT_THAT(as_nobody(socket_path_, del, {}).reply, StartsWith("HTTP/1.1 403"));
+  EXPECT_THAT(as_nobody(socket_path_, post(std::string(api::kExport) + "?format=swh-shard"), {}).reply,
+              StartsWith("HTTP/1.1 403"));
 
   r = as_nobody(socket_path_, get(api::kHealth), {});
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 200"));
