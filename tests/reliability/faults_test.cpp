@@ -1,0 +1,156 @@
+// Resource faults: the disk fills up under the index (a small tmpfs, root
+// only) or the daemon hits its file-size limit (RLIMIT_FSIZE, any user).
+// Either way: the failed ingest is an error in the log, dedupd keeps
+// serving what it had, nothing half-written shows, and once space returns
+// the safety scan (expiry.check_interval) indexes what was skipped.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "harness/daemon_test.hpp"
+#include "support.hpp"
+
+namespace dedupd::reliability {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class FaultTest : public itest::DaemonTest {
+ protected:
+  void TearDown() override {
+    daemon.kill_hard();
+    if (mounted_) ::umount2((dir / "state").c_str(), MNT_DETACH);
+    DaemonTest::TearDown();
+  }
+
+  // A config with a short safety-scan interval (the retry after a failure)
+  // and a quiet log (it lives outside the full filesystem, but under the
+  // file-size limit too).
+  void write_quiet_config() {
+    std::ofstream f(config);
+    f << "state_dir: " << (dir / "state").string() << "\n"
+      << "socket: " << socket.string() << "\n"
+      << "watch:\n  - " << incoming.string() << "\n"
+      << "log_level: warn\n"
+      << "expiry:\n  check_interval: 1s\n";
+  }
+
+  std::vector<KnownShard> make_shards(int n, std::uint64_t seed0) {
+    std::vector<KnownShard> out;
+    for (int i = 0; i < n; ++i) {
+      auto s = itest::make_shard({.seed = seed0 + std::uint64_t(i), .xorbs = 2, .chunks_per_xorb = 4096});
+      out.push_back(known(s));
+      made_.push_back(std::move(s));
+    }
+    return out;
+  }
+  void drop(std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) itest::drop_file(incoming, made_[i].file_name(), made_[i].bytes);
+  }
+  bool log_has(const std::string& text) { return daemon_log().find(text) != std::string::npos; }
+
+  // Every shard in `shards` answers all of its chunks through the socket.
+  void expect_all_queryable(const std::vector<KnownShard>& shards) {
+    for (const auto& s : shards) {
+      std::string body = "{\"hashes\":[";
+      for (std::size_t i = 0; i < s.chunks.size(); ++i) body += (i ? ",\"" : "\"") + s.chunks[i].to_string() + "\"";
+      body += "]}";
+      auto r = http().post("/v1/chunk", body);
+      ASSERT_EQ(r.status, 200);
+      EXPECT_EQ(r.json()["found"].get<std::size_t>(), s.chunks.size()) << s.hash.to_string();
+    }
+  }
+
+  // Fills the index until an ingest fails, checks the daemon's state while
+  // it is stuck, lets `restore` give space back, and checks the recovery.
+  void fill_fail_recover(const std::function<void()>& restore, const char* what) {
+    auto shards = make_shards(24, 9000);
+    drop(0, 2);
+    ASSERT_TRUE(eventually([&] { return shard_count("live") == 2; }, 60s)) << daemon_log();
+    on_filled_start_();
+    drop(2, shards.size());
+    ASSERT_TRUE(eventually([&] { return log_has("cannot index") || !daemon.running(); }, 90s))
+        << "no ingest failed: the limit is too generous\n" << daemon_log();
+    ASSERT_TRUE(daemon.running()) << "dedupd died when " << what << "\n" << daemon_log();
+    std::size_t live_while_full = shard_count("live");
+    EXPECT_LT(live_while_full, shards.size());
+    EXPECT_GE(live_while_full, 2u);
+    // Whatever was indexed before stays queryable while writes fail.
+    expect_all_queryable({shards[0], shards[1]});
+    auto health = http().get("/healthz");
+    std::printf("  %s: %zu of %zu shards indexed; /healthz %ld; the log says: %s\n", what, live_while_full,
+                shards.size(), health.status, first_line_with("cannot index").c_str());
+
+    restore();
+    ASSERT_TRUE(eventually([&] { return shard_count("live") == shards.size(); }, 60s))
+        << shard_count("live") << " live after space returned\n" << daemon_log();
+    expect_all_queryable(shards);
+    EXPECT_EQ(daemon.stop(), 0);
+    IndexReport rep = inspect_index(dir / "state" / "index", shards);
+    for (const auto& p : rep.problems) ADD_FAILURE() << p;
+    EXPECT_EQ(rep.live, shards.size());
+    std::printf("  after space returned: all %zu shards indexed, %llu chunk entries, invariants hold\n", rep.live,
+                (unsigned long long)rep.chunk_entries);
+  }
+
+  std::string first_line_with(const std::string& text) {
+    std::string log = daemon_log();
+    auto at = log.find(text);
+    if (at == std::string::npos) return "(nothing)";
+    auto begin = log.rfind('\n', at);
+    auto end = log.find('\n', at);
+    return log.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1));
+  }
+
+  std::vector<itest::MadeShard> made_;
+  bool mounted_ = false;
+  std::function<void()> on_filled_start_ = [] {};
+};
+
+TEST_F(FaultTest, FullDiskUnderTheIndex) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  fs::create_directories(dir / "state");
+  ASSERT_EQ(::mount("tmpfs", (dir / "state").c_str(), "tmpfs", 0, "size=3m,mode=0755"), 0)
+      << "cannot mount a tmpfs: " << std::strerror(errno);
+  mounted_ = true;
+  write_quiet_config();
+  start();
+  fill_fail_recover(
+      [&] {
+        ASSERT_EQ(::mount("tmpfs", (dir / "state").c_str(), "tmpfs", MS_REMOUNT, "size=256m,mode=0755"), 0)
+            << std::strerror(errno);
+      },
+      "the filesystem under the index filled up");
+}
+
+TEST_F(FaultTest, FileSizeLimitOnTheDaemon) {
+  write_quiet_config();
+  start();
+  on_filled_start_ = [&] {
+    // No room beyond what the file holds: a write past its end fails (and
+    // raises SIGXFSZ). The soft limit alone, so it can be
+    // raised again without privileges.
+    std::uint64_t size = fs::file_size(dir / "state" / "index" / "data.mdb");
+    rlimit lim{};
+    ASSERT_EQ(::prlimit(daemon.pid(), RLIMIT_FSIZE, nullptr, &lim), 0);
+    lim.rlim_cur = size;
+    ASSERT_EQ(::prlimit(daemon.pid(), RLIMIT_FSIZE, &lim, nullptr), 0) << std::strerror(errno);
+  };
+  fill_fail_recover(
+      [&] {
+        rlimit lim{};
+        ASSERT_EQ(::prlimit(daemon.pid(), RLIMIT_FSIZE, nullptr, &lim), 0);
+        lim.rlim_cur = lim.rlim_max;
+        ASSERT_EQ(::prlimit(daemon.pid(), RLIMIT_FSIZE, &lim, nullptr), 0);
+      },
+      "its file-size limit (RLIMIT_FSIZE) was reached");
+}
+
+}  // namespace
+}  // namespace dedupd::reliability
