@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 
@@ -116,8 +118,12 @@ class FaultTest : public itest::DaemonTest {
 TEST_F(FaultTest, FullDiskUnderTheIndex) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
   fs::create_directories(dir / "state");
-  ASSERT_EQ(::mount("tmpfs", (dir / "state").c_str(), "tmpfs", 0, "size=3m,mode=0755"), 0)
-      << "cannot mount a tmpfs: " << std::strerror(errno);
+  if (::mount("tmpfs", (dir / "state").c_str(), "tmpfs", 0, "size=3m,mode=0755") != 0) {
+    // Root without CAP_SYS_ADMIN (some containers): the RLIMIT_FSIZE test
+    // below covers the same path.
+    ASSERT_EQ(errno, EPERM) << "cannot mount a tmpfs: " << std::strerror(errno);
+    GTEST_SKIP() << "mounting a tmpfs is not permitted here";
+  }
   mounted_ = true;
   write_quiet_config();
   start();
