@@ -5,7 +5,9 @@
 #include <exception>
 #include <ostream>
 
+#include "cli/bundle_verbs.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/snapshot_verbs.hpp"
 #include "cli/verbs.hpp"
 
 #ifndef DEDUPCTL_VERSION
@@ -35,6 +37,8 @@ int run(const std::vector<std::string>& args, Io& io) {
   add_offline_verbs(app, action);
   add_lookup_verbs(app, action);
   add_admin_verbs(app, action);
+  add_bundle_verbs(app, action);
+  add_snapshot_verbs(app, action);
 
   // CLI11 wants argv; keep the strings alive in `args`.
   std::vector<const char*> argv{"dedupctl"};

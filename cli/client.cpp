@@ -52,11 +52,30 @@ std::string printable_excerpt(std::string_view body) {
 struct Sink {
   std::string* body;
   bool* got_bytes;
+  int fd = -1;           // post_to_fd: a 200 body goes here
+  CURL* curl = nullptr;
+  std::uint64_t* written = nullptr;
+  int write_errno = 0;
 };
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* s = static_cast<Sink*>(user);
-  s->body->append(data, size * n);
+  long status = 0;
+  if (s->fd >= 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200) {
+    s->body->append(data, size * n);
+    return size * n;
+  }
+  for (std::size_t done = 0; done < size * n;) {
+    const ssize_t w = ::write(s->fd, data + done, size * n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      s->write_errno = w < 0 ? errno : EIO;
+      return 0;  // curl stops with CURLE_WRITE_ERROR
+    }
+    done += std::size_t(w);
+    *s->written += std::uint64_t(w);
+  }
   return size * n;
 }
 
@@ -91,6 +110,14 @@ Response Client::post(std::string_view path, std::span<const std::uint8_t> body,
   return perform("POST", path, body, content_type, expect_continue);
 }
 Response Client::del(std::string_view path) { return perform("DELETE", path, {}, {}); }
+Response Client::post_to_fd(std::string_view path, int fd) {
+  body_fd_ = fd;
+  struct Reset {
+    int& fd;
+    ~Reset() { fd = -1; }
+  } reset{body_fd_};
+  return perform("POST", path, {}, "application/json");
+}
 
 void Client::check_socket_file() const {
   // Checked before libcurl so the message can say what is wrong with the
@@ -133,7 +160,7 @@ Response Client::perform(std::string_view method, std::string_view path,
   CURL* c = static_cast<CURL*>(curl_);
   Response r;
   bool got_bytes = false;
-  Sink sink{&r.body, &got_bytes};
+  Sink sink{&r.body, &got_bytes, body_fd_, c, &r.body_bytes};
   const std::string url = "http://localhost" + std::string(path);
 
   curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_.c_str());
@@ -175,6 +202,9 @@ Response Client::perform(std::string_view method, std::string_view path,
   curl_slist_free_all(headers);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
 
+  if (rc == CURLE_WRITE_ERROR && sink.write_errno)
+    throw CliError(kBadInput, std::string("cannot write the answer to the output file: ") +
+                                  std::strerror(sink.write_errno));
   if (rc != CURLE_OK) {
     long os_errno = 0;
     curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);

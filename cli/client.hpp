@@ -32,6 +32,7 @@ struct Response {
   long status = 0;
   std::string body;
   std::string content_type;
+  std::uint64_t body_bytes = 0;  // post_to_fd: bytes written to the file
 };
 
 class Client {
@@ -52,6 +53,12 @@ class Client {
                 content_type);
   }
   Response del(std::string_view path);
+  // POST with an empty body whose 200 answer is written to `fd` as it
+  // arrives (a large download: an export) instead of kept in memory; any
+  // other answer is kept in Response::body as usual. Response::body_bytes
+  // counts what went to the file; a failed write is a CliError 65 (a file
+  // problem, like an unreadable input) naming the errno.
+  Response post_to_fd(std::string_view path, int fd);
 
   const std::string& socket() const { return socket_; }
 
@@ -65,6 +72,7 @@ class Client {
   double timeout_s_;
   void* curl_ = nullptr;  // CURL*, kept for connection reuse
   bool checked_ = false;
+  int body_fd_ = -1;  // post_to_fd: where a 200 body goes
 };
 
 // Mappings, separate so that tests can drive each branch.

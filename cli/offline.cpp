@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 
+#include "cli/bundle_verbs.hpp"
 #include "cli/context.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/output.hpp"
@@ -163,6 +164,8 @@ std::string when(const json& unix_s, std::uint64_t now) {
          relative(std::int64_t(t) - std::int64_t(now)) + ")";
 }
 
+}  // namespace
+
 void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_t now) {
   std::ostream& out = ctx.out();
   const Style& s = ctx.style;
@@ -258,9 +261,12 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
   }
 }
 
+namespace {
+
 int inspect(Context& ctx, const std::string& path, bool list_chunks) {
-  LoadedShard s = load(path, true);
   const std::uint64_t now = std::uint64_t(std::time(nullptr));
+  if (auto code = inspect_if_bundle(ctx, path, list_chunks, now)) return *code;
+  LoadedShard s = load(path, true);
   json doc = inspect_document(*s.view, path, now);
   if (ctx.opt.json) {
     print_json(ctx.out(), doc);
@@ -304,8 +310,8 @@ void add_offline_verbs(CLI::App& app, Action& action) {
   auto file = std::make_shared<std::string>();
   auto chunks = std::make_shared<bool>(false);
 
-  auto* in = app.add_subcommand("inspect", "Show what a shard file holds (no daemon needed)");
-  in->add_option("FILE", *file, "Shard file (.mdb)")->required();
+  auto* in = app.add_subcommand("inspect", "Show what a shard file or .caf bundle holds (no daemon needed)");
+  in->add_option("FILE", *file, "Shard file (.mdb) or CAF bundle (.caf)")->required();
   in->add_flag("--chunks", *chunks, "List every chunk of every xorb");
   in->callback([&action, file, chunks] {
     action = [file, chunks](Context& ctx) { return inspect(ctx, *file, *chunks); };

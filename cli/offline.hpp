@@ -15,4 +15,8 @@ namespace dedupctl {
 nlohmann::ordered_json inspect_document(const dedupd::shard::ShardView& view, const std::string& path,
                                 std::uint64_t now);
 
+struct Context;
+// The human form of an inspect document (also used for a bundle's members).
+void print_inspect(Context& ctx, const nlohmann::ordered_json& doc, bool list_chunks, std::uint64_t now);
+
 }  // namespace dedupctl
