@@ -39,6 +39,8 @@ int export_snapshot(Context& ctx, const std::string& out_path, double timeout_s)
   const std::string what = "export";
   AtomicFile out(out_path);
   Response r = client.post_to_fd(std::string(api::kExport) + "?format=" + std::string(kSwhShard), out.fd());
+  // 404: the index holds no raw chunk; say so in the daemon's words.
+  if (r.status == 404) throw CliError(kNotFound, what + ": " + error_message(r));
   if (r.status != 200) throw status_error(r, what);
   // Check what arrived before it takes the name: a cut or garbled answer
   // must not leave a file that looks like a snapshot.
