@@ -111,9 +111,10 @@ class FakeService : public Service {
  public:
   const index::Index* idx = nullptr;
   std::vector<shard::Hash> shards;
+  std::string state_dir;  // the export route writes its temporary file under it
   const index::Index* index() const override { return idx; }
   StatusInfo status() const override {
-    return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", "/var/lib/dedupd", {"/a \"quoted\" dir\\"}};
+    return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", state_dir, {"/a \"quoted\" dir\\"}};
   }
   DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
   GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
@@ -168,6 +169,7 @@ World& the_world() {
     world->service.shards.push_back(r->shard);
   }
   world->service.idx = world->index.get();
+  world->service.state_dir = (world->dir / "state").string();
   std::vector<std::string> names;
   for (const auto& r : world->router.routes()) names.emplace_back(r.name);
   world->metrics = std::make_unique<http::Metrics>(names);
