@@ -107,7 +107,8 @@ TEST_F(Ingest, RejectedFilesAreQuarantinedWhenConfigured) {
   drop_file(incoming, "bad.mdb", std::vector<std::uint8_t>(100, 7));
   ASSERT_TRUE(eventually([&] { return fs::exists(dir / "quarantine/bad.mdb"); }));
   EXPECT_FALSE(fs::exists(incoming / "bad.mdb"));
-  EXPECT_EQ(shard_count("rejected"), 1u);
+  // The daemon moves the file before it records the rejection: wait for both.
+  EXPECT_TRUE(eventually([&] { return shard_count("rejected") == 1u; })) << shard_count("rejected");
 }
 
 TEST_F(Ingest, HundredShardsAcrossAKillNineAreEachIndexedOnce) {
