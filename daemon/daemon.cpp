@@ -1,6 +1,7 @@
 #include "daemon/daemon.hpp"
 
 #include <grp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -232,6 +233,7 @@ void Daemon::queue(std::vector<Candidate> files) {
 }
 
 void Daemon::process_pending(std::chrono::milliseconds budget) {
+  if (pending_.empty()) return;
   auto deadline = std::chrono::steady_clock::now() + budget;
   while (!pending_.empty() && std::chrono::steady_clock::now() < deadline) {
     Candidate c = std::move(pending_.front());
@@ -239,6 +241,10 @@ void Daemon::process_pending(std::chrono::milliseconds budget) {
     pending_paths_.erase(c.path.native());
     ingest_one(c);
   }
+  // A big shard's ingest allocates in proportion to it and frees it all
+  // again, but glibc keeps freed heap for reuse: give it back once the
+  // queue is empty, so memory at rest does not follow the largest shard.
+  if (pending_.empty()) ::malloc_trim(0);
 }
 
 FileOutcome Daemon::ingest_one(const Candidate& c) {
