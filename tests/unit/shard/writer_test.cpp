@@ -133,7 +133,8 @@ TEST(Writer, FlagsAreDerivedAndOtherBitsKept) {
   ShardWriter w;
   w.add_file(f);
   w.add_xorb(x.record);
-  auto v = parse_ok(w.write({}));
+  auto bytes = w.write({});  // the view points into it: keep it alive
+  auto v = parse_ok(bytes);
   FileBlock b = *v.files().begin();
   EXPECT_EQ(b.header().flags, 0x5u);
   EXPECT_EQ(b.num_terms(), 1u);
@@ -143,7 +144,8 @@ TEST(Writer, FlagsAreDerivedAndOtherBitsKept) {
   f.header.flags = 0x5;
   ShardWriter w2;
   w2.add_file(f);
-  auto v2 = parse_ok(w2.write({}));
+  auto bytes2 = w2.write({});
+  auto v2 = parse_ok(bytes2);
   EXPECT_EQ((*v2.files().begin()).header().flags,
             0x5u | kFileFlagWithVerification | kFileFlagWithMetadataExt);
 }
@@ -153,7 +155,8 @@ TEST(Writer, XorbEntryCountIsDerived) {
   x.record.header.num_entries = 1000;
   ShardWriter w;
   w.add_xorb(x.record);
-  auto v = parse_ok(w.write({}));
+  auto bytes = w.write({});  // the view points into it: keep it alive
+  auto v = parse_ok(bytes);
   EXPECT_EQ((*v.xorbs().begin()).num_chunks(), 4u);
 }
 
@@ -227,7 +230,8 @@ TEST(Writer, SecondFileIndexCountsEveryEntryOfTheFirst) {
   auto s = small_shard(true, true);
   WriteOptions o;
   o.lookup_tables = LookupTables::build;
-  auto v = parse_ok(s.writer.write(o));
+  auto bytes = s.writer.write(o);  // the view points into it: keep it alive
+  auto v = parse_ok(bytes);
   std::vector<std::uint32_t> indices;
   for (std::size_t i = 0; i < v.file_lookup_size(); ++i) indices.push_back(v.file_lookup(i).index);
   std::sort(indices.begin(), indices.end());
