@@ -43,6 +43,22 @@ std::vector<std::string> read_hashes(std::istream& in) {
   return out;
 }
 
+ChunkHashArgs chunk_hash_args(Context& ctx, const std::vector<std::string>& args) {
+  ChunkHashArgs out;
+  for (const auto& a : args) {
+    if (a == "-") {
+      if (out.from_stdin) continue;
+      out.from_stdin = true;
+      auto more = read_hashes(ctx.io.in);
+      out.hashes.insert(out.hashes.end(), std::make_move_iterator(more.begin()),
+                        std::make_move_iterator(more.end()));
+    } else {
+      out.hashes.push_back(parse_hash_arg(a, "chunk hash"));
+    }
+  }
+  return out;
+}
+
 json call(Client& c, std::string_view method, const std::string& path, std::string_view what,
           bool* not_found, std::string_view body) {
   Response r = method == "GET"    ? c.get(path)

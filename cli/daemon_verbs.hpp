@@ -22,6 +22,14 @@ std::string parse_hash_arg(std::string_view text, std::string_view what = "hash"
 // "#" comments are ignored; a malformed line is 65 naming its line number.
 std::vector<std::string> read_hashes(std::istream& in);
 
+// The chunk hashes a verb was given: arguments, with "-" standing for the
+// lines of stdin (read once). from_stdin tells a single-hash call apart.
+struct ChunkHashArgs {
+  std::vector<std::string> hashes;
+  bool from_stdin = false;
+};
+ChunkHashArgs chunk_hash_args(Context& ctx, const std::vector<std::string>& args);
+
 // GET/POST/DELETE returning the parsed 200 body; other statuses throw via
 // status_error(). With `not_found` set, a 404 returns its parsed body (or
 // an empty object) and sets *not_found instead of throwing.

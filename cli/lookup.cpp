@@ -157,18 +157,7 @@ void print_results_table(Context& ctx, const json& results, std::uint64_t found,
 // ---- verbs ------------------------------------------------------------
 
 int query(Context& ctx, const std::vector<std::string>& args) {
-  std::vector<std::string> hashes;
-  bool from_stdin = false;
-  for (const auto& a : args) {
-    if (a == "-") {
-      if (from_stdin) continue;
-      from_stdin = true;
-      auto more = read_hashes(ctx.io.in);
-      hashes.insert(hashes.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    } else {
-      hashes.push_back(parse_hash_arg(a, "chunk hash"));
-    }
-  }
+  auto [hashes, from_stdin] = chunk_hash_args(ctx, args);
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::uint64_t now = now_s();
 

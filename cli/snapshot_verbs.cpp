@@ -113,18 +113,7 @@ void print_table(Context& ctx, const std::vector<Answer>& answers, std::uint64_t
 
 int lookup_snapshot(Context& ctx, const std::string& path, const std::vector<std::string>& args) {
   // Every hash is checked before the file is opened: a typo is 65 at once.
-  std::vector<std::string> hashes;
-  bool from_stdin = false;
-  for (const auto& a : args) {
-    if (a == "-") {
-      if (from_stdin) continue;
-      from_stdin = true;
-      auto more = read_hashes(ctx.io.in);
-      hashes.insert(hashes.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    } else {
-      hashes.push_back(parse_hash_arg(a, "chunk hash"));
-    }
-  }
+  auto [hashes, from_stdin] = chunk_hash_args(ctx, args);
   auto reader = swh::Reader::open(path);
   if (!reader) throw CliError(kBadInput, path + ": " + reader.error().to_string());
 
