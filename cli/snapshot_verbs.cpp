@@ -168,7 +168,10 @@ void add_snapshot_verbs(CLI::App& app, Action& action) {
         ->required()
         ->check(CLI::IsMember({std::string(kSwhShard)}));
     e->add_option("OUT", *out, "File to write (atomically)")->required();
-    e->callback([&action, out, timeout] {
+    // --format is bound to *format: the callback keeps it alive with the App
+    // (freed at the end of this block otherwise, and written when parsed).
+    e->callback([&action, out, format, timeout] {
+      (void)format;
       action = [out, timeout](Context& ctx) {
         const bool given = timeout && timeout->count() > 0;
         return export_snapshot(ctx, *out, given ? ctx.opt.timeout_s : kExportTimeoutS);
