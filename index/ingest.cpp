@@ -237,6 +237,7 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
     for (const auto& e : entries) {
       MDB_val ck = e.mdb_key(), cv = e.mdb_value();
       if ((rc = mdb_cursor_put(chunks.get(), &ck, &cv, 0))) return rc;
+      im.filter_add(e);  // before the commit, so readers of it may trust the filter
     }
     out.new_chunk_entries = entries.size();
   }
