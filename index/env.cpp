@@ -217,8 +217,15 @@ Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
     }
     if (rc != 0) return error_of(rc, std::string("beginning a write transaction for ") + what);
     WriteTxn txn(raw);
+    std::uint64_t id = mdb_txn_id(raw);
     rc = body(txn.get());
-    if (rc == 0) rc = txn.commit();
+    if (rc == 0) {
+      rc = txn.commit();
+      // A transaction that changed nothing commits without taking its id
+      // (the next one gets it again): only a commit that did counts.
+      MDB_envinfo info;
+      if (rc == 0 && on_commit_ && mdb_env_info(env_, &info) == 0 && info.me_last_txnid == id) on_commit_(id);
+    }
     if (rc == 0 || rc == kAbortTxn) return Ok{};
     if (rc != MDB_MAP_FULL) return error_of(rc, what);
     // No write transaction may be live while the map is resized.

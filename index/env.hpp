@@ -119,6 +119,10 @@ class Env {
   // kAbortTxn aborts quietly. Any other code aborts and is an error. Writers are
   // serialised by the caller (the Index holds its writer mutex).
   Status write(const std::function<int(MDB_txn*)>& body, const char* what);
+  // Called with the id of each transaction write() commits that changed
+  // something, right after the commit, still under the caller's writer lock
+  // (the chunk filter follows which snapshots it covers this way).
+  void on_commit(std::function<void(std::uint64_t txn_id)> hook) { on_commit_ = std::move(hook); }
 
   std::uint64_t map_size() const;
   std::uint64_t page_size() const { return page_size_; }
@@ -143,6 +147,7 @@ class Env {
   int readers_inside_ = 0;
   bool resizing_ = false;
   std::vector<ReadSlot*> idle_;  // reset read transactions, ready to renew
+  std::function<void(std::uint64_t)> on_commit_;
 };
 
 }  // namespace lmdb

@@ -3,9 +3,11 @@
 
 #include <lmdb.h>
 
+#include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "index/chunk_filter.hpp"
 #include "index/env.hpp"
 #include "index/index.hpp"
 #include "index/records.hpp"
@@ -18,6 +20,31 @@ struct Index::Impl {
   std::unique_ptr<lmdb::Env> env;
   schema::Dbs dbs{};
   std::mutex write_mu;  // one writer at a time inside the process
+
+  // The chunk filter in service (chunk_filter.hpp), or none. Replaced only
+  // under write_mu (so the writer reads it without filter_mu); readers take
+  // a reference under filter_mu and keep the filter alive while they use it.
+  std::shared_ptr<ChunkFilter> filter;
+  mutable std::mutex filter_mu;
+  // The filter a reader of snapshot `txn_id` may trust, or null.
+  std::shared_ptr<const ChunkFilter> filter_for(std::uint64_t txn_id) const {
+    std::shared_ptr<const ChunkFilter> f;
+    {
+      std::lock_guard lock(filter_mu);
+      f = filter;
+    }
+    return f && f->covered() >= txn_id ? f : nullptr;
+  }
+  static_assert(records::kChunkKeyBytes == 1 &&
+                records::kChunkKeyBytes + records::kChunkHashBytesInValue == ChunkFilter::kFingerprintBytes);
+  // Writer: a chunk entry about to be committed.
+  void filter_add(const records::ChunkEntryKey& e) {
+    if (!filter) return;
+    std::uint8_t fp[ChunkFilter::kFingerprintBytes];
+    fp[0] = e.key[0];
+    std::memcpy(fp + 1, e.value.data(), ChunkFilter::kFingerprintBytes - 1);
+    filter->add(fp);
+  }
 
   // Moves chunks_recent into chunks when it has outgrown its share (or
   // always with force). Caller holds write_mu.

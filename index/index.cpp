@@ -54,6 +54,9 @@ Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   auto dbs = schema::open(*impl->env);
   if (!dbs) return dbs.error();
   impl->dbs = *dbs;
+  impl->env->on_commit([im = impl.get()](std::uint64_t id) {
+    if (im->filter) im->filter->committed(id);
+  });
   return std::unique_ptr<Index>(new Index(std::move(impl)));
 }
 

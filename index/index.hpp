@@ -77,6 +77,18 @@ class Index {
   // Returns their hashes, earliest first.
   Result<std::vector<Hash>> expire(std::uint64_t now);
 
+  // Builds the in-memory chunk filter from the chunk tables and puts it in
+  // service (index/chunk_filter.hpp): lookups then skip searching for stored
+  // forms that are certainly absent. It holds the writer lock while it reads
+  // (about a second per 10 M entries; readers are not held up) and keeps
+  // itself up to date with this process's writes. Without it, or after a
+  // write by another process, lookups search every form: slower, same answers.
+  Result<ChunkFilterInfo> build_chunk_filter();
+  // True when no filter is in service, or it is over its capacity or gave
+  // up after another process wrote: time for build_chunk_filter().
+  bool chunk_filter_due() const;
+  ChunkFilterInfo chunk_filter_info() const;
+
   // Merges the recently added chunk entries into the main table now (ingest
   // does this by itself when they are due; for idle time and tests).
   Status merge_recent();

@@ -1,6 +1,7 @@
 // Chunk lookups: the hot read path. A batch shares one snapshot, one pass
-// over the live keys and a per-xorb cache, so a miss costs one B-tree probe
-// per key (raw included) and no allocation.
+// over the live keys and a per-xorb cache. Each stored form of a query (raw,
+// and keyed with each live key) is searched only when the chunk filter
+// allows it, so a miss usually costs no B-tree search and no allocation.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -37,10 +38,13 @@ namespace {
 class ChunkReader {
  public:
   ChunkReader(const Index::Impl& im, lmdb::ReadTxn& txn, BatchResult& out)
-      : im_(im), rtxn_(txn), txn_(txn.get()), out_(out) {}
+      : im_(im), rtxn_(txn), txn_(txn.get()), out_(out), filter_(im.filter_for(mdb_txn_id(txn_))) {}
 
   int open() {
     int rc;
+    MDB_stat st;
+    if ((rc = mdb_stat(txn_, im_.dbs.chunks_recent, &st))) return rc;
+    recent_empty_ = st.ms_entries == 0;  // right after a merge, and in a fresh index
     if ((rc = rtxn_.cursor(im_.dbs.chunks_recent, recent_)) || (rc = rtxn_.cursor(im_.dbs.chunks, chunks_)) ||
         (rc = rtxn_.cursor(im_.dbs.xorb_shards, xorb_shards_)) || (rc = rtxn_.cursor(im_.dbs.keys, keys_cur_)))
       return rc;
@@ -54,10 +58,10 @@ class ChunkReader {
   // Appends the locations of one raw hash to out_.
   int query(const Hash& raw) {
     std::uint32_t begin = std::uint32_t(out_.locations.size());
-    if (int rc = probe(raw, nullptr, begin)) return rc;
+    if (int rc = maybe_probe(raw, nullptr, begin)) return rc;
     for (const Key& key : keys_) {
       Hash stored = shard::keyed_chunk_hash(key, raw);
-      if (int rc = probe(stored, &key, begin)) return rc;
+      if (int rc = maybe_probe(stored, &key, begin)) return rc;
     }
     out_.first.push_back(std::uint32_t(out_.locations.size()));
     return 0;
@@ -69,8 +73,10 @@ class ChunkReader {
     std::uint32_t shard_set;
   };
 
-  int probe(const Hash& stored, const Key* key, std::uint32_t begin) {
-    if (int rc = probe(recent_, stored, key, begin)) return rc;
+  int maybe_probe(const Hash& stored, const Key* key, std::uint32_t begin) {
+    if (filter_ && !filter_->may_contain(stored.data())) return 0;
+    if (!recent_empty_)
+      if (int rc = probe(recent_, stored, key, begin)) return rc;
     return probe(chunks_, stored, key, begin);
   }
 
@@ -166,6 +172,8 @@ class ChunkReader {
   MDB_txn* txn_;
   BatchResult& out_;
   MDB_cursor *recent_ = nullptr, *chunks_ = nullptr, *xorb_shards_ = nullptr, *keys_cur_ = nullptr;
+  std::shared_ptr<const ChunkFilter> filter_;  // null: search every form
+  bool recent_empty_ = false;
   std::vector<Key> keys_;
   std::unordered_map<XorbId, Cached> cache_;
   const Cached* last_ = nullptr;

@@ -163,6 +163,13 @@ struct SourceRecord {
   Hash shard{};  // accepted: the shard it held
 };
 
+struct ChunkFilterInfo {
+  bool in_service = false;
+  std::uint64_t bytes = 0;     // memory it holds
+  std::uint64_t capacity = 0;  // entries it was sized for
+  std::uint64_t added = 0;     // entries put in so far (removed ones stay)
+};
+
 struct Stats {
   std::uint64_t shards_live = 0, shards_expired = 0, shards_removed = 0, rejected = 0;
   std::uint64_t xorbs = 0;         // stored xorb forms

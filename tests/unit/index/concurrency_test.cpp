@@ -1,6 +1,7 @@
 // Readers hammer lookups while one writer ingests, removes, merges and grows
 // the map. Every read must see each shard whole or not at all, and readers
-// must keep going while the writer works. Run under ThreadSanitizer by the
+// must keep going while the writer works; the chunk filter is in service
+// and rebuilt under the readers' feet. Run under ThreadSanitizer by the
 // dev script (ctest -L concurrency).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -48,6 +49,7 @@ TEST(IndexConcurrency, ReadersSeeWholeShardsWhileTheWriterWorks) {
   auto opened = Index::open(Options{.dir = tmp.path(), .map_size = 128 * 1024, .merge_threshold = 500});
   ASSERT_TRUE(opened) << opened.error().to_string();
   Index& idx = **opened;
+  ASSERT_TRUE(idx.build_chunk_filter());
 
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> reads{0}, reads_during_writes{0}, half_seen{0}, errors{0};
@@ -98,6 +100,7 @@ TEST(IndexConcurrency, ReadersSeeWholeShardsWhileTheWriterWorks) {
     }
     write_errors += !idx.expire(1000 + kShards);  // the even shards still live
     write_errors += !idx.merge_recent();
+    write_errors += !idx.build_chunk_filter();
     for (int i = 0; i < kShards; ++i) write_errors += !idx.remove(w.shards[std::size_t(i)].hash);
   }
   writing = false;

@@ -30,17 +30,28 @@ std::vector<Hash> shard_hashes(const std::vector<ShardRef>& refs) {
   return out;
 }
 
-// Every IndexTest runs twice: with new chunk entries left in the recent
-// table, and with every ingest merging them into the main table.
-class IndexTest : public IndexFixture, public ::testing::WithParamInterface<bool> {
+// Every IndexTest runs four times: with new chunk entries left in the recent
+// table or with every ingest merging them into the main table, each without
+// and with the in-memory chunk filter (which must never change an answer).
+struct Layout {
+  bool merged;
+  bool filtered;
+};
+class IndexTest : public IndexFixture, public ::testing::WithParamInterface<Layout> {
  protected:
   void SetUp() override {
-    merge_threshold = GetParam() ? 0 : 1u << 30;
+    merge_threshold = GetParam().merged ? 0 : 1u << 30;
+    chunk_filter = GetParam().filtered;
     reopen();
   }
 };
-INSTANTIATE_TEST_SUITE_P(Tables, IndexTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "merged" : "recent"; });
+INSTANTIATE_TEST_SUITE_P(Tables, IndexTest,
+                         ::testing::Values(Layout{false, false}, Layout{true, false}, Layout{false, true},
+                                           Layout{true, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.merged ? "merged" : "recent") +
+                                  (info.param.filtered ? "_filtered" : "");
+                         });
 
 TEST_P(IndexTest, NewIndexIsEmptyAndConsistent) {
   Stats s = stats();

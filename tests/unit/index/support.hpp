@@ -56,6 +56,10 @@ class IndexFixture : public ::testing::Test {
     auto r = Index::open(o);
     ASSERT_TRUE(r) << r.error().to_string();
     idx = std::move(*r);
+    if (chunk_filter) {
+      auto f = idx->build_chunk_filter();
+      ASSERT_TRUE(f) << f.error().to_string();
+    }
   }
 
   IngestResult ingest(const OwnedShard& s, const std::string& path = "", IngestOptions o = {}) {
@@ -65,6 +69,16 @@ class IndexFixture : public ::testing::Test {
   }
 
   std::vector<Location> find(const Hash& raw) {
+    // The filtered runs must really answer through the filter.
+    if (chunk_filter) {
+      EXPECT_TRUE(idx->chunk_filter_info().in_service);
+    }
+    auto r = idx->lookup(raw);
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? *r : std::vector<Location>{};
+  }
+
+  std::vector<Location> find_unfiltered(const Hash& raw) {
     auto r = idx->lookup(raw);
     EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
     return r ? *r : std::vector<Location>{};
@@ -85,6 +99,7 @@ class IndexFixture : public ::testing::Test {
   TempDir tmp;
   std::unique_ptr<Index> idx;
   std::uint64_t merge_threshold = 1u << 18;
+  bool chunk_filter = false;  // build the in-memory chunk filter at each open
 };
 
 }  // namespace dedupd::index::gen

@@ -1,0 +1,126 @@
+// The in-memory chunk filter: no false negatives, a bounded false positive
+// rate, and an index that stops trusting it when another process writes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "index/chunk_filter.hpp"
+#include "index/index.hpp"
+#include "tests/unit/index/crash_common.hpp"
+#include "tests/unit/index/support.hpp"
+
+namespace dedupd::index::gen {
+namespace {
+
+TEST(ChunkFilter, HoldsEverythingAddedAndRejectsMostOfTheRest) {
+  constexpr std::uint64_t kEntries = 200'000;
+  ChunkFilter f(kEntries);
+  for (std::uint64_t i = 0; i < kEntries; ++i) f.add(hash_of_seed(i).data());
+  EXPECT_EQ(f.added(), kEntries);
+  EXPECT_FALSE(f.full());
+  for (std::uint64_t i = 0; i < kEntries; ++i) ASSERT_TRUE(f.may_contain(hash_of_seed(i).data())) << i;
+  std::uint64_t positives = 0;
+  for (std::uint64_t i = 0; i < kEntries; ++i) positives += f.may_contain(hash_of_seed(kEntries + i).data());
+  // About 1.5 % at kBitsPerEntry = 10 when full; 3 % leaves room, 0 would mean
+  // the filter answers from something else than its bits.
+  EXPECT_LT(positives, kEntries * 3 / 100);
+  EXPECT_GT(positives, 0u);
+  f.add(hash_of_seed(~0ull).data());
+  EXPECT_TRUE(f.full());
+}
+
+TEST(ChunkFilter, CoversCommitsOnlyInOrderAndOnlyOncePublished) {
+  ChunkFilter f(1000);
+  f.expect_after(10);
+  EXPECT_EQ(f.covered(), 0u) << "not in service before publish()";
+  f.committed(11);
+  EXPECT_EQ(f.covered(), 0u);
+  ASSERT_TRUE(f.publish());
+  EXPECT_EQ(f.covered(), 11u);
+  f.committed(12);
+  EXPECT_EQ(f.covered(), 12u);
+  f.committed(14);  // 13 was somebody else's
+  EXPECT_TRUE(f.broken());
+  EXPECT_EQ(f.covered(), 0u);
+  f.committed(15);
+  EXPECT_EQ(f.covered(), 0u) << "once broken, never trusted again";
+}
+
+class ChunkFilterIndex : public IndexFixture {};
+
+TEST_F(ChunkFilterIndex, MissesAndHitsThroughTheFilter) {
+  ASSERT_TRUE(idx->build_chunk_filter());
+  EXPECT_TRUE(idx->chunk_filter_info().in_service);
+  EXPECT_FALSE(idx->chunk_filter_due());
+  GenXorb x = gen_xorb(1, 300), y = gen_xorb(2, 200);
+  ShardSpec raw{.xorbs = {&x}};
+  ShardSpec keyed{.xorbs = {&y}, .key = hash_of_seed(77)};
+  ingest(own(build_shard(raw)));
+  ingest(own(build_shard(keyed)));
+  for (const Hash& h : x.raw) ASSERT_EQ(find(h).size(), 1u);
+  for (const Hash& h : y.raw) ASSERT_EQ(find(h).size(), 1u);
+  for (std::uint64_t i = 0; i < 1000; ++i) EXPECT_TRUE(find(hash_of_seed(1u << 30 | i)).empty());
+  EXPECT_EQ(idx->chunk_filter_info().added, 500u);
+}
+
+// Runs the crash test's child on our directory (another process with its own
+// environment, as an admin tool writing beside the daemon) until it has
+// committed shard `i`, then kills it.
+void another_process_ingests(const std::string& dir, std::uint64_t i) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    execl(DEDUPD_CRASH_CHILD, DEDUPD_CRASH_CHILD, dir.c_str(), std::to_string(i).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string line;
+  char c;
+  while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+  close(fds[0]);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_EQ(line, "A " + std::to_string(i));
+}
+
+TEST_F(ChunkFilterIndex, AWriteByAnotherProcessTurnsTheFilterOffUntilRebuilt) {
+  GenXorb x = gen_xorb(3, 100);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  ASSERT_TRUE(idx->build_chunk_filter());
+  constexpr std::uint64_t kOther = 1001;  // a raw (unkeyed) shard of the crash sequence
+  another_process_ingests(tmp.sub("idx"), kOther);
+  CrashShard other = crash_shard(kOther);
+  const GenXorb& y = other.own;
+  // The filter never saw y's entries: a reader of the newer snapshot must
+  // not trust it.
+  for (const Hash& h : y.raw) ASSERT_EQ(find_unfiltered(h).size(), 1u);
+  EXPECT_FALSE(idx->chunk_filter_info().in_service);
+  // Our own next write must not put it back in service either.
+  GenXorb z = gen_xorb(5, 10);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&z}})));
+  EXPECT_FALSE(idx->chunk_filter_info().in_service);
+  EXPECT_TRUE(idx->chunk_filter_due());
+  for (const Hash& h : y.raw) ASSERT_EQ(find_unfiltered(h).size(), 1u);
+  ASSERT_TRUE(idx->build_chunk_filter());
+  EXPECT_TRUE(idx->chunk_filter_info().in_service);
+  for (const GenXorb* g : std::initializer_list<const GenXorb*>{&x, &y, &z})
+    for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
+}
+
+TEST_F(ChunkFilterIndex, IsDueWhenFullAndSizedForTheIndex) {
+  EXPECT_TRUE(idx->chunk_filter_due()) << "none in service";
+  auto info = idx->build_chunk_filter();
+  ASSERT_TRUE(info);
+  EXPECT_GE(info->capacity, 1u << 20) << "a floor, so a young index is not rebuilt after every shard";
+  EXPECT_GE(info->bytes, info->capacity * ChunkFilter::kBitsPerEntry / 8);
+  EXPECT_FALSE(idx->chunk_filter_due());
+}
+
+}  // namespace
+}  // namespace dedupd::index::gen
