@@ -1,8 +1,10 @@
 // Ingest: one shard's contribution in one write transaction.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/ingest_runs.hpp"
 #include "shard/keys.hpp"
 
 namespace dedupd::index {
@@ -12,6 +14,8 @@ using detail::Cursor;
 using detail::WriteError;
 
 namespace detail {
+
+std::size_t g_ingest_run_entries = std::size_t(1) << 18;
 
 int put_source(Index::Impl& im, MDB_txn* txn, const Source& s) {
   if (s.path.empty()) return 0;
@@ -129,6 +133,146 @@ int add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const 
   return 0;
 }
 
+// A xorb the shard brings in: its chunk entries are still to be written.
+struct FreshXorb {
+  shard::XorbBlock block;
+  XorbId id;
+};
+
+// The 12 duplicate bytes of a chunk entry (chunk_entry()) as two big-endian
+// integers, so that integer order is LMDB's memcmp order: sorting these is
+// several times cheaper than sorting byte arrays with memcmp.
+struct PackedEntry {
+  std::uint64_t hi;  // value bytes 0..7: hash bytes 1..5, xorb id bytes 0..2
+  std::uint32_t lo;  // value bytes 8..11: xorb id byte 3, chunk index
+  bool operator<(const PackedEntry& o) const { return hi < o.hi || (hi == o.hi && lo < o.lo); }
+};
+static_assert(kChunkKeyBytes == 1 && kChunkHashBytesInValue == 5 && kChunkValueBytes == 12);
+
+PackedEntry pack(const std::uint8_t* stored_hash, XorbId id, std::uint32_t index) {
+  std::uint64_t hash40 = load_be64(stored_hash + 1) & ~std::uint64_t(0xFFFFFF);
+  return {hash40 | (id >> 8), (id & 0xFFu) << 24 | index};
+}
+
+ChunkEntryKey unpack(std::uint8_t key, const PackedEntry& p) {
+  ChunkEntryKey e;
+  e.key[0] = key;
+  store_be64(e.value.data(), p.hi);
+  store_be32(e.value.data() + 8, p.lo);
+  return e;
+}
+
+// Writes the chunk entries of the shard's new xorbs into chunks_recent in
+// key order, one bounded run at a time (g_ingest_run_entries): the memory
+// stays the same for any shard size, a larger shard costs more passes over
+// its xorbs. Sorted puts walk each page once, in sequence; a put past the
+// last entry of its key appends (MDB_APPENDDUP), which leaves full pages
+// where a plain put would split them in half, so the transaction dirties
+// (and LMDB allocates) about half the pages.
+class EntryWriter {
+ public:
+  EntryWriter(Index::Impl& im, MDB_txn* txn, const std::vector<FreshXorb>& fresh,
+              const std::array<std::uint64_t, 256>& per_key)
+      : im_(im), txn_(txn), fresh_(fresh), per_key_(per_key) {}
+
+  int write(std::uint64_t total) {
+    if (total == 0) return 0;
+    int rc = cursor_.open(txn_, im_.dbs.chunks_recent);
+    if (rc) return rc;
+    const std::size_t cap = std::max<std::size_t>(1, g_ingest_run_entries);
+    run_.resize(std::min<std::uint64_t>(total, cap));
+    for (unsigned lo = 0; lo < 256;) {
+      if (per_key_[lo] == 0) {
+        ++lo;
+      } else if (per_key_[lo] > cap) {
+        if ((rc = write_big_key(std::uint8_t(lo)))) return rc;
+        ++lo;
+      } else {
+        unsigned hi = lo;
+        for (std::uint64_t n = 0; hi < 256 && n + per_key_[hi] <= cap; ++hi) n += per_key_[hi];
+        if ((rc = write_keys(lo, hi))) return rc;
+        lo = hi;
+      }
+    }
+    return 0;
+  }
+
+ private:
+  // Keys [lo, hi), whose entries fit one run: each key's entries land in
+  // their own slice of the run (counting sort on the key byte).
+  int write_keys(unsigned lo, unsigned hi) {
+    std::array<std::size_t, 257> at{};
+    for (unsigned k = lo; k < hi; ++k) at[k + 1] = at[k] + per_key_[k];
+    std::array<std::size_t, 257> begin = at;
+    for (const FreshXorb& fx : fresh_)
+      for (std::uint32_t i = 0; i < fx.block.num_chunks(); ++i) {
+        const std::uint8_t* h = fx.block.chunk_hash_bytes(i);
+        if (h[0] >= lo && h[0] < hi) run_[at[h[0]]++] = pack(h, fx.id, i);
+      }
+    for (unsigned k = lo; k < hi; ++k) {
+      if (begin[k] == at[k]) continue;
+      PackedEntry *b = run_.data() + begin[k], *e = run_.data() + at[k];
+      std::sort(b, e);
+      if (int rc = put_sorted(std::uint8_t(k), b, e)) return rc;
+    }
+    return 0;
+  }
+
+  // A key with more entries than a run (a huge or a skewed shard): sorted
+  // runs of it one after the other. Correct in any order; only slower.
+  int write_big_key(std::uint8_t k) {
+    std::size_t n = 0;
+    auto flush = [&] {
+      std::sort(run_.begin(), run_.begin() + std::ptrdiff_t(n));
+      int rc = put_sorted(k, run_.data(), run_.data() + n);
+      n = 0;
+      return rc;
+    };
+    for (const FreshXorb& fx : fresh_)
+      for (std::uint32_t i = 0; i < fx.block.num_chunks(); ++i) {
+        const std::uint8_t* h = fx.block.chunk_hash_bytes(i);
+        if (h[0] != k) continue;
+        run_[n++] = pack(h, fx.id, i);
+        if (n == run_.size())
+          if (int rc = flush()) return rc;
+      }
+    return n ? flush() : 0;
+  }
+
+  // Sorted, distinct entries of key k. Those above the key's last stored
+  // duplicate are appends; the rest (when the recent table already holds
+  // entries of k) are ordinary puts. The entries are new (their xorb ids
+  // are), so none equals a stored one.
+  int put_sorted(std::uint8_t k, const PackedEntry* b, const PackedEntry* e) {
+    MDB_val key = val(&k, 1), v;
+    const PackedEntry* appends = b;
+    int rc = mdb_cursor_get(cursor_.get(), &key, &v, MDB_SET_KEY);
+    if (rc == 0) {
+      if ((rc = mdb_cursor_get(cursor_.get(), &key, &v, MDB_LAST_DUP))) return rc;
+      if (v.mv_size != kChunkValueBytes) return MDB_CORRUPTED;
+      auto p = static_cast<const std::uint8_t*>(v.mv_data);
+      PackedEntry last{load_be64(p), load_be32(p + 8)};
+      appends = std::upper_bound(b, e, last);
+    } else if (rc != MDB_NOTFOUND) {
+      return rc;
+    }
+    for (const PackedEntry* p = b; p < e; ++p) {
+      ChunkEntryKey ce = unpack(k, *p);
+      MDB_val ck = ce.mdb_key(), cv = ce.mdb_value();
+      if ((rc = mdb_cursor_put(cursor_.get(), &ck, &cv, p >= appends ? MDB_APPENDDUP : 0))) return rc;
+      im_.filter_add(ce);  // before the commit, so readers of it may trust the filter
+    }
+    return 0;
+  }
+
+  Index::Impl& im_;
+  MDB_txn* txn_;
+  const std::vector<FreshXorb>& fresh_;
+  const std::array<std::uint64_t, 256>& per_key_;
+  Cursor cursor_;
+  std::vector<PackedEntry> run_;
+};
+
 }  // namespace
 
 int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
@@ -194,7 +338,9 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
   Key key = view.chunk_key();
   ShardRefs refs;
   refs.xorbs.reserve(view.stats().xorbs);
-  std::vector<ChunkEntryKey> entries;
+  std::vector<FreshXorb> fresh;
+  std::array<std::uint64_t, 256> per_key{};  // new entries per chunk table key
+  std::uint64_t new_entries = 0;
   {
     Cursor ids;
     if ((rc = ids.open(txn, d.xorb_ids))) return rc;
@@ -217,8 +363,10 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
         Hash xh = xb.hash();
         MDB_val hk = val(xh), iv = ik.mdb();
         if ((rc = mdb_put(txn, d.xorb_ids, &hk, &iv, 0))) return rc;
-        for (std::uint32_t i = 0; i < xb.num_chunks(); ++i)
-          entries.push_back(chunk_entry(xb.chunk_hash_bytes(i), id, i));
+        // Counted now, while the xorb's entries are in the cache.
+        for (std::uint32_t i = 0; i < xb.num_chunks(); ++i) ++per_key[xb.chunk_hash_bytes(i)[0]];
+        fresh.push_back({xb, id});
+        new_entries += xb.num_chunks();
         ++out.new_xorbs;
       }
       IdKey ik(id);
@@ -229,18 +377,8 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
       refs.xorbs.push_back(id);
     }
   }
-  if (!entries.empty()) {
-    // In key order the B-tree descents reuse the pages just visited.
-    std::sort(entries.begin(), entries.end());
-    Cursor chunks;
-    if ((rc = chunks.open(txn, d.chunks_recent))) return rc;
-    for (const auto& e : entries) {
-      MDB_val ck = e.mdb_key(), cv = e.mdb_value();
-      if ((rc = mdb_cursor_put(chunks.get(), &ck, &cv, 0))) return rc;
-      im.filter_add(e);  // before the commit, so readers of it may trust the filter
-    }
-    out.new_chunk_entries = entries.size();
-  }
+  if ((rc = EntryWriter(im, txn, fresh, per_key).write(new_entries))) return rc;
+  out.new_chunk_entries = new_entries;
   if ((rc = schema::put_u64(txn, d.meta, schema::kNextXorbId, next_id))) return rc;
 
   for (const shard::FileBlock& fb : view.files())

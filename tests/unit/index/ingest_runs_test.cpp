@@ -1,0 +1,151 @@
+// Ingest writes a shard's chunk entries in bounded sorted runs, appending
+// where it can (index/ingest_runs.hpp, EntryWriter in ingest.cpp). These
+// tests shrink the run so that small shards cross many runs, and check that
+// every entry lands exactly once whichever way it was written.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include "index/ingest_runs.hpp"
+#include "tests/unit/index/support.hpp"
+
+namespace dedupd::index::gen {
+namespace {
+
+using ::testing::IsEmpty;
+
+// A xorb whose raw chunk hashes all start with `first`: all its entries
+// share one chunk table key (the first byte of the stored hash).
+GenXorb skewed_xorb(std::uint64_t seed, std::size_t n, std::uint8_t first) {
+  GenXorb x = gen_xorb(seed, n);
+  for (auto& h : x.raw) h.bytes[0] = first;
+  return x;
+}
+
+class IngestRuns : public IndexFixture, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    saved_ = detail::g_ingest_run_entries;
+    detail::g_ingest_run_entries = 64;
+    merge_threshold = 1u << 30;  // entries stay in the recent table
+    chunk_filter = GetParam();
+    reopen();
+  }
+  void TearDown() override { detail::g_ingest_run_entries = saved_; }
+
+  void expect_all_found(const GenXorb& x) {
+    for (std::size_t i = 0; i < x.raw.size(); ++i) {
+      auto loc = find(x.raw[i]);
+      ASSERT_EQ(loc.size(), 1u) << "chunk " << i;
+      EXPECT_EQ(loc[0].xorb, x.hash);
+      EXPECT_EQ(loc[0].chunk_index, i);
+    }
+  }
+
+  std::size_t saved_ = 0;
+};
+INSTANTIATE_TEST_SUITE_P(Filter, IngestRuns, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "filtered" : "unfiltered"; });
+
+TEST_P(IngestRuns, AShardOfManyRunsLandsWhole) {
+  auto x1 = gen_xorb(101, 3000), x2 = gen_xorb(102, 700);
+  auto s = own(build_shard({.xorbs = {&x1, &x2}}));
+  EXPECT_EQ(ingest(s).new_chunk_entries, 3700u);
+  EXPECT_EQ(stats().chunk_entries, 3700u);
+  EXPECT_EQ(stats().recent_chunk_entries, 3700u);
+  expect_all_found(x1);
+  expect_all_found(x2);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_P(IngestRuns, AKeyWithMoreEntriesThanARunLandsWhole) {
+  // 1000 entries of one key: sixteen runs of that key alone, each partly
+  // below the entries the previous runs stored.
+  auto skewed = skewed_xorb(103, 1000, 0x42), spread = gen_xorb(104, 500);
+  auto s = own(build_shard({.xorbs = {&spread, &skewed}}));
+  EXPECT_EQ(ingest(s).new_chunk_entries, 1500u);
+  EXPECT_EQ(stats().chunk_entries, 1500u);
+  expect_all_found(skewed);
+  expect_all_found(spread);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_P(IngestRuns, EntriesBetweenThoseOfAnEarlierShardLandWhole) {
+  // The second shard's entries of key 0x42 fall between the first's: some
+  // are ordinary puts, the rest appends past the first shard's last entry.
+  detail::g_ingest_run_entries = 1u << 18;
+  auto a = skewed_xorb(105, 800, 0x42), b = skewed_xorb(106, 800, 0x42);
+  auto s1 = own(build_shard({.xorbs = {&a}})), s2 = own(build_shard({.xorbs = {&b}}));
+  ingest(s1);
+  ingest(s2);
+  EXPECT_EQ(stats().recent_chunk_entries, 1600u);
+  expect_all_found(a);
+  expect_all_found(b);
+  EXPECT_THAT(problems(), IsEmpty());
+  ASSERT_TRUE(idx->remove(s1.hash));
+  EXPECT_THAT(find(a.raw[0]), IsEmpty());
+  expect_all_found(b);
+  ASSERT_TRUE(idx->merge_recent());
+  EXPECT_EQ(stats().chunk_entries, 800u);
+  EXPECT_EQ(stats().recent_chunk_entries, 0u);
+  expect_all_found(b);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_P(IngestRuns, AKeyedShardOfManyRunsLandsWhole) {
+  Key key;
+  for (std::size_t i = 0; i < 32; ++i) key.bytes[i] = std::uint8_t(3 * i + 7);
+  auto x = gen_xorb(107, 2000);
+  auto s = own(build_shard({.xorbs = {&x}, .key = key}));
+  EXPECT_EQ(ingest(s).new_chunk_entries, 2000u);
+  expect_all_found(x);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+// Leaf pages of one key's duplicates in `table`: MDB_GET_MULTIPLE and
+// MDB_NEXT_MULTIPLE return one page of a DUPFIXED key at a time.
+std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t key) {
+  MDB_env* env = nullptr;
+  EXPECT_EQ(mdb_env_create(&env), 0);
+  mdb_env_set_maxdbs(env, 32);
+  mdb_env_set_mapsize(env, 1ull << 30);
+  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
+  MDB_txn* txn = nullptr;
+  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+  MDB_dbi dbi;
+  EXPECT_EQ(mdb_dbi_open(txn, table, 0, &dbi), 0);
+  MDB_cursor* c = nullptr;
+  EXPECT_EQ(mdb_cursor_open(txn, dbi, &c), 0);
+  std::size_t pages = 0;
+  MDB_val k{1, &key}, v;
+  if (mdb_cursor_get(c, &k, &v, MDB_SET_KEY) == 0)
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_GET_MULTIPLE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_MULTIPLE))
+      ++pages;
+  mdb_cursor_close(c);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return pages;
+}
+
+TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
+  // Appends leave full pages; sorted ordinary puts would split each page in
+  // half, and the write transaction would hold (in memory) twice the pages.
+  TempDir tmp;
+  Options o;
+  o.dir = tmp.sub("idx");
+  o.merge_threshold = 1u << 30;
+  auto idx = Index::open(o);
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  auto a = skewed_xorb(108, 6000, 0x10), b = skewed_xorb(109, 6000, 0x20);
+  auto s = own(build_shard({.xorbs = {&a, &b}}));
+  ASSERT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+  idx->reset();
+  const std::size_t per_page = (4096 - 16) / 12, full = (6000 + per_page - 1) / per_page;
+  EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
+  EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x20), full);
+  EXPECT_GE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
+}
+
+}  // namespace
+}  // namespace dedupd::index::gen
