@@ -114,6 +114,9 @@ int Daemon::run() {
                config_.index_dir(), config_.socket, config_.watch.size(),
                config_.watch.size() == 1 ? "y" : "ies");
 
+  filter_builder_ = std::make_unique<FilterBuilder>(*index_);
+  filter_builder_->request();
+
   // What landed while we were not running: the index tells which files are
   // known already, so this costs a stat and a lookup per file.
   queue(watcher_.scan());
@@ -169,8 +172,11 @@ bool Daemon::start_server() {
   }
   so.socket_path = config_.socket.native();
   so.max_body_bytes = std::size_t(config_.limits.max_body_bytes);
+  so.max_query_body_bytes = std::size_t(config_.limits.max_query_body_bytes);
+  so.max_body_memory = std::size_t(config_.limits.max_body_memory);
   so.max_connections = config_.limits.max_connections;
   so.connection_timeout = config_.limits.request_timeout;
+  so.header_timeout = config_.limits.header_timeout;
   so.admin_gid = admin_gid_of(config_.admin_group);
   if (so.listen_fd < 0) {
     std::error_code ec;
@@ -244,7 +250,10 @@ void Daemon::process_pending(std::chrono::milliseconds budget) {
   // A big shard's ingest allocates in proportion to it and frees it all
   // again, but glibc keeps freed heap for reuse: give it back once the
   // queue is empty, so memory at rest does not follow the largest shard.
-  if (pending_.empty()) ::malloc_trim(0);
+  if (pending_.empty()) {
+    ::malloc_trim(0);
+    if (filter_builder_ && index_->chunk_filter_due()) filter_builder_->request();
+  }
 }
 
 FileOutcome Daemon::ingest_one(const Candidate& c) {
@@ -337,9 +346,12 @@ void Daemon::reload() {
 
 void Daemon::apply_config(const Config& next, bool initial) {
   if (!initial) {
+    const LimitsConfig& a = next.limits;
+    const LimitsConfig& b = config_.limits;
     if (next.state_dir != config_.state_dir || next.socket != config_.socket ||
-        next.limits.max_body_bytes != config_.limits.max_body_bytes ||
-        next.limits.max_connections != config_.limits.max_connections)
+        a.max_body_bytes != b.max_body_bytes || a.max_query_body_bytes != b.max_query_body_bytes ||
+        a.max_body_memory != b.max_body_memory || a.max_connections != b.max_connections ||
+        a.header_timeout != b.header_timeout)
       spdlog::warn("state_dir, socket and limits change only with a restart");
   }
   set_log_level(next.log_level);
@@ -350,8 +362,10 @@ void Daemon::apply_config(const Config& next, bool initial) {
     if (!initial) {  // keep what needs a restart as it is running
       applied.state_dir = config_.state_dir;
       applied.socket = config_.socket;
-      applied.limits.max_body_bytes = config_.limits.max_body_bytes;
-      applied.limits.max_connections = config_.limits.max_connections;
+      // All limits but request_timeout (read per admin call) are the server's.
+      std::chrono::seconds request_timeout = applied.limits.request_timeout;
+      applied.limits = config_.limits;
+      applied.limits.request_timeout = request_timeout;
     }
     config_ = std::move(applied);
   }

@@ -18,6 +18,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/counters.hpp"
 #include "daemon/expiry/runner.hpp"
+#include "daemon/filter_builder.hpp"
 #include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
@@ -94,6 +95,7 @@ class Daemon {
   IndexLog index_log_;  // outlives index_
   std::unique_ptr<index::Index> index_;
   std::atomic<const index::Index*> index_ready_{nullptr};
+  std::unique_ptr<FilterBuilder> filter_builder_;  // after index_: stops first
   std::unique_ptr<Ingester> ingester_;
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<GlobalDedupKeyStore> key_store_;

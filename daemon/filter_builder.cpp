@@ -1,0 +1,53 @@
+#include "daemon/filter_builder.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "index/index.hpp"
+
+namespace dedupd::daemon {
+
+FilterBuilder::FilterBuilder(index::Index& index) : index_(index), thread_([this] { run(); }) {}
+
+FilterBuilder::~FilterBuilder() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void FilterBuilder::request() {
+  {
+    std::lock_guard lock(mu_);
+    wanted_ = true;
+  }
+  cv_.notify_one();
+}
+
+void FilterBuilder::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return wanted_ || stopping_; });
+    if (stopping_) return;
+    wanted_ = false;
+    lock.unlock();
+    if (!index_.chunk_filter_due()) {  // asked twice for one need
+      lock.lock();
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto built = index_.build_chunk_filter();
+    auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (built)
+      spdlog::info("chunk filter in service: {} entries, room for {}, {:.1f} MiB, built in {:.0f} ms", built->added,
+                   built->capacity, double(built->bytes) / (1 << 20), ms);
+    else  // lookups stay correct without it, only slower
+      spdlog::warn("chunk filter not built: {}", built.error().to_string());
+    lock.lock();
+  }
+}
+
+}  // namespace dedupd::daemon
