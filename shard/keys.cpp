@@ -2,6 +2,9 @@
 
 #include <blake3.h>
 
+#include <array>
+#include <charconv>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,18 +30,36 @@ std::size_t next_cut(std::span<const HashAndSize> rest) {
   return end;
 }
 
+// Hash::to_string() into a buffer. A xorb of 8 Ki chunks takes ~2,700
+// merges; building their text in std::strings was a sixth of the time the
+// daemon's xorb hash check takes (the rest is BLAKE3).
+constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
+  std::array<std::array<char, 2>, 256> t{};
+  constexpr char kDigits[] = "0123456789abcdef";
+  for (int b = 0; b < 256; ++b) t[b] = {kDigits[b >> 4], kDigits[b & 0xF]};
+  return t;
+}();
+
+char* put_hash(char* p, const Hash& h) {
+  // Each 8-byte word as a little-endian u64: its last byte's digits first.
+  for (int w = 0; w < 4; ++w)
+    for (int b = 0; b < 8; ++b) std::memcpy(p + 16 * w + 2 * b, kHexPairs[h.bytes[8 * w + 7 - b]].data(), 2);
+  return p + 64;
+}
+
 HashAndSize merge(std::span<const HashAndSize> group) {
-  std::string text;
-  text.reserve(group.size() * 90);
+  // "<hash> : <size>\n" per child, at most kMaxGroup children.
+  char text[kMaxGroup * (64 + 3 + 20 + 1)];
+  char* p = text;
   std::uint64_t total = 0;
   for (const auto& m : group) {
-    text += m.hash.to_string();
-    text += " : ";
-    text += std::to_string(m.size);
-    text += '\n';
+    p = put_hash(p, m.hash);
+    *p++ = ' ', *p++ = ':', *p++ = ' ';
+    p = std::to_chars(p, p + 20, m.size).ptr;
+    *p++ = '\n';
     total += m.size;
   }
-  auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(text), std::size_t(p - text));
   return {blake3_keyed(kInternalNodeKey, bytes), total};
 }
 }  // namespace
