@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "index/impl.hpp"
-#include "index/ingest_runs.hpp"
+#include "index/tuning.hpp"
 #include "shard/keys.hpp"
 
 namespace dedupd::index {

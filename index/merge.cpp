@@ -4,15 +4,24 @@
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/tuning.hpp"
 
 namespace dedupd::index {
+
+std::uint64_t detail::g_merge_step_entries = std::uint64_t(1) << 19;
 
 using namespace records;
 using detail::Cursor;
 
 namespace {
 
-constexpr unsigned kKeysPerStep = 16;  // 1/16 of the big table per transaction
+// 1/16 of the big table per transaction, or fewer keys once they hold
+// g_merge_step_entries. A step dirties nearly every page of the keys it
+// merges (the new entries fall between the old ones), and without
+// MDB_WRITEMAP LMDB mallocs each dirty page and keeps the single ones for
+// reuse: 1/16 of a 10 M-entry table is ~11 MB, of 100 M ~110 MB; 2^19
+// entries are ~9 MB of pages at any size.
+constexpr unsigned kKeysPerStep = 16;
 
 int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
   MDB_stat st;
@@ -21,12 +30,26 @@ int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
   return rc;
 }
 
-// Moves up to kKeysPerStep key bytes; `left` gets what remains in recent.
+// Adds the duplicates of `key` in the cursor's table to n.
+int key_entries(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key, std::uint64_t& n) {
+  MDB_val k = val(key.data(), key.size()), v;
+  int rc = c.move(&k, &v, MDB_SET_KEY);
+  if (rc == MDB_NOTFOUND) return 0;
+  if (rc) return rc;
+  std::size_t count = 0;
+  if ((rc = mdb_cursor_count(c.get(), &count))) return rc;
+  n += count;
+  return 0;
+}
+
+// Moves up to kKeysPerStep key bytes (fewer past g_merge_step_entries);
+// `left` gets what remains in recent.
 int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
   Cursor recent, main;
   int rc;
   if ((rc = recent.open(txn, im.dbs.chunks_recent)) || (rc = main.open(txn, im.dbs.chunks))) return rc;
   std::vector<std::uint8_t> batch;
+  std::uint64_t touched = 0;
   for (unsigned n = 0; n < kKeysPerStep; ++n) {
     MDB_val k, v;
     rc = recent.move(&k, &v, MDB_FIRST);
@@ -35,6 +58,10 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
     std::array<std::uint8_t, kChunkKeyBytes> key;
     if (k.mv_size != key.size()) return MDB_CORRUPTED;
     std::memcpy(key.data(), k.mv_data, key.size());
+    std::uint64_t cost = 0;
+    if ((rc = key_entries(recent, key, cost)) || (rc = key_entries(main, key, cost))) return rc;
+    if (n > 0 && touched + cost > detail::g_merge_step_entries) break;
+    touched += cost;
     // Copy out a page of duplicates at a time: writing into `main` may move
     // the pages `v` points into.
     for (rc = recent.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = recent.move(&k, &v, MDB_NEXT_MULTIPLE)) {
@@ -72,6 +99,7 @@ Status Index::Impl::merge_if_due(bool force) {
         },
         "merging recent chunk entries");
     if (!status) return status;
+    if (stepped && left == 0) reset_recent_filter();
     if (!stepped || left == 0) return Ok{};
     merging = true;  // once started, empty the recent table
   }

@@ -1,12 +1,13 @@
-// Ingest writes a shard's chunk entries in bounded sorted runs, appending
-// where it can (index/ingest_runs.hpp, EntryWriter in ingest.cpp). These
-// tests shrink the run so that small shards cross many runs, and check that
-// every entry lands exactly once whichever way it was written.
+// What bounds a write transaction's memory (index/tuning.hpp): ingest writes
+// a shard's chunk entries in bounded sorted runs, appending where it can
+// (EntryWriter in ingest.cpp), and a merge step stops at a number of
+// entries. These tests shrink the bounds so that small shards cross them,
+// and check that every entry lands exactly once whichever way it was written.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
-#include "index/ingest_runs.hpp"
+#include "index/tuning.hpp"
 #include "tests/unit/index/support.hpp"
 
 namespace dedupd::index::gen {
@@ -145,6 +146,64 @@ TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
   EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
   EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x20), full);
   EXPECT_GE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
+}
+
+// The id of the last committed write transaction, read while no Index has
+// the directory open.
+std::size_t last_txn(const std::string& dir) {
+  MDB_env* env = nullptr;
+  EXPECT_EQ(mdb_env_create(&env), 0);
+  mdb_env_set_maxdbs(env, 32);
+  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
+  MDB_envinfo info{};
+  mdb_env_info(env, &info);
+  mdb_env_close(env);
+  return info.me_last_txnid;
+}
+
+TEST(MergeSteps, AStepStopsTakingKeysPastItsEntries) {
+  const std::uint64_t saved = detail::g_merge_step_entries;
+  TempDir tmp;
+  Options o;
+  o.dir = tmp.sub("idx");
+  o.merge_threshold = 1u << 30;  // merged only when asked
+  auto a = skewed_xorb(110, 300, 0x10), b = skewed_xorb(111, 300, 0x20), c = skewed_xorb(112, 300, 0x30);
+  auto merge_in_steps = [&](const OwnedShard& s) {
+    {
+      auto idx = Index::open(o);
+      EXPECT_TRUE(idx) << idx.error().to_string();
+      EXPECT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+    }
+    std::size_t before = last_txn(o.dir);
+    auto idx = Index::open(o);
+    EXPECT_TRUE(idx) << idx.error().to_string();
+    EXPECT_TRUE((*idx)->merge_recent());
+    EXPECT_EQ((*idx)->stats()->recent_chunk_entries, 0u);
+    EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
+    idx->reset();
+    return last_txn(o.dir) - before;
+  };
+  // Bound 1: every step takes one key (300 entries, then 600 once the main
+  // table holds the first shard's).
+  detail::g_merge_step_entries = 1;
+  EXPECT_EQ(merge_in_steps(own(build_shard({.xorbs = {&a, &b, &c}}))), 3u);
+  detail::g_merge_step_entries = 1000;
+  auto d = skewed_xorb(113, 300, 0x10), e = skewed_xorb(114, 300, 0x20), f = skewed_xorb(115, 300, 0x30);
+  EXPECT_EQ(merge_in_steps(own(build_shard({.xorbs = {&d, &e, &f}}))), 3u);  // 600 + 600 > 1000
+  detail::g_merge_step_entries = 1u << 19;
+  auto g = skewed_xorb(116, 300, 0x10), h = skewed_xorb(117, 300, 0x20), i = skewed_xorb(118, 300, 0x30);
+  EXPECT_EQ(merge_in_steps(own(build_shard({.xorbs = {&g, &h, &i}}))), 1u);
+  detail::g_merge_step_entries = saved;
+
+  auto idx = Index::open(o);
+  ASSERT_TRUE(idx);
+  EXPECT_EQ((*idx)->stats()->chunk_entries, 2700u);
+  for (const GenXorb* x : {&a, &e, &i}) {
+    auto loc = (*idx)->lookup(x->raw[123]);
+    ASSERT_TRUE(loc);
+    ASSERT_EQ(loc->size(), 1u);
+    EXPECT_EQ((*loc)[0].xorb, x->hash);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// Internal to the index: the sizes that bound what a write transaction
+// holds in memory. Variables only so that tests can make them small.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dedupd::index::detail {
+
+// Chunk entries ingest sorts and writes per run. The run buffer (16 bytes an
+// entry, 4 MiB) is all the memory ingest holds for a shard's entries, so it
+// does not grow with the shard; a larger shard takes more passes over its
+// xorbs instead.
+extern std::size_t g_ingest_run_entries;
+
+// A merge step (merge.cpp) stops adding key bytes once the keys it took hold
+// this many entries in both chunk tables (it always takes one): it dirties
+// nearly every page of those keys, so this bounds its pages at any index size.
+extern std::uint64_t g_merge_step_entries;
+
+}  // namespace dedupd::index::detail
