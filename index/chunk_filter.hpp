@@ -16,7 +16,9 @@
 // id the filter is complete, and a reader whose snapshot is newer ignores
 // the filter (a write by another process, or a filter still being built).
 // Removed entries stay set: the filter only grows more permissive until the
-// next rebuild.
+// next rebuild. The index keeps two: one over both chunk tables, which
+// rules a form out, and one over the recent table only, which spares the
+// second search for the many entries that already sit in the main table.
 #pragma once
 
 #include <atomic>
@@ -71,13 +73,17 @@ class ChunkFilter {
   // starts tracking at a snapshot, `committed` follows each commit of this
   // process; a commit id that does not follow the last one means another
   // process wrote, and the filter is given up on.
-  void expect_after(std::uint64_t txn_id) { next_ = txn_id + 1; }
+  void expect_after(std::uint64_t txn_id) { next_ = txn_id + 1, valid_from_ = txn_id; }
   void committed(std::uint64_t txn_id) {
     if (txn_id != next_) broken_.store(true, std::memory_order_relaxed);
     next_ = txn_id + 1;
     if (broken()) covered_.store(0, std::memory_order_release);
     else if (published_) covered_.store(txn_id, std::memory_order_release);
   }
+  // The oldest snapshot the filter speaks for: a filter of the recent table
+  // starts empty when a merge has emptied the table, and a reader of an
+  // older snapshot still sees the entries that merge moved.
+  std::uint64_t valid_from() const { return valid_from_; }
   // Declares the filter complete up to the last commit (after a build).
   bool publish() {
     if (broken()) return false;
@@ -117,6 +123,7 @@ class ChunkFilter {
   std::atomic<std::uint64_t> added_{0};
   std::atomic<std::uint64_t> covered_{0};
   std::uint64_t next_ = 0;
+  std::uint64_t valid_from_ = 0;
   std::atomic<bool> broken_{false};
   bool published_ = false;
 };

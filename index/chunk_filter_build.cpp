@@ -14,6 +14,14 @@ namespace {
 // a floor so a young index is not rebuilt after every shard.
 std::uint64_t capacity_for(std::uint64_t entries) { return std::max<std::uint64_t>(entries + entries / 4, 1u << 20); }
 
+// The recent table is merged once it holds max(merge_threshold, main / 16)
+// entries (merge.cpp); the last shard may overshoot that. Never more than
+// the filter of both tables (a huge threshold means "never merge").
+std::uint64_t recent_capacity_for(const Index::Impl& im, std::uint64_t all_entries) {
+  std::uint64_t due = std::max<std::uint64_t>(im.options.merge_threshold, all_entries / 16);
+  return std::min(due * 2 + (1u << 16), capacity_for(all_entries));
+}
+
 int feed(MDB_txn* txn, MDB_dbi dbi, ChunkFilter& f) {
   Cursor c;
   if (int rc = c.open(txn, dbi)) return rc;
@@ -49,16 +57,36 @@ Result<ChunkFilterInfo> Index::build_chunk_filter() {
   int rc;
   if ((rc = mdb_stat(t, impl_->dbs.chunks_recent, &recent)) || (rc = mdb_stat(t, impl_->dbs.chunks, &main)))
     return lmdb::error_of(rc, "counting chunk entries");
-  auto f = std::make_shared<ChunkFilter>(capacity_for(recent.ms_entries + main.ms_entries));
+  std::uint64_t all = recent.ms_entries + main.ms_entries;
+  auto f = std::make_shared<ChunkFilter>(capacity_for(all));
+  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*impl_, all));
   f->expect_after(mdb_txn_id(t));
-  if ((rc = feed(t, impl_->dbs.chunks_recent, *f)) || (rc = feed(t, impl_->dbs.chunks, *f)))
+  r->expect_after(mdb_txn_id(t));
+  if ((rc = feed(t, impl_->dbs.chunks_recent, *f)) || (rc = feed(t, impl_->dbs.chunks_recent, *r)) ||
+      (rc = feed(t, impl_->dbs.chunks, *f)))
     return lmdb::error_of(rc, "reading chunk entries");
   f->publish();
+  r->publish();
   {
     std::lock_guard fl(impl_->filter_mu);
     impl_->filter = f;
+    impl_->recent_filter = r;
   }
   return ChunkFilterInfo{true, f->bytes(), f->capacity(), f->added()};
+}
+
+void Index::Impl::reset_recent_filter() {
+  if (!filter) return;
+  MDB_envinfo info;
+  if (mdb_env_info(env->raw(), &info) != 0) return;
+  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*this, filter->added()));
+  // Complete at once: the table is empty as of this commit. A reader of an
+  // older snapshot does not use it (valid_from), so it still searches the
+  // entries that merge moved where that snapshot has them.
+  r->expect_after(info.me_last_txnid);
+  r->publish();
+  std::lock_guard lock(filter_mu);
+  recent_filter = r;
 }
 
 namespace {

@@ -21,20 +21,32 @@ struct Index::Impl {
   schema::Dbs dbs{};
   std::mutex write_mu;  // one writer at a time inside the process
 
-  // The chunk filter in service (chunk_filter.hpp), or none. Replaced only
-  // under write_mu (so the writer reads it without filter_mu); readers take
-  // a reference under filter_mu and keep the filter alive while they use it.
-  std::shared_ptr<ChunkFilter> filter;
+  // The chunk filters in service (chunk_filter.hpp), or none: `filter` over
+  // both chunk tables, `recent_filter` over chunks_recent alone. Replaced
+  // only under write_mu (so the writer reads them without filter_mu);
+  // readers take references under filter_mu and keep them alive while they
+  // use them.
+  std::shared_ptr<ChunkFilter> filter, recent_filter;
   mutable std::mutex filter_mu;
-  // The filter a reader of snapshot `txn_id` may trust, or null.
-  std::shared_ptr<const ChunkFilter> filter_for(std::uint64_t txn_id) const {
-    std::shared_ptr<const ChunkFilter> f;
+  struct Filters {
+    std::shared_ptr<const ChunkFilter> all, recent;  // null: search
+  };
+  // The filters a reader of snapshot `txn_id` may trust.
+  Filters filters_for(std::uint64_t txn_id) const {
+    Filters f;
     {
       std::lock_guard lock(filter_mu);
-      f = filter;
+      f.all = filter;
+      f.recent = recent_filter;
     }
-    return f && f->covered() >= txn_id ? f : nullptr;
+    if (f.all && f.all->covered() < txn_id) f.all = nullptr;
+    if (f.recent && (f.recent->covered() < txn_id || txn_id < f.recent->valid_from())) f.recent = nullptr;
+    return f;
   }
+  std::shared_ptr<const ChunkFilter> filter_for(std::uint64_t txn_id) const { return filters_for(txn_id).all; }
+  // Writer: a merge left chunks_recent empty in the last commit; its filter
+  // starts over from there.
+  void reset_recent_filter();
   static_assert(records::kChunkKeyBytes == 1 &&
                 records::kChunkKeyBytes + records::kChunkHashBytesInValue == ChunkFilter::kFingerprintBytes);
   // Writer: a chunk entry about to be committed.
@@ -44,6 +56,7 @@ struct Index::Impl {
     fp[0] = e.key[0];
     std::memcpy(fp + 1, e.value.data(), ChunkFilter::kFingerprintBytes - 1);
     filter->add(fp);
+    if (recent_filter) recent_filter->add(fp);
   }
 
   // Moves chunks_recent into chunks when it has outgrown its share (or

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   impl->dbs = *dbs;
   impl->env->on_commit([im = impl.get()](std::uint64_t id) {
     if (im->filter) im->filter->committed(id);
+    if (im->recent_filter) im->recent_filter->committed(id);
   });
   return std::unique_ptr<Index>(new Index(std::move(impl)));
 }

@@ -38,7 +38,7 @@ namespace {
 class ChunkReader {
  public:
   ChunkReader(const Index::Impl& im, lmdb::ReadTxn& txn, BatchResult& out)
-      : im_(im), rtxn_(txn), txn_(txn.get()), out_(out), filter_(im.filter_for(mdb_txn_id(txn_))) {}
+      : im_(im), rtxn_(txn), txn_(txn.get()), out_(out), filters_(im.filters_for(mdb_txn_id(txn_))) {}
 
   int open() {
     int rc;
@@ -74,8 +74,8 @@ class ChunkReader {
   };
 
   int maybe_probe(const Hash& stored, const Key* key, std::uint32_t begin) {
-    if (filter_ && !filter_->may_contain(stored.data())) return 0;
-    if (!recent_empty_)
+    if (filters_.all && !filters_.all->may_contain(stored.data())) return 0;
+    if (!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(stored.data())))
       if (int rc = probe(recent_, stored, key, begin)) return rc;
     return probe(chunks_, stored, key, begin);
   }
@@ -172,7 +172,7 @@ class ChunkReader {
   MDB_txn* txn_;
   BatchResult& out_;
   MDB_cursor *recent_ = nullptr, *chunks_ = nullptr, *xorb_shards_ = nullptr, *keys_cur_ = nullptr;
-  std::shared_ptr<const ChunkFilter> filter_;  // null: search every form
+  Index::Impl::Filters filters_;
   bool recent_empty_ = false;
   std::vector<Key> keys_;
   std::unordered_map<XorbId, Cached> cache_;

@@ -1,5 +1,6 @@
 #include "index/schema.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -34,6 +35,33 @@ const Table kTables[] = {
     {"sha256", kDup, &Dbs::sha256},
     {"sources", 0, &Dbs::sources},
 };
+
+// The chunk tables are searched more than anything else, and LMDB's default
+// comparison calls memcmp through the PLT for every 1-byte key and 12-byte
+// duplicate it passes. These give exactly memcmp's order (so mdb_dump,
+// mdb_load and every earlier index agree), inline. Other sizes never occur
+// in these tables; they fall back to LMDB's rule all the same.
+int compare_bytes(const MDB_val* a, const MDB_val* b) {
+  std::size_t n = std::min(a->mv_size, b->mv_size);
+  if (int d = std::memcmp(a->mv_data, b->mv_data, n)) return d;
+  return a->mv_size < b->mv_size ? -1 : a->mv_size > b->mv_size;
+}
+
+int compare_chunk_key(const MDB_val* a, const MDB_val* b) {
+  if (a->mv_size == 1 && b->mv_size == 1)
+    return int(*static_cast<const std::uint8_t*>(a->mv_data)) - int(*static_cast<const std::uint8_t*>(b->mv_data));
+  return compare_bytes(a, b);
+}
+
+int compare_chunk_value(const MDB_val* a, const MDB_val* b) {
+  if (a->mv_size != records::kChunkValueBytes || b->mv_size != records::kChunkValueBytes) return compare_bytes(a, b);
+  static_assert(records::kChunkValueBytes == 12);
+  auto p = static_cast<const std::uint8_t*>(a->mv_data), q = static_cast<const std::uint8_t*>(b->mv_data);
+  std::uint64_t x = records::load_be64(p), y = records::load_be64(q);
+  if (x != y) return x < y ? -1 : 1;
+  std::uint32_t u = records::load_be32(p + 8), v = records::load_be32(q + 8);
+  return u < v ? -1 : u > v;
+}
 
 }  // namespace
 
@@ -123,6 +151,9 @@ Result<Dbs> open(lmdb::Env& env) {
             return rc;
           }
         }
+        for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
+          if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) || (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
+            return rc;
         if (!fresh) return 0;
         std::uint32_t version = kVersion;
         v = records::val(&version, 4);
