@@ -142,12 +142,28 @@ Mem mem_of(pid_t pid) {
   }
   return m;
 }
-// Peak of each field while `active`, sampled every 20 ms.
+// dedupd's resident anonymous memory, KiB, from /proc/PID/status: the same
+// pages as smaps_rollup's Anonymous, but read from counters. smaps_rollup
+// walks the page tables of the whole mapped data.mdb under the process's
+// mmap lock, milliseconds each time at 10 M entries: sampled often, it
+// would slow down the daemon it measures.
+long rss_anon_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("RssAnon:", 0) == 0) return std::atol(line.c_str() + 8);
+  return 0;
+}
+
+// Peak of each field while `active`: Anonymous every 20 ms, the rest of
+// smaps_rollup every 500 ms.
 class MemSampler {
  public:
   explicit MemSampler(pid_t pid) : pid_(pid), t_([this] {
-      while (on_) {
-        Mem m = mem_of(pid_);
+      for (unsigned n = 0; on_; ++n) {
+        Mem m;
+        if (n % 25 == 0) m = mem_of(pid_);
+        m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
         {
           std::lock_guard l(mu_);
           peak_.rss = std::max(peak_.rss, m.rss);
