@@ -3,9 +3,13 @@
 #include <grp.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "daemon/api/server.hpp"
 #include "daemon/clock.hpp"
@@ -77,6 +81,8 @@ std::chrono::milliseconds Daemon::admin_timeout() const {
 
 // ---- start and stop ---------------------------------------------------------
 
+constexpr int kWriterNice = 5;
+
 int Daemon::run() {
   auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
@@ -116,6 +122,13 @@ int Daemon::run() {
 
   filter_builder_ = std::make_unique<FilterBuilder>(*index_);
   filter_builder_->request();
+  // This thread writes (ingest, expiry, purge, merges); the HTTP threads
+  // answer queries. On a small machine a big removal or ingest competes with
+  // them for the CPU: give the writes lower priority, so queries keep their
+  // latency and the writes take the time left over. Raising one's own nice
+  // value needs no privilege; failing to is harmless.
+  if (::setpriority(PRIO_PROCESS, ::gettid(), kWriterNice) != 0)
+    spdlog::debug("could not lower the work loop's priority: {}", std::strerror(errno));
 
   // What landed while we were not running: the index tells which files are
   // known already, so this costs a stat and a lookup per file.

@@ -1,6 +1,8 @@
 #include "daemon/filter_builder.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -28,6 +30,8 @@ void FilterBuilder::request() {
 }
 
 void FilterBuilder::run() {
+  // Background work: queries and ingest come first.
+  (void)::setpriority(PRIO_PROCESS, ::gettid(), 10);
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return wanted_ || stopping_; });
