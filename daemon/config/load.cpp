@@ -128,11 +128,12 @@ class Loader {
       return fail(key, v, "must be at least " + format_duration(min));
     out = std::get<std::chrono::seconds>(d);
   }
-  void size(const std::string& key, const YAML::Node& v, std::uint64_t& out) {
+  void size(const std::string& key, const YAML::Node& v, std::uint64_t& out, std::uint64_t min = 0) {
     std::string s;
     if (!scalar(key, v, "a size such as \"16G\"", s)) return;
     auto n = parse_size(s);
     if (auto* e = std::get_if<ParseError>(&n)) return fail(key, v, e->message);
+    if (std::get<std::uint64_t>(n) < min) return fail(key, v, "must be at least " + format_size(min));
     out = std::get<std::uint64_t>(n);
   }
 
@@ -195,16 +196,35 @@ class Loader {
   }
 
   void limits(const std::string& key, const YAML::Node& v, LimitsConfig& out) {
-    if (!v.IsMap())
-      return fail(key, v, "expected a mapping (max_body_bytes, max_connections, request_timeout)");
+    static const char* const kKnown =
+        "max_body_bytes, max_query_body_bytes, max_body_memory, max_connections, request_timeout, "
+        "header_timeout";
+    if (!v.IsMap()) return fail(key, v, std::string("expected a mapping (") + kKnown + ")");
+    // Smaller bodies could carry neither a shard nor a useful batch.
+    constexpr std::uint64_t kMinBody = 1024;
+    int memory_line = key_line_;  // of max_body_memory if set, else of "limits:"
+    const std::size_t errors_before = errors.size();
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
-      if (name == "max_body_bytes") size(k, it->second, out.max_body_bytes);
+      if (name == "max_body_bytes") size(k, it->second, out.max_body_bytes, kMinBody);
+      else if (name == "max_query_body_bytes") size(k, it->second, out.max_query_body_bytes, kMinBody);
+      else if (name == "max_body_memory") {
+        size(k, it->second, out.max_body_memory);
+        memory_line = key_line_;
+      }
       else if (name == "max_connections") count<unsigned>(k, it->second, out.max_connections, 1);
       else if (name == "request_timeout") duration(k, it->second, out.request_timeout, std::chrono::seconds(1));
-      else unknown(k, it->first, "max_body_bytes, max_connections, request_timeout");
+      else if (name == "header_timeout") duration(k, it->second, out.header_timeout, std::chrono::seconds(1));
+      else unknown(k, it->first, kKnown);
     }
+    // One upload of the largest size must fit beside a batch query: queries
+    // get only what room for an upload leaves (daemon/api/server.hpp).
+    if (errors.size() == errors_before && out.max_body_memory < out.max_body_bytes + out.max_query_body_bytes)
+      errors.push_back({key + ".max_body_memory", memory_line,
+                        "must be at least max_body_bytes + max_query_body_bytes (" +
+                            format_size(out.max_body_bytes) + " + " + format_size(out.max_query_body_bytes) +
+                            "), so that one upload of the largest size and one batch query fit at once"});
   }
 
   void global_dedup(const std::string& key, const YAML::Node& v, GlobalDedupConfig& out) {

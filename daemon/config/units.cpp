@@ -95,4 +95,13 @@ std::string format_duration(std::chrono::seconds d) {
   return std::to_string(s) + "s";
 }
 
+std::string format_size(std::uint64_t bytes) {
+  static constexpr char kUnits[] = "TGMK";
+  for (int i = 0; i < 4; ++i) {
+    std::uint64_t scale = 1ull << (10 * (4 - i));
+    if (bytes != 0 && bytes % scale == 0) return std::to_string(bytes / scale) + kUnits[i];
+  }
+  return std::to_string(bytes);
+}
+
 }  // namespace dedupd::daemon

@@ -33,4 +33,8 @@ Parsed<std::uint64_t> parse_size(std::string_view text);
 // "7d", "90m", "0s": the largest unit that divides exactly (for logs).
 std::string format_duration(std::chrono::seconds d);
 
+// "256M", "1K", "1000": the largest unit that divides exactly, as a config
+// file would spell it (for messages).
+std::string format_size(std::uint64_t bytes);
+
 }  // namespace dedupd::daemon

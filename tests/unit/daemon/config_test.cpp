@@ -47,6 +47,10 @@ TEST(Config, EmptyFileGivesInstalledDefaults) {
   EXPECT_FALSE(c.quarantine_dir);
   EXPECT_FALSE(c.admin_group);
   EXPECT_EQ(c.log_level, "info");
+  // A thousand held connections fit; queries get 32M of body room.
+  EXPECT_GE(c.limits.max_connections, 2000u);
+  EXPECT_EQ(c.limits.max_body_memory - c.limits.max_body_bytes, 32ull << 20);
+  EXPECT_GE(c.limits.max_query_body_bytes, 100'000u * 72);  // the largest batch, one hash a line
 }
 
 TEST(Config, EveryKey) {
@@ -66,8 +70,11 @@ admin_group: dedupd-admin
 log_level: debug
 limits:
   max_body_bytes: 64M
+  max_query_body_bytes: 2M
+  max_body_memory: 80M
   max_connections: 32
   request_timeout: 5s
+  header_timeout: 3s
 global_dedup:
   key_rotation: 12h
   reply_expiry: 3d
@@ -85,8 +92,11 @@ global_dedup:
   EXPECT_EQ(c.admin_group, std::optional<std::string>("dedupd-admin"));
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.limits.max_body_bytes, 64ull << 20);
+  EXPECT_EQ(c.limits.max_query_body_bytes, 2ull << 20);
+  EXPECT_EQ(c.limits.max_body_memory, 80ull << 20);
   EXPECT_EQ(c.limits.max_connections, 32u);
   EXPECT_EQ(c.limits.request_timeout, 5s);
+  EXPECT_EQ(c.limits.header_timeout, 3s);
   EXPECT_EQ(c.global_dedup.key_rotation, 12h);
   EXPECT_EQ(c.global_dedup.reply_expiry, 3 * 24h);
 }
@@ -125,6 +135,21 @@ TEST(ConfigErrors, BadDuration) {
 TEST(ConfigErrors, BadSize) {
   expect_one_error("expiry:\n  max_bytes: lots\n", "expiry.max_bytes", 2, "bad size");
   expect_one_error("limits:\n  max_body_bytes: 1Q\n", "limits.max_body_bytes", 2, "unknown unit");
+  expect_one_error("limits:\n  max_query_body_bytes: 100\n", "limits.max_query_body_bytes", 2,
+                   "at least 1K");
+}
+
+TEST(ConfigErrors, BodyMemoryMustHoldAnUploadAndAQuery) {
+  // Named at max_body_memory when it is set, else at "limits:".
+  expect_one_error("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1G\n", "limits.max_body_memory", 3,
+                   "at least max_body_bytes + max_query_body_bytes (1G + 10M)");
+  expect_one_error("log_level: info\nlimits:\n  max_body_bytes: 1G\n", "limits.max_body_memory", 2,
+                   "(1G + 10M)");
+  EXPECT_EQ(load_ok("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1034M\n").limits.max_body_memory,
+            1034ull << 20);
+  // A key already wrong is the one error reported.
+  expect_one_error("limits:\n  max_body_bytes: 9Z\n  max_body_memory: 1K\n", "limits.max_body_bytes", 2,
+                   "unknown unit");
 }
 
 TEST(ConfigErrors, WrongTypes) {
@@ -138,6 +163,7 @@ TEST(ConfigErrors, WrongTypes) {
   expect_one_error("limits:\n  max_connections: -3\n", "limits.max_connections", 2,
                    "whole number");
   expect_one_error("limits:\n  max_connections: 0\n", "limits.max_connections", 2, "at least 1");
+  expect_one_error("limits:\n  header_timeout: 0s\n", "limits.header_timeout", 2, "at least 1s");
   expect_one_error("log_level: chatty\n", "log_level", 1, "unknown log level");
   expect_one_error("admin_group: {a: b}\n", "admin_group", 1, "got a mapping");
 }

@@ -60,6 +60,17 @@ TEST(Duration, FormatsWithTheLargestExactUnit) {
   EXPECT_EQ(format_duration(7 * 24h), "7d");
 }
 
+TEST(Size, FormatsWithTheLargestExactUnitAndParsesBack) {
+  EXPECT_EQ(format_size(0), "0");
+  EXPECT_EQ(format_size(1000), "1000");
+  EXPECT_EQ(format_size(1024), "1K");
+  EXPECT_EQ(format_size(10ull << 20), "10M");
+  EXPECT_EQ(format_size((1ull << 30) + (1ull << 20)), "1025M");
+  EXPECT_EQ(format_size(3ull << 40), "3T");
+  for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1536), std::uint64_t(288) << 20})
+    EXPECT_EQ(std::get<std::uint64_t>(parse_size(format_size(n))), n);
+}
+
 TEST(Size, UnitsArePowersOf1024) {
   auto ok = [](std::string_view s) {
     auto r = parse_size(s);
