@@ -1,10 +1,20 @@
 // libmicrohttpd glue: socket setup, limits, access check, body collection,
 // dispatch through the routing table, admin work off the HTTP threads, and
 // per-request metrics. Handlers never see MHD.
+//
+// Abuse: every client of the socket is local, but any of them may hold
+// connections open or trickle bytes. What keeps the others served: a
+// connection limit high enough that held connections are cheap to carry
+// (epoll; memory committed only as used) instead of a low one that locks
+// newcomers out; a deadline for request headers and room made at the limit
+// (connections.hpp).
 #include "daemon/api/server.hpp"
 
+#include <malloc.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -15,14 +25,18 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
+#include "daemon/api/connections.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/router.hpp"
 #include "daemon/api/routes.hpp"
@@ -32,6 +46,19 @@ namespace dedupd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Descriptors kept for the rest of the daemon (index, inotify, shard files
+// being read, MHD's own) when the connection limit is fitted to RLIMIT_NOFILE.
+constexpr rlim_t kReservedFds = 128;
+// How often the header deadline and the connection limit are looked at:
+// the resolution of the deadline and the wait of a newcomer at the limit.
+constexpr auto kSweepTick = std::chrono::milliseconds(100);
+// At the limit, connections that have waited this little are not closed to
+// make room: a client that just connected is about to send its request.
+constexpr auto kEvictGrace = std::chrono::seconds(1);
+// Connections gone at once after which their buffers are worth returning
+// to the system (a few MiB).
+constexpr std::size_t kCrowd = 256;
 
 std::vector<std::string> route_names(const std::vector<http::Route>& routes) {
   std::vector<std::string> names;
@@ -113,6 +140,28 @@ enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, 
   return MHD_YES;
 }
 
+// Raises the soft descriptor limit as far as `connections` need (the
+// default soft limit, 1024, predates epoll; nothing in the daemon uses
+// select()) and returns how many connections fit beside the descriptors the
+// rest of the daemon needs.
+unsigned fit_to_descriptors(unsigned connections) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return connections;
+  rlim_t want = rlim_t(connections) + kReservedFds;
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
+    rlimit up = r;
+    up.rlim_cur = r.rlim_max == RLIM_INFINITY ? want : std::min(want, r.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &up) == 0) r = up;
+  }
+  if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want) return connections;
+  return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
+}
+
+http::ConnectionTable::Entry* connection_entry(MHD_Connection* conn) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info ? static_cast<http::ConnectionTable::Entry*>(info->socket_context) : nullptr;
+}
+
 void mhd_log(void*, const char* fmt, va_list ap) {
   char buf[512];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -149,9 +198,13 @@ struct ApiServer::Impl {
                                     void** con_cls);
   static void on_completed(void* cls, MHD_Connection* conn, void** con_cls,
                            enum MHD_RequestTerminationCode code);
+  static void on_connection(void* cls, MHD_Connection* conn, void** socket_context,
+                            enum MHD_ConnectionNotificationCode code);
 
   enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url,
                              const char* method);
+  void sweep_loop();
+  bool newcomer_waiting() const;
   enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
   enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
   enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
@@ -164,6 +217,12 @@ struct ApiServer::Impl {
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
   std::unique_ptr<http::AdminQueue> admin_queue;
+  http::ConnectionTable connections;
+  unsigned connection_limit = 0;  // max_connections as it fits the descriptors
+  std::thread sweeper;
+  std::mutex sweep_mutex;
+  std::condition_variable sweep_wake;
+  bool sweep_stop = false;
   MHD_Daemon* mhd = nullptr;
   int listen_fd = -1;
   bool bound_path = false;  // we created the socket file: remove it on stop
@@ -171,6 +230,11 @@ struct ApiServer::Impl {
 
 bool ApiServer::Impl::start(std::string& error) {
   if (mhd) return true;
+  unsigned wanted = options.max_connections ? options.max_connections : 1u;
+  connection_limit = fit_to_descriptors(wanted);
+  if (connection_limit < wanted)
+    spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low",
+                 wanted, connection_limit);
   listen_fd = options.listen_fd;
   if (listen_fd < 0) {
     listen_fd = bind_unix(options.socket_path, options.socket_mode, error);
@@ -193,12 +257,17 @@ bool ApiServer::Impl::start(std::string& error) {
       flags, 0, nullptr, nullptr, &Impl::on_request, this,
       MHD_OPTION_LISTEN_SOCKET, MHD_socket(listen_fd),
       MHD_OPTION_THREAD_POOL_SIZE, threads,
-      MHD_OPTION_CONNECTION_LIMIT, options.max_connections ? options.max_connections : 1u,
+      MHD_OPTION_CONNECTION_LIMIT, connection_limit,
       MHD_OPTION_CONNECTION_TIMEOUT, unsigned(options.connection_timeout.count()),
       // Headers and the receive buffer live in this per-connection pool;
-      // bodies are copied out as they arrive, so it stays small.
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(64 * 1024),
+      // bodies are copied out as they arrive, so it stays small: 16 KiB
+      // takes request headers of up to about 14 KiB (a 431 beyond). It is
+      // what a client that sends headers and never ends them pins, so it
+      // times max_connections bounds that: 2048 x 16 KiB = 32 MiB. Only
+      // the pages written are committed; an idle connection costs ~5 KiB.
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(16 * 1024),
       MHD_OPTION_NOTIFY_COMPLETED, &Impl::on_completed, this,
+      MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
       MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr,
       MHD_OPTION_END);
   if (!mhd) {
@@ -212,13 +281,56 @@ bool ApiServer::Impl::start(std::string& error) {
     listen_fd = -1;
     return false;
   }
-  spdlog::info("api: listening on {} ({} threads, max {} connections)", options.socket_path,
-               threads, options.max_connections);
+  sweep_stop = false;
+  sweeper = std::thread([this] { sweep_loop(); });
+  spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)",
+               options.socket_path, threads, connection_limit, options.header_timeout.count());
   return true;
+}
+
+bool ApiServer::Impl::newcomer_waiting() const {
+  // A listening socket polls readable while a connection waits to be accepted.
+  pollfd p{listen_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+void ApiServer::Impl::sweep_loop() {
+  std::size_t room = 0;
+  std::size_t crowd = 0;  // most connections since memory was last given back
+  std::unique_lock lock(sweep_mutex);
+  while (!sweep_wake.wait_for(lock, kSweepTick, [this] { return sweep_stop; })) {
+    // Connection buffers are malloc'd; once a crowd of connections has
+    // gone, glibc would keep their freed buffers for reuse: give them back
+    // so memory at rest does not follow the largest crowd.
+    std::size_t open = connections.size();
+    crowd = std::max(crowd, open);
+    if (crowd >= open + kCrowd && open <= crowd / 2) {
+      ::malloc_trim(0);
+      crowd = open;
+    }
+
+    // MHD stops accepting only when every connection slot is taken; a
+    // client then waits in the listen backlog until one frees up, which an
+    // idle client could put off for ever. Room grows while they keep
+    // waiting (1, 2, 4, ... per tick), so one newcomer costs one connection
+    // and a crowd is still let in quickly.
+    bool full = open >= connection_limit && newcomer_waiting();
+    room = full ? std::min<std::size_t>(std::max<std::size_t>(room * 2, 1), connection_limit / 8 + 1) : 0;
+    auto r = connections.sweep(Clock::now(), options.header_timeout, room, kEvictGrace);
+    if (r.timed_out || r.evicted)
+      spdlog::debug("api: closed {} connections without request headers after {}s, {} to make room",
+                    r.timed_out, options.header_timeout.count(), r.evicted);
+  }
 }
 
 void ApiServer::Impl::stop() {
   if (!mhd) return;
+  {
+    std::lock_guard lock(sweep_mutex);
+    sweep_stop = true;
+  }
+  sweep_wake.notify_all();
+  if (sweeper.joinable()) sweeper.join();
   // Admin jobs resume their suspended connections; MHD must not be stopped
   // while any is suspended.
   admin_queue->stop();
@@ -242,6 +354,7 @@ enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, con
     if (!st) {
       st = new RequestState;
       *con_cls = st;
+      self->connections.request_started(connection_entry(conn));
       return self->first_call(conn, *st, url, method);
     }
     if (*upload_data_size > 0) {
@@ -400,10 +513,28 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
   return ok;
 }
 
-void ApiServer::Impl::on_completed(void*, MHD_Connection*, void** con_cls,
+void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_cls,
                                    enum MHD_RequestTerminationCode) {
+  auto* self = static_cast<Impl*>(cls);
   delete static_cast<RequestState*>(*con_cls);
   *con_cls = nullptr;
+  self->connections.request_ended(connection_entry(conn), Clock::now());
+}
+
+void ApiServer::Impl::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
+                                    enum MHD_ConnectionNotificationCode code) {
+  auto* self = static_cast<Impl*>(cls);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    try {
+      if (info) *socket_context = self->connections.add(info->connect_fd, Clock::now());
+    } catch (const std::bad_alloc&) {
+      // Untracked: still served, only MHD's own timeout applies to it.
+    }
+  } else {
+    self->connections.forget(static_cast<http::ConnectionTable::Entry*>(*socket_context));
+    *socket_context = nullptr;
+  }
 }
 
 ApiServer::ApiServer(Service& service, ServerOptions options)

@@ -27,11 +27,22 @@ struct ServerOptions {
 
   // Request bodies above this are refused with 413 while being received.
   std::size_t max_body_bytes = std::size_t(256) << 20;
-  // Connections served at once; at the limit the server stops accepting
-  // and further clients wait in the listen backlog until one ends.
-  unsigned max_connections = 128;
-  // A connection idle (or trickling) this long is closed.
+  // Connections served at once. With epoll an idle connection costs a few
+  // KiB and no work, so the limit is well above what a crowd of held
+  // connections (a thousand) takes, instead of a low one that locks
+  // newcomers out until the holders time out. Its other bound is memory:
+  // a client that sends headers and never ends them pins a connection's
+  // 16 KiB buffer (server.cpp), 32 MiB at 2048. The server raises its
+  // descriptor limit to match, or lowers this one to fit (logged). At the
+  // limit, the connections that have waited longest without a request are
+  // closed to make room for newcomers.
+  unsigned max_connections = 2048;
+  // A connection idle (or trickling) this long in a request is closed.
   std::chrono::seconds connection_timeout{30};
+  // A connection must deliver a request's complete headers within this of
+  // being accepted or of its previous response, however it trickles them
+  // in (MHD's timeout above restarts with every byte).
+  std::chrono::seconds header_timeout{10};
   // Worker threads; reads are served concurrently by all of them.
   unsigned threads = 2;
 

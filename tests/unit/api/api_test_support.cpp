@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstring>
 
 #include <filesystem>
@@ -98,6 +100,28 @@ std::string read_until_closed(int fd, int timeout_ms, bool* closed) {
       *closed = true;
       return out;
     }
+    out.append(buf, std::size_t(n));
+  }
+}
+
+std::string read_reply(int fd, int timeout_ms) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buf[4096];
+  for (;;) {
+    auto end = out.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      std::string head = out.substr(0, end);
+      std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      auto cl = head.find("\r\ncontent-length:");
+      std::size_t length = cl == std::string::npos ? 0 : std::strtoull(head.c_str() + cl + 17, nullptr, 10);
+      if (out.size() >= end + 4 + length) return out;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0) return "";
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return "";
     out.append(buf, std::size_t(n));
   }
 }

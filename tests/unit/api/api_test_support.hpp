@@ -62,6 +62,9 @@ int connect_unix(const std::string& path);                  // -1 on failure
 bool send_all(int fd, std::string_view data);
 // Reads until EOF or timeout; *closed says whether EOF was seen.
 std::string read_until_closed(int fd, int timeout_ms, bool* closed);
+// Reads one response (headers and Content-Length bytes of body) and leaves
+// the connection open; "" when none is complete within timeout_ms.
+std::string read_reply(int fd, int timeout_ms);
 
 // The fixture's temp dir, removed recursively afterwards.
 class TempDir {
