@@ -18,7 +18,11 @@ std::string_view error_code(unsigned status) {
 }
 
 Response error(unsigned status, std::string_view message) {
-  nlohmann::json doc = {{"error", {{"code", error_code(status)}, {"message", message}}}};
+  return error(status, error_code(status), message);
+}
+
+Response error(unsigned status, std::string_view code, std::string_view message) {
+  nlohmann::json doc = {{"error", {{"code", code}, {"message", message}}}};
   // Messages can quote untrusted input; replace rather than throw on bad UTF-8.
   return json(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), status);
 }

@@ -73,6 +73,9 @@ struct Response {
 // for the status.
 Response error(unsigned status, std::string_view message);
 std::string_view error_code(unsigned status);
+// The same with another code, where one status has several causes (503:
+// "not_ready" while starting, "busy" when request bodies use all their room).
+Response error(unsigned status, std::string_view code, std::string_view message);
 
 Response json(std::string body, unsigned status = kOk);
 

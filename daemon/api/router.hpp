@@ -19,10 +19,20 @@ using Handler = Response (*)(Context&, Request&);
 // Admin handlers need the SO_PEERCRED check and run off the HTTP threads.
 enum class Access { read, admin };
 
+// What request body a handler takes, which picks its size limit: a route
+// gets room for what it legitimately reads, so a client cannot make the
+// server buffer an upload's worth of bytes for a lookup.
+enum class Body {
+  none,    // ignored; a stray few bytes are tolerated
+  query,   // a batch query (ServerOptions::max_query_body_bytes)
+  upload,  // a shard or bundle (ServerOptions::max_body_bytes)
+};
+
 struct MethodEntry {
   std::string_view method;
   Handler handler;
   Access access = Access::read;
+  Body body = Body::none;
 };
 
 struct Route {

@@ -6,11 +6,11 @@ namespace dedupd::daemon::http {
 
 std::vector<Route> api_routes() {
   namespace p = ::dedupd::api;
-  constexpr Access admin = Access::admin;
-  // name (metric label), path, prefix?, {method, handler, access}
+  constexpr Access admin = Access::admin, read = Access::read;
+  // name (metric label), path, prefix?, {method, handler, access, body}
   return {
       {"chunk", p::kChunk, true, {{"GET", get_chunk}}},
-      {"chunk_batch", p::kChunkBatch, false, {{"POST", post_chunk_batch}}},
+      {"chunk_batch", p::kChunkBatch, false, {{"POST", post_chunk_batch, read, Body::query}}},
       {"xorb", p::kXorb, true, {{"GET", get_xorb}}},
       {"file", p::kFile, true, {{"GET", get_file}}},
       {"sha256", p::kSha256, true, {{"GET", get_sha256}}},
@@ -22,7 +22,7 @@ std::vector<Route> api_routes() {
       {"metrics", p::kMetrics, false, {{"GET", get_metrics}}},
       {"rescan", p::kRescan, false, {{"POST", post_rescan, admin}}},
       {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
-      {"ingest", p::kIngest, false, {{"POST", post_ingest, admin}}},
+      {"ingest", p::kIngest, false, {{"POST", post_ingest, admin, Body::upload}}},
       {"export", p::kExport, false, {{"POST", post_export, admin}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup}}},

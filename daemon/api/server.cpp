@@ -3,11 +3,12 @@
 // per-request metrics. Handlers never see MHD.
 //
 // Abuse: every client of the socket is local, but any of them may hold
-// connections open or trickle bytes. What keeps the others served: a
-// connection limit high enough that held connections are cheap to carry
-// (epoll; memory committed only as used) instead of a low one that locks
-// newcomers out; a deadline for request headers and room made at the limit
-// (connections.hpp).
+// connections open, trickle bytes or announce huge bodies. What keeps the
+// others served: a connection limit high enough that held connections are
+// cheap to carry (epoll; memory committed only as used) instead of a low one
+// that locks newcomers out; a deadline for request headers and room made at
+// the limit (connections.hpp); per-route body limits checked before a body
+// is read; and a bound on all bodies held at once.
 #include "daemon/api/server.hpp"
 
 #include <malloc.h>
@@ -34,6 +35,7 @@
 #include <optional>
 #include <thread>
 
+#include "api/routes.hpp"
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
 #include "daemon/api/connections.hpp"
@@ -47,6 +49,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What a route that takes no body accepts (and ignores): a client sending
+// "{}" with a POST is not worth a 413.
+constexpr std::size_t kStrayBodyBytes = 1024;
+// A body streamed past its limit is still read, and dropped, for this much
+// more, so a client that overshoots a little hears why (413); one that goes
+// on is cut off instead of being read to the end.
+constexpr std::uint64_t kDrainBytes = 1 << 20;
 // Descriptors kept for the rest of the daemon (index, inotify, shard files
 // being read, MHD's own) when the connection limit is fitted to RLIMIT_NOFILE.
 constexpr rlim_t kReservedFds = 128;
@@ -56,9 +65,16 @@ constexpr auto kSweepTick = std::chrono::milliseconds(100);
 // At the limit, connections that have waited this little are not closed to
 // make room: a client that just connected is about to send its request.
 constexpr auto kEvictGrace = std::chrono::seconds(1);
+// Answers up to this size are not counted in the body budget: the socket's
+// send buffer takes them whole, so the server does not hold them, and a
+// lookup or /healthz is never refused because big bodies use the room.
+constexpr std::size_t kSmallAnswerBytes = 128 << 10;
 // Connections gone at once after which their buffers are worth returning
 // to the system (a few MiB).
 constexpr std::size_t kCrowd = 256;
+
+static_assert(ServerOptions{}.max_query_body_bytes >= ::dedupd::api::kMaxBatchHashes * 72,
+              "the default query body limit must fit a batch of the most hashes, one per line");
 
 std::vector<std::string> route_names(const std::vector<http::Route>& routes) {
   std::vector<std::string> names;
@@ -72,7 +88,13 @@ struct RequestState {
   std::size_t route_id = SIZE_MAX;  // metrics: unmatched until matched
   const http::MethodEntry* entry = nullptr;
   http::Request request;
-  bool too_large = false;
+  http::Body body_kind = http::Body::none;   // what the route takes
+  std::size_t body_limit = kStrayBodyBytes;  // and how much of it
+  std::uint64_t received = 0;                // body bytes, kept or not
+  std::uint64_t charged = 0;                 // of the server's body budget
+  // A body over its limit or over the budget is dropped as it arrives and
+  // answered once the request is in (MHD cannot answer mid-body).
+  enum class Dropped { no, too_large, busy } dropped = Dropped::no;
   // An answer decided from the headers alone (404, 405, 403, 413), held
   // until MHD has the (bodyless) request so the connection stays open.
   std::optional<http::Response> early;
@@ -157,6 +179,40 @@ unsigned fit_to_descriptors(unsigned connections) {
   return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
 }
 
+// Request bodies held at once, all connections together. Queries may use
+// only what is left after room for one upload of the largest size, so an
+// upload always fits and callers without admin rights (who can send
+// queries, not uploads) can never hold more than that rest.
+class BodyBudget {
+ public:
+  BodyBudget(std::uint64_t total, std::uint64_t upload_room)
+      : upload_cap_(total), query_cap_(total > upload_room ? total - upload_room : 0) {}
+
+  bool fits(http::Body kind, std::uint64_t n) const { return held_.load() + n <= cap(kind); }
+  bool take(http::Body kind, std::uint64_t n) {
+    std::uint64_t cur = held_.load();
+    do {
+      if (cur + n > cap(kind)) return false;
+    } while (!held_.compare_exchange_weak(cur, cur + n));
+    return true;
+  }
+  void give(std::uint64_t n) { held_ -= n; }
+  std::uint64_t cap(http::Body kind) const { return kind == http::Body::upload ? upload_cap_ : query_cap_; }
+
+ private:
+  std::atomic<std::uint64_t> held_{0};
+  std::uint64_t upload_cap_, query_cap_;
+};
+
+http::Response busy(std::uint64_t cap) {
+  auto r = http::error(http::kNotReady, "busy",
+                       fmt::format("request and answer bodies in flight already use the {} bytes the server "
+                                   "holds for them at once; retry",
+                                   cap));
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 http::ConnectionTable::Entry* connection_entry(MHD_Connection* conn) {
   const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return info ? static_cast<http::ConnectionTable::Entry*>(info->socket_context) : nullptr;
@@ -178,7 +234,8 @@ struct ApiServer::Impl {
         options(std::move(o)),
         router(http::api_routes()),
         metrics(route_names(router.routes())),
-        context{service, metrics} {
+        context{service, metrics},
+        bodies(options.max_body_memory, options.max_body_bytes) {
     set_admin_gid(options.admin_gid);
   }
 
@@ -203,6 +260,9 @@ struct ApiServer::Impl {
 
   enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url,
                              const char* method);
+  enum MHD_Result receive(RequestState& st, const char* data, std::size_t n);
+  void drop_body(RequestState& st, RequestState::Dropped why);
+  std::size_t body_limit(http::Body kind) const;
   void sweep_loop();
   bool newcomer_waiting() const;
   enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
@@ -217,6 +277,7 @@ struct ApiServer::Impl {
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
   std::unique_ptr<http::AdminQueue> admin_queue;
+  BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
   std::thread sweeper;
@@ -230,6 +291,11 @@ struct ApiServer::Impl {
 
 bool ApiServer::Impl::start(std::string& error) {
   if (mhd) return true;
+  if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes) {
+    error = fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
+                        options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes);
+    return false;
+  }
   unsigned wanted = options.max_connections ? options.max_connections : 1u;
   connection_limit = fit_to_descriptors(wanted);
   if (connection_limit < wanted)
@@ -358,16 +424,9 @@ enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, con
       return self->first_call(conn, *st, url, method);
     }
     if (*upload_data_size > 0) {
-      // Copy out as it arrives; past the limit, drop the rest and answer
-      // 413 once the request is over (MHD cannot answer mid-body).
       std::size_t n = *upload_data_size;
       *upload_data_size = 0;
-      if (!st->too_large && st->request.body.size() + n > self->options.max_body_bytes) {
-        st->too_large = true;
-        st->request.body = {};
-      }
-      if (!st->too_large) st->request.body.insert(st->request.body.end(), upload_data, upload_data + n);
-      return MHD_YES;
+      return self->receive(*st, upload_data, n);
     }
     return self->dispatch(conn, *st);
   } catch (const std::exception& e) {
@@ -404,6 +463,8 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     return refuse(conn, st, std::move(r));
   }
   st.entry = m.entry;
+  st.body_kind = m.entry->body;
+  st.body_limit = body_limit(st.body_kind);
 
   // Refuse an announced oversized body before reading any of it (curl and
   // most clients wait for "100 Continue", which is then never sent).
@@ -414,10 +475,10 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), announced);
     if (ec != std::errc() || p != s.data() + s.size())
       return refuse(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
-    if (announced > options.max_body_bytes)
+    if (announced > st.body_limit)
       return refuse(conn, st, http::error(http::kTooLarge,
-                                           fmt::format("body of {} bytes is over the limit of {}",
-                                                       announced, options.max_body_bytes)));
+                                           fmt::format("body of {} bytes is over the limit of {} for {} {}",
+                                                       announced, st.body_limit, method, m.route->path)));
   }
 
   // Admin access is decided before the body is received.
@@ -432,6 +493,12 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     }
   }
 
+  // Room for the body is taken as its bytes arrive, so holding room costs
+  // a client the sending of them; one that could not fit now is told so
+  // before it sends anything.
+  if (announced > 0 && !bodies.fits(st.body_kind, announced))
+    return refuse(conn, st, busy(bodies.cap(st.body_kind)));
+
   st.request.method = method;
   st.request.path = url;
   st.request.tail = std::string(m.tail);
@@ -445,12 +512,49 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   return MHD_YES;
 }
 
+std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
+  switch (kind) {
+    case http::Body::none: return kStrayBodyBytes;
+    case http::Body::query: return options.max_query_body_bytes;
+    case http::Body::upload: return options.max_body_bytes;
+  }
+  return kStrayBodyBytes;
+}
+
+enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std::size_t n) {
+  st.received += n;
+  if (st.dropped == RequestState::Dropped::no) {
+    if (st.received > st.body_limit) {
+      drop_body(st, RequestState::Dropped::too_large);
+    } else if (!bodies.take(st.body_kind, n)) {
+      drop_body(st, RequestState::Dropped::busy);
+    } else {
+      st.charged += n;
+      st.request.body.insert(st.request.body.end(), data, data + n);
+    }
+  }
+  if (st.dropped != RequestState::Dropped::no && st.received > st.body_limit + kDrainBytes) {
+    spdlog::debug("api: {} {}: closing the connection, its body goes on past the limit of {}",
+                  st.request.method, st.request.path, st.body_limit);
+    return MHD_NO;
+  }
+  return MHD_YES;
+}
+
+void ApiServer::Impl::drop_body(RequestState& st, RequestState::Dropped why) {
+  st.dropped = why;
+  std::vector<std::uint8_t>().swap(st.request.body);
+  bodies.give(st.charged);
+  st.charged = 0;
+}
+
 enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st) {
   if (st.early) return respond(conn, st, std::move(*st.early));
-  if (st.too_large)
+  if (st.dropped == RequestState::Dropped::too_large)
     return respond(conn, st, http::error(http::kTooLarge,
-                                         fmt::format("body is over the limit of {} bytes",
-                                                     options.max_body_bytes)));
+                                         fmt::format("body is over the limit of {} bytes for {} {}",
+                                                     st.body_limit, st.request.method, st.request.path)));
+  if (st.dropped == RequestState::Dropped::busy) return respond(conn, st, busy(bodies.cap(st.body_kind)));
   if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
 
   switch (st.admin) {
@@ -483,6 +587,20 @@ http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry,
 }
 
 enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, http::Response&& r) {
+  // The handler is done with the body: free it and its room now, not when
+  // MHD has sent the answer, so a client that sends its next request as
+  // soon as it reads this one finds the room free.
+  std::vector<std::uint8_t>().swap(st.request.body);
+  bodies.give(st.charged);
+  st.charged = 0;
+  // A large answer is held until the client has read it (a 100,000-hash
+  // batch answer is ~10 MB); one that does not read would otherwise make
+  // its query cost that much for as long as it keeps the connection. So it
+  // takes room like a request body; small ones fit in the socket buffer.
+  if (!r.file && r.body.size() > kSmallAnswerBytes) {
+    if (bodies.take(st.body_kind, r.body.size())) st.charged = r.body.size();
+    else r = busy(bodies.cap(st.body_kind));
+  }
   MHD_Response* resp = nullptr;
   if (r.file) {
     // A file body (an export): MHD reads it with pread/sendfile and closes
@@ -516,8 +634,11 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
 void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_cls,
                                    enum MHD_RequestTerminationCode) {
   auto* self = static_cast<Impl*>(cls);
-  delete static_cast<RequestState*>(*con_cls);
-  *con_cls = nullptr;
+  if (auto* st = static_cast<RequestState*>(*con_cls)) {
+    self->bodies.give(st->charged);
+    delete st;
+    *con_cls = nullptr;
+  }
   self->connections.request_ended(connection_entry(conn), Clock::now());
 }
 

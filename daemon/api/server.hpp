@@ -25,8 +25,20 @@ struct ServerOptions {
   std::string socket_path;
   mode_t socket_mode = 0660;
 
-  // Request bodies above this are refused with 413 while being received.
+  // Request bodies, each checked against its route's limit from the
+  // Content-Length before any of it is read (413), or while a chunked one
+  // streams in: an upload (admin ingest) up to max_body_bytes; a batch
+  // query up to max_query_body_bytes, room for api::kMaxBatchHashes hashes
+  // even pretty-printed (6.7 MB compact); any other route a stray 1 KiB.
   std::size_t max_body_bytes = std::size_t(256) << 20;
+  std::size_t max_query_body_bytes = std::size_t(10) << 20;
+  // Body bytes held at once, all connections together (503 "busy" beyond
+  // it). Queries get what is left after room for one upload of
+  // max_body_bytes: 32 MiB by default, three of the largest batches, so
+  // clients without admin rights cannot make the daemon hold more however
+  // many bodies they send at once. At least max_body_bytes +
+  // max_query_body_bytes.
+  std::size_t max_body_memory = std::size_t(256 + 32) << 20;
   // Connections served at once. With epoll an idle connection costs a few
   // KiB and no work, so the limit is well above what a crowd of held
   // connections (a thousand) takes, instead of a low one that locks

@@ -74,6 +74,108 @@ int status_of(const std::string& reply) {
   return reply.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(reply.c_str() + 9) : 0;
 }
 
+// Each body route gets room for what it reads: a batch query is refused an
+// upload's worth of bytes from its Content-Length alone, before any is sent,
+// while the upload route still takes them.
+TEST_F(LimitsTest, EachRouteHasTheBodyLimitOfWhatItReads) {
+  start_server([](ServerOptions& o) {
+    o.max_body_bytes = 4 << 20;
+    o.max_query_body_bytes = 64 << 10;
+  });
+  int fd = connect_unix(socket_path_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, post_head(api::kChunkBatch, 1 << 20)));  // under the upload limit
+  std::string reply = read_reply(fd, kWaitMs);
+  close(fd);
+  ASSERT_EQ(status_of(reply), 413) << reply;
+  EXPECT_THAT(reply, HasSubstr("too_large"));
+  EXPECT_THAT(reply, HasSubstr("65536"));
+
+  // A body on a route that takes none: a stray "{}" is fine, more is not.
+  auto r = client_->request("GET", std::string(api::kHealth), "{}");
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = client_->request("GET", std::string(api::kHealth), std::string(4096, ' '));
+  EXPECT_EQ(r.status, 413) << r.body;
+
+  // The upload route takes the same body.
+  EXPECT_CALL(service_, ingest(_, _)).WillOnce([](std::vector<std::uint8_t> bytes, std::string) {
+    EXPECT_EQ(bytes.size(), std::size_t(1) << 20);
+    return IngestResult(std::vector<IngestedShard>{});
+  });
+  r = client_->post(std::string(api::kIngest), std::string(1 << 20, 'x'));
+  EXPECT_EQ(r.status, 200) << r.body;
+  // And a batch that fits its limit is answered.
+  r = client_->post(std::string(api::kChunkBatch), R"({"hashes":[]})");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+// Bodies held at once have one bound however many clients send them: with
+// two held, a third that would not fit is told to come back (503 busy),
+// before it sends its body; room comes back when a request ends.
+TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
+  start_server([](ServerOptions& o) {
+    o.max_body_bytes = 1 << 20;
+    o.max_query_body_bytes = 1 << 20;
+    o.max_body_memory = 3 << 20;  // queries: 3 MiB - room for one upload = 2 MiB
+  });
+  const std::uint64_t announced = 1'000'000;
+  std::string part(900'000, ' ');
+  int a = connect_unix(socket_path_), b = connect_unix(socket_path_);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  for (int fd : {a, b}) ASSERT_TRUE(send_all(fd, post_head(api::kChunkBatch, announced) + part));
+
+  // The server takes room as it reads, so ask until it has read a and b.
+  std::string reply;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitMs);
+  while (status_of(reply) != 503 && std::chrono::steady_clock::now() < deadline) {
+    int c = connect_unix(socket_path_);
+    ASSERT_GE(c, 0);
+    ASSERT_TRUE(send_all(c, post_head(api::kChunkBatch, announced)));
+    reply = read_reply(c, 200);  // nothing yet: it waits for c's body
+    close(c);
+  }
+  ASSERT_EQ(status_of(reply), 503) << reply;
+  EXPECT_THAT(reply, HasSubstr(R"("code":"busy")"));
+  EXPECT_THAT(reply, HasSubstr("Retry-After: 1"));
+
+  // A chunked body, which announces nothing, is dropped once it does not
+  // fit and answered 503 when it is over.
+  int d = connect_unix(socket_path_);
+  ASSERT_GE(d, 0);
+  std::string chunked = "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 244; ++i) chunked += "1000\r\n" + std::string(4096, ' ') + "\r\n";  // < 1 MB
+  ASSERT_TRUE(send_all(d, chunked + "0\r\n\r\n"));
+  reply = read_reply(d, kWaitMs);
+  close(d);
+  EXPECT_EQ(status_of(reply), 503) << reply;
+
+  // a ends (its body is not JSON: 400); its room is free again.
+  ASSERT_TRUE(send_all(a, std::string(announced - part.size(), ' ')));
+  reply = read_reply(a, kWaitMs);
+  EXPECT_EQ(status_of(reply), 400) << reply;
+  close(a);
+  std::string body = R"({"hashes":[)" + std::string(announced - 13, ' ') + "]}";
+  auto r = client_->post(std::string(api::kChunkBatch), body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  close(b);
+}
+
+// A chunked body that goes on far past its limit is not read to its end:
+// the connection is closed, so the client stops sending early.
+TEST_F(LimitsTest, AStreamedBodyFarPastItsLimitIsCutOff) {
+  start_server([](ServerOptions& o) { o.max_query_body_bytes = 64 << 10; });
+  int fd = connect_unix(socket_path_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  std::string chunk = "100000\r\n" + std::string(1 << 20, ' ') + "\r\n";
+  std::uint64_t sent = 0;
+  while (sent < (256u << 20) && send_all(fd, chunk)) sent += 1 << 20;
+  close(fd);
+  EXPECT_LT(sent, 16u << 20) << "the server read " << (sent >> 20) << " MiB of a body over its 64 KiB limit";
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
 // At the connection limit, the connection that has waited longest without
 // a request is closed so that a newcomer is served, long before any
 // timeout would free a slot.
