@@ -185,8 +185,11 @@ bool Daemon::start_server() {
   }
   so.socket_path = config_.socket.native();
   so.max_body_bytes = std::size_t(config_.limits.max_body_bytes);
+  so.max_query_body_bytes = std::size_t(config_.limits.max_query_body_bytes);
+  so.max_body_memory = std::size_t(config_.limits.max_body_memory);
   so.max_connections = config_.limits.max_connections;
   so.connection_timeout = config_.limits.request_timeout;
+  so.header_timeout = config_.limits.header_timeout;
   so.admin_gid = admin_gid_of(config_.admin_group);
   if (so.listen_fd < 0) {
     std::error_code ec;
@@ -356,9 +359,12 @@ void Daemon::reload() {
 
 void Daemon::apply_config(const Config& next, bool initial) {
   if (!initial) {
+    const LimitsConfig& a = next.limits;
+    const LimitsConfig& b = config_.limits;
     if (next.state_dir != config_.state_dir || next.socket != config_.socket ||
-        next.limits.max_body_bytes != config_.limits.max_body_bytes ||
-        next.limits.max_connections != config_.limits.max_connections)
+        a.max_body_bytes != b.max_body_bytes || a.max_query_body_bytes != b.max_query_body_bytes ||
+        a.max_body_memory != b.max_body_memory || a.max_connections != b.max_connections ||
+        a.header_timeout != b.header_timeout)
       spdlog::warn("state_dir, socket and limits change only with a restart");
   }
   set_log_level(next.log_level);
@@ -369,8 +375,10 @@ void Daemon::apply_config(const Config& next, bool initial) {
     if (!initial) {  // keep what needs a restart as it is running
       applied.state_dir = config_.state_dir;
       applied.socket = config_.socket;
-      applied.limits.max_body_bytes = config_.limits.max_body_bytes;
-      applied.limits.max_connections = config_.limits.max_connections;
+      // All limits but request_timeout (read per admin call) are the server's.
+      std::chrono::seconds request_timeout = applied.limits.request_timeout;
+      applied.limits = config_.limits;
+      applied.limits.request_timeout = request_timeout;
     }
     config_ = std::move(applied);
   }
