@@ -179,10 +179,10 @@ unsigned fit_to_descriptors(unsigned connections) {
   return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
 }
 
-// Request bodies held at once, all connections together. Queries may use
-// only what is left after room for one upload of the largest size, so an
-// upload always fits and callers without admin rights (who can send
-// queries, not uploads) can never hold more than that rest.
+// Request and answer bodies held at once, all connections together.
+// Queries may use only what is left after room for one upload of the
+// largest size, so an upload always fits and callers without admin rights
+// (who can send queries, not uploads) can never hold more than that rest.
 class BodyBudget {
  public:
   BodyBudget(std::uint64_t total, std::uint64_t upload_room)

@@ -32,11 +32,12 @@ struct ServerOptions {
   // even pretty-printed (6.7 MB compact); any other route a stray 1 KiB.
   std::size_t max_body_bytes = std::size_t(256) << 20;
   std::size_t max_query_body_bytes = std::size_t(10) << 20;
-  // Body bytes held at once, all connections together (503 "busy" beyond
-  // it). Queries get what is left after room for one upload of
-  // max_body_bytes: 32 MiB by default, three of the largest batches, so
-  // clients without admin rights cannot make the daemon hold more however
-  // many bodies they send at once. At least max_body_bytes +
+  // Body bytes held at once, all connections together: request bodies as
+  // they arrive, and answers over 128 KiB until their client has read them
+  // (503 "busy" beyond it). Queries get what is left after room for one
+  // upload of max_body_bytes: 32 MiB by default, three of the largest
+  // batches, so clients without admin rights cannot make the daemon hold
+  // more however many bodies they send at once. At least max_body_bytes +
   // max_query_body_bytes.
   std::size_t max_body_memory = std::size_t(256 + 32) << 20;
   // Connections served at once. With epoll an idle connection costs a few
