@@ -29,11 +29,11 @@ void sort_lookup_tables(LookupTableSet& t) {
   std::sort(t.chunks.begin(), t.chunks.end(), less);
 }
 
-LookupTableSet canonical_lookup_tables(const ShardView& view) {
+LookupTableSet canonical_lookup_tables(const ShardView& view, bool chunks) {
   LookupTableSet t;
   t.files.reserve(view.stats().files);
   t.xorbs.reserve(view.stats().xorbs);
-  t.chunks.reserve(view.stats().chunks);
+  if (chunks) t.chunks.reserve(view.stats().chunks);
   // The reader guarantees both sections fit the file, so entry indices of an
   // accepted shard below 4 GiB of entries fit the u32 the tables store.
   for (FileBlock f : view.files())
@@ -42,7 +42,7 @@ LookupTableSet canonical_lookup_tables(const ShardView& view) {
   for (XorbBlock x : view.xorbs()) {
     auto index = std::uint32_t((x.offset() - view.cas_begin()) / kEntrySize);
     t.xorbs.push_back({x.hash().truncated(), index});
-    for (std::uint32_t i = 0; i < x.num_chunks(); ++i)
+    for (std::uint32_t i = 0; chunks && i < x.num_chunks(); ++i)
       t.chunks.push_back({load_u64(x.chunk_hash_bytes(i)), index, i});
   }
   sort_lookup_tables(t);

@@ -34,7 +34,8 @@ void sort_lookup_tables(LookupTableSet& tables);
 
 // The canonical tables of a parsed shard: indices count 48-byte entries from
 // the start of the file-info and CAS sections; chunk keys are the stored
-// (possibly keyed) hashes.
-LookupTableSet canonical_lookup_tables(const ShardView& view);
+// (possibly keyed) hashes. Without `chunks`, the chunk table (16 bytes per
+// chunk of the shard) is left empty.
+LookupTableSet canonical_lookup_tables(const ShardView& view, bool chunks = true);
 
 }  // namespace dedupd::shard

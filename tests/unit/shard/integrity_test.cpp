@@ -154,6 +154,26 @@ TEST(Integrity, EqualKeysInAnyIndexOrderAreAccepted) {
   EXPECT_EQ(problems(b), std::vector<RuleAt>{});
 }
 
+TEST(Integrity, AChunkTableNamingAChunkTwiceIsReported) {
+  // Entry 1 becomes a copy of entry 0: the keys stay sorted and every entry
+  // names a real chunk, but one chunk is named twice and another not at all.
+  auto b = good();
+  const std::uint64_t fo = b.size() - 200;
+  const std::uint64_t chunks = load_u64(b.data() + fo + 56);
+  std::copy_n(b.data() + chunks, 16, b.data() + chunks + 16);
+  EXPECT_EQ(problems(b), (std::vector<RuleAt>{{"integrity.lookup_table", chunks + 16}}));
+}
+
+TEST(Integrity, AChunkTableEntryPastItsXorbIsReported) {
+  auto b = good();
+  const std::uint64_t fo = b.size() - 200;
+  const std::uint64_t chunks = load_u64(b.data() + fo + 56), n = load_u64(b.data() + fo + 64);
+  store_u32(b.data() + chunks + 16 * (n - 1) + 12, 1000);  // the last entry's chunk offset
+  auto p = problems(b);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0], RuleAt("integrity.lookup_table", chunks + 16 * (n - 1)));
+}
+
 TEST(Integrity, EachCheckCanBeSwitchedOff) {
   auto b = good();
   b[kXorbB + 48 * 3 + 31] ^= 0x40;
