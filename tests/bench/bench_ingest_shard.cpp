@@ -3,14 +3,16 @@
 // e2e benchmark drops every file at once, so its peak mixes shards and its
 // rate mixes sizes; this isolates the largest shard a Xet client writes.
 //
-//   bench_ingest_shard [--base N] [--shard N] [--repeat R] [--keyed] [--dir D]
-//                      [--attach CMD] [--wrap CMD]
+//   bench_ingest_shard [--base N] [--shard N] [--repeat R] [--keyed] [--client]
+//                      [--dir D] [--attach CMD] [--wrap CMD]
 //
 // --base N    entries indexed first, in 1 Mi-entry shards (default 1,048,576)
 // --shard N   entries of each measured shard (default 1,048,576: 128 xorbs of
 //             8,192 chunks, about the Xet client's 64 MiB limit)
 // --repeat R  measured shards, one after the other (default 3)
 // --keyed     the measured shards store keyed chunk hashes
+// --client    the measured shards are written as the Rust client writes
+//             them: file entries with verification, and the lookup tables
 // --attach C  runs C (via sh) while the measured shards are ingested, with
 //             {pid} replaced by dedupd's pid, then sends it SIGINT: e.g.
 //             "perf record -g -p {pid} -o perf.data"
@@ -111,7 +113,7 @@ std::uint64_t indexed_chunks(itest::HttpClient& http) {
 int main(int argc, char** argv) {
   std::uint64_t base = 1u << 20, shard = 1u << 20;
   int repeat = 3;
-  bool keyed = false;
+  bool keyed = false, client = false;
   fs::path dir = fs::temp_directory_path();
   std::string attach;
   std::vector<std::string> wrap;
@@ -121,14 +123,15 @@ int main(int argc, char** argv) {
     else if (a == "--shard" && i + 1 < argc) shard = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--repeat" && i + 1 < argc) repeat = std::atoi(argv[++i]);
     else if (a == "--keyed") keyed = true;
+    else if (a == "--client") client = true;
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--attach" && i + 1 < argc) attach = argv[++i];
     else if (a == "--wrap" && i + 1 < argc) {
       std::istringstream words(argv[++i]);
       for (std::string w; words >> w;) wrap.push_back(w);
     } else
-      die("usage: bench_ingest_shard [--base N] [--shard N] [--repeat R] [--keyed] [--dir D] [--attach CMD] "
-          "[--wrap CMD]");
+      die("usage: bench_ingest_shard [--base N] [--shard N] [--repeat R] [--keyed] [--client] [--dir D] "
+          "[--attach CMD] [--wrap CMD]");
   }
   fs::path root = dir / ("dedupd-bench-ingest-" + std::to_string(::getpid()));
   fs::create_directories(root / "incoming");
@@ -142,10 +145,11 @@ int main(int argc, char** argv) {
 
   constexpr std::uint32_t kPerXorb = 8192;
   std::uint64_t seed = 1;
-  auto make = [&](std::uint64_t entries, bool with_key) {
+  auto make = [&](std::uint64_t entries, bool with_key, bool client_style) {
     itest::ShardSpec spec{.seed = seed++,
                           .xorbs = std::uint32_t(std::max<std::uint64_t>(1, entries / kPerXorb)),
-                          .chunks_per_xorb = std::uint32_t(std::min<std::uint64_t>(entries, kPerXorb))};
+                          .chunks_per_xorb = std::uint32_t(std::min<std::uint64_t>(entries, kPerXorb)),
+                          .client_style = client_style};
     if (with_key) {
       shard::Key k;
       for (std::size_t b = 0; b < 32; ++b) k.bytes[b] = std::uint8_t(b * 7 + 1);
@@ -193,7 +197,7 @@ int main(int argc, char** argv) {
     return secs(t0, Clock::now());
   };
   for (std::uint64_t done = 0; done < base;) {
-    auto s = make(std::min<std::uint64_t>(base - done, 1u << 20), false);
+    auto s = make(std::min<std::uint64_t>(base - done, 1u << 20), false, false);
     drop_and_wait(s);
     done += s.chunks;
   }
@@ -217,7 +221,7 @@ int main(int argc, char** argv) {
   double sum_wall = 0, sum_cpu = 0;
   long worst = 0;
   for (int r = 0; r < repeat; ++r) {
-    auto s = make(shard, keyed);
+    auto s = make(shard, keyed, client);
     long rest = anonymous_kib(pid);
     double cpu0 = cpu_of(pid);
     PeakSampler sampler(pid);

@@ -46,9 +46,25 @@ MadeShard make_shard(const ShardSpec& spec) {
     xr.header.bytes_on_disk = offset / 2;
     out.xorbs.push_back(xr.header.xorb_hash);
     out.chunks += spec.chunks_per_xorb;
+    if (spec.client_style) {
+      shard::FileRecord f;
+      f.header.file_hash = shard::file_hash(leaves);
+      shard::FileTerm t;
+      t.xorb_hash = xr.header.xorb_hash;
+      t.chunk_start = 0;
+      t.chunk_end = spec.chunks_per_xorb;
+      t.unpacked_bytes = offset;
+      f.terms.push_back(t);
+      std::vector<shard::Hash> raws;
+      for (const auto& l : leaves) raws.push_back(l.hash);
+      f.verification.push_back({shard::verification_range_hash(raws)});
+      f.metadata_ext = shard::HashRecord{shard::chunk_hash_of_data(f.header.file_hash.bytes)};
+      writer.add_file(std::move(f));
+    }
     writer.add_xorb(std::move(xr));
   }
   shard::WriteOptions options;
+  if (spec.client_style) options.lookup_tables = shard::LookupTables::build;
   options.footer.creation_timestamp = spec.created;
   options.footer.key_expiry = spec.expiry.value_or(shard::kNoExpiry);
   if (spec.key) options.footer.chunk_hash_key = *spec.key;

@@ -19,6 +19,9 @@ struct ShardSpec {
   std::optional<std::uint64_t> expiry{};  // unix seconds; nullopt: never
   std::optional<shard::Key> key{};        // store keyed chunk hashes
   std::uint64_t created = 1'750'000'000;
+  // As the Rust client writes upload shards: a file per xorb (one term over
+  // all its chunks, a verification entry, a sha256) and the lookup tables.
+  bool client_style = false;
 };
 
 struct MadeShard {
