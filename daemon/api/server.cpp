@@ -73,7 +73,7 @@ constexpr std::size_t kSmallAnswerBytes = 128 << 10;
 // to the system (a few MiB).
 constexpr std::size_t kCrowd = 256;
 
-static_assert(ServerOptions{}.max_query_body_bytes >= ::dedupd::api::kMaxBatchHashes * 72,
+static_assert(kDefaultMaxQueryBodyBytes >= ::dedupd::api::kMaxBatchHashes * 72,
               "the default query body limit must fit a batch of the most hashes, one per line");
 
 std::vector<std::string> route_names(const std::vector<http::Route>& routes) {

@@ -15,6 +15,9 @@
 
 namespace dedupd::daemon {
 
+// A batch of api::kMaxBatchHashes hashes even pretty-printed (6.7 MB compact).
+inline constexpr std::size_t kDefaultMaxQueryBodyBytes = std::size_t(10) << 20;
+
 struct ServerOptions {
   // An already listening AF_UNIX SOCK_STREAM fd (from sd_listen_fds). When
   // >= 0 the server adopts it (and closes it on stop); socket_path is then
@@ -31,7 +34,7 @@ struct ServerOptions {
   // query up to max_query_body_bytes, room for api::kMaxBatchHashes hashes
   // even pretty-printed (6.7 MB compact); any other route a stray 1 KiB.
   std::size_t max_body_bytes = std::size_t(256) << 20;
-  std::size_t max_query_body_bytes = std::size_t(10) << 20;
+  std::size_t max_query_body_bytes = kDefaultMaxQueryBodyBytes;
   // Body bytes held at once, all connections together: request bodies as
   // they arrive, and answers over 128 KiB until their client has read them
   // (503 "busy" beyond it). Queries get what is left after room for one
