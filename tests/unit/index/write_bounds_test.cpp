@@ -132,6 +132,7 @@ std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t
 TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
   // Appends leave full pages; sorted ordinary puts would split each page in
   // half, and the write transaction would hold (in memory) twice the pages.
+  // 6000 entries of a key are six MDB_MULTIPLE blocks.
   TempDir tmp;
   Options o;
   o.dir = tmp.sub("idx");
@@ -141,6 +142,14 @@ TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
   auto a = skewed_xorb(108, 6000, 0x10), b = skewed_xorb(109, 6000, 0x20);
   auto s = own(build_shard({.xorbs = {&a, &b}}));
   ASSERT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+  for (const GenXorb* x : {&a, &b})
+    for (std::size_t i = 0; i < x->raw.size(); ++i) {
+      auto loc = (*idx)->lookup(x->raw[i]);
+      ASSERT_TRUE(loc);
+      ASSERT_EQ(loc->size(), 1u) << i;
+      EXPECT_EQ((*loc)[0].chunk_index, i);
+    }
+  EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
   idx->reset();
   const std::size_t per_page = (4096 - 16) / 12, full = (6000 + per_page - 1) / per_page;
   EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
