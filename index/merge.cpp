@@ -66,10 +66,12 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
     // the pages `v` points into.
     for (rc = recent.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = recent.move(&k, &v, MDB_NEXT_MULTIPLE)) {
       batch.assign(static_cast<const std::uint8_t*>(v.mv_data), static_cast<const std::uint8_t*>(v.mv_data) + v.mv_size);
-      for (std::size_t at = 0; at + kChunkValueBytes <= batch.size(); at += kChunkValueBytes) {
-        MDB_val mk = val(key.data(), key.size()), mv = val(batch.data() + at, kChunkValueBytes);
-        if (int r2 = mdb_cursor_put(main.get(), &mk, &mv, 0)) return r2;
-      }
+      // The page in one call (MDB_MULTIPLE): the key is found once for all.
+      std::size_t n = batch.size() / kChunkValueBytes;
+      if (n == 0) continue;
+      MDB_val mk = val(key.data(), key.size()), mv[2] = {val(batch.data(), kChunkValueBytes), MDB_val{n, nullptr}};
+      if (int r2 = mdb_cursor_put(main.get(), &mk, mv, MDB_MULTIPLE)) return r2;
+      if (mv[1].mv_size != n) return MDB_CORRUPTED;
     }
     if (rc != MDB_NOTFOUND) return rc;
     MDB_val dk = val(key.data(), key.size()), dv;

@@ -207,12 +207,15 @@ TEST(MergeSteps, AStepStopsTakingKeysPastItsEntries) {
   auto idx = Index::open(o);
   ASSERT_TRUE(idx);
   EXPECT_EQ((*idx)->stats()->chunk_entries, 2700u);
-  for (const GenXorb* x : {&a, &e, &i}) {
-    auto loc = (*idx)->lookup(x->raw[123]);
-    ASSERT_TRUE(loc);
-    ASSERT_EQ(loc->size(), 1u);
-    EXPECT_EQ((*loc)[0].xorb, x->hash);
-  }
+  // Each merge put its entries between those of the one before.
+  for (const GenXorb* x : {&a, &b, &c, &d, &e, &f, &g, &h, &i})
+    for (std::size_t n = 0; n < x->raw.size(); ++n) {
+      auto loc = (*idx)->lookup(x->raw[n]);
+      ASSERT_TRUE(loc);
+      ASSERT_EQ(loc->size(), 1u);
+      EXPECT_EQ((*loc)[0].xorb, x->hash);
+      EXPECT_EQ((*loc)[0].chunk_index, n);
+    }
 }
 
 }  // namespace
