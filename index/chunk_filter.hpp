@@ -32,6 +32,12 @@ class ChunkFilter {
  public:
   static constexpr std::size_t kFingerprintBytes = 6;
   static constexpr std::size_t kBitsPerEntry = 10;
+  // The daemon's private memory must not grow with the index: the filter of
+  // both tables stops at 12 MiB, room for about 10 M entries at full
+  // strength. Past that its false positives rise with the entries per bit
+  // and lookups slide back toward searching every form, which is slower but
+  // gives the same answers.
+  static constexpr std::uint64_t kMaxCapacity = (std::uint64_t(12) << 20) * 8 / kBitsPerEntry;
 
   // Room for `capacity` entries at kBitsPerEntry; beyond that the false
   // positive rate rises and `full()` asks for a rebuild.
@@ -63,6 +69,8 @@ class ChunkFilter {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t added() const { return added_.load(std::memory_order_relaxed); }
   bool full() const { return added() > capacity_; }
+  // Full, and a rebuild could make room (not at kMaxCapacity yet).
+  bool outgrown() const { return full() && capacity_ < kMaxCapacity; }
   std::size_t bytes() const { return num_blocks_ * sizeof(Block); }
 
   // The newest transaction id whose entries are all in the filter, or 0

@@ -12,7 +12,9 @@ namespace {
 
 // Room for the entries there are and for those the next ingests bring, with
 // a floor so a young index is not rebuilt after every shard.
-std::uint64_t capacity_for(std::uint64_t entries) { return std::max<std::uint64_t>(entries + entries / 4, 1u << 20); }
+std::uint64_t capacity_for(std::uint64_t entries) {
+  return std::min(std::max<std::uint64_t>(entries + entries / 4, 1u << 20), ChunkFilter::kMaxCapacity);
+}
 
 // The recent table is merged once it holds max(merge_threshold, main / 16)
 // entries (merge.cpp); the last shard may overshoot that. Never more than
@@ -108,7 +110,7 @@ ChunkFilterInfo Index::chunk_filter_info() const {
 
 bool Index::chunk_filter_due() const {
   auto f = trusted_now(*impl_);
-  return !f || f->full();
+  return !f || f->outgrown();
 }
 
 }  // namespace dedupd::index

@@ -84,8 +84,9 @@ class Index {
   // itself up to date with this process's writes. Without it, or after a
   // write by another process, lookups search every form: slower, same answers.
   Result<ChunkFilterInfo> build_chunk_filter();
-  // True when no filter is in service, or it is over its capacity or gave
-  // up after another process wrote: time for build_chunk_filter().
+  // True when no filter is in service (none built, or it gave up after
+  // another process wrote), or it is over a capacity a rebuild could raise:
+  // time for build_chunk_filter().
   bool chunk_filter_due() const;
   ChunkFilterInfo chunk_filter_info() const;
 

@@ -30,6 +30,14 @@ TEST(ChunkFilter, HoldsEverythingAddedAndRejectsMostOfTheRest) {
   EXPECT_GT(positives, 0u);
   f.add(hash_of_seed(~0ull).data());
   EXPECT_TRUE(f.full());
+  EXPECT_TRUE(f.outgrown());
+}
+
+TEST(ChunkFilter, MemoryIsBoundedWhateverTheIndexSize) {
+  ChunkFilter f(ChunkFilter::kMaxCapacity);
+  EXPECT_LE(f.bytes(), std::size_t(12) << 20);
+  f.add(hash_of_seed(1).data());
+  EXPECT_FALSE(f.outgrown());
 }
 
 TEST(ChunkFilter, CoversCommitsOnlyInOrderAndOnlyOncePublished) {
