@@ -55,11 +55,14 @@
 #include "harness/notify_socket.hpp"
 #include "shard/mapped_file.hpp"
 #include "shard/reader.hpp"
+#include "tests/bench/proc_stats.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace dedupd;
+using bench::cpu_of;
+using bench::rss_anon_of;
 using Clock = std::chrono::steady_clock;
 using itest::HttpClient;
 
@@ -142,18 +145,6 @@ Mem mem_of(pid_t pid) {
   }
   return m;
 }
-// dedupd's resident anonymous memory, KiB, from /proc/PID/status: the same
-// pages as smaps_rollup's Anonymous, but read from counters. smaps_rollup
-// walks the page tables of the whole mapped data.mdb under the process's
-// mmap lock, milliseconds each time at 10 M entries: sampled often, it
-// would slow down the daemon it measures.
-long rss_anon_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("RssAnon:", 0) == 0) return std::atol(line.c_str() + 8);
-  return 0;
-}
 
 // Peak of each field while `active`: Anonymous every 20 ms, the rest of
 // smaps_rollup every 500 ms.
@@ -187,21 +178,6 @@ class MemSampler {
   Mem peak_;
   std::thread t_;
 };
-// User+system CPU seconds of a process so far.
-double cpu_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(f)), {});
-  auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream in(s.substr(close + 2));
-  std::string field;
-  unsigned long long ut = 0, st = 0;
-  for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i == 14) ut = std::stoull(field);
-    if (i == 15) st = std::stoull(field);
-  }
-  return double(ut + st) / double(::sysconf(_SC_CLK_TCK));
-}
 
 void evict(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDONLY);

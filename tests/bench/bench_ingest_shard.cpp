@@ -19,7 +19,8 @@
 // --wrap C    starts dedupd under C (split at spaces), e.g. "heaptrack -o
 //             FILE"; the memory and CPU numbers are then the wrapper's
 // For each measured shard: file renamed in -> queryable (wall), dedupd's CPU
-// seconds, and the peak of smaps_rollup Anonymous sampled every 2 ms.
+// seconds, and the peak of its anonymous memory (RssAnon, the pages of
+// smaps_rollup's Anonymous) sampled every 2 ms.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,11 +44,14 @@
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/notify_socket.hpp"
+#include "tests/bench/proc_stats.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace dedupd;
+using bench::cpu_of;
+using bench::rss_anon_of;
 using Clock = std::chrono::steady_clock;
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
@@ -57,35 +61,13 @@ double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::dura
   std::exit(1);
 }
 
-long anonymous_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("Anonymous:", 0) == 0) return std::atol(line.c_str() + 10);
-  return 0;
-}
-
-double cpu_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(f)), {});
-  auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream in(s.substr(close + 2));
-  std::string field;
-  unsigned long long ut = 0, st = 0;
-  for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i == 14) ut = std::stoull(field);
-    if (i == 15) st = std::stoull(field);
-  }
-  return double(ut + st) / double(::sysconf(_SC_CLK_TCK));
-}
 
 // A short sampling period: the peak of one shard lasts well under a second.
 class PeakSampler {
  public:
   explicit PeakSampler(pid_t pid) : pid_(pid), t_([this] {
       while (on_) {
-        peak_ = std::max(peak_.load(), anonymous_kib(pid_));
+        peak_ = std::max(peak_.load(), rss_anon_of(pid_));
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     }) {}
@@ -203,7 +185,7 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the post-drain malloc_trim
   std::printf("base: %llu entries; dedupd Anonymous at rest %.1f MiB\n", (unsigned long long)expected,
-              double(anonymous_kib(pid)) / 1024);
+              double(rss_anon_of(pid)) / 1024);
 
   pid_t helper = -1;
   if (!attach.empty()) {
@@ -222,7 +204,7 @@ int main(int argc, char** argv) {
   long worst = 0;
   for (int r = 0; r < repeat; ++r) {
     auto s = make(shard, keyed, client);
-    long rest = anonymous_kib(pid);
+    long rest = rss_anon_of(pid);
     double cpu0 = cpu_of(pid);
     PeakSampler sampler(pid);
     double wall = drop_and_wait(s);
