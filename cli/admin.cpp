@@ -134,8 +134,9 @@ int ingest(Context& ctx, const std::string& path) {
     Table t({{"SHARD"}, {""}, {"FILES", Table::right}, {"XORBS", Table::right}, {"CHUNKS", Table::right}});
     for (const auto& s : list) {
       const bool added = s["added"].get<bool>();
-      t.add({s["hash"].get<std::string>(), Table::Cell(added ? "added" : "already indexed", added ? Color::green : Color::none),
-             grouped(s["files"]), grouped(s["xorbs"]), grouped(s["chunks"])});
+      t.add({s["hash"].get<std::string>(),
+             Table::Cell(added ? "added" : "already indexed", added ? Color::green : Color::none), grouped(s["files"]),
+             grouped(s["xorbs"]), grouped(s["chunks"])});
     }
     t.print(ctx.out(), ctx.style);
   }
@@ -145,8 +146,9 @@ int ingest(Context& ctx, const std::string& path) {
 }  // namespace
 
 void add_admin_verbs(CLI::App& app, Action& action) {
-  app.add_subcommand("rescan", "Admin: scan the watched directories again now")
-      ->callback([&action] { action = rescan; });
+  app.add_subcommand("rescan", "Admin: scan the watched directories again now")->callback([&action] {
+    action = rescan;
+  });
   {
     auto dry = std::make_shared<bool>(false);
     auto* p = app.add_subcommand("purge", "Admin: expire now what is due (--dry-run lists it)");

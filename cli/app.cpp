@@ -17,8 +17,7 @@
 namespace dedupctl {
 
 int run(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"dedupctl: ask dedupd about chunks, xorbs, files and shards, or read shard files offline",
-               "dedupctl"};
+  CLI::App app{"dedupctl: ask dedupd about chunks, xorbs, files and shards, or read shard files offline", "dedupctl"};
   app.require_subcommand(1);
   // Global options may also follow the verb: `dedupctl query --json HASH`.
   app.fallthrough();

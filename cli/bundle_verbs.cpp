@@ -96,8 +96,8 @@ int create(Context& ctx, const std::string& out_path, const std::vector<std::str
   if (ctx.opt.json) {
     print_json(ctx.out(), bundle_document(*b, out_path));
   } else if (!ctx.opt.quiet) {
-    ctx.out() << "wrote " << out_path << ": " << count(members.size(), "shard") << ", "
-              << grouped(bytes->size()) << " bytes (" << human_bytes(bytes->size()) << ")\n";
+    ctx.out() << "wrote " << out_path << ": " << count(members.size(), "shard") << ", " << grouped(bytes->size())
+              << " bytes (" << human_bytes(bytes->size()) << ")\n";
     for (const auto& m : members)
       if (std::filesystem::path(seen[m.name]).filename().string() != m.name)
         ctx.out() << "  " << seen[m.name] << " is member " << m.name << '\n';
@@ -114,16 +114,17 @@ int list(Context& ctx, const std::string& path) {
     print_json(ctx.out(), bundle_document(b, path));
   } else if (!ctx.opt.quiet) {
     print_members(ctx, b);
-    ctx.out() << '\n' << summary(b) << ", index " << grouped(b.index_size()) << " bytes at "
-              << grouped(b.index_offset()) << '\n';
+    ctx.out() << '\n'
+              << summary(b) << ", index " << grouped(b.index_size()) << " bytes at " << grouped(b.index_offset())
+              << '\n';
   }
   return kOk;
 }
 
 // ---- inspect of a bundle --------------------------------------------------
 
-int inspect_bundle(Context& ctx, const caf::BundleView& b, const std::string& path,
-                   bool list_chunks, std::uint64_t now) {
+int inspect_bundle(Context& ctx, const caf::BundleView& b, const std::string& path, bool list_chunks,
+                   std::uint64_t now) {
   json doc = bundle_document(b, path);
   std::vector<std::string> problems;
   std::vector<std::optional<json>> inspected(b.members().size());
@@ -228,9 +229,7 @@ void add_bundle_verbs(CLI::App& app, Action& action) {
   c->add_option("OUT", *out, "Bundle to write (.caf)")->required();
   c->add_option("SHARD", *inputs, "Shard files; members are named by their file names")->required();
   c->fallthrough();
-  c->callback([&action, out, inputs] {
-    action = [out, inputs](Context& ctx) { return create(ctx, *out, *inputs); };
-  });
+  c->callback([&action, out, inputs] { action = [out, inputs](Context& ctx) { return create(ctx, *out, *inputs); }; });
 
   auto file = std::make_shared<std::string>();
   auto* l = bundle->add_subcommand("list", "List the members of a .caf bundle");

@@ -19,9 +19,7 @@ namespace {
 
 constexpr long kConnectTimeoutMs = 5000;
 
-std::string start_hint() {
-  return "start it with `./dev run` (from a checkout) or `systemctl start dedupd.socket`";
-}
+std::string start_hint() { return "start it with `./dev run` (from a checkout) or `systemctl start dedupd.socket`"; }
 
 std::string group_name(gid_t gid) {
   if (const group* g = getgrgid(gid)) return g->gr_name;
@@ -52,7 +50,7 @@ std::string printable_excerpt(std::string_view body) {
 struct Sink {
   std::string* body;
   bool* got_bytes;
-  int fd = -1;           // post_to_fd: a 200 body goes here
+  int fd = -1;  // post_to_fd: a 200 body goes here
   CURL* curl = nullptr;
   std::uint64_t* written = nullptr;
   int write_errno = 0;
@@ -94,8 +92,7 @@ std::string resolve_socket(const std::string& option, const std::optional<std::s
   return std::string(kLocalSocket);
 }
 
-Client::Client(std::string socket_path, double timeout_s)
-    : socket_(std::move(socket_path)), timeout_s_(timeout_s) {
+Client::Client(std::string socket_path, double timeout_s) : socket_(std::move(socket_path)), timeout_s_(timeout_s) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   curl_ = curl_easy_init();
@@ -105,8 +102,8 @@ Client::Client(std::string socket_path, double timeout_s)
 Client::~Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 Response Client::get(std::string_view path) { return perform("GET", path, {}, {}); }
-Response Client::post(std::string_view path, std::span<const std::uint8_t> body,
-                      std::string_view content_type, bool expect_continue) {
+Response Client::post(std::string_view path, std::span<const std::uint8_t> body, std::string_view content_type,
+                      bool expect_continue) {
   return perform("POST", path, body, content_type, expect_continue);
 }
 Response Client::del(std::string_view path) { return perform("DELETE", path, {}, {}); }
@@ -123,8 +120,8 @@ void Client::check_socket_file() const {
   // Checked before libcurl so the message can say what is wrong with the
   // path itself; connect() would only say "failed".
   if (socket_.size() >= sizeof(sockaddr_un::sun_path))
-    throw CliError(kBadInput, "socket path is too long for a Unix socket (" +
-                                  std::to_string(socket_.size()) + " bytes): " + socket_);
+    throw CliError(kBadInput, "socket path is too long for a Unix socket (" + std::to_string(socket_.size()) +
+                                  " bytes): " + socket_);
   struct stat st {};
   if (::stat(socket_.c_str(), &st) != 0) {
     const int e = errno;
@@ -134,12 +131,12 @@ void Client::check_socket_file() const {
       struct stat ds {};
       std::string detail;
       if (!dir.empty() && ::stat(dir.c_str(), &ds) == 0)
-        detail = " (directory " + dir + " is group " + group_name(ds.st_gid) + ", mode " +
-                 mode_string(ds.st_mode) + ")";
+        detail =
+            " (directory " + dir + " is group " + group_name(ds.st_gid) + ", mode " + mode_string(ds.st_mode) + ")";
       throw CliError(kPermission, "permission denied reaching " + shown(socket_) + detail,
-                     detail.empty() ? "" : "join group " + group_name(ds.st_gid) +
-                                               " (usermod -aG " + group_name(ds.st_gid) +
-                                               " $USER, then log in again)");
+                     detail.empty() ? ""
+                                    : "join group " + group_name(ds.st_gid) + " (usermod -aG " + group_name(ds.st_gid) +
+                                          " $USER, then log in again)");
     }
     if (e == ENOENT || e == ENOTDIR)
       throw CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket_),
@@ -150,9 +147,8 @@ void Client::check_socket_file() const {
     throw CliError(kUnavailable, shown(socket_) + " is not a socket", "point --socket at dedupd's socket");
 }
 
-Response Client::perform(std::string_view method, std::string_view path,
-                         std::span<const std::uint8_t> body, std::string_view content_type,
-                         bool expect_continue) {
+Response Client::perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
+                         std::string_view content_type, bool expect_continue) {
   if (!checked_) {
     check_socket_file();
     checked_ = true;
@@ -203,8 +199,8 @@ Response Client::perform(std::string_view method, std::string_view path,
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
 
   if (rc == CURLE_WRITE_ERROR && sink.write_errno)
-    throw CliError(kBadInput, std::string("cannot write the answer to the output file: ") +
-                                  std::strerror(sink.write_errno));
+    throw CliError(kBadInput,
+                   std::string("cannot write the answer to the output file: ") + std::strerror(sink.write_errno));
   if (rc != CURLE_OK) {
     long os_errno = 0;
     curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
@@ -221,26 +217,26 @@ CliError connect_error(long os_errno, const std::string& socket) {
     struct stat st {};
     if (::stat(socket.c_str(), &st) == 0) {
       const std::string g = group_name(st.st_gid);
-      return CliError(kPermission,
-                      "permission denied on " + shown(socket) + " (group " + g + ", mode " +
-                          mode_string(st.st_mode) + ")",
-                      "join group " + g + " (usermod -aG " + g + " $USER, then log in again)");
+      return CliError(
+          kPermission,
+          "permission denied on " + shown(socket) + " (group " + g + ", mode " + mode_string(st.st_mode) + ")",
+          "join group " + g + " (usermod -aG " + g + " $USER, then log in again)");
     }
     return CliError(kPermission, "permission denied on " + shown(socket));
   }
   if (os_errno == ECONNREFUSED)
-    return CliError(kUnavailable,
-                    "dedupd is not running: nothing listens on " + shown(socket) + " (stale socket)",
+    return CliError(kUnavailable, "dedupd is not running: nothing listens on " + shown(socket) + " (stale socket)",
                     start_hint());
   if (os_errno == ENOENT)
     return CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket), start_hint());
-  return CliError(kUnavailable, "cannot connect to " + shown(socket) +
-                                    (os_errno ? std::string(": ") + std::strerror(int(os_errno)) : ""),
-                  start_hint());
+  return CliError(
+      kUnavailable,
+      "cannot connect to " + shown(socket) + (os_errno ? std::string(": ") + std::strerror(int(os_errno)) : ""),
+      start_hint());
 }
 
-CliError transport_error(int curl_code, long os_errno, const std::string& socket,
-                         bool got_response_bytes, double timeout_s) {
+CliError transport_error(int curl_code, long os_errno, const std::string& socket, bool got_response_bytes,
+                         double timeout_s) {
   const std::string where = "dedupd at " + shown(socket);
   switch (CURLcode(curl_code)) {
     case CURLE_COULDNT_CONNECT:
@@ -261,8 +257,7 @@ CliError transport_error(int curl_code, long os_errno, const std::string& socket
                       "did it crash? see `journalctl -u dedupd` or its terminal");
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
-      return CliError(kProtocol, "connection to " + where + " broke: " +
-                                     curl_easy_strerror(CURLcode(curl_code)) +
+      return CliError(kProtocol, "connection to " + where + " broke: " + curl_easy_strerror(CURLcode(curl_code)) +
                                      (os_errno ? std::string(" (") + std::strerror(int(os_errno)) + ")" : ""));
     default:
       return CliError(kProtocol, "talking to " + where + ": " + curl_easy_strerror(CURLcode(curl_code)));
@@ -306,15 +301,15 @@ json parse_body(const Response& r, std::string_view what) {
   try {
     return json::parse(r.body);
   } catch (const json::parse_error& e) {
-    throw CliError(kProtocol, std::string(what) + ": dedupd sent malformed JSON (" +
-                                  std::to_string(r.body.size()) + " bytes, " + e.what() + ")");
+    throw CliError(kProtocol, std::string(what) + ": dedupd sent malformed JSON (" + std::to_string(r.body.size()) +
+                                  " bytes, " + e.what() + ")");
   }
 }
 
 namespace {
 [[noreturn]] void malformed(std::string_view what, std::string_view key, std::string_view why) {
-  throw CliError(kProtocol, std::string(what) + ": dedupd's answer has " + std::string(why) + " \"" +
-                                std::string(key) + "\"");
+  throw CliError(kProtocol,
+                 std::string(what) + ": dedupd's answer has " + std::string(why) + " \"" + std::string(key) + "\"");
 }
 }  // namespace
 

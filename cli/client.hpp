@@ -47,10 +47,8 @@ class Client {
   // go-ahead, so a body over its limit is refused (413) before it is sent.
   Response post(std::string_view path, std::span<const std::uint8_t> body,
                 std::string_view content_type = "application/json", bool expect_continue = false);
-  Response post(std::string_view path, std::string_view body,
-                std::string_view content_type = "application/json") {
-    return post(path, std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()),
-                content_type);
+  Response post(std::string_view path, std::string_view body, std::string_view content_type = "application/json") {
+    return post(path, std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()), content_type);
   }
   Response del(std::string_view path);
   // POST with an empty body whose 200 answer is written to `fd` as it
@@ -63,9 +61,8 @@ class Client {
   const std::string& socket() const { return socket_; }
 
  private:
-  Response perform(std::string_view method, std::string_view path,
-                   std::span<const std::uint8_t> body, std::string_view content_type,
-                   bool expect_continue = false);
+  Response perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
+                   std::string_view content_type, bool expect_continue = false);
   void check_socket_file() const;
 
   std::string socket_;
@@ -77,8 +74,8 @@ class Client {
 
 // Mappings, separate so that tests can drive each branch.
 // How a libcurl failure reads to a person, and its exit code.
-CliError transport_error(int curl_code, long os_errno, const std::string& socket,
-                         bool got_response_bytes, double timeout_s);
+CliError transport_error(int curl_code, long os_errno, const std::string& socket, bool got_response_bytes,
+                         double timeout_s);
 // A connect() errno on the socket (EACCES names the socket's group).
 CliError connect_error(long os_errno, const std::string& socket);
 // A non-2xx answer: 400/413/422 -> 65, 403 -> 77, 404 -> 1, 503 -> 69, else 76.

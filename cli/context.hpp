@@ -22,7 +22,7 @@ struct Io {
 };
 
 struct Options {
-  std::string socket;     // empty: resolve_socket() decides
+  std::string socket;  // empty: resolve_socket() decides
   bool json = false;
   bool quiet = false;
   double timeout_s = 30;  // whole request; connecting has its own 5 s
@@ -31,7 +31,7 @@ struct Options {
 struct Context {
   Io& io;
   Options opt;
-  Style style;            // colour on or off, decided once from tty + NO_COLOR
+  Style style;  // colour on or off, decided once from tty + NO_COLOR
 
   std::ostream& out() { return io.out; }
   std::ostream& err() { return io.err; }

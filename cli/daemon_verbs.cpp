@@ -50,8 +50,7 @@ ChunkHashArgs chunk_hash_args(Context& ctx, const std::vector<std::string>& args
       if (out.from_stdin) continue;
       out.from_stdin = true;
       auto more = read_hashes(ctx.io.in);
-      out.hashes.insert(out.hashes.end(), std::make_move_iterator(more.begin()),
-                        std::make_move_iterator(more.end()));
+      out.hashes.insert(out.hashes.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     } else {
       out.hashes.push_back(parse_hash_arg(a, "chunk hash"));
     }
@@ -59,11 +58,9 @@ ChunkHashArgs chunk_hash_args(Context& ctx, const std::vector<std::string>& args
   return out;
 }
 
-json call(Client& c, std::string_view method, const std::string& path, std::string_view what,
-          bool* not_found, std::string_view body) {
-  Response r = method == "GET"    ? c.get(path)
-               : method == "POST" ? c.post(path, body)
-                                  : c.del(path);
+json call(Client& c, std::string_view method, const std::string& path, std::string_view what, bool* not_found,
+          std::string_view body) {
+  Response r = method == "GET" ? c.get(path) : method == "POST" ? c.post(path, body) : c.del(path);
   if (r.status == 404 && not_found) {
     *not_found = true;
     try {

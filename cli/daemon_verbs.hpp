@@ -33,8 +33,8 @@ ChunkHashArgs chunk_hash_args(Context& ctx, const std::vector<std::string>& args
 // GET/POST/DELETE returning the parsed 200 body; other statuses throw via
 // status_error(). With `not_found` set, a 404 returns its parsed body (or
 // an empty object) and sets *not_found instead of throwing.
-json call(Client& c, std::string_view method, const std::string& path, std::string_view what,
-          bool* not_found = nullptr, std::string_view body = {});
+json call(Client& c, std::string_view method, const std::string& path, std::string_view what, bool* not_found = nullptr,
+          std::string_view body = {});
 
 // Human formatting of daemon values.
 std::string expiry_text(const std::optional<std::uint64_t>& unix_s, std::uint64_t now);

@@ -29,16 +29,15 @@ namespace {
 
 std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
 
-std::string route(std::string_view prefix, std::string_view arg = {}) {
-  return std::string(prefix) + std::string(arg);
-}
+std::string route(std::string_view prefix, std::string_view arg = {}) { return std::string(prefix) + std::string(arg); }
 
 // ---- shapes (docs/API.md) ---------------------------------------------
 
 void check_shard_ref(const json& s, std::string_view what) {
   need_hash(s, "shard", what);
   need_time(s, "expiry", what);
-  if (!need(s, "keyed", what).is_boolean()) throw CliError(kProtocol, std::string(what) + ": \"keyed\" is not a boolean");
+  if (!need(s, "keyed", what).is_boolean())
+    throw CliError(kProtocol, std::string(what) + ": \"keyed\" is not a boolean");
 }
 
 void check_location(const json& loc, std::string_view what) {
@@ -54,7 +53,8 @@ void check_result(const json& r, std::string_view what, const std::string& expec
   if (need_hash(r, "hash", what) != expect_hash)
     throw CliError(kProtocol, std::string(what) + ": dedupd answered for hash " + r["hash"].get<std::string>() +
                                   ", asked " + expect_hash);
-  if (!need(r, "found", what).is_boolean()) throw CliError(kProtocol, std::string(what) + ": \"found\" is not a boolean");
+  if (!need(r, "found", what).is_boolean())
+    throw CliError(kProtocol, std::string(what) + ": \"found\" is not a boolean");
   for (const auto& loc : need_array(r, "locations", what)) check_location(loc, what);
   if (r["found"].get<bool>() != !r["locations"].empty())
     throw CliError(kProtocol, std::string(what) + ": \"found\" disagrees with \"locations\"");
@@ -62,8 +62,7 @@ void check_result(const json& r, std::string_view what, const std::string& expec
 
 void check_shard_summary(const json& s, std::string_view what) {
   // A rejected entry is a file whose content hash may be unknown (null).
-  if (!(need(s, "hash", what).is_null() && s.value("state", std::string()) == "rejected"))
-    need_hash(s, "hash", what);
+  if (!(need(s, "hash", what).is_null() && s.value("state", std::string()) == "rejected")) need_hash(s, "hash", what);
   need_str(s, "state", what);
   need_array(s, "paths", what);
   need_u64(s, "size", what);
@@ -77,8 +76,7 @@ void check_shard_summary(const json& s, std::string_view what) {
 void check_stats(const json& s, std::string_view what) {
   const json& shards = need(s, "shards", what);
   for (const char* k : {"live", "expired", "removed", "rejected"}) need_u64(shards, k, what);
-  for (const char* k : {"xorbs", "chunks", "files", "keys", "db_bytes", "map_size", "map_used"})
-    need_u64(s, k, what);
+  for (const char* k : {"xorbs", "chunks", "files", "keys", "db_bytes", "map_size", "map_used"}) need_u64(s, k, what);
   need_time(s, "next_expiry", what);
 }
 
@@ -107,25 +105,24 @@ void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
     out << r["hash"].get<std::string>() << "  " << s.paint("not found", Color::red) << '\n';
     return;
   }
-  out << r["hash"].get<std::string>() << "  "
-      << s.paint("found", Color::green) << ", " << locs.size() << (locs.size() == 1 ? " location" : " locations")
-      << '\n';
+  out << r["hash"].get<std::string>() << "  " << s.paint("found", Color::green) << ", " << locs.size()
+      << (locs.size() == 1 ? " location" : " locations") << '\n';
   for (const auto& loc : locs) {
     out << '\n';
     Fields f("  ");
     f.add("Xorb", loc["xorb"].get<std::string>());
-    std::string chunk = "#" + std::to_string(loc["chunk_index"].get<std::uint64_t>()) + ", bytes " +
-                        range_text(loc) + " of the xorb, " + human_bytes(loc["unpacked_bytes"]) + " unpacked";
-    if (loc.contains("flags") && loc["flags"].is_number_unsigned() &&
-        (loc["flags"].get<std::uint64_t>() & (1u << 31)))
+    std::string chunk = "#" + std::to_string(loc["chunk_index"].get<std::uint64_t>()) + ", bytes " + range_text(loc) +
+                        " of the xorb, " + human_bytes(loc["unpacked_bytes"]) + " unpacked";
+    if (loc.contains("flags") && loc["flags"].is_number_unsigned() && (loc["flags"].get<std::uint64_t>() & (1u << 31)))
       chunk += ", eligible for global dedup";
     f.add("Chunk", chunk);
     for (const auto& sh : loc["shards"]) {
       std::optional<std::uint64_t> exp;
       if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
       const bool expired = exp && *exp <= now;
-      f.add("Shard", sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") +
-                         ", expires " + expiry_text(exp, now),
+      f.add("Shard",
+            sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
+                expiry_text(exp, now),
             expired ? Color::yellow : Color::none);
     }
     f.print(out, s);
@@ -133,8 +130,13 @@ void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
 }
 
 void print_results_table(Context& ctx, const json& results, std::uint64_t found, std::uint64_t missing) {
-  Table t({{"CHUNK"}, {"XORB"}, {"#", Table::right}, {"BYTES", Table::right}, {"SIZE", Table::right},
-           {"SHARDS", Table::right}, {"LIVES UNTIL"}});
+  Table t({{"CHUNK"},
+           {"XORB"},
+           {"#", Table::right},
+           {"BYTES", Table::right},
+           {"SIZE", Table::right},
+           {"SHARDS", Table::right},
+           {"LIVES UNTIL"}});
   for (const auto& r : results) {
     const std::string h = r["hash"].get<std::string>();
     if (r["locations"].empty()) {
@@ -217,8 +219,8 @@ int query(Context& ctx, const std::vector<std::string>& args) {
 
 // GET <prefix><hash>; 404 -> exit 1 (the daemon's document printed with --json).
 template <class Check, class Print>
-int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, const std::string& what,
-               Check check, Print print) {
+int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, const std::string& what, Check check,
+               Print print) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   bool not_found = false;
   json doc = call(client, "GET", route(prefix, key), what, &not_found);
@@ -263,8 +265,7 @@ int xorb(Context& ctx, const std::string& arg, bool list_chunks) {
         Fields f;
         f.add("Xorb", d["xorb"].get<std::string>());
         f.add("Chunks", grouped(d["num_chunks"]));
-        f.add("Bytes", human_bytes(d["bytes_in_xorb"]) + " unpacked, " + human_bytes(d["bytes_on_disk"]) +
-                           " on disk");
+        f.add("Bytes", human_bytes(d["bytes_in_xorb"]) + " unpacked, " + human_bytes(d["bytes_on_disk"]) + " on disk");
         f.add("Chunk hashes", keyed ? "stored keyed (as the shard holds them)" : "raw");
         for (const auto& s : d["shards"]) f.add("Shard", shard_ref_text(s, now));
         // The same xorb stored under other keys (global-dedup replies).
@@ -282,8 +283,8 @@ int xorb(Context& ctx, const std::string& arg, bool list_chunks) {
         ctx.out() << '\n';
         Table t({{"#", Table::right}, {"HASH"}, {"START", Table::right}, {"SIZE", Table::right}, {"FLAGS"}});
         for (const auto& c : d["chunks"]) {
-          const bool eligible = c.contains("flags") && c["flags"].is_number_unsigned() &&
-                                (c["flags"].get<std::uint64_t>() & (1u << 31));
+          const bool eligible =
+              c.contains("flags") && c["flags"].is_number_unsigned() && (c["flags"].get<std::uint64_t>() & (1u << 31));
           t.add({std::to_string(c["index"].get<std::uint64_t>()), c["hash"].get<std::string>(),
                  grouped(c["byte_start"]), grouped(c["unpacked_bytes"]), eligible ? "eligible" : ""});
         }
@@ -333,8 +334,7 @@ int sha256(Context& ctx, const std::string& arg) {
   // A content sha256 is ordinary hex (the Git LFS oid), not a Xet hash;
   // only its shape is checked here.
   auto parsed = dedupd::shard::Hash::parse_hex_bytes(arg);
-  if (!parsed)
-    throw CliError(kBadInput, "malformed sha256 '" + arg.substr(0, 80) + "': " + parsed.error().message);
+  if (!parsed) throw CliError(kBadInput, "malformed sha256 '" + arg.substr(0, 80) + "': " + parsed.error().message);
   const std::string hex = parsed->to_hex_bytes();
   return lookup_one(
       ctx, api::kSha256, hex, "sha256 " + hex,
@@ -367,9 +367,9 @@ void print_shard_summary(Context& ctx, const json& s) {
     f.add("Ingested", time_text(s["ingested_at"].get<std::uint64_t>(), now));
   if (s.contains("reason") && s["reason"].is_object()) {
     const json& r = s["reason"];
-    f.add("Reason", r.value("rule", std::string("?")) + " at offset " +
-                        std::to_string(r.value("offset", std::uint64_t(0))) + ": " +
-                        r.value("message", std::string()),
+    f.add("Reason",
+          r.value("rule", std::string("?")) + " at offset " + std::to_string(r.value("offset", std::uint64_t(0))) +
+              ": " + r.value("message", std::string()),
           Color::red);
   }
   f.print(ctx.out(), ctx.style);
@@ -401,7 +401,9 @@ int shards(Context& ctx, const std::string& state) {
       if (st == "rejected" && s.contains("reason") && s["reason"].is_object())
         path += "  [" + s["reason"].value("rule", std::string("?")) + "]";
       t.add({s["hash"].is_string() ? s["hash"].get<std::string>() : "-",
-             Table::Cell(st, st == "live" ? Color::green : st == "rejected" ? Color::red : Color::yellow),
+             Table::Cell(st, st == "live"       ? Color::green
+                             : st == "rejected" ? Color::red
+                                                : Color::yellow),
              grouped(s["chunks"]), human_bytes(s["size"]), exp ? iso_local(*exp) : "never", path});
       (void)now;
     }
@@ -413,14 +415,13 @@ int shards(Context& ctx, const std::string& state) {
 
 void add_stats_fields(Fields& f, const json& s, std::uint64_t now) {
   const json& sh = s["shards"];
-  f.add("Shards", grouped(sh["live"]) + " live, " + grouped(sh["expired"]) + " expired, " +
-                      grouped(sh["removed"]) + " removed, " + grouped(sh["rejected"]) + " rejected");
+  f.add("Shards", grouped(sh["live"]) + " live, " + grouped(sh["expired"]) + " expired, " + grouped(sh["removed"]) +
+                      " removed, " + grouped(sh["rejected"]) + " rejected");
   f.add("Index", count(s["chunks"], "chunk") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["files"], "file") +
                      ", " + count(s["keys"], "key"));
   const std::uint64_t size = s["map_size"], used = s["map_used"];
-  f.add("Database", human_bytes(s["db_bytes"]) + " on disk, map " + human_bytes(used) + " of " +
-                        human_bytes(size) + " used" +
-                        (size ? " (" + std::to_string(used * 100 / size) + "%)" : std::string()));
+  f.add("Database", human_bytes(s["db_bytes"]) + " on disk, map " + human_bytes(used) + " of " + human_bytes(size) +
+                        " used" + (size ? " (" + std::to_string(used * 100 / size) + "%)" : std::string()));
   std::optional<std::uint64_t> next;
   if (!s["next_expiry"].is_null()) next = s["next_expiry"].get<std::uint64_t>();
   f.add("Next expiry", next ? time_text(next, now) : "none");
@@ -455,13 +456,13 @@ int status(Context& ctx) {
     print_json(ctx.out(), doc);
   } else if (!ctx.opt.quiet) {
     Fields f;
-    f.add("dedupd", std::string(ready ? "running" : "starting (index not open yet)") + ", version " +
-                        doc["version"].get<std::string>() + ", pid " +
-                        std::to_string(doc["pid"].get<std::uint64_t>()) + ", up " +
-                        duration(doc["uptime_s"].get<std::uint64_t>()),
+    f.add("dedupd",
+          std::string(ready ? "running" : "starting (index not open yet)") + ", version " +
+              doc["version"].get<std::string>() + ", pid " + std::to_string(doc["pid"].get<std::uint64_t>()) + ", up " +
+              duration(doc["uptime_s"].get<std::uint64_t>()),
           ready ? Color::green : Color::yellow);
-    f.add("Socket", doc.contains("socket") && doc["socket"].is_string() ? doc["socket"].get<std::string>()
-                                                                         : client.socket());
+    f.add("Socket",
+          doc.contains("socket") && doc["socket"].is_string() ? doc["socket"].get<std::string>() : client.socket());
     if (doc.contains("state_dir") && doc["state_dir"].is_string())
       f.add("State dir", doc["state_dir"].get<std::string>());
     if (doc.contains("watch") && doc["watch"].is_array())
@@ -552,8 +553,7 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
   {
     auto hashes = std::make_shared<std::vector<std::string>>();
     auto* q = app.add_subcommand("query", "Where does a chunk live? (raw chunk hashes; - reads stdin)");
-    q->add_option("HASH", *hashes, "Chunk hashes in Xet string form, or - for one per line on stdin")
-        ->required();
+    q->add_option("HASH", *hashes, "Chunk hashes in Xet string form, or - for one per line on stdin")->required();
     q->callback([&action, hashes] { action = [hashes](Context& ctx) { return query(ctx, *hashes); }; });
   }
   {
@@ -579,10 +579,14 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
   {
     auto state = std::make_shared<std::string>();
     auto* s = app.add_subcommand("shards", "List indexed shards and their state");
-    auto* live = s->add_flag_callback("--live", [state] { *state = "live"; }, "Only live shards");
-    auto* expired = s->add_flag_callback("--expired", [state] { *state = "expired"; }, "Only expired shards");
-    auto* rejected = s->add_flag_callback("--rejected", [state] { *state = "rejected"; }, "Only rejected files");
-    auto* removed = s->add_flag_callback("--removed", [state] { *state = "removed"; }, "Only removed shards");
+    auto* live = s->add_flag_callback(
+        "--live", [state] { *state = "live"; }, "Only live shards");
+    auto* expired = s->add_flag_callback(
+        "--expired", [state] { *state = "expired"; }, "Only expired shards");
+    auto* rejected = s->add_flag_callback(
+        "--rejected", [state] { *state = "rejected"; }, "Only rejected files");
+    auto* removed = s->add_flag_callback(
+        "--removed", [state] { *state = "removed"; }, "Only removed shards");
     std::vector<CLI::Option*> all{live, expired, rejected, removed};
     for (auto* a : all)
       for (auto* b : all)
@@ -596,8 +600,9 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     s->callback([&action, h] { action = [h](Context& ctx) { return shard(ctx, *h); }; });
   }
   app.add_subcommand("stats", "Index counts and sizes")->callback([&action] { action = stats; });
-  app.add_subcommand("status", "Is dedupd up? Version, uptime, socket, counts, next expiry")
-      ->callback([&action] { action = status; });
+  app.add_subcommand("status", "Is dedupd up? Version, uptime, socket, counts, next expiry")->callback([&action] {
+    action = status;
+  });
   {
     auto h = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();

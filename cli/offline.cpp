@@ -71,9 +71,8 @@ json inspect_document(const shard::ShardView& view, const std::string& path, std
     doc["hmac_key"] = nullptr;
   }
   doc["keyed"] = view.keyed();
-  doc["lookup"] = {{"files", view.file_lookup_size()},
-                   {"xorbs", view.xorb_lookup_size()},
-                   {"chunks", view.chunk_lookup_size()}};
+  doc["lookup"] = {
+      {"files", view.file_lookup_size()}, {"xorbs", view.xorb_lookup_size()}, {"chunks", view.chunk_lookup_size()}};
   const auto& st = view.stats();
   doc["counts"] = {{"files", st.files}, {"terms", st.terms}, {"xorbs", st.xorbs}, {"chunks", st.chunks}};
 
@@ -160,8 +159,7 @@ LoadedShard load(const std::string& path, bool structure_errors_fatal) {
 
 std::string when(const json& unix_s, std::uint64_t now) {
   const std::uint64_t t = unix_s.get<std::uint64_t>();
-  return iso_utc(t) + " (unix " + std::to_string(t) + ", " +
-         relative(std::int64_t(t) - std::int64_t(now)) + ")";
+  return iso_utc(t) + " (unix " + std::to_string(t) + ", " + relative(std::int64_t(t) - std::int64_t(now)) + ")";
 }
 
 }  // namespace
@@ -175,8 +173,8 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
   f.add("Shard", doc["path"].get<std::string>());
   f.add("Size", grouped(doc["size"]) + " bytes (" + human_bytes(doc["size"]) + ")");
   f.add("Shard hash", doc["shard_hash"].get<std::string>());
-  f.add("Header", "version " + std::to_string(doc["header"]["version"].get<std::uint64_t>()) +
-                      ", footer size " + std::to_string(doc["header"]["footer_size"].get<std::uint64_t>()));
+  f.add("Header", "version " + std::to_string(doc["header"]["version"].get<std::uint64_t>()) + ", footer size " +
+                      std::to_string(doc["header"]["footer_size"].get<std::uint64_t>()));
   const json& ft = doc["footer"];
   if (ft.is_null()) {
     f.add("Footer", "none (upload shard)");
@@ -192,11 +190,11 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
     }
     f.add("Chunk key", doc["hmac_key"].get<std::string>() +
                            (doc["keyed"].get<bool>() ? " (chunk hashes keyed)" : " (zero: raw hashes)"));
-    f.add("Sections", "file info @" + std::to_string(ft["file_info_offset"].get<std::uint64_t>()) +
-                          ", CAS @" + std::to_string(ft["cas_info_offset"].get<std::uint64_t>()) +
-                          ", footer @" + std::to_string(ft["offset"].get<std::uint64_t>()));
-    f.add("Lookup tables", count(doc["lookup"]["files"], "file") + ", " + count(doc["lookup"]["xorbs"], "xorb") +
-                               ", " + count(doc["lookup"]["chunks"], "chunk"));
+    f.add("Sections", "file info @" + std::to_string(ft["file_info_offset"].get<std::uint64_t>()) + ", CAS @" +
+                          std::to_string(ft["cas_info_offset"].get<std::uint64_t>()) + ", footer @" +
+                          std::to_string(ft["offset"].get<std::uint64_t>()));
+    f.add("Lookup tables", count(doc["lookup"]["files"], "file") + ", " + count(doc["lookup"]["xorbs"], "xorb") + ", " +
+                               count(doc["lookup"]["chunks"], "chunk"));
     f.add("Byte totals", human_bytes(ft["stored_bytes_on_disk"]) + " on disk, " +
                              human_bytes(ft["materialized_bytes"]) + " materialized, " +
                              human_bytes(ft["stored_bytes"]) + " stored");
@@ -217,20 +215,15 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
   std::size_t i = 0;
   for (const auto& x : doc["xorbs"]) {
     xt.add({std::to_string(i++), x["hash"].get<std::string>(), grouped(x["num_chunks"]),
-            human_bytes(x["unpacked_bytes"]), human_bytes(x["bytes_in_xorb"]),
-            human_bytes(x["bytes_on_disk"])});
+            human_bytes(x["unpacked_bytes"]), human_bytes(x["bytes_in_xorb"]), human_bytes(x["bytes_on_disk"])});
   }
   if (!doc["xorbs"].empty() && !list_chunks) xt.print(out, s);
   if (list_chunks) {
     i = 0;
     for (const auto& x : doc["xorbs"]) {
-      out << "  " << s.paint("xorb " + std::to_string(i++), Color::bold) << ' ' << x["hash"].get<std::string>()
-          << "  " << grouped(x["num_chunks"]) << " chunks, " << human_bytes(x["unpacked_bytes"]) << '\n';
-      Table ct({{"#", Table::right},
-                {"HASH (as stored)"},
-                {"START", Table::right},
-                {"SIZE", Table::right},
-                {"FLAGS"}},
+      out << "  " << s.paint("xorb " + std::to_string(i++), Color::bold) << ' ' << x["hash"].get<std::string>() << "  "
+          << grouped(x["num_chunks"]) << " chunks, " << human_bytes(x["unpacked_bytes"]) << '\n';
+      Table ct({{"#", Table::right}, {"HASH (as stored)"}, {"START", Table::right}, {"SIZE", Table::right}, {"FLAGS"}},
                "    ");
       for (std::size_t c = 0; c < x["chunk_hashes"].size(); ++c) {
         const auto& ch = x["chunks"][c];
@@ -292,13 +285,11 @@ int verify(Context& ctx, const std::string& path) {
     problems.push_back({std::move(e.rule), e.offset, std::move(e.message)});
   if (ctx.opt.json) {
     json list = json::array();
-    for (const auto& p : problems)
-      list.push_back({{"rule", p.rule}, {"offset", p.offset}, {"message", p.message}});
+    for (const auto& p : problems) list.push_back({{"rule", p.rule}, {"offset", p.offset}, {"message", p.message}});
     print_json(ctx.out(), {{"path", path}, {"ok", problems.empty()}, {"problems", std::move(list)}});
   } else if (!ctx.opt.quiet) {
     // One line per problem, greppable: "rule at offset N: message".
-    for (const auto& p : problems)
-      ctx.out() << p.rule << " at offset " << p.offset << ": " << p.message << '\n';
+    for (const auto& p : problems) ctx.out() << p.rule << " at offset " << p.offset << ": " << p.message << '\n';
     if (problems.empty()) ctx.out() << path << ": " << ctx.style.paint("ok", Color::green) << '\n';
   }
   return problems.empty() ? kOk : kBadInput;
@@ -313,9 +304,8 @@ void add_offline_verbs(CLI::App& app, Action& action) {
   auto* in = app.add_subcommand("inspect", "Show what a shard file or .caf bundle holds (no daemon needed)");
   in->add_option("FILE", *file, "Shard file (.mdb) or CAF bundle (.caf)")->required();
   in->add_flag("--chunks", *chunks, "List every chunk of every xorb");
-  in->callback([&action, file, chunks] {
-    action = [file, chunks](Context& ctx) { return inspect(ctx, *file, *chunks); };
-  });
+  in->callback(
+      [&action, file, chunks] { action = [file, chunks](Context& ctx) { return inspect(ctx, *file, *chunks); }; });
 
   auto* ve = app.add_subcommand("verify", "Run every structural and integrity check on a shard file");
   ve->add_option("FILE", *file, "Shard file (.mdb)")->required();

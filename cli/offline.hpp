@@ -13,7 +13,7 @@ namespace dedupctl {
 // The `inspect --json` document (documented in dedupctl(1)). `now` only
 // decides the "expired" flag, so tests can pin it.
 nlohmann::ordered_json inspect_document(const dedupd::shard::ShardView& view, const std::string& path,
-                                std::uint64_t now);
+                                        std::uint64_t now);
 
 struct Context;
 // The human form of an inspect document (also used for a bundle's members).

@@ -12,13 +12,26 @@ std::string Style::paint(std::string_view text, Color c) const {
   if (!color || c == Color::none) return std::string(text);
   const char* code = "";
   switch (c) {
-    case Color::bold: code = "1"; break;
-    case Color::dim: code = "2"; break;
-    case Color::red: code = "31"; break;
-    case Color::green: code = "32"; break;
-    case Color::yellow: code = "33"; break;
-    case Color::cyan: code = "36"; break;
-    case Color::none: break;
+    case Color::bold:
+      code = "1";
+      break;
+    case Color::dim:
+      code = "2";
+      break;
+    case Color::red:
+      code = "31";
+      break;
+    case Color::green:
+      code = "32";
+      break;
+    case Color::yellow:
+      code = "33";
+      break;
+    case Color::cyan:
+      code = "36";
+      break;
+    case Color::none:
+      break;
   }
   return std::string("\x1b[") + code + "m" + std::string(text) + "\x1b[0m";
 }
@@ -109,8 +122,7 @@ void Table::print(std::ostream& out, const Style& style, bool with_header) const
   if (with_header)
     for (std::size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].title.size();
   for (const auto& row : rows_)
-    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c)
-      width[c] = std::max(width[c], row[c].text.size());
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].text.size());
 
   std::string line;
   auto emit = [&](auto cell_at, std::size_t n, bool header) {
@@ -134,8 +146,7 @@ void Table::print(std::ostream& out, const Style& style, bool with_header) const
     emit([&](std::size_t c) -> const Cell& { return titles[c]; }, titles.size(), true);
   }
   for (const auto& row : rows_)
-    emit([&](std::size_t c) -> const Cell& { return row[c]; }, std::min(row.size(), columns_.size()),
-         false);
+    emit([&](std::size_t c) -> const Cell& { return row[c]; }, std::min(row.size(), columns_.size()), false);
 }
 
 void Fields::print(std::ostream& out, const Style& style) const {

@@ -53,8 +53,8 @@ int export_snapshot(Context& ctx, const std::string& out_path, double timeout_s)
   if (ctx.opt.json) {
     print_json(ctx.out(), {{"path", out_path}, {"format", kSwhShard}, {"keys", keys}, {"bytes", r.body_bytes}});
   } else if (!ctx.opt.quiet) {
-    ctx.out() << "wrote " << out_path << ": " << count(keys, "key") << " (raw chunk "
-              << (keys == 1 ? "hash" : "hashes") << "), " << grouped(r.body_bytes) << " bytes (" << human_bytes(r.body_bytes) << ")\n";
+    ctx.out() << "wrote " << out_path << ": " << count(keys, "key") << " (raw chunk " << (keys == 1 ? "hash" : "hashes")
+              << "), " << grouped(r.body_bytes) << " bytes (" << human_bytes(r.body_bytes) << ")\n";
   }
   return kOk;
 }
@@ -164,9 +164,7 @@ void add_snapshot_verbs(CLI::App& app, Action& action) {
     auto format = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     auto* e = app.add_subcommand("export", "Admin: write the raw part of the index as a read-only snapshot file");
-    e->add_option("--format", *format, "Snapshot format")
-        ->required()
-        ->check(CLI::IsMember({std::string(kSwhShard)}));
+    e->add_option("--format", *format, "Snapshot format")->required()->check(CLI::IsMember({std::string(kSwhShard)}));
     e->add_option("OUT", *out, "File to write (atomically)")->required();
     // --format is bound to *format: the callback keeps it alive with the App
     // (freed at the end of this block otherwise, and written when parsed).

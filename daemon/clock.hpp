@@ -9,14 +9,12 @@
 namespace dedupd::daemon {
 
 inline std::uint64_t unix_now() {
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   return s.count() < 0 ? 0 : std::uint64_t(s.count());
 }
 
 inline std::uint64_t unix_now_ms() {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   return ms.count() < 0 ? 0 : std::uint64_t(ms.count());
 }
 

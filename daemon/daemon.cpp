@@ -116,9 +116,8 @@ int Daemon::run() {
   watchdog_interval_ = systemd::watchdog_ping_interval();
   next_watchdog_ = std::chrono::steady_clock::now();
   systemd::notify_ready(status_line());
-  spdlog::info("ready in {:.1f} ms: index {}, socket {}, watching {} director{}", ready_ms,
-               config_.index_dir(), config_.socket, config_.watch.size(),
-               config_.watch.size() == 1 ? "y" : "ies");
+  spdlog::info("ready in {:.1f} ms: index {}, socket {}, watching {} director{}", ready_ms, config_.index_dir(),
+               config_.socket, config_.watch.size(), config_.watch.size() == 1 ? "y" : "ies");
 
   filter_builder_ = std::make_unique<FilterBuilder>(*index_);
   filter_builder_->request();
@@ -139,9 +138,9 @@ int Daemon::run() {
   while (!stopping_) {
     auto wait = pending_.empty() && !expiry_pass_wanted_ ? std::chrono::milliseconds(1000) : 0ms;
     if (watchdog_interval_)
-      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::max(next_watchdog_ - std::chrono::steady_clock::now(),
-                                         std::chrono::steady_clock::duration::zero())));
+      wait = std::min(
+          wait, std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+                    next_watchdog_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
     loop_.run_once(wait);
     if (stopping_) break;
     process_pending(kIngestBudget);
@@ -277,7 +276,7 @@ FileOutcome Daemon::ingest_one(const Candidate& c) {
     // Whatever went wrong with one file, the daemon keeps serving.
     spdlog::error("ingesting {}: {}", c.path, e.what());
   }
-  if (o == FileOutcome::added) timer_rearm_wanted_ = true;  // its expiry may be the next
+  if (o == FileOutcome::added) timer_rearm_wanted_ = true;    // its expiry may be the next
   if (o == FileOutcome::expired) expiry_pass_wanted_ = true;  // its file may be due at once
   return o;
 }
@@ -303,8 +302,8 @@ void Daemon::rearm_timer() {
   } catch (const std::exception& e) {
     spdlog::error("expiry: {}", e.what());
   }
-  std::uint64_t wake = expiry::next_wake(
-      now, {due, next_safety_scan_, key_store_->next_rotation()}, config_.expiry.check_interval);
+  std::uint64_t wake =
+      expiry::next_wake(now, {due, next_safety_scan_, key_store_->next_rotation()}, config_.expiry.check_interval);
   timer_.arm(expiry::delay_until(wake, now_ms));
 }
 
@@ -319,8 +318,8 @@ void Daemon::ping_watchdog_if_due() {
 std::string Daemon::status_line() const {
   std::string s;
   if (auto st = index_->stats(); st) {
-    s = fmt::format("{} live shards, {} chunk entries, {} xorbs; {} expired, {} rejected",
-                    st->shards_live, st->chunk_entries, st->xorbs, st->shards_expired, st->rejected);
+    s = fmt::format("{} live shards, {} chunk entries, {} xorbs; {} expired, {} rejected", st->shards_live,
+                    st->chunk_entries, st->xorbs, st->shards_expired, st->rejected);
   }
   if (!pending_.empty()) s += fmt::format("; {} files queued", pending_.size());
   return s;
@@ -361,10 +360,9 @@ void Daemon::apply_config(const Config& next, bool initial) {
   if (!initial) {
     const LimitsConfig& a = next.limits;
     const LimitsConfig& b = config_.limits;
-    if (next.state_dir != config_.state_dir || next.socket != config_.socket ||
-        a.max_body_bytes != b.max_body_bytes || a.max_query_body_bytes != b.max_query_body_bytes ||
-        a.max_body_memory != b.max_body_memory || a.max_connections != b.max_connections ||
-        a.header_timeout != b.header_timeout)
+    if (next.state_dir != config_.state_dir || next.socket != config_.socket || a.max_body_bytes != b.max_body_bytes ||
+        a.max_query_body_bytes != b.max_query_body_bytes || a.max_body_memory != b.max_body_memory ||
+        a.max_connections != b.max_connections || a.header_timeout != b.header_timeout)
       spdlog::warn("state_dir, socket and limits change only with a restart");
   }
   set_log_level(next.log_level);

@@ -30,8 +30,8 @@ IngestResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string na
   Daemon& d = daemon_;
   // Shared so a task that outlives a timed-out wait still owns its bytes.
   auto body = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
-  return d.loop().call<IngestResult>(
-      [&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); }, d.admin_timeout());
+  return d.loop().call<IngestResult>([&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); },
+                                     d.admin_timeout());
 }
 
 }  // namespace dedupd::daemon

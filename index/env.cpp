@@ -87,8 +87,7 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
     return error_of(rc, "mdb_env_create");
   }
   if ((rc = mdb_env_set_maxdbs(env->env_, options.max_dbs)) != 0) return error_of(rc, "mdb_env_set_maxdbs");
-  if ((rc = mdb_env_set_maxreaders(env->env_, options.max_readers)) != 0)
-    return error_of(rc, "mdb_env_set_maxreaders");
+  if ((rc = mdb_env_set_maxreaders(env->env_, options.max_readers)) != 0) return error_of(rc, "mdb_env_set_maxreaders");
   if ((rc = mdb_env_set_mapsize(env->env_, options.map_size)) != 0) return error_of(rc, "mdb_env_set_mapsize");
   // NOTLS: read transactions belong to the pool, not to a thread, so any
   // HTTP worker may renew any of them. NORDAHEAD: lookups are random reads;
@@ -164,10 +163,8 @@ void Env::end_read(ReadSlot* slot) {
   std::lock_guard lock(gate_mu_);
   if (slot) {
     // Keep as many as were ever used at once, up to the reader slots.
-    if (idle_.size() < options_.max_readers)
-      idle_.push_back(slot);
-    else
-      destroy(slot);
+    if (idle_.size() < options_.max_readers) idle_.push_back(slot);
+    else destroy(slot);
   }
   if (--readers_inside_ == 0 && resizing_) gate_cv_.notify_all();
 }
@@ -189,8 +186,8 @@ Status Env::grow() {
   if (old_size >= options_.max_map_size)
     return make_error(kRuleMapFull, "the index map is full at its maximum size (" + std::to_string(old_size) +
                                         " bytes); raise the maximum map size");
-  std::uint64_t new_size = std::min<std::uint64_t>(std::max<std::uint64_t>(old_size * 2, 1 << 20),
-                                                   options_.max_map_size);
+  std::uint64_t new_size =
+      std::min<std::uint64_t>(std::max<std::uint64_t>(old_size * 2, 1 << 20), options_.max_map_size);
   new_size = (new_size + page_size_ - 1) / page_size_ * page_size_;
   {
     std::unique_lock lock(gate_mu_);

@@ -108,7 +108,7 @@ Result<WalkCounts> RawChunkWalker::walk(const Index& index, const RawChunkVisito
   };
 
   WalkCounts counts;
-  std::vector<Found> group;        // entries sharing one 6-byte prefix
+  std::vector<Found> group;  // entries sharing one 6-byte prefix
   std::vector<RawLocation> locations;
   std::array<std::uint8_t, kPrefixBytes> prefix{};
 
@@ -146,8 +146,7 @@ Result<WalkCounts> RawChunkWalker::walk(const Index& index, const RawChunkVisito
     if (int rc = xorb(chunk_value_xorb(dup), x)) return lmdb::error_of(rc, "export: reading a xorb record");
     if (x && x->keyed()) {
       ++counts.keyed_entries;
-    } else if (x && chunk < x->num_chunks() &&
-               std::memcmp(x->chunk_hash_bytes(chunk), e.data(), kPrefixBytes) == 0) {
+    } else if (x && chunk < x->num_chunks() && std::memcmp(x->chunk_hash_bytes(chunk), e.data(), kPrefixBytes) == 0) {
       Found f;
       f.hash = Hash::from_bytes({x->chunk_hash_bytes(chunk), 32});
       f.location.xorb = x->xorb_hash();

@@ -44,9 +44,9 @@ struct RawLocation {
 };
 
 struct WalkCounts {
-  std::uint64_t chunks = 0;        // distinct raw chunk hashes visited
-  std::uint64_t locations = 0;     // locations handed to the visitor
-  std::uint64_t keyed_entries = 0; // chunk entries skipped: keyed xorb forms
+  std::uint64_t chunks = 0;         // distinct raw chunk hashes visited
+  std::uint64_t locations = 0;      // locations handed to the visitor
+  std::uint64_t keyed_entries = 0;  // chunk entries skipped: keyed xorb forms
 };
 
 // Called once per raw chunk hash, in ascending byte order; `locations` is

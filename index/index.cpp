@@ -14,19 +14,26 @@ using detail::Cursor;
 
 const char* to_string(ShardState s) {
   switch (s) {
-    case ShardState::live: return "live";
-    case ShardState::expired: return "expired";
-    case ShardState::removed: return "removed";
+    case ShardState::live:
+      return "live";
+    case ShardState::expired:
+      return "expired";
+    case ShardState::removed:
+      return "removed";
   }
   return "unknown";
 }
 
 const char* to_string(IngestOutcome o) {
   switch (o) {
-    case IngestOutcome::added: return "added";
-    case IngestOutcome::already_present: return "already_present";
-    case IngestOutcome::previously_gone: return "previously_gone";
-    case IngestOutcome::expired: return "expired";
+    case IngestOutcome::added:
+      return "added";
+    case IngestOutcome::already_present:
+      return "already_present";
+    case IngestOutcome::previously_gone:
+      return "previously_gone";
+    case IngestOutcome::expired:
+      return "expired";
   }
   return "unknown";
 }

@@ -24,11 +24,11 @@
 namespace dedupd::index {
 
 struct Options {
-  std::string dir{};                               // created if missing (one level)
-  std::uint64_t map_size = 1ull << 30;           // initial; grows by doubling when full
-  std::uint64_t max_map_size = 1ull << 40;       // growth stops here (virtual space, not disk)
-  unsigned max_readers = 256;                    // concurrent read transactions, all processes
-  Observer* observer = nullptr;                  // not owned; may be null
+  std::string dir{};                        // created if missing (one level)
+  std::uint64_t map_size = 1ull << 30;      // initial; grows by doubling when full
+  std::uint64_t max_map_size = 1ull << 40;  // growth stops here (virtual space, not disk)
+  unsigned max_readers = 256;               // concurrent read transactions, all processes
+  Observer* observer = nullptr;             // not owned; may be null
   // New chunk entries go to a small table merged into the main one when it
   // exceeds max(merge_threshold, main / 16) entries (schema.hpp says why).
   std::uint64_t merge_threshold = 1u << 18;

@@ -96,8 +96,8 @@ int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::
 bool richer(const shard::FileBlock& now, const shard::FileBlock& before) {
   bool ver = now.has_verification() || !before.has_verification();
   bool meta = now.has_metadata_ext() || !before.has_metadata_ext();
-  bool more = (now.has_verification() && !before.has_verification()) ||
-              (now.has_metadata_ext() && !before.has_metadata_ext());
+  bool more =
+      (now.has_verification() && !before.has_verification()) || (now.has_metadata_ext() && !before.has_metadata_ext());
   return ver && meta && more && now.num_terms() == before.num_terms();
 }
 
@@ -292,8 +292,8 @@ class EntryWriter {
 
 }  // namespace
 
-int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
-                  const SourceInfo& source, const IngestOptions& opt, IngestResult& out, WriteError& werr) {
+int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h, const SourceInfo& source,
+                  const IngestOptions& opt, IngestResult& out, WriteError& werr) {
   const schema::Dbs& d = im.dbs;
   out = IngestResult{};
   out.shard = h;
@@ -364,8 +364,8 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
     for (const shard::XorbBlock& xb : view.xorbs()) {
       if (xb.num_chunks() >= kMaxChunksPerXorb)
         return werr.fail(kRuleLimit, "xorb " + xb.hash().to_string() + " has " + std::to_string(xb.num_chunks()) +
-                                         " chunks; the index stores at most " +
-                                         std::to_string(kMaxChunksPerXorb - 1) + " per xorb");
+                                         " chunks; the index stores at most " + std::to_string(kMaxChunksPerXorb - 1) +
+                                         " per xorb");
       XorbId id;
       if ((rc = find_xorb_form(im, txn, ids.get(), xb, key, id, werr))) return rc;
       if (id == 0) {
@@ -444,8 +444,8 @@ Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem>
       [&](MDB_txn* txn) -> int {
         werr.error.reset();
         for (std::size_t i = 0; i < items.size(); ++i)
-          if (int rc = detail::ingest_in_txn(*impl_, txn, *items[i].shard, hashes[i], items[i].source,
-                                             items[i].options, results[i], werr))
+          if (int rc = detail::ingest_in_txn(*impl_, txn, *items[i].shard, hashes[i], items[i].source, items[i].options,
+                                             results[i], werr))
             return rc;
         return 0;
       },

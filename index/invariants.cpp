@@ -147,8 +147,7 @@ class Checker {
       std::uint32_t index = chunk_value_index(dup);
       auto it = xorbs_.find(id);
       if (it == xorbs_.end()) return problem("orphan chunk entry: xorb id " + std::to_string(id) + " does not exist");
-      if (index >= it->second.num_chunks())
-        return problem("chunk entry past the end of xorb id " + std::to_string(id));
+      if (index >= it->second.num_chunks()) return problem("chunk entry past the end of xorb id " + std::to_string(id));
       const std::uint8_t* stored = it->second.chunk_hash_bytes(index);
       if (std::memcmp(stored, k.mv_data, kChunkKeyBytes) != 0 || !chunk_value_matches(dup, stored))
         return problem("chunk entry of xorb id " + std::to_string(id) + " #" + std::to_string(index) +
@@ -232,9 +231,8 @@ class Checker {
         removed != state_count_[ShardState::removed])
       problem("shard counters (" + std::to_string(live) + "/" + std::to_string(expired) + "/" +
               std::to_string(removed) + ") do not match the records (" +
-              std::to_string(state_count_[ShardState::live]) + "/" +
-              std::to_string(state_count_[ShardState::expired]) + "/" +
-              std::to_string(state_count_[ShardState::removed]) + ")");
+              std::to_string(state_count_[ShardState::live]) + "/" + std::to_string(state_count_[ShardState::expired]) +
+              "/" + std::to_string(state_count_[ShardState::removed]) + ")");
     if (!xorbs_.empty() && next_id <= max_id_) problem("next_xorb_id would reuse a live id");
     std::uint64_t nrej = 0;
     rc = walk(d_.sources, [&](const MDB_val&, const MDB_val& v) {

@@ -65,7 +65,8 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
     // Copy out a page of duplicates at a time: writing into `main` may move
     // the pages `v` points into.
     for (rc = recent.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = recent.move(&k, &v, MDB_NEXT_MULTIPLE)) {
-      batch.assign(static_cast<const std::uint8_t*>(v.mv_data), static_cast<const std::uint8_t*>(v.mv_data) + v.mv_size);
+      batch.assign(static_cast<const std::uint8_t*>(v.mv_data),
+                   static_cast<const std::uint8_t*>(v.mv_data) + v.mv_size);
       // The page in one call (MDB_MULTIPLE): the key is found once for all.
       std::size_t n = batch.size() / kChunkValueBytes;
       if (n == 0) continue;

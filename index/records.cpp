@@ -110,8 +110,7 @@ std::optional<XorbRecordView> XorbRecordView::decode(const MDB_val& v) {
   r.p_ = static_cast<const std::uint8_t*>(v.mv_data);
   r.n_ = shard::load_u32(r.p_ + 4);
   r.size_ = v.mv_size;
-  if (v.mv_size != kXorbRecordHeader + (r.compact() ? 36 : shard::kEntrySize) * std::size_t(r.n_))
-    return std::nullopt;
+  if (v.mv_size != kXorbRecordHeader + (r.compact() ? 36 : shard::kEntrySize) * std::size_t(r.n_)) return std::nullopt;
   if (shard::XorbHeader::decode(r.p_ + 48).num_entries != r.n_) return std::nullopt;
   return r;
 }
@@ -128,8 +127,8 @@ void XorbRecordView::chunk_range(std::uint32_t i, std::uint32_t& start, std::uin
   std::uint32_t w = shard::load_u32(e + 32);
   start = w & ~shard::kChunkFlagGlobalDedupEligible;
   flags = w & shard::kChunkFlagGlobalDedupEligible;
-  std::uint32_t end = i + 1 < n_ ? shard::load_u32(entry(i + 1) + 32) & ~shard::kChunkFlagGlobalDedupEligible
-                                 : header().bytes_in_xorb;
+  std::uint32_t end =
+      i + 1 < n_ ? shard::load_u32(entry(i + 1) + 32) & ~shard::kChunkFlagGlobalDedupEligible : header().bytes_in_xorb;
   unpacked = end - start;
 }
 

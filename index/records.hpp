@@ -40,9 +40,7 @@ inline void store_be64(std::uint8_t* p, std::uint64_t v) {
   store_be32(p, std::uint32_t(v >> 32));
   store_be32(p + 4, std::uint32_t(v));
 }
-inline std::uint64_t load_be64(const std::uint8_t* p) {
-  return std::uint64_t(load_be32(p)) << 32 | load_be32(p + 4);
-}
+inline std::uint64_t load_be64(const std::uint8_t* p) { return std::uint64_t(load_be32(p)) << 32 | load_be32(p + 4); }
 
 inline MDB_val val(const void* p, std::size_t n) { return MDB_val{n, const_cast<void*>(p)}; }
 inline MDB_val val(const Hash& h) { return val(h.data(), 32); }

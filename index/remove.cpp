@@ -185,8 +185,7 @@ Result<std::vector<Hash>> Index::expire(std::uint64_t now) {
           int rc = c.move(&k, &v, MDB_FIRST);
           if (rc == MDB_NOTFOUND) return lmdb::kAbortTxn;
           if (rc) return rc;
-          if (k.mv_size != 8 || v.mv_size != 32)
-            return werr.fail(kRuleCorrupt, "expiry table entry of the wrong size");
+          if (k.mv_size != 8 || v.mv_size != 32) return werr.fail(kRuleCorrupt, "expiry table entry of the wrong size");
           std::uint64_t when = load_be64(static_cast<const std::uint8_t*>(k.mv_data));
           if (when > now) return lmdb::kAbortTxn;
           victim = Hash::from_bytes(span_of(v));

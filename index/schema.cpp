@@ -67,9 +67,12 @@ int compare_chunk_value(const MDB_val* a, const MDB_val* b) {
 
 const char* counter_of(ShardState s) {
   switch (s) {
-    case ShardState::live: return kCountLive;
-    case ShardState::expired: return kCountExpired;
-    case ShardState::removed: return kCountRemoved;
+    case ShardState::live:
+      return kCountLive;
+    case ShardState::expired:
+      return kCountExpired;
+    case ShardState::removed:
+      return kCountRemoved;
   }
   return kCountLive;
 }
@@ -152,7 +155,8 @@ Result<Dbs> open(lmdb::Env& env) {
           }
         }
         for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
-          if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) || (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
+          if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) ||
+              (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
             return rc;
         if (!fresh) return 0;
         std::uint32_t version = kVersion;

@@ -40,8 +40,7 @@ inline constexpr unsigned kMaxDbs = 16;
 
 struct Dbs {
   MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
-      file_shards,
-      sha256, sources;
+      file_shards, sha256, sources;
 };
 
 // Creates the tables in a new environment, or checks the version of an

@@ -17,18 +17,16 @@ using shard::Result;
 struct Ok {};
 using Status = Result<Ok>;
 
-inline constexpr const char* kRuleLmdb = "index.lmdb";              // an LMDB call failed
-inline constexpr const char* kRuleNoSpace = "index.no_space";       // disk full / file size limit
-inline constexpr const char* kRuleIo = "index.io";                  // EIO (LMDB also reports a short write, as on a full disk, so)
-inline constexpr const char* kRuleMapFull = "index.map_full";       // max_map_size reached
-inline constexpr const char* kRuleSchema = "index.schema";          // other schema version / not ours
+inline constexpr const char* kRuleLmdb = "index.lmdb";         // an LMDB call failed
+inline constexpr const char* kRuleNoSpace = "index.no_space";  // disk full / file size limit
+inline constexpr const char* kRuleIo = "index.io";  // EIO (LMDB also reports a short write, as on a full disk, so)
+inline constexpr const char* kRuleMapFull = "index.map_full";  // max_map_size reached
+inline constexpr const char* kRuleSchema = "index.schema";     // other schema version / not ours
 inline constexpr const char* kRuleAlreadyOpen = "index.already_open";
-inline constexpr const char* kRuleCorrupt = "index.corrupt";        // a record fails to decode
-inline constexpr const char* kRuleLimit = "index.limit";            // beyond what the records encode
+inline constexpr const char* kRuleCorrupt = "index.corrupt";  // a record fails to decode
+inline constexpr const char* kRuleLimit = "index.limit";      // beyond what the records encode
 inline constexpr const char* kRuleArgument = "index.argument";
 
-inline Error make_error(const char* rule, std::string message) {
-  return Error{rule, 0, std::move(message)};
-}
+inline Error make_error(const char* rule, std::string message) { return Error{rule, 0, std::move(message)}; }
 
 }  // namespace dedupd::index

@@ -29,12 +29,11 @@ Result<SwhExport> export_swh_shard(const Index& index, const std::string& path) 
   if (!walked) return walked.error();
   out.keys = writer->count();
   out.keyed_entries = walked->keyed_entries;
-  if (out.keys == 0)
-    return make_error(kRuleSwhEmpty, "the index holds no chunk under its raw hash: nothing to export");
+  if (out.keys == 0) return make_error(kRuleSwhEmpty, "the index holds no chunk under its raw hash: nothing to export");
   auto header = writer->finish();
   if (!header) return header.error();
   out.header = *header;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) out.file_bytes = std::uint64_t(st.st_size);
   return out;
 }

@@ -41,10 +41,10 @@ struct IngestOptions {
 };
 
 enum class IngestOutcome : std::uint8_t {
-  added,              // new shard, its entries are now queryable
-  already_present,    // same content already live (the path was recorded)
-  previously_gone,    // removed or expired earlier; not indexed again
-  expired,            // expired at options.now; recorded, not indexed
+  added,            // new shard, its entries are now queryable
+  already_present,  // same content already live (the path was recorded)
+  previously_gone,  // removed or expired earlier; not indexed again
+  expired,          // expired at options.now; recorded, not indexed
 };
 const char* to_string(IngestOutcome o);
 
@@ -172,15 +172,15 @@ struct ChunkFilterInfo {
 
 struct Stats {
   std::uint64_t shards_live = 0, shards_expired = 0, shards_removed = 0, rejected = 0;
-  std::uint64_t xorbs = 0;         // stored xorb forms
-  std::uint64_t chunk_entries = 0; // (xorb form, chunk index) pairs
+  std::uint64_t xorbs = 0;                 // stored xorb forms
+  std::uint64_t chunk_entries = 0;         // (xorb form, chunk index) pairs
   std::uint64_t recent_chunk_entries = 0;  // of which not merged yet
   std::uint64_t files = 0;
-  std::uint64_t keys = 0;          // live keys
-  std::uint64_t db_bytes = 0;      // size of data.mdb
+  std::uint64_t keys = 0;      // live keys
+  std::uint64_t db_bytes = 0;  // size of data.mdb
   std::uint64_t map_size = 0;
-  std::uint64_t map_used = 0;      // pages up to the high-water mark x page size
-  std::uint64_t free_bytes = 0;    // pages below it that are free for reuse
+  std::uint64_t map_used = 0;    // pages up to the high-water mark x page size
+  std::uint64_t free_bytes = 0;  // pages below it that are free for reuse
   std::uint64_t page_size = 0;
   std::optional<std::uint64_t> next_expiry{};
 };

@@ -18,8 +18,7 @@ Error err(std::string rule, std::uint64_t offset, std::string message) {
 }
 
 std::uint32_t load_le32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-         std::uint32_t(p[3]) << 24;
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
 }
 
 // Decodes one UTF-8 sequence at s[i]; returns its length, 0 when invalid.
@@ -63,8 +62,7 @@ bool valid_utf8(std::string_view s) {
 
 // Where NAME's key sits in the index, best effort (names with escapes are
 // not found and fall back to the index start).
-std::uint64_t key_offset(std::string_view index, std::uint64_t index_offset,
-                         const std::string& name) {
+std::uint64_t key_offset(std::string_view index, std::uint64_t index_offset, const std::string& name) {
   std::string needle = "\"" + name + "\"";
   auto pos = index.find(needle);
   return pos == std::string_view::npos ? index_offset : index_offset + pos;
@@ -97,14 +95,13 @@ std::string unsafe_name_reason(std::string_view name) {
 Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
   const std::uint64_t size = bytes.size();
   if (size < kFooterSize) {
-    return err("footer.truncated", 0,
-               "bundle is " + std::to_string(size) + " bytes, shorter than its 4-byte footer");
+    return err("footer.truncated", 0, "bundle is " + std::to_string(size) + " bytes, shorter than its 4-byte footer");
   }
   const std::uint64_t index_size = load_le32(bytes.data() + size - kFooterSize);
   if (index_size > size - kFooterSize) {
     return err("footer.index_size", size - kFooterSize,
-               "index size " + std::to_string(index_size) + " exceeds the " +
-                   std::to_string(size - kFooterSize) + " bytes before the footer");
+               "index size " + std::to_string(index_size) + " exceeds the " + std::to_string(size - kFooterSize) +
+                   " bytes before the footer");
   }
   BundleView v;
   v.bytes_ = bytes;
@@ -132,8 +129,7 @@ Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
   }
   v.version_ = ver->get<std::string>();
   if (v.version_ != kFormatVersion) {
-    return err("index.version", v.index_offset_,
-               "unknown format_version \"" + v.version_ + "\" (known: \"1.0\")");
+    return err("index.version", v.index_offset_, "unknown format_version \"" + v.version_ + "\" (known: \"1.0\")");
   }
   auto files = doc.find("files");
   if (files == doc.end() || !files->is_object()) {
@@ -163,19 +159,18 @@ Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
       } else if (f->is_number_integer() && f->get<std::int64_t>() >= 0) {
         range[k] = static_cast<std::uint64_t>(f->get<std::int64_t>());
       } else {
-        return err("index.schema", at,
-                   std::string(keys[k]) + " of \"" + name + "\" is not a non-negative integer");
+        return err("index.schema", at, std::string(keys[k]) + " of \"" + name + "\" is not a non-negative integer");
       }
     }
     if (range[0] > range[1]) {
-      return err("member.range", at,
-                 "\"" + name + "\": start_byte " + std::to_string(range[0]) + " > end_byte " +
-                     std::to_string(range[1]));
+      return err(
+          "member.range", at,
+          "\"" + name + "\": start_byte " + std::to_string(range[0]) + " > end_byte " + std::to_string(range[1]));
     }
     if (range[1] > data_size) {
       return err("member.range", at,
-                 "\"" + name + "\": end_byte " + std::to_string(range[1]) +
-                     " is past the data section (" + std::to_string(data_size) + " bytes)");
+                 "\"" + name + "\": end_byte " + std::to_string(range[1]) + " is past the data section (" +
+                     std::to_string(data_size) + " bytes)");
     }
     Member m;
     m.name = name;
@@ -185,18 +180,16 @@ Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
     v.members_.push_back(std::move(m));
   }
 
-  std::sort(v.members_.begin(), v.members_.end(), [](const Member& a, const Member& b) {
-    return a.start != b.start ? a.start < b.start : a.name < b.name;
-  });
+  std::sort(v.members_.begin(), v.members_.end(),
+            [](const Member& a, const Member& b) { return a.start != b.start ? a.start < b.start : a.name < b.name; });
   // Empty members occupy no bytes and cannot overlap anything.
   const Member* prev = nullptr;
   for (const Member& m : v.members_) {
     if (m.size() == 0) continue;
     if (prev && m.start < prev->end) {
       return err("member.overlap", key_offset(index_text, v.index_offset_, m.name),
-                 "\"" + m.name + "\" [" + std::to_string(m.start) + ", " + std::to_string(m.end) +
-                     ") overlaps \"" + prev->name + "\" [" + std::to_string(prev->start) + ", " +
-                     std::to_string(prev->end) + ")");
+                 "\"" + m.name + "\" [" + std::to_string(m.start) + ", " + std::to_string(m.end) + ") overlaps \"" +
+                     prev->name + "\" [" + std::to_string(prev->start) + ", " + std::to_string(prev->end) + ")");
     }
     prev = &m;
   }
@@ -235,11 +228,21 @@ std::string go_json_string(std::string_view s) {
     const auto c = static_cast<std::uint8_t>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20 || c == '<' || c == '>' || c == '&') {
             out += "\\u00";
@@ -272,8 +275,7 @@ std::string go_json_string(std::string_view s) {
 
 std::string encode_index_json(std::vector<IndexEntry> entries) {
   // Go sorts map keys bytewise; std::string compares as unsigned chars.
-  std::sort(entries.begin(), entries.end(),
-            [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
+  std::sort(entries.begin(), entries.end(), [](const IndexEntry& a, const IndexEntry& b) { return a.name < b.name; });
   std::string out = "{\"format_version\":";
   out += go_json_string(kFormatVersion);
   out += ",\"files\":{";

@@ -58,8 +58,8 @@ inline constexpr std::string_view kShardSuffix = ".mdb";
 
 struct Member {
   std::string name;
-  std::uint64_t start = 0;  // in the bundle (= in the data section, which starts at 0)
-  std::uint64_t end = 0;    // exclusive
+  std::uint64_t start = 0;              // in the bundle (= in the data section, which starts at 0)
+  std::uint64_t end = 0;                // exclusive
   std::span<const std::uint8_t> bytes;  // [start, end) of the bundle, zero-copy
 
   std::uint64_t size() const { return end - start; }

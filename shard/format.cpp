@@ -68,8 +68,7 @@ void FileHeader::encode(std::uint8_t* p) const {
 }
 
 FileTerm FileTerm::decode(const std::uint8_t* p) {
-  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40),
-          load_u32(p + 44)};
+  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40), load_u32(p + 44)};
 }
 void FileTerm::encode(std::uint8_t* p) const {
   std::memcpy(p, xorb_hash.data(), 32);
@@ -91,8 +90,7 @@ void HashRecord::encode(std::uint8_t* p) const {
 }
 
 XorbHeader XorbHeader::decode(const std::uint8_t* p) {
-  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40),
-          load_u32(p + 44)};
+  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40), load_u32(p + 44)};
 }
 void XorbHeader::encode(std::uint8_t* p) const {
   std::memcpy(p, xorb_hash.data(), 32);
@@ -103,8 +101,7 @@ void XorbHeader::encode(std::uint8_t* p) const {
 }
 
 ChunkEntry ChunkEntry::decode(const std::uint8_t* p) {
-  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40),
-          load_u32(p + 44)};
+  return {Hash::from_bytes({p, 32}), load_u32(p + 32), load_u32(p + 36), load_u32(p + 40), load_u32(p + 44)};
 }
 void ChunkEntry::encode(std::uint8_t* p) const {
   std::memcpy(p, chunk_hash.data(), 32);

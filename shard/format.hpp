@@ -12,9 +12,9 @@
 
 namespace dedupd::shard {
 
-inline constexpr std::array<std::uint8_t, 32> kHeaderTag = {
-    72, 70, 82, 101, 112, 111, 77, 101, 116, 97, 68, 97, 116, 97, 0, 85,
-    105, 103, 69, 106, 123, 129, 87, 131, 165, 189, 217, 92, 205, 209, 74, 169};
+inline constexpr std::array<std::uint8_t, 32> kHeaderTag = {72, 70,  82,  101, 112, 111, 77,  101, 116, 97,  68,
+                                                            97, 116, 97,  0,   85,  105, 103, 69,  106, 123, 129,
+                                                            87, 131, 165, 189, 217, 92,  205, 209, 74,  169};
 inline constexpr std::uint64_t kHeaderVersion = 2;
 inline constexpr std::uint64_t kFooterVersion = 1;
 inline constexpr std::uint64_t kEntrySize = 48;
@@ -120,7 +120,7 @@ struct XorbHeader {
 };
 
 struct ChunkEntry {
-  Hash chunk_hash;  // keyed when the shard is keyed
+  Hash chunk_hash;               // keyed when the shard is keyed
   std::uint32_t byte_start = 0;  // chunk_byte_range_start within the xorb
   std::uint32_t unpacked_bytes = 0;
   std::uint32_t flags = 0;
@@ -132,9 +132,9 @@ struct ChunkEntry {
 };
 
 // Lookup tables between the CAS bookend and the footer (client-written).
-struct LookupEntry {       // file and xorb tables
+struct LookupEntry {  // file and xorb tables
   std::uint64_t truncated;
-  std::uint32_t index;     // 48-byte entries from the start of the section
+  std::uint32_t index;  // 48-byte entries from the start of the section
 };
 struct ChunkLookupEntry {
   std::uint64_t truncated;

@@ -4,8 +4,7 @@
 
 namespace dedupd::shard {
 
-static_assert(std::endian::native == std::endian::little,
-              "dedupd reads little-endian shard fields in place");
+static_assert(std::endian::native == std::endian::little, "dedupd reads little-endian shard fields in place");
 
 namespace {
 constexpr char kDigits[] = "0123456789abcdef";
@@ -19,11 +18,9 @@ int hex_value(char c) {
 
 Result<Hash> check_length(std::string_view text) {
   if (text.size() != 64)
-    return Error{"hash.length", 0,
-                 "a hash has exactly 64 hex digits, got " + std::to_string(text.size())};
+    return Error{"hash.length", 0, "a hash has exactly 64 hex digits, got " + std::to_string(text.size())};
   for (std::size_t i = 0; i < text.size(); ++i)
-    if (hex_value(text[i]) < 0)
-      return Error{"hash.digit", i, std::string("not a hex digit: '") + text[i] + "'"};
+    if (hex_value(text[i]) < 0) return Error{"hash.digit", i, std::string("not a hex digit: '") + text[i] + "'"};
   return Hash{};
 }
 }  // namespace
@@ -44,8 +41,7 @@ Result<Hash> Hash::parse_hex_bytes(std::string_view text) {
   auto checked = check_length(text);
   if (!checked) return checked.error();
   Hash h;
-  for (int i = 0; i < 32; ++i)
-    h.bytes[i] = std::uint8_t(hex_value(text[2 * i]) << 4 | hex_value(text[2 * i + 1]));
+  for (int i = 0; i < 32; ++i) h.bytes[i] = std::uint8_t(hex_value(text[2 * i]) << 4 | hex_value(text[2 * i + 1]));
   return h;
 }
 

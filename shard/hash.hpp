@@ -29,8 +29,8 @@ struct Hash {
   // Parses plain byte-order hex (as sha256sum prints).
   static Result<Hash> parse_hex_bytes(std::string_view text);
 
-  std::string to_string() const;        // Xet string form
-  std::string to_hex_bytes() const;     // byte order hex
+  std::string to_string() const;     // Xet string form
+  std::string to_hex_bytes() const;  // byte order hex
 
   // The i-th 8-byte word as a little-endian u64 (i in 0..3).
   std::uint64_t word(int i) const {

@@ -27,14 +27,13 @@ std::string_view base_name(std::string_view path) {
 }
 
 template <class Entry>
-void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_size,
-                   std::vector<Entry> actual, const std::vector<Entry>& expected,
-                   std::vector<Error>& out) {
+void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_size, std::vector<Entry> actual,
+                   const std::vector<Entry>& expected, std::vector<Error>& out) {
   if (actual.empty()) return;  // absent tables are allowed
   if (actual.size() != expected.size()) {
-    out.push_back({"integrity.lookup_table", offset,
-                   std::string(name) + " has " + num(actual.size()) + " entries, the shard has " +
-                       num(expected.size())});
+    out.push_back(
+        {"integrity.lookup_table", offset,
+         std::string(name) + " has " + num(actual.size()) + " entries, the shard has " + num(expected.size())});
     return;
   }
   // Writers sort by key only, so equal keys may come in any index order.
@@ -44,9 +43,9 @@ void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_s
                    [&](std::size_t a, std::size_t b) { return lookup_less(actual[a], actual[b]); });
   for (std::size_t i = 0; i < order.size(); ++i)
     if (!lookup_equal(actual[order[i]], expected[i])) {
-      out.push_back({"integrity.lookup_table", offset + entry_size * order[i],
-                     std::string(name) + " entry " + num(order[i]) +
-                         " does not point at a matching entry of the shard"});
+      out.push_back(
+          {"integrity.lookup_table", offset + entry_size * order[i],
+           std::string(name) + " entry " + num(order[i]) + " does not point at a matching entry of the shard"});
       return;  // one wrong entry shifts the rest; report the table once
     }
 }
@@ -148,8 +147,8 @@ void check_verification(const ShardView& view, std::vector<Error>& out) {
       if (computed != f.verification(i).hash)
         out.push_back({"integrity.verification", f.offset() + kEntrySize * (1 + f.num_terms() + i),
                        "verification entry " + num(i) + " of file " + f.hash().to_string() +
-                           " does not match chunks [" + num(t.chunk_start) + ", " +
-                           num(t.chunk_end) + ") of xorb " + t.xorb_hash.to_string()});
+                           " does not match chunks [" + num(t.chunk_start) + ", " + num(t.chunk_end) + ") of xorb " +
+                           t.xorb_hash.to_string()});
     }
   }
 }
@@ -163,12 +162,11 @@ void check_term_sizes(const ShardView& view, std::vector<Error>& out) {
       auto x = xorbs.find(t.xorb_hash);
       if (x == xorbs.end()) continue;
       std::uint64_t sum = 0;
-      for (std::uint32_t c = t.chunk_start; c < t.chunk_end; ++c)
-        sum += x->second.chunk(c).unpacked_bytes;
+      for (std::uint32_t c = t.chunk_start; c < t.chunk_end; ++c) sum += x->second.chunk(c).unpacked_bytes;
       if (sum != t.unpacked_bytes)
         out.push_back({"integrity.term_bytes", f.offset() + kEntrySize * (1 + i) + 36,
-                       "term " + num(i) + " of file " + f.hash().to_string() + " says " +
-                           num(t.unpacked_bytes) + " bytes, its chunks hold " + num(sum)});
+                       "term " + num(i) + " of file " + f.hash().to_string() + " says " + num(t.unpacked_bytes) +
+                           " bytes, its chunks hold " + num(sum)});
     }
   }
 }
@@ -185,12 +183,10 @@ void check_lookup_tables(const ShardView& view, std::vector<Error>& out) {
   for (std::size_t i = 0; i < view.xorb_lookup_size(); ++i) xorbs.push_back(view.xorb_lookup(i));
   if (!chunks_match)
     for (std::size_t i = 0; i < view.chunk_lookup_size(); ++i) chunks.push_back(view.chunk_lookup(i));
-  compare_table("file lookup table", f.file_lookup_offset, kFileLookupEntrySize, std::move(files),
-                expected.files, out);
-  compare_table("xorb lookup table", f.xorb_lookup_offset, kXorbLookupEntrySize, std::move(xorbs),
-                expected.xorbs, out);
-  compare_table("chunk lookup table", f.chunk_lookup_offset, kChunkLookupEntrySize,
-                std::move(chunks), expected.chunks, out);
+  compare_table("file lookup table", f.file_lookup_offset, kFileLookupEntrySize, std::move(files), expected.files, out);
+  compare_table("xorb lookup table", f.xorb_lookup_offset, kXorbLookupEntrySize, std::move(xorbs), expected.xorbs, out);
+  compare_table("chunk lookup table", f.chunk_lookup_offset, kChunkLookupEntrySize, std::move(chunks), expected.chunks,
+                out);
 }
 
 bool is_shard_file_name(std::string_view path) {
@@ -200,15 +196,13 @@ bool is_shard_file_name(std::string_view path) {
   return Hash::parse(name.substr(0, 64)).ok();
 }
 
-void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path,
-                     std::vector<Error>& out) {
+void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path, std::vector<Error>& out) {
   if (!is_shard_file_name(path)) return;
   Hash named = *Hash::parse(base_name(path).substr(0, 64));
   Hash actual = shard_file_hash(bytes);
   if (named != actual)
     out.push_back({"integrity.file_name", 0,
-                   "file is named " + named.to_string() + ".mdb but its bytes hash to " +
-                       actual.to_string()});
+                   "file is named " + named.to_string() + ".mdb but its bytes hash to " + actual.to_string()});
 }
 
 std::vector<Error> check_integrity(const ShardView& view, std::optional<std::string_view> path,

@@ -64,15 +64,12 @@ HashAndSize merge(std::span<const HashAndSize> group) {
 }
 }  // namespace
 
-const Key kDataKey = make_key({102, 151, 245, 119, 91,  149, 80,  222, 49,  53, 203,
-                               172, 165, 151, 24,  28,  157, 228, 33,  16,  155, 235,
-                               43,  88,  180, 208, 176, 75,  147, 173, 242, 41});
-const Key kInternalNodeKey = make_key({1,   126, 197, 199, 165, 71,  41,  150, 253, 148, 102,
-                                       102, 180, 138, 2,   230, 93,  221, 83,  111, 55,  199,
-                                       109, 210, 248, 99,  82,  230, 74,  83,  113, 63});
-const Key kVerificationKey = make_key({127, 24,  87,  214, 206, 86,  237, 102, 18,  127, 249,
-                                       19,  231, 165, 195, 243, 164, 205, 38,  213, 181, 219,
-                                       73,  230, 65,  36,  152, 127, 40,  251, 148, 195});
+const Key kDataKey = make_key({102, 151, 245, 119, 91,  149, 80, 222, 49,  53,  203, 172, 165, 151, 24,  28,
+                               157, 228, 33,  16,  155, 235, 43, 88,  180, 208, 176, 75,  147, 173, 242, 41});
+const Key kInternalNodeKey = make_key({1,  126, 197, 199, 165, 71,  41,  150, 253, 148, 102, 102, 180, 138, 2,   230,
+                                       93, 221, 83,  111, 55,  199, 109, 210, 248, 99,  82,  230, 74,  83,  113, 63});
+const Key kVerificationKey = make_key({127, 24,  87, 214, 206, 86,  237, 102, 18, 127, 249, 19,  231, 165, 195, 243,
+                                       164, 205, 38, 213, 181, 219, 73,  230, 65, 36,  152, 127, 40,  251, 148, 195});
 
 Hash blake3_keyed(const Key& key, std::span<const std::uint8_t> message) {
   blake3_hasher hasher;
@@ -90,9 +87,7 @@ Hash keyed_chunk_hash(const Key& key, const Hash& raw) {
 
 Hash chunk_hash_of_data(std::span<const std::uint8_t> data) { return blake3_keyed(kDataKey, data); }
 
-Hash shard_file_hash(std::span<const std::uint8_t> file_bytes) {
-  return blake3_keyed(kDataKey, file_bytes);
-}
+Hash shard_file_hash(std::span<const std::uint8_t> file_bytes) { return blake3_keyed(kDataKey, file_bytes); }
 
 Hash aggregated_node_hash(std::span<const HashAndSize> leaves) {
   if (leaves.empty()) return Hash{};

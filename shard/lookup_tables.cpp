@@ -11,15 +11,13 @@ bool lookup_less(const LookupEntry& a, const LookupEntry& b) {
   return std::tie(a.truncated, a.index) < std::tie(b.truncated, b.index);
 }
 bool lookup_less(const ChunkLookupEntry& a, const ChunkLookupEntry& b) {
-  return std::tie(a.truncated, a.xorb_index, a.chunk_offset) <
-         std::tie(b.truncated, b.xorb_index, b.chunk_offset);
+  return std::tie(a.truncated, a.xorb_index, a.chunk_offset) < std::tie(b.truncated, b.xorb_index, b.chunk_offset);
 }
 bool lookup_equal(const LookupEntry& a, const LookupEntry& b) {
   return a.truncated == b.truncated && a.index == b.index;
 }
 bool lookup_equal(const ChunkLookupEntry& a, const ChunkLookupEntry& b) {
-  return a.truncated == b.truncated && a.xorb_index == b.xorb_index &&
-         a.chunk_offset == b.chunk_offset;
+  return a.truncated == b.truncated && a.xorb_index == b.xorb_index && a.chunk_offset == b.chunk_offset;
 }
 
 void sort_lookup_tables(LookupTableSet& t) {
@@ -37,8 +35,7 @@ LookupTableSet canonical_lookup_tables(const ShardView& view, bool chunks) {
   // The reader guarantees both sections fit the file, so entry indices of an
   // accepted shard below 4 GiB of entries fit the u32 the tables store.
   for (FileBlock f : view.files())
-    t.files.push_back({f.hash().truncated(),
-                       std::uint32_t((f.offset() - view.file_section_offset()) / kEntrySize)});
+    t.files.push_back({f.hash().truncated(), std::uint32_t((f.offset() - view.file_section_offset()) / kEntrySize)});
   for (XorbBlock x : view.xorbs()) {
     auto index = std::uint32_t((x.offset() - view.cas_begin()) / kEntrySize);
     t.xorbs.push_back({x.hash().truncated(), index});

@@ -13,32 +13,29 @@ std::string num(std::uint64_t v) { return std::to_string(v); }
 // returns the size in entries of the block that starts at a header, or an
 // error; it must use 64-bit arithmetic so 32-bit counts cannot overflow.
 template <class BlockEntries>
-Result<std::uint64_t> walk_section(std::span<const std::uint8_t> b, std::uint64_t begin,
-                                   std::uint64_t limit, const char* section,
-                                   std::size_t& blocks, BlockEntries block_entries) {
+Result<std::uint64_t> walk_section(std::span<const std::uint8_t> b, std::uint64_t begin, std::uint64_t limit,
+                                   const char* section, std::size_t& blocks, BlockEntries block_entries) {
   std::uint64_t off = begin;
   for (;;) {
     if (off > limit || limit - off < kEntrySize)
       return Error{std::string(section) + ".truncated", off,
-                   std::string("the ") + section +
-                       " section ends without its bookend (file or data cut short)"};
+                   std::string("the ") + section + " section ends without its bookend (file or data cut short)"};
     const std::uint8_t* at = b.data() + off;
     if (is_bookend(at)) return off;
     auto entries = block_entries(at, off);
     if (!entries) return entries.error();
     std::uint64_t room = (limit - off) / kEntrySize - 1;  // entries after this header
     if (*entries > room)
-      return Error{std::string(section) + ".count", off,
-                   "block declares " + num(*entries) + " entries but only " + num(room) +
-                       " fit before the end of the data"};
+      return Error{
+          std::string(section) + ".count", off,
+          "block declares " + num(*entries) + " entries but only " + num(room) + " fit before the end of the data"};
     off += kEntrySize * (1 + *entries);
     ++blocks;
   }
 }
 
 // Index of the first entry whose truncated key is below its predecessor's.
-std::optional<std::uint64_t> first_unsorted(const std::uint8_t* table, std::uint64_t count,
-                                            std::uint64_t entry) {
+std::optional<std::uint64_t> first_unsorted(const std::uint8_t* table, std::uint64_t count, std::uint64_t entry) {
   for (std::uint64_t i = 1; i < count; ++i)
     if (load_u64(table + entry * i) < load_u64(table + entry * (i - 1))) return i;
   return std::nullopt;
@@ -64,8 +61,7 @@ LookupEntry ShardView::xorb_lookup(std::size_t i) const {
   return {load_u64(p), load_u32(p + 8)};
 }
 ChunkLookupEntry ShardView::chunk_lookup(std::size_t i) const {
-  const std::uint8_t* p =
-      bytes_.data() + footer_->chunk_lookup_offset + kChunkLookupEntrySize * i;
+  const std::uint8_t* p = bytes_.data() + footer_->chunk_lookup_offset + kChunkLookupEntrySize * i;
   return {load_u64(p), load_u32(p + 8), load_u32(p + 12)};
 }
 
@@ -76,21 +72,17 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
 
   // Header.
   if (size < kHeaderSize)
-    return Error{"header.truncated", 0,
-                 "file is " + num(size) + " bytes, shorter than the 48-byte header"};
+    return Error{"header.truncated", 0, "file is " + num(size) + " bytes, shorter than the 48-byte header"};
   if (std::memcmp(b.data(), kHeaderTag.data(), kHeaderTag.size()) != 0)
     return Error{"header.magic", 0, "not an MDB shard (header tag mismatch)"};
   v.header_.version = load_u64(b.data() + 32);
   v.header_.footer_size = load_u64(b.data() + 40);
   if (v.header_.version != kHeaderVersion)
-    return Error{"header.version", 32,
-                 "header version " + num(v.header_.version) + ", only 2 is supported"};
+    return Error{"header.version", 32, "header version " + num(v.header_.version) + ", only 2 is supported"};
   if (v.header_.footer_size != 0 && v.header_.footer_size != kFooterSize)
-    return Error{"header.footer_size", 40,
-                 "footer size " + num(v.header_.footer_size) + ", must be 0 or 200"};
+    return Error{"header.footer_size", 40, "footer size " + num(v.header_.footer_size) + ", must be 0 or 200"};
   if (v.header_.footer_size > size - kHeaderSize)
-    return Error{"footer.truncated", size,
-                 "header announces a 200-byte footer but the file has no room for it"};
+    return Error{"footer.truncated", size, "header announces a 200-byte footer but the file has no room for it"};
   const std::uint64_t data_end = size - v.header_.footer_size;
 
   // File-info section.
@@ -111,8 +103,7 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
     v.stats_.terms += n;
     return n + (h.with_verification() ? n : 0) + (h.with_metadata_ext() ? 1 : 0);
   };
-  auto file_bookend = walk_section(b, kHeaderSize, data_end, "file_info", v.stats_.files,
-                                   file_entries);
+  auto file_bookend = walk_section(b, kHeaderSize, data_end, "file_info", v.stats_.files, file_entries);
   if (!file_bookend) return file_bookend.error();
   v.file_bookend_ = *file_bookend;
 
@@ -123,8 +114,7 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
     v.stats_.chunks += h.num_entries;
     return std::uint64_t(h.num_entries);
   };
-  auto cas_bookend =
-      walk_section(b, v.cas_begin(), data_end, "cas_info", v.stats_.xorbs, xorb_entries);
+  auto cas_bookend = walk_section(b, v.cas_begin(), data_end, "cas_info", v.stats_.xorbs, xorb_entries);
   if (!cas_bookend) return cas_bookend.error();
   v.cas_bookend_ = *cas_bookend;
 
@@ -145,9 +135,9 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
       return footer_error("file_info_offset", fo + 8,
                           "file_info_offset says " + num(f.file_info_offset) + ", the section starts at 48");
     if (f.cas_info_offset != v.cas_begin())
-      return footer_error("cas_info_offset", fo + 16,
-                          "cas_info_offset says " + num(f.cas_info_offset) +
-                              ", the CAS section starts at " + num(v.cas_begin()));
+      return footer_error(
+          "cas_info_offset", fo + 16,
+          "cas_info_offset says " + num(f.cas_info_offset) + ", the CAS section starts at " + num(v.cas_begin()));
     // Lookup tables fill [cas_end, footer) exactly, file/xorb/chunk in that
     // order, as the Rust client writes them; a gap or leftover bytes would be
     // data nothing accounts for (and could not be written back). A zero count
@@ -165,12 +155,12 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
       if (t.count == 0) continue;
       if (t.offset != floor)
         return footer_error(t.name, fo + t.field,
-                            std::string(t.name) + " offset " + num(t.offset) + ", expected " +
-                                num(floor) + " (tables follow the CAS bookend and each other, in order)");
+                            std::string(t.name) + " offset " + num(t.offset) + ", expected " + num(floor) +
+                                " (tables follow the CAS bookend and each other, in order)");
       if (t.count > (fo - t.offset) / t.entry)
         return footer_error(t.name, fo + t.field + 8,
-                            std::string(t.name) + " has " + num(t.count) + " entries of " +
-                                num(t.entry) + " bytes, more than fit before the footer");
+                            std::string(t.name) + " has " + num(t.count) + " entries of " + num(t.entry) +
+                                " bytes, more than fit before the footer");
       if (auto unsorted = first_unsorted(b.data() + t.offset, t.count, t.entry))
         return Error{"lookup.unsorted", t.offset + t.entry * *unsorted,
                      std::string(t.name) + " entry " + num(*unsorted) +
@@ -197,9 +187,9 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
       ChunkEntry c = x.chunk(i);
       if (std::uint64_t(c.byte_start) + c.unpacked_bytes > total)
         return Error{"cas_info.chunk_range", x.offset() + kEntrySize * (1 + i) + 32,
-                     "chunk " + num(i) + " of xorb " + x.hash().to_string() + " spans [" +
-                         num(c.byte_start) + ", " + num(std::uint64_t(c.byte_start) + c.unpacked_bytes) +
-                         ") past the xorb's " + num(total) + " bytes"};
+                     "chunk " + num(i) + " of xorb " + x.hash().to_string() + " spans [" + num(c.byte_start) + ", " +
+                         num(std::uint64_t(c.byte_start) + c.unpacked_bytes) + ") past the xorb's " + num(total) +
+                         " bytes"};
     }
     if (v.stats_.terms > 0) xorb_chunks.emplace(x.hash(), x.num_chunks());
   }
@@ -214,9 +204,8 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
       auto x = xorb_chunks.find(t.xorb_hash);
       if (x != xorb_chunks.end() && t.chunk_end > x->second)
         return Error{"file_info.term_range", at + 44,
-                     "term " + num(i) + " of file " + file.hash().to_string() + " ends at chunk " +
-                         num(t.chunk_end) + " but xorb " + t.xorb_hash.to_string() + " has " +
-                         num(x->second) + " chunks"};
+                     "term " + num(i) + " of file " + file.hash().to_string() + " ends at chunk " + num(t.chunk_end) +
+                         " but xorb " + t.xorb_hash.to_string() + " has " + num(x->second) + " chunks"};
     }
   }
   return v;

@@ -16,8 +16,7 @@ namespace dedupd::shard {
 
 class XorbBlock {
  public:
-  XorbBlock(const std::uint8_t* at, std::uint64_t offset)
-      : at_(at), offset_(offset), header_(XorbHeader::decode(at)) {}
+  XorbBlock(const std::uint8_t* at, std::uint64_t offset) : at_(at), offset_(offset), header_(XorbHeader::decode(at)) {}
 
   const XorbHeader& header() const { return header_; }
   const Hash& hash() const { return header_.xorb_hash; }
@@ -39,8 +38,7 @@ class XorbBlock {
 
 class FileBlock {
  public:
-  FileBlock(const std::uint8_t* at, std::uint64_t offset)
-      : at_(at), offset_(offset), header_(FileHeader::decode(at)) {}
+  FileBlock(const std::uint8_t* at, std::uint64_t offset) : at_(at), offset_(offset), header_(FileHeader::decode(at)) {}
 
   const FileHeader& header() const { return header_; }
   const Hash& hash() const { return header_.file_hash; }
@@ -48,14 +46,10 @@ class FileBlock {
   FileTerm term(std::size_t i) const { return FileTerm::decode(at_ + kEntrySize * (1 + i)); }
   bool has_verification() const { return header_.with_verification(); }
   // Range hash of term i; only when has_verification().
-  HashRecord verification(std::size_t i) const {
-    return HashRecord::decode(at_ + kEntrySize * (1 + num_terms() + i));
-  }
+  HashRecord verification(std::size_t i) const { return HashRecord::decode(at_ + kEntrySize * (1 + num_terms() + i)); }
   bool has_metadata_ext() const { return header_.with_metadata_ext(); }
   // FileMetadataExt: the content sha256; only when has_metadata_ext().
-  HashRecord metadata_ext() const {
-    return HashRecord::decode(at_ + byte_size() - kEntrySize);
-  }
+  HashRecord metadata_ext() const { return HashRecord::decode(at_ + byte_size() - kEntrySize); }
   std::optional<Hash> sha256() const {
     if (!has_metadata_ext()) return std::nullopt;
     return metadata_ext().hash;
@@ -81,8 +75,7 @@ class BlockRange {
     using value_type = Block;
     using difference_type = std::ptrdiff_t;
     iterator() = default;
-    iterator(const std::uint8_t* base, std::uint64_t off, std::uint64_t end)
-        : base_(base), off_(off), end_(end) {}
+    iterator(const std::uint8_t* base, std::uint64_t off, std::uint64_t end) : base_(base), off_(off), end_(end) {}
     Block operator*() const { return Block(base_ + off_, off_); }
     iterator& operator++() {
       off_ += Block(base_ + off_, off_).byte_size();
@@ -132,12 +125,8 @@ class ShardView {
   const std::optional<ShardFooter>& footer() const { return footer_; }
   bool has_footer() const { return footer_.has_value(); }
 
-  BlockRange<FileBlock> files() const {
-    return {bytes_.data(), kHeaderSize, file_bookend_, stats_.files};
-  }
-  BlockRange<XorbBlock> xorbs() const {
-    return {bytes_.data(), cas_begin(), cas_bookend_, stats_.xorbs};
-  }
+  BlockRange<FileBlock> files() const { return {bytes_.data(), kHeaderSize, file_bookend_, stats_.files}; }
+  BlockRange<XorbBlock> xorbs() const { return {bytes_.data(), cas_begin(), cas_bookend_, stats_.xorbs}; }
   const ShardStats& stats() const { return stats_; }
 
   // The key chunk hashes are stored under; zero when raw or no footer.

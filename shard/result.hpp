@@ -10,13 +10,11 @@
 namespace dedupd::shard {
 
 struct Error {
-  std::string rule;     // short stable identifier, e.g. "header.magic"
-  std::uint64_t offset; // byte offset in the input where the problem is
-  std::string message;  // human explanation
+  std::string rule;      // short stable identifier, e.g. "header.magic"
+  std::uint64_t offset;  // byte offset in the input where the problem is
+  std::string message;   // human explanation
 
-  std::string to_string() const {
-    return rule + " at offset " + std::to_string(offset) + ": " + message;
-  }
+  std::string to_string() const { return rule + " at offset " + std::to_string(offset) + ": " + message; }
 };
 
 template <class T>

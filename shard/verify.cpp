@@ -4,8 +4,7 @@
 
 namespace dedupd::shard {
 
-std::vector<Error> verify_shard(std::span<const std::uint8_t> bytes,
-                                std::optional<std::string_view> path,
+std::vector<Error> verify_shard(std::span<const std::uint8_t> bytes, std::optional<std::string_view> path,
                                 const IntegrityOptions& options) {
   auto view = ShardView::parse(bytes);
   if (view) return check_integrity(*view, path, options);

@@ -184,8 +184,7 @@ WriteOptions ShardWriter::options_of(const ShardView& view) {
     o.lookup_tables = LookupTables::build;
   else if (f.file_lookup_offset == 0 && f.xorb_lookup_offset == 0 && f.chunk_lookup_offset == 0)
     o.lookup_tables = LookupTables::none_zero_offsets;
-  else
-    o.lookup_tables = LookupTables::none_server_style;
+  else o.lookup_tables = LookupTables::none_server_style;
   return o;
 }
 

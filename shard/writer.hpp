@@ -14,15 +14,15 @@
 namespace dedupd::shard {
 
 struct FileRecord {
-  FileHeader header;                      // flags are derived from the vectors below
+  FileHeader header;  // flags are derived from the vectors below
   std::vector<FileTerm> terms;
-  std::vector<HashRecord> verification;   // empty, or one per term
-  std::optional<HashRecord> metadata_ext; // sha256 of the content
+  std::vector<HashRecord> verification;    // empty, or one per term
+  std::optional<HashRecord> metadata_ext;  // sha256 of the content
 };
 
 struct XorbRecord {
-  XorbHeader header;                 // num_entries is derived from chunks
-  std::vector<ChunkEntry> chunks;    // hashes as stored (already keyed if keyed)
+  XorbHeader header;               // num_entries is derived from chunks
+  std::vector<ChunkEntry> chunks;  // hashes as stored (already keyed if keyed)
 };
 
 enum class LookupTables {

@@ -36,9 +36,8 @@ shard::Result<std::vector<Location>> decode_locations(std::span<const std::uint8
   if (count == 0) return shard::Error{"location.count", 0, "location record with no location"};
   if ((object.size() - 4) % kLocationSize != 0 || (object.size() - 4) / kLocationSize != count) {
     return shard::Error{"location.size", 0,
-                        "record of " + std::to_string(object.size()) + " bytes for " +
-                            std::to_string(count) + " locations (needs " +
-                            std::to_string(4 + kLocationSize * std::uint64_t(count)) + ")"};
+                        "record of " + std::to_string(object.size()) + " bytes for " + std::to_string(count) +
+                            " locations (needs " + std::to_string(4 + kLocationSize * std::uint64_t(count)) + ")"};
   }
   std::vector<Location> out(count);
   for (std::uint32_t i = 0; i < count; ++i) {

@@ -30,8 +30,7 @@ void store_be64(std::uint8_t* p, std::uint64_t v) {
   for (int i = 7; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v);
 }
 std::uint32_t load_le32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-         std::uint32_t(p[3]) << 24;
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
 }
 
 std::string errno_text() { return std::strerror(errno); }
@@ -105,8 +104,7 @@ class Cursor {
   std::uint64_t pos_ = 0;
 };
 
-Result<DumpInfo> validate_dump(std::span<const std::uint8_t> dump, std::uint64_t base,
-                               std::uint64_t slots) {
+Result<DumpInfo> validate_dump(std::span<const std::uint8_t> dump, std::uint64_t base, std::uint64_t slots) {
   Cursor c(dump, base);
   auto bad = [&](const std::string& what) { return err("swh.hash", c.at(), what); };
   const std::uint8_t* p = nullptr;
@@ -140,8 +138,8 @@ Result<DumpInfo> validate_dump(std::span<const std::uint8_t> dump, std::uint64_t
   // The compressed displacement sequence.
   Cursor s({cs, cs_len}, cs_at);
   std::uint32_t cs_n = 0, rem_r = 0, total_length = 0, sel_len = 0, sel_n = 0, sel_m = 0;
-  if (!s.u32(&cs_n) || !s.u32(&rem_r) || !s.u32(&total_length) || !s.u32(&sel_len) ||
-      !s.u32(&sel_n) || !s.u32(&sel_m)) {
+  if (!s.u32(&cs_n) || !s.u32(&rem_r) || !s.u32(&total_length) || !s.u32(&sel_len) || !s.u32(&sel_n) ||
+      !s.u32(&sel_m)) {
     return err("swh.hash", cs_at, "displacement sequence truncated");
   }
   constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
@@ -303,8 +301,7 @@ Result<Header> Writer::finish() {
   if (records_.size() > std::numeric_limits<std::uint32_t>::max() - 1) {
     return err("swh.too_many", 0, "cmph counts keys in 32 bits");
   }
-  std::sort(records_.begin(), records_.end(),
-            [](const Record& a, const Record& b) { return a.key < b.key; });
+  std::sort(records_.begin(), records_.end(), [](const Record& a, const Record& b) { return a.key < b.key; });
   for (std::size_t i = 1; i < records_.size(); ++i) {
     if (records_[i].key == records_[i - 1].key) {
       return err("swh.duplicate", std::max(records_[i].offset, records_[i - 1].offset),
@@ -326,9 +323,9 @@ Result<Header> Writer::finish() {
   cmph_t* hash = records_.empty() ? nullptr : cmph_new(config);
   cmph_config_destroy(config);
   if (!hash) {
-    return err("swh.cmph", h.index_position,
-               records_.empty() ? "cmph cannot build a function over zero keys"
-                                : "cmph could not build the perfect hash");
+    return err(
+        "swh.cmph", h.index_position,
+        records_.empty() ? "cmph cannot build a function over zero keys" : "cmph could not build the perfect hash");
   }
   struct HashGuard {
     cmph_t* h;
@@ -346,8 +343,7 @@ Result<Header> Writer::finish() {
   const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const std::uint64_t map_off = h.index_position / page * page;
   const std::uint64_t map_len = h.hash_position - map_off;
-  void* mem = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
-                     static_cast<off_t>(map_off));
+  void* mem = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(map_off));
   if (mem == MAP_FAILED) return err("swh.io", h.index_position, "cannot map the index: " + errno_text());
   std::uint8_t* index = static_cast<std::uint8_t*>(mem) + (h.index_position - map_off);
   for (std::uint64_t i = 0; i < slots; ++i) {
@@ -356,8 +352,7 @@ Result<Header> Writer::finish() {
   }
   std::optional<Error> problem;
   for (const Record& r : records_) {
-    const cmph_uint32 slot =
-        cmph_search(hash, reinterpret_cast<const char*>(r.key.data()), kKeySize);
+    const cmph_uint32 slot = cmph_search(hash, reinterpret_cast<const char*>(r.key.data()), kKeySize);
     std::uint8_t* e = index + std::uint64_t(slot) * kIndexEntrySize;
     if (slot >= slots || load_be64(e + kKeySize) != kNoObject) {
       problem = err("swh.cmph", r.offset, "perfect hash is not injective");
@@ -385,9 +380,8 @@ Result<Header> Writer::finish() {
   if (!ok) return err("swh.io", h.hash_position, "cannot write the hash function: " + errno_text());
 
   std::uint8_t head[kHeaderSize];
-  const std::uint64_t fields[7] = {h.version,        h.objects_count, h.objects_position,
-                                   h.objects_size,   h.index_position, h.index_size,
-                                   h.hash_position};
+  const std::uint64_t fields[7] = {h.version,        h.objects_count, h.objects_position, h.objects_size,
+                                   h.index_position, h.index_size,    h.hash_position};
   for (int i = 0; i < 7; ++i) store_be64(head + 8 * i, fields[i]);
   if (!write_all(fd_, head, kHeaderSize, kHeaderOffset) ||
       !write_all(fd_, reinterpret_cast<const std::uint8_t*>(kMagic), kMagicWritten, 0)) {
@@ -457,9 +451,8 @@ Result<Reader> Reader::init(Reader r) {
     return err("swh.magic", 0, "no SWHShard magic");
   }
   Header& h = r.header_;
-  std::uint64_t* fields[7] = {&h.version,      &h.objects_count, &h.objects_position,
-                              &h.objects_size, &h.index_position, &h.index_size,
-                              &h.hash_position};
+  std::uint64_t* fields[7] = {&h.version,        &h.objects_count, &h.objects_position, &h.objects_size,
+                              &h.index_position, &h.index_size,    &h.hash_position};
   for (int i = 0; i < 7; ++i) *fields[i] = load_be64(b.data() + kHeaderOffset + 8 * i);
   if (h.version != kVersion) {
     return err("swh.version", kHeaderOffset,
@@ -509,8 +502,7 @@ IndexEntry Reader::entry(std::uint64_t slot) const {
 }
 
 std::uint64_t Reader::slot_of(const Key& key) const {
-  return cmph_search(static_cast<cmph_t*>(hash_), reinterpret_cast<const char*>(key.data()),
-                     kKeySize);
+  return cmph_search(static_cast<cmph_t*>(hash_), reinterpret_cast<const char*>(key.data()), kKeySize);
 }
 
 Result<std::optional<std::span<const std::uint8_t>>> Reader::lookup(const Key& key) const {
@@ -529,8 +521,7 @@ Result<std::optional<std::span<const std::uint8_t>>> Reader::lookup(const Key& k
   }
   const std::uint64_t size = load_be64(bytes_.data() + e.object_offset);
   if (size > obj_end - e.object_offset - 8) {
-    return err("swh.object", e.object_offset,
-               "object size " + std::to_string(size) + " runs past the objects section");
+    return err("swh.object", e.object_offset, "object size " + std::to_string(size) + " runs past the objects section");
   }
   return Found{bytes_.subspan(e.object_offset + 8, size)};
 }

@@ -50,7 +50,7 @@ using shard::Error;
 using shard::Result;
 
 inline constexpr std::uint64_t kMagicAreaSize = 32;
-inline constexpr char kMagic[] = "SWHShard";           // written with its NUL: 9 bytes
+inline constexpr char kMagic[] = "SWHShard";  // written with its NUL: 9 bytes
 inline constexpr std::uint64_t kMagicWritten = sizeof(kMagic);
 inline constexpr std::uint64_t kHeaderOffset = 32;
 inline constexpr std::uint64_t kHeaderSize = 7 * 8;
@@ -132,7 +132,7 @@ class Reader {
 
   const Header& header() const { return header_; }
   std::uint64_t slots() const { return header_.index_size / kIndexEntrySize; }
-  IndexEntry entry(std::uint64_t slot) const;  // slot < slots()
+  IndexEntry entry(std::uint64_t slot) const;   // slot < slots()
   std::uint64_t slot_of(const Key& key) const;  // cmph_search
   // The object's bytes (a view into the file), nullopt when absent; an
   // Error (swh.object) when the index or the object is corrupt.

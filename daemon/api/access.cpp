@@ -50,11 +50,9 @@ bool peer_groups_proc(pid_t pid, std::vector<gid_t>& out) {
 std::optional<PeerCred> peer_of(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
-    return std::nullopt;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return std::nullopt;
   PeerCred peer{cred.pid, cred.uid, cred.gid, {}};
-  if (!peer_groups_sockopt(fd, peer.groups) && cred.pid > 0)
-    peer_groups_proc(cred.pid, peer.groups);
+  if (!peer_groups_sockopt(fd, peer.groups) && cred.pid > 0) peer_groups_proc(cred.pid, peer.groups);
   return peer;
 }
 

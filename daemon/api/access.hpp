@@ -13,8 +13,8 @@ namespace dedupd::daemon::http {
 struct PeerCred {
   pid_t pid = 0;
   uid_t uid = 0;
-  gid_t gid = 0;                // primary group at connect time
-  std::vector<gid_t> groups;    // supplementary groups (may be empty)
+  gid_t gid = 0;              // primary group at connect time
+  std::vector<gid_t> groups;  // supplementary groups (may be empty)
 };
 
 // SO_PEERCRED of a connected AF_UNIX socket, plus the supplementary groups:

@@ -12,9 +12,7 @@ namespace dedupd::daemon::http {
 
 namespace {
 
-std::string too_many(std::size_t max) {
-  return fmt::format("too many hashes: at most {} per request", max);
-}
+std::string too_many(std::size_t max) { return fmt::format("too many hashes: at most {} per request", max); }
 
 std::string bad_hash(std::size_t i, const shard::Error& e) {
   return fmt::format("hashes[{}] is not a hash: {}", i, e.message);

@@ -53,8 +53,8 @@ class ConnectionTable {
   // first, among those that have waited at least `grace` (a client that
   // just connected is about to send its request). `close` is called with
   // each descriptor under the table's lock; the default shuts it down.
-  SweepResult sweep(Clock::time_point now, Clock::duration header_timeout, std::size_t room,
-                    Clock::duration grace, const std::function<void(int fd)>& close = {});
+  SweepResult sweep(Clock::time_point now, Clock::duration header_timeout, std::size_t room, Clock::duration grace,
+                    const std::function<void(int fd)>& close = {});
 
   // Connections MHD still holds, including ones sweep() closed that it has
   // not cleaned up yet: what counts against its connection limit.

@@ -24,8 +24,7 @@ std::vector<const StoredXorb*> best_keyed_group(std::span<const StoredXorb> form
         group.push_back(&f);
         group_expiry = std::min(group_expiry, expiry_of(f));
       }
-    if (best.empty() || group_expiry > best_expiry ||
-        (group_expiry == best_expiry && group.size() > best.size())) {
+    if (best.empty() || group_expiry > best_expiry || (group_expiry == best_expiry && group.size() > best.size())) {
       best = std::move(group);
       best_expiry = group_expiry;
     }
@@ -35,8 +34,8 @@ std::vector<const StoredXorb*> best_keyed_group(std::span<const StoredXorb> form
 
 }  // namespace
 
-std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(
-    std::span<const StoredXorb> forms, const ReplySettings& settings) {
+std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(std::span<const StoredXorb> forms,
+                                                                  const ReplySettings& settings) {
   if (forms.empty()) return std::nullopt;
 
   shard::WriteOptions options;
@@ -65,8 +64,7 @@ std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(
       if (std::find(seen.begin(), seen.end(), f->record.header.xorb_hash) != seen.end()) continue;
       seen.push_back(f->record.header.xorb_hash);
       shard::XorbRecord rec = f->record;
-      for (shard::ChunkEntry& c : rec.chunks)
-        c.chunk_hash = shard::keyed_chunk_hash(settings.key, c.chunk_hash);
+      for (shard::ChunkEntry& c : rec.chunks) c.chunk_hash = shard::keyed_chunk_hash(settings.key, c.chunk_hash);
       add(std::move(rec));
     }
   } else {

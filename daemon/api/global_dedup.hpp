@@ -33,13 +33,13 @@ struct StoredXorb {
 };
 
 struct ReplySettings {
-  shard::Key key;                   // the daemon's current global-dedup key
-  std::uint64_t now = 0;            // unix seconds: the reply's creation time
-  std::uint64_t lifetime_s = 0;     // reply expiry = now + lifetime_s
+  shard::Key key;                // the daemon's current global-dedup key
+  std::uint64_t now = 0;         // unix seconds: the reply's creation time
+  std::uint64_t lifetime_s = 0;  // reply expiry = now + lifetime_s
 };
 
 // The reply shard's bytes, or nullopt when `forms` is empty (404).
-std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(
-    std::span<const StoredXorb> forms, const ReplySettings& settings);
+std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(std::span<const StoredXorb> forms,
+                                                                  const ReplySettings& settings);
 
 }  // namespace dedupd::daemon::http

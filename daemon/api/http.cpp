@@ -6,20 +6,26 @@ namespace dedupd::daemon::http {
 
 std::string_view error_code(unsigned status) {
   switch (status) {
-    case kBadRequest: return "bad_request";
-    case kForbidden: return "forbidden";
-    case kNotFound: return "not_found";
-    case kMethodNotAllowed: return "method_not_allowed";
-    case kTooLarge: return "too_large";
-    case kUnprocessable: return "invalid_shard";
-    case kNotReady: return "not_ready";
-    default: return "internal";
+    case kBadRequest:
+      return "bad_request";
+    case kForbidden:
+      return "forbidden";
+    case kNotFound:
+      return "not_found";
+    case kMethodNotAllowed:
+      return "method_not_allowed";
+    case kTooLarge:
+      return "too_large";
+    case kUnprocessable:
+      return "invalid_shard";
+    case kNotReady:
+      return "not_ready";
+    default:
+      return "internal";
   }
 }
 
-Response error(unsigned status, std::string_view message) {
-  return error(status, error_code(status), message);
-}
+Response error(unsigned status, std::string_view message) { return error(status, error_code(status), message); }
 
 Response error(unsigned status, std::string_view code, std::string_view message) {
   nlohmann::json doc = {{"error", {{"code", code}, {"message", message}}}};

@@ -22,8 +22,16 @@ void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards) 
   for (const auto& s : shards) {
     if (!first) out.ch(',');
     first = false;
-    out.raw("{").key("shard").hash(s.shard).raw(",").key("expiry").opt_num(s.expiry)
-        .raw(",").key("keyed").boolean(s.keyed).ch('}');
+    out.raw("{")
+        .key("shard")
+        .hash(s.shard)
+        .raw(",")
+        .key("expiry")
+        .opt_num(s.expiry)
+        .raw(",")
+        .key("keyed")
+        .boolean(s.keyed)
+        .ch('}');
   }
   out.ch(']');
 }
@@ -31,13 +39,26 @@ void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards) 
 namespace {
 template <class L>
 void write_location_fields(JsonOut& out, const L& loc) {
-  out.raw("{").key("xorb").hash(loc.xorb)
-      .raw(",").key("chunk_index").num(loc.chunk_index)
-      .raw(",").key("byte_start").num(loc.byte_start)
-      .raw(",").key("byte_end").num(loc.byte_end)
-      .raw(",").key("unpacked_bytes").num(loc.unpacked_bytes)
-      .raw(",").key("flags").num(loc.flags)
-      .raw(",").key("shards");
+  out.raw("{")
+      .key("xorb")
+      .hash(loc.xorb)
+      .raw(",")
+      .key("chunk_index")
+      .num(loc.chunk_index)
+      .raw(",")
+      .key("byte_start")
+      .num(loc.byte_start)
+      .raw(",")
+      .key("byte_end")
+      .num(loc.byte_end)
+      .raw(",")
+      .key("unpacked_bytes")
+      .num(loc.unpacked_bytes)
+      .raw(",")
+      .key("flags")
+      .num(loc.flags)
+      .raw(",")
+      .key("shards");
 }
 }  // namespace
 
@@ -47,8 +68,7 @@ void write_location(JsonOut& out, const index::Location& loc) {
   out.ch('}');
 }
 
-void write_location(JsonOut& out, const index::BatchLocation& loc,
-                    const std::vector<index::ShardRef>& shards) {
+void write_location(JsonOut& out, const index::BatchLocation& loc, const std::vector<index::ShardRef>& shards) {
   write_location_fields(out, loc);
   write_shard_refs(out, shards);
   out.ch('}');
@@ -96,7 +116,9 @@ Json rejected_summary(const index::RejectInfo& r) {
 Json stats_json(const index::Stats& s) {
   return {
       {"shards",
-       {{"live", s.shards_live}, {"expired", s.shards_expired}, {"removed", s.shards_removed},
+       {{"live", s.shards_live},
+        {"expired", s.shards_expired},
+        {"removed", s.shards_removed},
         {"rejected", s.rejected}}},
       {"xorbs", s.xorbs},
       {"chunks", s.chunk_entries},

@@ -21,8 +21,7 @@ std::string dump(const Json& doc);
 // Location: {"xorb", "chunk_index", "byte_start", "byte_end",
 // "unpacked_bytes", "flags", "shards": [{"shard", "expiry", "keyed"}...]}
 void write_location(JsonOut& out, const index::Location& loc);
-void write_location(JsonOut& out, const index::BatchLocation& loc,
-                    const std::vector<index::ShardRef>& shards);
+void write_location(JsonOut& out, const index::BatchLocation& loc, const std::vector<index::ShardRef>& shards);
 void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards);
 
 Json shard_ref_json(const index::ShardRef& ref);

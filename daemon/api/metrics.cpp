@@ -9,17 +9,13 @@ void PromWriter::family(std::string_view name, std::string_view type, std::strin
 }
 
 void PromWriter::sample(std::string_view name, std::string_view labels, double value) {
-  if (labels.empty())
-    fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
-  else
-    fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+  if (labels.empty()) fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+  else fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
 }
 
 void PromWriter::sample(std::string_view name, std::string_view labels, std::uint64_t value) {
-  if (labels.empty())
-    fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
-  else
-    fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+  if (labels.empty()) fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+  else fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
 }
 
 Metrics::Metrics(const std::vector<std::string>& route_names) {
@@ -67,8 +63,7 @@ void Metrics::render(std::string& out) const {
       std::uint64_t n = routes_[i].by_status[s].load(std::memory_order_relaxed);
       if (n == 0) continue;  // keep the page short: only statuses seen
       std::string status = kStatuses[s] ? std::to_string(kStatuses[s]) : "other";
-      w.sample("dedupd_http_requests_total",
-               fmt::format("route=\"{}\",status=\"{}\"", names_[i], status), n);
+      w.sample("dedupd_http_requests_total", fmt::format("route=\"{}\",status=\"{}\"", names_[i], status), n);
     }
 
   w.family("dedupd_http_request_duration_seconds", "histogram",
@@ -81,12 +76,11 @@ void Metrics::render(std::string& out) const {
     for (std::size_t b = 0; b <= kBuckets.size(); ++b) {
       cumulative += r.buckets[b].load(std::memory_order_relaxed);
       std::string le = b < kBuckets.size() ? fmt::format("{}", kBuckets[b]) : "+Inf";
-      w.sample("dedupd_http_request_duration_seconds_bucket",
-               fmt::format("route=\"{}\",le=\"{}\"", names_[i], le), cumulative);
+      w.sample("dedupd_http_request_duration_seconds_bucket", fmt::format("route=\"{}\",le=\"{}\"", names_[i], le),
+               cumulative);
     }
     std::string label = fmt::format("route=\"{}\"", names_[i]);
-    w.sample("dedupd_http_request_duration_seconds_sum", label,
-             double(r.sum_ns.load(std::memory_order_relaxed)) / 1e9);
+    w.sample("dedupd_http_request_duration_seconds_sum", label, double(r.sum_ns.load(std::memory_order_relaxed)) / 1e9);
     w.sample("dedupd_http_request_duration_seconds_count", label, count);
   }
 
@@ -95,10 +89,8 @@ void Metrics::render(std::string& out) const {
   w.family("dedupd_chunk_lookups_found_total", "counter", "Chunk hashes that had a location.");
   w.sample("dedupd_chunk_lookups_found_total", "", lookups_found_.load(std::memory_order_relaxed));
   w.family("dedupd_global_dedup_replies_total", "counter", "Global-dedup queries, by outcome.");
-  w.sample("dedupd_global_dedup_replies_total", "result=\"hit\"",
-           dedup_hits_.load(std::memory_order_relaxed));
-  w.sample("dedupd_global_dedup_replies_total", "result=\"miss\"",
-           dedup_misses_.load(std::memory_order_relaxed));
+  w.sample("dedupd_global_dedup_replies_total", "result=\"hit\"", dedup_hits_.load(std::memory_order_relaxed));
+  w.sample("dedupd_global_dedup_replies_total", "result=\"miss\"", dedup_misses_.load(std::memory_order_relaxed));
 }
 
 }  // namespace dedupd::daemon::http

@@ -42,13 +42,11 @@ class Metrics {
   void render(std::string& out) const;
 
   // Upper bounds of the latency buckets, in seconds.
-  static constexpr std::array<double, 15> kBuckets = {
-      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-      0.025,   0.05,   0.1,     0.25,   1.0,   2.5,    10.0};
+  static constexpr std::array<double, 15> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                      0.025,   0.05,   0.1,     0.25,   1.0,   2.5,    10.0};
 
  private:
-  static constexpr std::array<unsigned, 10> kStatuses = {200, 400, 403, 404, 405,
-                                                         413, 422, 500, 503, 0};  // 0: other
+  static constexpr std::array<unsigned, 10> kStatuses = {200, 400, 403, 404, 405, 413, 422, 500, 503, 0};  // 0: other
   struct PerRoute {
     std::array<std::atomic<std::uint64_t>, kStatuses.size()> by_status{};
     std::array<std::atomic<std::uint64_t>, kBuckets.size() + 1> buckets{};  // +Inf last
@@ -56,8 +54,8 @@ class Metrics {
     std::atomic<std::uint64_t> count{0};
   };
 
-  std::vector<std::string> names_;     // unique labels
-  std::vector<std::size_t> slot_of_;   // route id -> index into names_
+  std::vector<std::string> names_;    // unique labels
+  std::vector<std::size_t> slot_of_;  // route id -> index into names_
   std::unique_ptr<PerRoute[]> routes_;
   std::atomic<std::uint64_t> lookups_{0}, lookups_found_{0};
   std::atomic<std::uint64_t> dedup_hits_{0}, dedup_misses_{0};

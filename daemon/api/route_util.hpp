@@ -20,8 +20,7 @@ inline const index::Index* open_index(Context& ctx) { return ctx.service.index()
 inline Response not_ready() { return error(kNotReady, "the index is not open yet"); }
 
 // Parses a hash path parameter; on failure *bad holds the 400.
-inline std::optional<shard::Hash> hash_param(std::string_view text, std::string_view what,
-                                             Response* bad) {
+inline std::optional<shard::Hash> hash_param(std::string_view text, std::string_view what, Response* bad) {
   auto h = shard::Hash::parse(text);
   if (h.ok()) return *h;
   *bad = error(kBadRequest, std::string("malformed ") + std::string(what) + " hash: " + h.error().message);

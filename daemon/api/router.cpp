@@ -7,15 +7,12 @@ namespace dedupd::daemon::http {
 Router::Router(std::vector<Route> routes) : routes_(std::move(routes)) {
   for (std::size_t i = 0; i < routes_.size(); ++i) {
     routes_[i].id = i;
-    if (routes_[i].prefix)
-      prefixes_.push_back(i);
-    else
-      exact_.emplace(routes_[i].path, i);
+    if (routes_[i].prefix) prefixes_.push_back(i);
+    else exact_.emplace(routes_[i].path, i);
   }
   // Longest prefix first so a more specific prefix wins over a shorter one.
-  std::stable_sort(prefixes_.begin(), prefixes_.end(), [&](std::size_t a, std::size_t b) {
-    return routes_[a].path.size() > routes_[b].path.size();
-  });
+  std::stable_sort(prefixes_.begin(), prefixes_.end(),
+                   [&](std::size_t a, std::size_t b) { return routes_[a].path.size() > routes_[b].path.size(); });
 }
 
 Match Router::match(std::string_view path, std::string_view method) const {

@@ -38,15 +38,15 @@ struct MethodEntry {
 struct Route {
   std::string_view name;  // metric label
   std::string_view path;
-  bool prefix = false;    // path + "<param>"
+  bool prefix = false;  // path + "<param>"
   std::vector<MethodEntry> methods;
-  std::size_t id = 0;     // position in the table, set by Router
+  std::size_t id = 0;  // position in the table, set by Router
 };
 
 struct Match {
-  const Route* route = nullptr;       // nullptr: no such path (404)
-  const MethodEntry* entry = nullptr; // nullptr with a route: 405
-  std::string_view tail;              // the parameter of a prefix route
+  const Route* route = nullptr;        // nullptr: no such path (404)
+  const MethodEntry* entry = nullptr;  // nullptr with a route: 405
+  std::string_view tail;               // the parameter of a prefix route
 };
 
 class Router {

@@ -40,8 +40,7 @@ Response post_purge(Context& ctx, Request& req) {
     if (!info) return index_failure(req, info.error());
     expired.push_back(info->has_value() ? shard_summary(**info) : Json{{"hash", h.to_string()}});
   }
-  return json(dump(Json{{"dry_run", *dry_run}, {"expired", std::move(expired)},
-                        {"deleted_files", r.deleted_files}}));
+  return json(dump(Json{{"dry_run", *dry_run}, {"expired", std::move(expired)}, {"deleted_files", r.deleted_files}}));
 }
 
 Response post_ingest(Context& ctx, Request& req) {

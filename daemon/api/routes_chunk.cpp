@@ -31,8 +31,7 @@ Response get_chunk(Context& ctx, Request& req) {
   }
   out.ch(']');
   // A 404 still has the lookup's shape, plus the error every 4xx carries.
-  if (!found)
-    out.raw(R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
+  if (!found) out.raw(R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
   out.ch('}');
   return json(std::move(body), found ? kOk : kNotFound);
 }

@@ -58,9 +58,8 @@ Response post_export(Context& ctx, Request& req) {
   }
   sweep(dir);
   static std::atomic<std::uint64_t> seq{0};
-  const std::string path = (dir / (std::string(kExportPrefix) + std::to_string(::getpid()) + "-" +
-                                   std::to_string(++seq) + ".swh"))
-                               .native();
+  const std::string path =
+      (dir / (std::string(kExportPrefix) + std::to_string(::getpid()) + "-" + std::to_string(++seq) + ".swh")).native();
 
   const auto t0 = std::chrono::steady_clock::now();
   auto e = index::export_swh_shard(*idx, path);

@@ -45,14 +45,13 @@ Response get_global_dedup(Context& ctx, Request& req) {
     if (!stored) return index_failure(req, stored.error());
     for (auto& f : *stored) {
       if (f.shards.empty()) continue;  // no live shard vouches for it
-      forms.push_back({shard::XorbRecord{f.header, std::move(f.chunks)},
-                       f.keyed ? f.key : shard::Key{}, form_expiry(f)});
+      forms.push_back(
+          {shard::XorbRecord{f.header, std::move(f.chunks)}, f.keyed ? f.key : shard::Key{}, form_expiry(f)});
     }
   }
 
   GlobalDedupKey key = ctx.service.global_dedup_key();
-  auto reply = build_global_dedup_reply(
-      forms, {key.key, std::uint64_t(std::time(nullptr)), key.reply_lifetime_s});
+  auto reply = build_global_dedup_reply(forms, {key.key, std::uint64_t(std::time(nullptr)), key.reply_lifetime_s});
   ctx.metrics.count_global_dedup(reply.has_value());
   if (!reply) return error(kNotFound, "chunk not in the index");
 

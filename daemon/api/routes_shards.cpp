@@ -9,8 +9,8 @@ namespace {
 
 // Rejected files are not shards in the index (no identity, no entries);
 // they are listed from the reject records under their content hash.
-std::optional<Json> rejected_with_hash(const index::Index& idx, const shard::Hash& hash,
-                                       const Request& req, Response* failure) {
+std::optional<Json> rejected_with_hash(const index::Index& idx, const shard::Hash& hash, const Request& req,
+                                       Response* failure) {
   auto rejected = idx.rejected();
   if (!rejected) {
     *failure = index_failure(req, rejected.error());

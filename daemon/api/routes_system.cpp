@@ -18,10 +18,8 @@ Response get_stats(Context& ctx, Request& req) {
 
 Response get_status(Context& ctx, Request& req) {
   StatusInfo s = ctx.service.status();
-  Json doc = {{"version", s.version},   {"pid", s.pid},
-              {"uptime_s", s.uptime_s}, {"socket", s.socket},
-              {"state_dir", s.state_dir}, {"watch", s.watch},
-              {"ready", false},         {"stats", nullptr}};
+  Json doc = {{"version", s.version},     {"pid", s.pid},     {"uptime_s", s.uptime_s}, {"socket", s.socket},
+              {"state_dir", s.state_dir}, {"watch", s.watch}, {"ready", false},         {"stats", nullptr}};
   // Status answers while starting too ("ready": false, "stats": null): it is
   // how an operator sees what the daemon is doing.
   if (const index::Index* idx = open_index(ctx)) {

@@ -11,6 +11,7 @@
 // is read; and a bound on all bodies held at once.
 #include "daemon/api/server.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
@@ -18,7 +19,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -118,7 +118,7 @@ int bind_unix(const std::string& path, mode_t mode, std::string& error) {
   }
   std::memcpy(addr.sun_path, path.data(), path.size());
 
-  struct stat st{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       error = fmt::format("{} exists and is not a socket; not replacing it", path);
@@ -249,17 +249,14 @@ struct ApiServer::Impl {
   bool start(std::string& error);
   void stop();
 
-  static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url,
-                                    const char* method, const char* version,
-                                    const char* upload_data, size_t* upload_data_size,
+  static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
+                                    const char* version, const char* upload_data, size_t* upload_data_size,
                                     void** con_cls);
-  static void on_completed(void* cls, MHD_Connection* conn, void** con_cls,
-                           enum MHD_RequestTerminationCode code);
+  static void on_completed(void* cls, MHD_Connection* conn, void** con_cls, enum MHD_RequestTerminationCode code);
   static void on_connection(void* cls, MHD_Connection* conn, void** socket_context,
                             enum MHD_ConnectionNotificationCode code);
 
-  enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url,
-                             const char* method);
+  enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url, const char* method);
   enum MHD_Result receive(RequestState& st, const char* data, std::size_t n);
   void drop_body(RequestState& st, RequestState::Dropped why);
   std::size_t body_limit(http::Body kind) const;
@@ -299,8 +296,8 @@ bool ApiServer::Impl::start(std::string& error) {
   unsigned wanted = options.max_connections ? options.max_connections : 1u;
   connection_limit = fit_to_descriptors(wanted);
   if (connection_limit < wanted)
-    spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low",
-                 wanted, connection_limit);
+    spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low", wanted,
+                 connection_limit);
   listen_fd = options.listen_fd;
   if (listen_fd < 0) {
     listen_fd = bind_unix(options.socket_path, options.socket_mode, error);
@@ -319,23 +316,18 @@ bool ApiServer::Impl::start(std::string& error) {
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
-  mhd = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &Impl::on_request, this,
-      MHD_OPTION_LISTEN_SOCKET, MHD_socket(listen_fd),
-      MHD_OPTION_THREAD_POOL_SIZE, threads,
-      MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-      MHD_OPTION_CONNECTION_TIMEOUT, unsigned(options.connection_timeout.count()),
-      // Headers and the receive buffer live in this per-connection pool;
-      // bodies are copied out as they arrive, so it stays small: 16 KiB
-      // takes request headers of up to about 14 KiB (a 431 beyond). It is
-      // what a client that sends headers and never ends them pins, so it
-      // times max_connections bounds that: 2048 x 16 KiB = 32 MiB. Only
-      // the pages written are committed; an idle connection costs ~5 KiB.
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(16 * 1024),
-      MHD_OPTION_NOTIFY_COMPLETED, &Impl::on_completed, this,
-      MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
-      MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr,
-      MHD_OPTION_END);
+  mhd = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::on_request, this, MHD_OPTION_LISTEN_SOCKET,
+                         MHD_socket(listen_fd), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+                         connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, unsigned(options.connection_timeout.count()),
+                         // Headers and the receive buffer live in this per-connection pool;
+                         // bodies are copied out as they arrive, so it stays small: 16 KiB
+                         // takes request headers of up to about 14 KiB (a 431 beyond). It is
+                         // what a client that sends headers and never ends them pins, so it
+                         // times max_connections bounds that: 2048 x 16 KiB = 32 MiB. Only
+                         // the pages written are committed; an idle connection costs ~5 KiB.
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+                         &Impl::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
+                         MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
     error = "libmicrohttpd refused to start on " + options.socket_path;
     admin_queue.reset();
@@ -349,8 +341,8 @@ bool ApiServer::Impl::start(std::string& error) {
   }
   sweep_stop = false;
   sweeper = std::thread([this] { sweep_loop(); });
-  spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)",
-               options.socket_path, threads, connection_limit, options.header_timeout.count());
+  spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
+               threads, connection_limit, options.header_timeout.count());
   return true;
 }
 
@@ -384,8 +376,8 @@ void ApiServer::Impl::sweep_loop() {
     room = full ? std::min<std::size_t>(std::max<std::size_t>(room * 2, 1), connection_limit / 8 + 1) : 0;
     auto r = connections.sweep(Clock::now(), options.header_timeout, room, kEvictGrace);
     if (r.timed_out || r.evicted)
-      spdlog::debug("api: closed {} connections without request headers after {}s, {} to make room",
-                    r.timed_out, options.header_timeout.count(), r.evicted);
+      spdlog::debug("api: closed {} connections without request headers after {}s, {} to make room", r.timed_out,
+                    options.header_timeout.count(), r.evicted);
   }
 }
 
@@ -410,9 +402,8 @@ void ApiServer::Impl::stop() {
   bound_path = false;
 }
 
-enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, const char* url,
-                                            const char* method, const char*,
-                                            const char* upload_data, size_t* upload_data_size,
+enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
+                                            const char*, const char* upload_data, size_t* upload_data_size,
                                             void** con_cls) {
   auto* self = static_cast<Impl*>(cls);
   auto* st = static_cast<RequestState*>(*con_cls);
@@ -451,14 +442,13 @@ enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, 
   return MHD_YES;
 }
 
-enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st,
-                                            const char* url, const char* method) {
+enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st, const char* url,
+                                            const char* method) {
   http::Match m = router.match(url, method);
   if (!m.route) return refuse(conn, st, http::error(http::kNotFound, fmt::format("no route {}", url)));
   st.route_id = m.route->id;
   if (!m.entry) {
-    auto r = http::error(http::kMethodNotAllowed,
-                         fmt::format("{} does not take {}", m.route->path, method));
+    auto r = http::error(http::kMethodNotAllowed, fmt::format("{} does not take {}", m.route->path, method));
     r.headers.emplace_back("Allow", http::Router::allow(*m.route));
     return refuse(conn, st, std::move(r));
   }
@@ -476,9 +466,9 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     if (ec != std::errc() || p != s.data() + s.size())
       return refuse(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
     if (announced > st.body_limit)
-      return refuse(conn, st, http::error(http::kTooLarge,
-                                           fmt::format("body of {} bytes is over the limit of {} for {} {}",
-                                                       announced, st.body_limit, method, m.route->path)));
+      return refuse(conn, st,
+                    http::error(http::kTooLarge, fmt::format("body of {} bytes is over the limit of {} for {} {}",
+                                                             announced, st.body_limit, method, m.route->path)));
   }
 
   // Admin access is decided before the body is received.
@@ -487,17 +477,16 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     std::optional<http::PeerCred> peer = info ? http::peer_of(info->connect_fd) : std::nullopt;
     if (!peer || !http::is_admin(*peer, current_admin_gid())) {
       std::string who = peer ? fmt::format("uid {}", peer->uid) : std::string("unknown peer");
-      return refuse(conn, st, http::error(http::kForbidden,
-                                           fmt::format("{} needs root or the admin group ({})",
-                                                       m.route->path, who)));
+      return refuse(
+          conn, st,
+          http::error(http::kForbidden, fmt::format("{} needs root or the admin group ({})", m.route->path, who)));
     }
   }
 
   // Room for the body is taken as its bytes arrive, so holding room costs
   // a client the sending of them; one that could not fit now is told so
   // before it sends anything.
-  if (announced > 0 && !bodies.fits(st.body_kind, announced))
-    return refuse(conn, st, busy(bodies.cap(st.body_kind)));
+  if (announced > 0 && !bodies.fits(st.body_kind, announced)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
 
   st.request.method = method;
   st.request.path = url;
@@ -514,9 +503,12 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
 
 std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
   switch (kind) {
-    case http::Body::none: return kStrayBodyBytes;
-    case http::Body::query: return options.max_query_body_bytes;
-    case http::Body::upload: return options.max_body_bytes;
+    case http::Body::none:
+      return kStrayBodyBytes;
+    case http::Body::query:
+      return options.max_query_body_bytes;
+    case http::Body::upload:
+      return options.max_body_bytes;
   }
   return kStrayBodyBytes;
 }
@@ -534,8 +526,8 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
     }
   }
   if (st.dropped != RequestState::Dropped::no && st.received > st.body_limit + kDrainBytes) {
-    spdlog::debug("api: {} {}: closing the connection, its body goes on past the limit of {}",
-                  st.request.method, st.request.path, st.body_limit);
+    spdlog::debug("api: {} {}: closing the connection, its body goes on past the limit of {}", st.request.method,
+                  st.request.path, st.body_limit);
     return MHD_NO;
   }
   return MHD_YES;
@@ -551,9 +543,9 @@ void ApiServer::Impl::drop_body(RequestState& st, RequestState::Dropped why) {
 enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st) {
   if (st.early) return respond(conn, st, std::move(*st.early));
   if (st.dropped == RequestState::Dropped::too_large)
-    return respond(conn, st, http::error(http::kTooLarge,
-                                         fmt::format("body is over the limit of {} bytes for {} {}",
-                                                     st.body_limit, st.request.method, st.request.path)));
+    return respond(conn, st,
+                   http::error(http::kTooLarge, fmt::format("body is over the limit of {} bytes for {} {}",
+                                                            st.body_limit, st.request.method, st.request.path)));
   if (st.dropped == RequestState::Dropped::busy) return respond(conn, st, busy(bodies.cap(st.body_kind)));
   if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
 
@@ -576,8 +568,7 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   return MHD_NO;
 }
 
-http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry,
-                                            http::Request& request) {
+http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry, http::Request& request) {
   try {
     return entry.handler(context, request);
   } catch (const std::exception& e) {
@@ -631,8 +622,7 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
   return ok;
 }
 
-void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_cls,
-                                   enum MHD_RequestTerminationCode) {
+void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_cls, enum MHD_RequestTerminationCode) {
   auto* self = static_cast<Impl*>(cls);
   if (auto* st = static_cast<RequestState*>(*con_cls)) {
     self->bodies.give(st->charged);

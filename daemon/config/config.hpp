@@ -31,21 +31,21 @@ struct ExpiryConfig {
 // What clients may ask of the socket (daemon/api/server.hpp has the why of
 // each default).
 struct LimitsConfig {
-  std::uint64_t max_body_bytes = 256ull << 20;        // an uploaded shard or bundle
-  std::uint64_t max_query_body_bytes = 10ull << 20;   // a batch query (100,000 hashes fit)
-  std::uint64_t max_body_memory = 288ull << 20;       // all bodies held at once
+  std::uint64_t max_body_bytes = 256ull << 20;       // an uploaded shard or bundle
+  std::uint64_t max_query_body_bytes = 10ull << 20;  // a batch query (100,000 hashes fit)
+  std::uint64_t max_body_memory = 288ull << 20;      // all bodies held at once
   unsigned max_connections = 2048;
   std::chrono::seconds request_timeout = std::chrono::seconds(30);
   std::chrono::seconds header_timeout = std::chrono::seconds(10);  // to send a request's headers
 };
 
 struct GlobalDedupConfig {
-  std::chrono::seconds key_rotation = std::chrono::hours(24);  // how long one reply key lives
+  std::chrono::seconds key_rotation = std::chrono::hours(24);      // how long one reply key lives
   std::chrono::seconds reply_expiry = std::chrono::hours(24 * 7);  // expiry written into replies
 };
 
 struct Config {
-  std::filesystem::path state_dir;   // the LMDB index lives in state_dir/index
+  std::filesystem::path state_dir;  // the LMDB index lives in state_dir/index
   std::filesystem::path socket;
   std::vector<WatchDir> watch;
   ExpiryConfig expiry;

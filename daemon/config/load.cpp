@@ -48,9 +48,10 @@ class Loader {
       else if (name == "log_level") log_level(name, v, c.log_level);
       else if (name == "limits") limits(name, v, c.limits);
       else if (name == "global_dedup") global_dedup(name, v, c.global_dedup);
-      else unknown(name, it->first,
-                   "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                   "limits, global_dedup");
+      else
+        unknown(name, it->first,
+                "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
+                "limits, global_dedup");
     }
   }
 
@@ -75,8 +76,11 @@ class Loader {
 
   bool scalar(const std::string& key, const YAML::Node& v, const char* what, std::string& out) {
     if (!v.IsScalar() || v.Scalar().empty()) {
-      fail(key, v, std::string("expected ") + what +
-                       (v.IsSequence() ? ", got a list" : v.IsMap() ? ", got a mapping" : ", got nothing"));
+      fail(key, v,
+           std::string("expected ") + what +
+               (v.IsSequence() ? ", got a list"
+                : v.IsMap()    ? ", got a mapping"
+                               : ", got nothing"));
       return false;
     }
     out = v.Scalar();
@@ -124,8 +128,7 @@ class Loader {
     if (!scalar(key, v, "a duration such as \"30s\" or \"7d\"", s)) return;
     auto d = parse_duration(s);
     if (auto* e = std::get_if<ParseError>(&d)) return fail(key, v, e->message);
-    if (std::get<std::chrono::seconds>(d) < min)
-      return fail(key, v, "must be at least " + format_duration(min));
+    if (std::get<std::chrono::seconds>(d) < min) return fail(key, v, "must be at least " + format_duration(min));
     out = std::get<std::chrono::seconds>(d);
   }
   void size(const std::string& key, const YAML::Node& v, std::uint64_t& out, std::uint64_t min = 0) {
@@ -212,8 +215,7 @@ class Loader {
       else if (name == "max_body_memory") {
         size(k, it->second, out.max_body_memory);
         memory_line = key_line_;
-      }
-      else if (name == "max_connections") count<unsigned>(k, it->second, out.max_connections, 1);
+      } else if (name == "max_connections") count<unsigned>(k, it->second, out.max_connections, 1);
       else if (name == "request_timeout") duration(k, it->second, out.request_timeout, std::chrono::seconds(1));
       else if (name == "header_timeout") duration(k, it->second, out.header_timeout, std::chrono::seconds(1));
       else unknown(k, it->first, kKnown);
@@ -222,8 +224,8 @@ class Loader {
     // get only what room for an upload leaves (daemon/api/server.hpp).
     if (errors.size() == errors_before && out.max_body_memory < out.max_body_bytes + out.max_query_body_bytes)
       errors.push_back({key + ".max_body_memory", memory_line,
-                        "must be at least max_body_bytes + max_query_body_bytes (" +
-                            format_size(out.max_body_bytes) + " + " + format_size(out.max_query_body_bytes) +
+                        "must be at least max_body_bytes + max_query_body_bytes (" + format_size(out.max_body_bytes) +
+                            " + " + format_size(out.max_query_body_bytes) +
                             "), so that one upload of the largest size and one batch query fit at once"});
   }
 
@@ -259,8 +261,7 @@ void check_consistency(const Config& c, std::vector<ConfigError>& errors) {
     for (const auto& w : c.watch) {
       auto rel = c.quarantine_dir->lexically_relative(w.path);
       if (!rel.empty() && *rel.begin() != "..")
-        errors.push_back({"quarantine_dir", 0,
-                          "must not be inside the watched directory " + w.path.string()});
+        errors.push_back({"quarantine_dir", 0, "must not be inside the watched directory " + w.path.string()});
     }
 }
 

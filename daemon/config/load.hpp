@@ -13,8 +13,8 @@
 namespace dedupd::daemon {
 
 struct ConfigError {
-  std::string key;   // empty for whole-document problems (syntax, not a map)
-  int line = 0;      // 1-based; 0 when unknown
+  std::string key;  // empty for whole-document problems (syntax, not a map)
+  int line = 0;     // 1-based; 0 when unknown
   std::string message;
 
   // "<file>:<line>: <key>: <message>"

@@ -16,9 +16,7 @@ bool split_number(std::string_view text, std::uint64_t& number, std::string_view
   return true;
 }
 
-bool multiply_fits(std::uint64_t a, std::uint64_t b, std::uint64_t limit) {
-  return b == 0 || a <= limit / b;
-}
+bool multiply_fits(std::uint64_t a, std::uint64_t b, std::uint64_t limit) { return b == 0 || a <= limit / b; }
 
 }  // namespace
 
@@ -36,20 +34,18 @@ Parsed<std::chrono::seconds> parse_duration(std::string_view text) {
   else if (unit.empty())
     return ParseError{"bad duration \"" + std::string(text) + "\": a unit is required (s, m, h, d)"};
   else
-    return ParseError{"bad duration \"" + std::string(text) + "\": unknown unit \"" +
-                      std::string(unit) + "\" (use s, m, h or d)"};
+    return ParseError{"bad duration \"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
+                      "\" (use s, m, h or d)"};
   // Keep far inside time_t so adding to "now" never overflows.
   constexpr std::uint64_t kMax = std::uint64_t(std::numeric_limits<std::int64_t>::max()) / 4;
-  if (!multiply_fits(n, scale, kMax))
-    return ParseError{"bad duration \"" + std::string(text) + "\": too large"};
+  if (!multiply_fits(n, scale, kMax)) return ParseError{"bad duration \"" + std::string(text) + "\": too large"};
   return std::chrono::seconds(std::int64_t(n * scale));
 }
 
 Parsed<std::optional<std::chrono::seconds>> parse_duration_or_never(std::string_view text) {
   if (text == "never") return std::optional<std::chrono::seconds>{};
   auto d = parse_duration(text);
-  if (auto* e = std::get_if<ParseError>(&d))
-    return ParseError{e->message + ", or \"never\""};
+  if (auto* e = std::get_if<ParseError>(&d)) return ParseError{e->message + ", or \"never\""};
   return std::optional<std::chrono::seconds>(std::get<std::chrono::seconds>(d));
 }
 
@@ -64,22 +60,34 @@ Parsed<std::uint64_t> parse_size(std::string_view text) {
     char prefix = unit.front();
     std::string_view rest = unit.substr(1);
     switch (prefix) {
-      case 'K': case 'k': scale = 1ull << 10; break;
-      case 'M': scale = 1ull << 20; break;
-      case 'G': scale = 1ull << 30; break;
-      case 'T': scale = 1ull << 40; break;
-      case 'B': scale = 1; rest = unit; break;
+      case 'K':
+      case 'k':
+        scale = 1ull << 10;
+        break;
+      case 'M':
+        scale = 1ull << 20;
+        break;
+      case 'G':
+        scale = 1ull << 30;
+        break;
+      case 'T':
+        scale = 1ull << 40;
+        break;
+      case 'B':
+        scale = 1;
+        rest = unit;
+        break;
       default:
-        return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" +
-                          std::string(unit) + "\" (use K, M, G or T)"};
+        return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
+                          "\" (use K, M, G or T)"};
     }
     if (prefix == 'B') {
       if (rest != "B")
-        return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" +
-                          std::string(unit) + "\" (use K, M, G or T)"};
+        return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
+                          "\" (use K, M, G or T)"};
     } else if (!(rest.empty() || rest == "B" || rest == "iB")) {
-      return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" +
-                        std::string(unit) + "\" (use K, M, G or T)"};
+      return ParseError{"bad size \"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
+                        "\" (use K, M, G or T)"};
     }
   }
   if (!multiply_fits(n, scale, std::numeric_limits<std::uint64_t>::max()))

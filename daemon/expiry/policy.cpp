@@ -5,8 +5,7 @@
 
 namespace dedupd::daemon::expiry {
 
-std::optional<std::uint64_t> deletion_time(const ShardRecord& s,
-                                           std::optional<std::chrono::seconds> grace) {
+std::optional<std::uint64_t> deletion_time(const ShardRecord& s, std::optional<std::chrono::seconds> grace) {
   if (!s.expiry || !grace) return std::nullopt;
   return *s.expiry + std::uint64_t(grace->count());
 }
@@ -23,8 +22,7 @@ std::vector<FileDue> files_past_grace(const std::vector<ShardRecord>& shards, st
   return out;
 }
 
-std::optional<std::uint64_t> next_deletion(const std::vector<ShardRecord>& shards,
-                                           std::uint64_t now,
+std::optional<std::uint64_t> next_deletion(const std::vector<ShardRecord>& shards, std::uint64_t now,
                                            std::optional<std::chrono::seconds> grace) {
   std::optional<std::uint64_t> next;
   for (const auto& s : shards) {

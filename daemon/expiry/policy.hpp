@@ -18,10 +18,10 @@ namespace dedupd::daemon::expiry {
 // What the policy needs to know of one shard record of the index.
 struct ShardRecord {
   shard::Hash hash;
-  bool live = true;                    // false: its entries already left at expiry
-  std::optional<std::uint64_t> expiry; // unix seconds; nullopt: never expires
-  std::uint64_t created = 0;           // unix seconds; 0 unknown
-  std::vector<std::string> paths;      // files it was read from
+  bool live = true;                     // false: its entries already left at expiry
+  std::optional<std::uint64_t> expiry;  // unix seconds; nullopt: never expires
+  std::uint64_t created = 0;            // unix seconds; 0 unknown
+  std::vector<std::string> paths;       // files it was read from
 };
 
 struct FileDue {
@@ -31,16 +31,14 @@ struct FileDue {
 
 // When the file of an expired shard may go: expiry + grace (nullopt when
 // the shard never expires or files are kept forever).
-std::optional<std::uint64_t> deletion_time(const ShardRecord& s,
-                                           std::optional<std::chrono::seconds> grace);
+std::optional<std::uint64_t> deletion_time(const ShardRecord& s, std::optional<std::chrono::seconds> grace);
 
 // Files of expired shards whose grace has ended at `now`, in record order.
 std::vector<FileDue> files_past_grace(const std::vector<ShardRecord>& shards, std::uint64_t now,
                                       std::optional<std::chrono::seconds> grace);
 
 // The earliest future moment a file of these (expired) shards becomes due.
-std::optional<std::uint64_t> next_deletion(const std::vector<ShardRecord>& shards,
-                                           std::uint64_t now,
+std::optional<std::uint64_t> next_deletion(const std::vector<ShardRecord>& shards, std::uint64_t now,
                                            std::optional<std::chrono::seconds> grace);
 
 // One shard's share of the disk for the size cap.

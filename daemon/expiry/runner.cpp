@@ -22,8 +22,7 @@ T value_or_throw(index::Result<T> r, const char* what) {
 }
 
 ShardRecord to_record(const index::ShardInfo& s) {
-  return ShardRecord{s.hash, s.state == index::ShardState::live, s.expiry,
-                     s.created.value_or(0), s.paths};
+  return ShardRecord{s.hash, s.state == index::ShardState::live, s.expiry, s.created.value_or(0), s.paths};
 }
 
 }  // namespace
@@ -79,8 +78,7 @@ bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool
     return false;
   }
   std::int64_t mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  if (!S_ISREG(st.st_mode) || std::uint64_t(st.st_size) != (*source)->size ||
-      mtime_ns != (*source)->mtime_ns) {
+  if (!S_ISREG(st.st_mode) || std::uint64_t(st.st_size) != (*source)->size || mtime_ns != (*source)->mtime_ns) {
     spdlog::info("keeping {}: it changed since shard {} was read from it", path, shard);
     return false;
   }
@@ -91,8 +89,7 @@ bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool
   }
   counters_.files_deleted++;
   spdlog::info("deleted {} (shard {}, expired)", path, shard);
-  if (auto st2 = index_.forget_source(path); !st2)
-    spdlog::warn("cannot forget {} in the index: {}", path, st2.error());
+  if (auto st2 = index_.forget_source(path); !st2) spdlog::warn("cannot forget {} in the index: {}", path, st2.error());
   return true;
 }
 

@@ -19,14 +19,22 @@ namespace fs = std::filesystem;
 
 const char* to_string(FileOutcome o) {
   switch (o) {
-    case FileOutcome::added: return "added";
-    case FileOutcome::already_present: return "already_present";
-    case FileOutcome::previously_gone: return "previously_gone";
-    case FileOutcome::expired: return "expired";
-    case FileOutcome::unchanged: return "unchanged";
-    case FileOutcome::rejected: return "rejected";
-    case FileOutcome::vanished: return "vanished";
-    case FileOutcome::failed: return "failed";
+    case FileOutcome::added:
+      return "added";
+    case FileOutcome::already_present:
+      return "already_present";
+    case FileOutcome::previously_gone:
+      return "previously_gone";
+    case FileOutcome::expired:
+      return "expired";
+    case FileOutcome::unchanged:
+      return "unchanged";
+    case FileOutcome::rejected:
+      return "rejected";
+    case FileOutcome::vanished:
+      return "vanished";
+    case FileOutcome::failed:
+      return "failed";
   }
   return "?";
 }
@@ -67,8 +75,7 @@ FileOutcome Ingester::still_being_written(const fs::path& path) {
   return FileOutcome::vanished;
 }
 
-FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::SourceInfo& source,
-                                        std::uint64_t now) {
+FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::SourceInfo& source, std::uint64_t now) {
   auto t0 = std::chrono::steady_clock::now();
   ReadLease lease(path);
   if (lease.state() == ReadLease::State::busy) return still_being_written(path);
@@ -98,8 +105,7 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
   return record(*result, path, ms_since(t0));
 }
 
-FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::SourceInfo& source,
-                                         std::uint64_t now) {
+FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::SourceInfo& source, std::uint64_t now) {
   ReadLease lease(path);
   if (lease.state() == ReadLease::State::busy) return still_being_written(path);
   auto mapped = shard::MappedFile::open(path);
@@ -177,8 +183,8 @@ FileOutcome Ingester::record(const index::IngestResult& r, const fs::path& path,
     case index::IngestOutcome::added:
       counters_.shards_ingested++;
       counters_.chunks_ingested += r.chunks;
-      spdlog::info("indexed {}: shard {}, {} xorbs, {} chunks ({} new entries), {} files in {:.1f} ms",
-                   path, r.shard, r.xorbs, r.chunks, r.new_chunk_entries, r.files, ms);
+      spdlog::info("indexed {}: shard {}, {} xorbs, {} chunks ({} new entries), {} files in {:.1f} ms", path, r.shard,
+                   r.xorbs, r.chunks, r.new_chunk_entries, r.files, ms);
       return FileOutcome::added;
     case index::IngestOutcome::already_present:
       counters_.shards_duplicate++;
@@ -194,8 +200,7 @@ FileOutcome Ingester::record(const index::IngestResult& r, const fs::path& path,
   return FileOutcome::failed;
 }
 
-IngestResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name,
-                                     std::uint64_t now) {
+IngestResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now) {
   // The shards of the body: the body itself, or a bundle's *.mdb members.
   struct Part {
     std::string name;

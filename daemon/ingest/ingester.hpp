@@ -39,17 +39,14 @@ class Ingester {
 
   // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
   // An explicit upload brings back a shard removed earlier (unless expired).
-  IngestResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name,
-                             std::uint64_t now);
+  IngestResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now);
 
  private:
-  FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source,
-                                std::uint64_t now);
-  FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source,
-                                 std::uint64_t now);
+  FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
+  FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
   FileOutcome still_being_written(const std::filesystem::path& path);
-  FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source,
-                     shard::Error error, std::uint64_t now, bool quarantine = true);
+  FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source, shard::Error error,
+                     std::uint64_t now, bool quarantine = true);
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
 
   index::Index& index_;

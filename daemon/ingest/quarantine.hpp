@@ -11,7 +11,7 @@ namespace dedupd::daemon {
 // Moves `file` into `dir` (created if missing) under its own name, or
 // "<name>.1", "<name>.2", ... when taken. Works across file systems.
 // Returns the new path, or a message.
-std::variant<std::filesystem::path, std::string> move_to_quarantine(
-    const std::filesystem::path& file, const std::filesystem::path& dir);
+std::variant<std::filesystem::path, std::string> move_to_quarantine(const std::filesystem::path& file,
+                                                                    const std::filesystem::path& dir);
 
 }  // namespace dedupd::daemon

@@ -10,8 +10,7 @@ shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, st
   bool named_by_hash = !name.empty() && shard::is_shard_file_name(name);
   shard::IntegrityOptions options;
   options.file_name = named_by_hash;
-  auto problems = shard::check_integrity(*view, named_by_hash ? std::optional(name) : std::nullopt,
-                                         options);
+  auto problems = shard::check_integrity(*view, named_by_hash ? std::optional(name) : std::nullopt, options);
   if (!problems.empty()) return problems.front();
   ValidShard out{*view, std::nullopt};
   if (named_by_hash) {

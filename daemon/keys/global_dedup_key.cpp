@@ -28,8 +28,7 @@ void GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
   std::string text;
   if (in >> created >> text) {
     auto key = shard::Hash::parse(text);
-    if (key && !key->is_zero() && created <= now &&
-        now - created < std::uint64_t(rotation_.count())) {
+    if (key && !key->is_zero() && created <= now && now - created < std::uint64_t(rotation_.count())) {
       std::lock_guard lock(mutex_);
       key_ = *key;
       created_ = created;
@@ -52,8 +51,7 @@ void GlobalDedupKeyStore::create(std::uint64_t now) {
   fs::path tmp = file_;
   tmp += ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
   std::string line = std::to_string(now) + " " + key.to_string() + "\n";
   bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) && ::fsync(fd) == 0;
   ::close(fd);

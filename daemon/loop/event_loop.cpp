@@ -11,9 +11,7 @@
 namespace dedupd::daemon {
 
 namespace {
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
+[[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
 }  // namespace
 
 EventLoop::EventLoop() {
@@ -57,7 +55,7 @@ void EventLoop::run_once(std::chrono::milliseconds timeout) {
   for (int i = 0; i < n; ++i) {
     auto it = handlers_.find(events[i].data.fd);
     if (it == handlers_.end()) continue;  // unwatched by an earlier handler
-    Handler h = it->second;  // a handler may unwatch itself
+    Handler h = it->second;               // a handler may unwatch itself
     h();
   }
 }

@@ -18,8 +18,7 @@ std::variant<int, NoActivation, ActivationError> activated_socket() {
   int fd = SD_LISTEN_FDS_START;
   int r = sd_is_socket_unix(fd, SOCK_STREAM, 1, nullptr, 0);
   if (r < 0) return ActivationError{std::string("checking the passed socket: ") + std::strerror(-r)};
-  if (r == 0)
-    return ActivationError{"the socket systemd passed is not a listening AF_UNIX stream socket"};
+  if (r == 0) return ActivationError{"the socket systemd passed is not a listening AF_UNIX stream socket"};
   return fd;
 }
 

@@ -20,9 +20,8 @@ namespace {
 
 // Complete files arrive by close-after-write or by rename/move in; new
 // directories by create or move in; the rest keeps the wd map truthful.
-constexpr std::uint32_t kDirMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_MOVED_FROM |
-                                   IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW |
-                                   IN_EXCL_UNLINK;
+constexpr std::uint32_t kDirMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_MOVED_FROM | IN_DELETE_SELF |
+                                   IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK;
 
 bool is_under(const fs::path& path, const fs::path& root) {
   auto rel = path.lexically_relative(root);
@@ -104,8 +103,7 @@ std::vector<Candidate> Watcher::scan() {
   std::vector<Candidate> found;
   for (const auto& r : roots_) {
     if (!fs::is_directory(r.path)) {
-      if (std::find(warned_missing_.begin(), warned_missing_.end(), r.path.native()) ==
-          warned_missing_.end()) {
+      if (std::find(warned_missing_.begin(), warned_missing_.end(), r.path.native()) == warned_missing_.end()) {
         spdlog::warn("watched directory {} does not exist (yet); will look again", r.path);
         warned_missing_.push_back(r.path.native());
       }
@@ -113,11 +111,10 @@ std::vector<Candidate> Watcher::scan() {
     }
     add_tree(r.path, r.recursive, &found);
   }
-  std::sort(found.begin(), found.end(),
-            [](const Candidate& a, const Candidate& b) { return a.path < b.path; });
-  found.erase(std::unique(found.begin(), found.end(),
-                          [](const Candidate& a, const Candidate& b) { return a.path == b.path; }),
-              found.end());
+  std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.path < b.path; });
+  found.erase(
+      std::unique(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.path == b.path; }),
+      found.end());
   return found;
 }
 
@@ -167,8 +164,7 @@ WatchBatch Watcher::read_events() {
       fs::path full = dir.path / ev->name;
       if (ev->mask & IN_ISDIR) {
         if (ev->mask & IN_MOVED_FROM) forget_subtree(full);
-        else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && dir.recursive)
-          add_tree(full, true, &batch.ready);
+        else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && dir.recursive) add_tree(full, true, &batch.ready);
         continue;
       }
       if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) {

@@ -98,7 +98,10 @@ void add(Row r) {
   std::string ratio = std::isnan(r.baseline) || r.baseline == 0 ? "-" : num(r.value / r.baseline);
   std::printf("  %-38s %12s %12s %7s  %-24s %s %s\n", (r.metric + " (" + r.unit + ")").c_str(), num(r.value).c_str(),
               num(r.baseline).c_str(), ratio.c_str(), r.goal.c_str(),
-              r.met < 0 ? "" : r.met ? "met" : "MISSED", r.note.c_str());
+              r.met < 0 ? ""
+              : r.met   ? "met"
+                        : "MISSED",
+              r.note.c_str());
   std::fflush(stdout);
   rows.push_back(std::move(r));
 }
@@ -150,21 +153,22 @@ Mem mem_of(pid_t pid) {
 // smaps_rollup every 500 ms.
 class MemSampler {
  public:
-  explicit MemSampler(pid_t pid) : pid_(pid), t_([this] {
-      for (unsigned n = 0; on_; ++n) {
-        Mem m;
-        if (n % 25 == 0) m = mem_of(pid_);
-        m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
-        {
-          std::lock_guard l(mu_);
-          peak_.rss = std::max(peak_.rss, m.rss);
-          peak_.private_clean = std::max(peak_.private_clean, m.private_clean);
-          peak_.private_dirty = std::max(peak_.private_dirty, m.private_dirty);
-          peak_.anonymous = std::max(peak_.anonymous, m.anonymous);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }) {}
+  explicit MemSampler(pid_t pid)
+      : pid_(pid), t_([this] {
+          for (unsigned n = 0; on_; ++n) {
+            Mem m;
+            if (n % 25 == 0) m = mem_of(pid_);
+            m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
+            {
+              std::lock_guard l(mu_);
+              peak_.rss = std::max(peak_.rss, m.rss);
+              peak_.private_clean = std::max(peak_.private_clean, m.private_clean);
+              peak_.private_dirty = std::max(peak_.private_dirty, m.private_dirty);
+              peak_.anonymous = std::max(peak_.anonymous, m.anonymous);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }) {}
   Mem stop() {
     on_ = false;
     t_.join();
@@ -244,7 +248,9 @@ struct Daemon {
     auto t0 = Clock::now();
     int code = proc.stop(std::chrono::seconds(120));
     double s = secs(t0, Clock::now());
-    if (code != 0) die("dedupd did not stop cleanly (exit " + std::to_string(code) + " after " + std::to_string(s) + " s); see " + log.string());
+    if (code != 0)
+      die("dedupd did not stop cleanly (exit " + std::to_string(code) + " after " + std::to_string(s) + " s); see " +
+          log.string());
     return s;
   }
 };
@@ -304,9 +310,12 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   utsname un{};
   ::uname(&un);
-  nlohmann::json machine = {{"nproc", std::thread::hardware_concurrency()}, {"cpu", cpu_model()},
-                            {"ram_gib", double(mem_total_kib()) / (1 << 20)}, {"kernel", un.release},
-                            {"date", date}, {"load1_at_start", load1()}};
+  nlohmann::json machine = {{"nproc", std::thread::hardware_concurrency()},
+                            {"cpu", cpu_model()},
+                            {"ram_gib", double(mem_total_kib()) / (1 << 20)},
+                            {"kernel", un.release},
+                            {"date", date},
+                            {"load1_at_start", load1()}};
   std::printf("bench_e2e: %llu chunk entries, %s; %u CPUs (%s), %.1f GiB RAM, load %.2f; under %s\n",
               (unsigned long long)total, date, std::thread::hardware_concurrency(), cpu_model().c_str(),
               double(mem_total_kib()) / (1 << 20), load1(), root.c_str());
@@ -329,7 +338,9 @@ int main(int argc, char** argv) {
     bool keyed = keyed_done < keyed_share && (rng() % 3 == 0 || planned + keyed_share - keyed_done >= total);
     std::uint32_t per = 6144 + std::uint32_t(rng() % 2049);
     std::uint32_t xorbs = keyed ? 1 + std::uint32_t(rng() % 4) : 8 + std::uint32_t(rng() % 121);
-    if (quick) per = 1024 + std::uint32_t(rng() % 1025), xorbs = keyed ? 1 + std::uint32_t(rng() % 2) : 4 + std::uint32_t(rng() % 12);
+    if (quick)
+      per = 1024 + std::uint32_t(rng() % 1025),
+      xorbs = keyed ? 1 + std::uint32_t(rng() % 2) : 4 + std::uint32_t(rng() % 12);
     std::uint64_t left = total - planned;
     if (std::uint64_t(xorbs) * per > left) xorbs = std::max<std::uint32_t>(1, std::uint32_t(left / per));
     if (std::uint64_t(xorbs) * per > left) per = std::uint32_t(left);
@@ -361,8 +372,11 @@ int main(int argc, char** argv) {
               n_keyed, keys.size(), double(bytes_total) / (1 << 20), (unsigned long long)planned,
               secs(t_gen, Clock::now()));
   std::shuffle(queries.begin(), queries.end(), rng);
-  extra["dataset"] = {{"shards", plan.size()}, {"keyed_shards", n_keyed}, {"keys", keys.size()},
-                      {"entries", planned}, {"file_bytes", bytes_total}};
+  extra["dataset"] = {{"shards", plan.size()},
+                      {"keyed_shards", n_keyed},
+                      {"keys", keys.size()},
+                      {"entries", planned},
+                      {"file_bytes", bytes_total}};
 
   // ------------------------------------------------------------ baseline: bare LMDB inserts
   // The same stored hashes, 32-byte keys and 16-byte values, one write
@@ -526,12 +540,12 @@ int main(int argc, char** argv) {
   mdb_txn_abort(rtxn);
 
   // ------------------------------------------------------------ disk
-  struct stat sb{};
+  struct stat sb {};
   fs::path data_mdb = root / "state" / "index" / "data.mdb";
   ::stat(data_mdb.c_str(), &sb);
   const double disk_per_entry = double(sb.st_size) / entries;
   const double blocks_per_entry = double(sb.st_blocks) * 512.0 / entries;
-  struct stat bsb{};
+  struct stat bsb {};
   ::stat((bare_dir / "data.mdb").c_str(), &bsb);
   const double bare_per_entry = double(bsb.st_size) / double(bare_entries);
   mdb_env_close(bare);
@@ -560,7 +574,8 @@ int main(int argc, char** argv) {
     std::ifstream f(d.log);
     std::string line;
     while (std::getline(f, line))
-      if (auto at = line.find("ready in "); at != std::string::npos) ready_self.push_back(std::atof(line.c_str() + at + 9));
+      if (auto at = line.find("ready in "); at != std::string::npos)
+        ready_self.push_back(std::atof(line.c_str() + at + 9));
     if (ready_self.size() > 3) ready_self.erase(ready_self.begin(), ready_self.end() - 3);
     std::sort(ready_self.begin(), ready_self.end());
   }
@@ -614,7 +629,8 @@ int main(int argc, char** argv) {
   const double mib = 1024.0;
   std::printf("\n  %-38s %12s %12s %7s  %-24s\n", "metric", "dedupd", "baseline", "ratio", "goal");
   add({"ingest, file appears -> queryable", "entries/s", ingest_rate, bare_insert_rate, ">= 1 M/s, >= 0.5x bare",
-       ingest_rate >= 1e6 && ingest_rate >= 0.5 * bare_insert_rate, "baseline: bare mdb_put loop, txn+fsync per shard"});
+       ingest_rate >= 1e6 && ingest_rate >= 0.5 * bare_insert_rate,
+       "baseline: bare mdb_put loop, txn+fsync per shard"});
   add({"ingest, per dedupd CPU second", "entries/cpu-s", double(planned) / ingest_cpu, NAN, "", -1,
        "dedupd's user+sys CPU during the ingest"});
   add({"single GET p50", "us", single.p50, bare_single.p50, "", -1, "keep-alive curl client; baseline mdb_get"});
@@ -639,10 +655,13 @@ int main(int argc, char** argv) {
            std::max({mem_ingest.private_dirty, mem_query.private_dirty, mem_batch.private_dirty}),
            std::max({mem_ingest.anonymous, mem_query.anonymous, mem_batch.anonymous})};
   add({"private anonymous memory at rest", "MiB", double(mem_rest.anonymous) / mib, NAN, "<= 64 MiB",
-       mem_rest.anonymous <= 64 * 1024, "smaps_rollup Anonymous; empty index: " + std::to_string(mem_empty.anonymous / 1024) + " MiB"});
+       mem_rest.anonymous <= 64 * 1024,
+       "smaps_rollup Anonymous; empty index: " + std::to_string(mem_empty.anonymous / 1024) + " MiB"});
   add({"private anonymous memory, peak under load", "MiB", double(peak.anonymous) / mib, NAN, "<= 64 MiB",
-       peak.anonymous <= 64 * 1024, "ingest " + std::to_string(mem_ingest.anonymous / 1024) + ", single " +
-       std::to_string(mem_query.anonymous / 1024) + ", batch " + std::to_string(mem_batch.anonymous / 1024) + " MiB"});
+       peak.anonymous <= 64 * 1024,
+       "ingest " + std::to_string(mem_ingest.anonymous / 1024) + ", single " +
+           std::to_string(mem_query.anonymous / 1024) + ", batch " + std::to_string(mem_batch.anonymous / 1024) +
+           " MiB"});
   add({"Private_Clean+Private_Dirty at rest", "MiB", double(mem_rest.priv()) / mib, NAN, "", -1,
        "includes mapped data.mdb pages (page cache)"});
   add({"Private_Clean+Private_Dirty, peak", "MiB", double(peak.priv()) / mib, NAN, "", -1, ""});
@@ -656,8 +675,8 @@ int main(int argc, char** argv) {
   nlohmann::json out;
   out["machine"] = machine;
   out["machine"]["load1_at_end"] = load1();
-  out["command"] = "bench_e2e --chunks " + std::to_string(total) + " --keys " + std::to_string(n_keys) +
-                   (quick ? " --quick" : "");
+  out["command"] =
+      "bench_e2e --chunks " + std::to_string(total) + " --keys " + std::to_string(n_keys) + (quick ? " --quick" : "");
   out["extra"] = extra;
   for (const auto& r : rows) {
     nlohmann::json j = {{"metric", r.metric}, {"unit", r.unit}, {"goal", r.goal}, {"note", r.note}};

@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
     mdb_stat(txn, dbi, &st);
     mdb_txn_abort(txn);
     mdb_env_close(env);
-    row("bare LMDB: bytes per 32-byte key + 16 B value", num(double(file_size(bare_dir + "/data.mdb")) / double(st.ms_entries), 1));
+    row("bare LMDB: bytes per 32-byte key + 16 B value",
+        num(double(file_size(bare_dir + "/data.mdb")) / double(st.ms_entries), 1));
   }
   double bare_rate = double(n_entries) / bare_s;
   row("ingest: chunk entries/s (parse+hash+txn)", num(ingest_rate), "");
@@ -216,7 +217,8 @@ int main(int argc, char** argv) {
     // Warm both the same way: one pass of batch lookups first.
     index::BatchResult out;
     for (std::size_t at = 0; at < queries.size(); at += 10'000)
-      (void)(*idx)->lookup_batch(std::span(queries).subspan(at, std::min<std::size_t>(10'000, queries.size() - at)), out);
+      (void)(*idx)->lookup_batch(std::span(queries).subspan(at, std::min<std::size_t>(10'000, queries.size() - at)),
+                                 out);
 
     auto t0 = Clock::now();
     std::size_t found = 0;
@@ -295,7 +297,8 @@ int main(int argc, char** argv) {
     row("batch lookup (misses): /s", num(batch_miss_rate));
     row("bare mdb_get (misses): /s", num(bare_miss));
     row("batch ratio (misses)", num(batch_miss_rate / bare_miss, 2));
-    row("chunk filter: build ms / MiB", num(filter_build_s * 1000, 0) + " / " + num(double(filter->bytes) / (1 << 20), 1),
+    row("chunk filter: build ms / MiB",
+        num(filter_build_s * 1000, 0) + " / " + num(double(filter->bytes) / (1 << 20), 1),
         std::to_string(filter->added) + " entries");
     row("filtered single lookup (hits): /s", num(single_rate_f), "ratio " + num(single_rate_f / bare_single, 2));
     row("filtered batch lookup (hits): /s", num(batch_hit_rate_f), "ratio " + num(batch_hit_rate_f / bare_batch, 2));
@@ -305,8 +308,10 @@ int main(int argc, char** argv) {
   // ---------------------------------------------------------------- space
   row("bytes on disk per chunk entry at ~1 M", num(space_1m, 1), "data.mdb size / entries; goal <= 80");
   row("  of which pages in use per entry at ~1 M", num(used_1m, 1));
-  row("bytes on disk per chunk entry at " + std::to_string(st_full.chunk_entries), num(double(st_full.db_bytes) / double(st_full.chunk_entries), 1), "goal <= 80");
-  row("  of which pages in use per entry", num(double(st_full.map_used - st_full.free_bytes) / double(st_full.chunk_entries), 1));
+  row("bytes on disk per chunk entry at " + std::to_string(st_full.chunk_entries),
+      num(double(st_full.db_bytes) / double(st_full.chunk_entries), 1), "goal <= 80");
+  row("  of which pages in use per entry",
+      num(double(st_full.map_used - st_full.free_bytes) / double(st_full.chunk_entries), 1));
 
   // ---------------------------------------------------------------- open
   {
@@ -328,7 +333,8 @@ int main(int argc, char** argv) {
     if (!(*idx)->remove(extra.hash)) die("remove");
     double remove_64k_full = secs(r0, Clock::now());
     if (remove_64k_at_1m >= 0) row("remove a 65,536-entry shard at ~1 M, ms", num(remove_64k_at_1m * 1000, 1));
-    row("remove a 65,536-entry shard at full size, ms", num(remove_64k_full * 1000, 1), "cost follows the shard, not the index");
+    row("remove a 65,536-entry shard at full size, ms", num(remove_64k_full * 1000, 1),
+        "cost follows the shard, not the index");
 
     auto big = make_shard(810000, big_xorbs, nullptr, 1);
     auto bv = shard::ShardView::parse(big.bytes);

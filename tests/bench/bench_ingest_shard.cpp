@@ -61,16 +61,16 @@ double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::dura
   std::exit(1);
 }
 
-
 // A short sampling period: the peak of one shard lasts well under a second.
 class PeakSampler {
  public:
-  explicit PeakSampler(pid_t pid) : pid_(pid), t_([this] {
-      while (on_) {
-        peak_ = std::max(peak_.load(), rss_anon_of(pid_));
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-    }) {}
+  explicit PeakSampler(pid_t pid)
+      : pid_(pid), t_([this] {
+          while (on_) {
+            peak_ = std::max(peak_.load(), rss_anon_of(pid_));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+        }) {}
   long stop() {
     on_ = false;
     t_.join();
@@ -212,11 +212,11 @@ int main(int argc, char** argv) {
     long peak = sampler.stop();
     worst = std::max(worst, peak);
     sum_wall += wall, sum_cpu += cpu;
-    std::printf("shard %d: %llu entries (%.1f MiB): %.3f s wall, %.3f cpu-s, %.0f k entries/s, %.0f k/cpu-s; "
-                "Anonymous %.1f MiB before, peak %.1f MiB\n",
-                r + 1, (unsigned long long)s.chunks, double(s.bytes.size()) / (1 << 20), wall, cpu,
-                double(s.chunks) / wall / 1e3, double(s.chunks) / cpu / 1e3, double(rest) / 1024,
-                double(peak) / 1024);
+    std::printf(
+        "shard %d: %llu entries (%.1f MiB): %.3f s wall, %.3f cpu-s, %.0f k entries/s, %.0f k/cpu-s; "
+        "Anonymous %.1f MiB before, peak %.1f MiB\n",
+        r + 1, (unsigned long long)s.chunks, double(s.bytes.size()) / (1 << 20), wall, cpu,
+        double(s.chunks) / wall / 1e3, double(s.chunks) / cpu / 1e3, double(rest) / 1024, double(peak) / 1024);
     std::fflush(stdout);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
@@ -226,8 +226,7 @@ int main(int argc, char** argv) {
     ::waitpid(helper, &st, 0);
   }
   std::printf("mean: %.0f k entries/s, %.0f k entries/cpu-s; peak Anonymous %.1f MiB\n",
-              double(shard) * repeat / sum_wall / 1e3, double(shard) * repeat / sum_cpu / 1e3,
-              double(worst) / 1024);
+              double(shard) * repeat / sum_wall / 1e3, double(shard) * repeat / sum_cpu / 1e3, double(worst) / 1024);
   if (proc.stop(std::chrono::seconds(60)) != 0) die("dedupd did not stop cleanly; see " + log.string());
   return 0;
 }

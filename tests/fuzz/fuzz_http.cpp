@@ -59,8 +59,8 @@ shard::Hash hash_of(std::uint64_t seed) {
 
 // A shard of `xorbs` xorbs of 4 chunks; raw hashes from `seed`; one file
 // (with sha256 and verification) over the first xorb when `with_file`.
-std::vector<std::uint8_t> make_shard(std::uint64_t seed, int xorbs, const shard::Key* key,
-                                     std::uint64_t expiry, bool with_file) {
+std::vector<std::uint8_t> make_shard(std::uint64_t seed, int xorbs, const shard::Key* key, std::uint64_t expiry,
+                                     bool with_file) {
   shard::ShardWriter w;
   std::vector<shard::Hash> xorb_hashes;
   for (int x = 0; x < xorbs; ++x) {
@@ -164,7 +164,8 @@ World& the_world() {
                      make_shard(1, 1, &key, 3'000'000'000ull, false)}) {
     auto view = shard::ShardView::parse(bytes);
     require(view.ok(), "seed shard parses");
-    auto r = world->index->ingest(*view, index::SourceInfo{"/seed/" + std::to_string(bytes.size()) + ".mdb", bytes.size(), 1});
+    auto r = world->index->ingest(*view,
+                                  index::SourceInfo{"/seed/" + std::to_string(bytes.size()) + ".mdb", bytes.size(), 1});
     require(r.ok(), "seed shard ingests");
     world->service.shards.push_back(r->shard);
   }
@@ -273,7 +274,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto doc = nlohmann::json::parse(r.body, nullptr, false);
     require(!doc.is_discarded(), "a JSON body parses", r.body);
     if (r.status >= 400) {
-      require(doc.is_object() && doc.contains("error") && doc["error"].is_object(), "an error body has error{}", r.body);
+      require(doc.is_object() && doc.contains("error") && doc["error"].is_object(), "an error body has error{}",
+              r.body);
       require(doc["error"].value("code", "") == http::error_code(r.status), "the error code fits the status", r.body);
     }
   }

@@ -66,7 +66,8 @@ bool lookup_as_writer_makes_it(const ShardView& v, LookupTables mode) {
       return f.file_lookup_offset == fo && f.xorb_lookup_offset == fo && f.chunk_lookup_offset == fo;
     case LookupTables::none_zero_offsets:
       return true;  // options_of picks it only when all offsets are 0
-    case LookupTables::build: break;
+    case LookupTables::build:
+      break;
   }
   LookupTableSet c = canonical_lookup_tables(v);
   if (f.file_lookup_num_entry != c.files.size() || f.xorb_lookup_num_entry != c.xorbs.size() ||
@@ -86,10 +87,9 @@ bool lookup_as_writer_makes_it(const ShardView& v, LookupTables mode) {
 }
 
 bool same_footer_but_lookup(const ShardFooter& a, const ShardFooter& b) {
-  return a.version == b.version && a.file_info_offset == b.file_info_offset &&
-         a.cas_info_offset == b.cas_info_offset && a.chunk_hash_key == b.chunk_hash_key &&
-         a.creation_timestamp == b.creation_timestamp && a.key_expiry == b.key_expiry &&
-         a.reserved == b.reserved && a.stored_bytes_on_disk == b.stored_bytes_on_disk &&
+  return a.version == b.version && a.file_info_offset == b.file_info_offset && a.cas_info_offset == b.cas_info_offset &&
+         a.chunk_hash_key == b.chunk_hash_key && a.creation_timestamp == b.creation_timestamp &&
+         a.key_expiry == b.key_expiry && a.reserved == b.reserved && a.stored_bytes_on_disk == b.stored_bytes_on_disk &&
          a.materialized_bytes == b.materialized_bytes && a.stored_bytes == b.stored_bytes;
 }
 
@@ -105,13 +105,11 @@ void check_rewrite(std::span<const std::uint8_t> in, const ShardView& v) {
   require(w.cas_end() == v.cas_end() && std::memcmp(out.data(), in.data(), v.cas_end()) == 0,
           "header, file and CAS sections are rewritten byte for byte");
   require(v.has_footer() == w.has_footer(), "a rewrite keeps the footer or its absence");
-  if (v.has_footer())
-    require(same_footer_but_lookup(*v.footer(), *w.footer()), "footer fields survive a rewrite");
+  if (v.has_footer()) require(same_footer_but_lookup(*v.footer(), *w.footer()), "footer fields survive a rewrite");
   if (!v.has_footer() || lookup_as_writer_makes_it(v, options.lookup_tables))
     require(out.size() == in.size() && std::memcmp(out.data(), in.data(), in.size()) == 0,
             "a shard as the writer makes it rewrites byte-identical");
-  const std::vector<std::uint8_t> out2 =
-      ShardWriter::from_view(w).write(ShardWriter::options_of(w));
+  const std::vector<std::uint8_t> out2 = ShardWriter::from_view(w).write(ShardWriter::options_of(w));
   require(out2 == out, "a rewrite is a fixed point");
 }
 
@@ -133,8 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   volatile std::uint64_t sink = walk(*view);
   (void)sink;
-  for (const auto& e : check_integrity(*view))
-    require(e.offset < size, "integrity problems point inside the shard");
+  for (const auto& e : check_integrity(*view)) require(e.offset < size, "integrity problems point inside the shard");
   check_rewrite(in, *view);
   return 0;
 }

@@ -39,8 +39,7 @@ TEST_F(Ingest, AFileWrittenSlowlyInPlaceIsTakenOnlyWhenClosed) {
   EXPECT_FALSE(chunk_found(hash_of(shard)));
   EXPECT_EQ(shard_count("rejected"), 0u) << "the incomplete file was read";
 
-  ASSERT_EQ(::write(fd, shard.bytes.data() + half, shard.bytes.size() - half),
-            ssize_t(shard.bytes.size() - half));
+  ASSERT_EQ(::write(fd, shard.bytes.data() + half, shard.bytes.size() - half), ssize_t(shard.bytes.size() - half));
   ::close(fd);
   EXPECT_TRUE(eventually([&] { return chunk_found(hash_of(shard)); }));
   EXPECT_EQ(shard_count("rejected"), 0u);
@@ -173,9 +172,10 @@ TEST_F(Ingest, NonAdminCallerGets403OnAdminRoutes) {
   start();
   ::chmod(socket.c_str(), 0666);
   auto as_nobody = [&](const std::string& method, const std::string& path) {
-    std::string cmd = "setpriv --reuid=nobody --regid=nogroup --clear-groups curl -s -o /dev/null "
-                      "-w '%{http_code}' --unix-socket '" + socket.string() + "' -X " + method +
-                      " http://localhost" + path + " 2>&1";
+    std::string cmd =
+        "setpriv --reuid=nobody --regid=nogroup --clear-groups curl -s -o /dev/null "
+        "-w '%{http_code}' --unix-socket '" +
+        socket.string() + "' -X " + method + " http://localhost" + path + " 2>&1";
     std::string out;
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
       char buf[256];
@@ -186,7 +186,7 @@ TEST_F(Ingest, NonAdminCallerGets403OnAdminRoutes) {
   };
   EXPECT_EQ(as_nobody("POST", "/v1/admin/rescan"), "403");
   EXPECT_EQ(as_nobody("POST", "/v1/admin/purge"), "403");
-  EXPECT_EQ(as_nobody("GET", "/v1/stats"), "200");  // reads are for anyone who can connect
+  EXPECT_EQ(as_nobody("GET", "/v1/stats"), "200");             // reads are for anyone who can connect
   EXPECT_EQ(http().post("/v1/admin/rescan", "").status, 200);  // root
 }
 

@@ -73,8 +73,7 @@ TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {
   start_no_wait({}, {}, {"--check-config", "--config", config.string()});
   EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(1));
   // state_dir, socket, watch (2 lines), log_level, expiry: -> line 7
-  EXPECT_NE(daemon_log().find("dedupd.yaml:7: expiry.delete_after: bad duration"), std::string::npos)
-      << daemon_log();
+  EXPECT_NE(daemon_log().find("dedupd.yaml:7: expiry.delete_after: bad duration"), std::string::npos) << daemon_log();
 }
 
 TEST_F(Lifecycle, ASecondDaemonRefusesASocketALiveOneAnswersOn) {

@@ -40,8 +40,8 @@ int ingest(const std::string& socket, const std::string& dir, std::uint32_t chun
   std::uint32_t per_xorb = 8192;
   std::uint32_t xorbs = std::max<std::uint32_t>(1, chunks / per_xorb);
   auto t_make = Clock::now();
-  auto shard = make_shard({.seed = std::uint64_t(Clock::now().time_since_epoch().count()),
-                           .xorbs = xorbs, .chunks_per_xorb = per_xorb});
+  auto shard = make_shard(
+      {.seed = std::uint64_t(Clock::now().time_since_epoch().count()), .xorbs = xorbs, .chunks_per_xorb = per_xorb});
   std::printf("made a shard of %llu chunks, %zu bytes in %.0f ms\n", (unsigned long long)shard.chunks,
               shard.bytes.size(), us(Clock::now() - t_make) / 1000);
   HttpClient http(socket);
@@ -57,8 +57,9 @@ int ingest(const std::string& socket, const std::string& dir, std::uint32_t chun
   }
   double ms = us(Clock::now() - t_dropped) / 1000;
   std::printf("a chunk of it: %s\n", shard.first_chunks.back().to_string().c_str());
-  std::printf("file appeared -> queryable: %.0f ms for %llu chunk entries (%.2f M entries/s); writing the file took %.0f ms\n",
-              ms, (unsigned long long)shard.chunks, double(shard.chunks) / ms / 1000, us(t_dropped - t0) / 1000);
+  std::printf(
+      "file appeared -> queryable: %.0f ms for %llu chunk entries (%.2f M entries/s); writing the file took %.0f ms\n",
+      ms, (unsigned long long)shard.chunks, double(shard.chunks) / ms / 1000, us(t_dropped - t0) / 1000);
   return 0;
 }
 

@@ -159,9 +159,10 @@ TEST_F(AbuseTest, AThousandConcurrentConnections) {
     else ++other;
     ASSERT_TRUE(st == 0 || st == 200 || st == 503) << "connection " << i << " got " << got[i].substr(0, 200);
   }
-  std::printf("  %d connections at once: %zu connected, %d refused at connect; %d answered 200, %d closed or "
-              "unanswered, %d other\n",
-              n, fds.size(), refused, ok, closed, other);
+  std::printf(
+      "  %d connections at once: %zu connected, %d refused at connect; %d answered 200, %d closed or "
+      "unanswered, %d other\n",
+      n, fds.size(), refused, ok, closed, other);
   EXPECT_GT(ok, 0) << "no connection was served at all";
   // While they are all held open (kept alive), a newcomer is served at once.
   auto [st, ms] = newcomer("/v1/chunk/" + hash_);
@@ -207,11 +208,12 @@ TEST_F(AbuseTest, HeldConnectionsDoNotLockOutNewcomers) {
   auto lookup = newcomer("/v1/chunk/" + hash_);
   dripping = false;
   dripper.join();
-  std::printf("  %d connections held (%zu idle, %zu half a request line, %zu dripping headers): "
-              "dedupd's anonymous memory %ld -> %ld KiB; a newcomer's /healthz %d after %.1f ms, "
-              "lookup %d after %.1f ms\n",
-              n, idle.size(), half.size(), drip.size(), kib_before, kib_held, health.first, health.second,
-              lookup.first, lookup.second);
+  std::printf(
+      "  %d connections held (%zu idle, %zu half a request line, %zu dripping headers): "
+      "dedupd's anonymous memory %ld -> %ld KiB; a newcomer's /healthz %d after %.1f ms, "
+      "lookup %d after %.1f ms\n",
+      n, idle.size(), half.size(), drip.size(), kib_before, kib_held, health.first, health.second, lookup.first,
+      lookup.second);
   EXPECT_EQ(health.first, 200) << "/healthz was not answered within " << kNewcomerWaitMs << " ms";
   EXPECT_EQ(lookup.first, 200) << "the lookup was not answered within " << kNewcomerWaitMs << " ms";
   EXPECT_LT(kib_held - kib_before, kMemoryBudgetKib) << "held connections cost more than the memory budget";
@@ -229,8 +231,10 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
     int fd = connect_unix(socket);
     ASSERT_GE(fd, 0);
     auto t0 = Clock::now();
-    send_all(fd, "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 "Content-Length: " + std::to_string(length) + "\r\n\r\n");
+    send_all(fd,
+             "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: " +
+                 std::to_string(length) + "\r\n\r\n");
     std::string reply = read_response(fd, kNewcomerWaitMs);
     double ms = us_since(t0) / 1000;
     // A client that sends the body anyway is cut off, not read.
@@ -238,9 +242,10 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
     int sent_mib = 0;
     while (sent_mib < 200 && send_all(fd, mib)) ++sent_mib;
     ::close(fd);
-    std::printf("  Content-Length %llu MiB: %d after %.2f ms; then %d MiB of it went out before the server "
-                "closed\n",
-                (unsigned long long)(length >> 20), status_of(reply), ms, sent_mib);
+    std::printf(
+        "  Content-Length %llu MiB: %d after %.2f ms; then %d MiB of it went out before the server "
+        "closed\n",
+        (unsigned long long)(length >> 20), status_of(reply), ms, sent_mib);
     EXPECT_EQ(status_of(reply), 413) << "length " << length << ": " << reply.substr(0, 300);
     EXPECT_LT(sent_mib, 200) << "the server read a body it had refused";
   }
@@ -252,8 +257,9 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
   chunk.front() = '{';
   char size_line[32];
   std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
-  ASSERT_TRUE(send_all(fd, "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                           "Transfer-Encoding: chunked\r\n\r\n"));
+  ASSERT_TRUE(send_all(fd,
+                       "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n"));
   std::atomic<long> peak_kib{kib_before};
   std::atomic<bool> sending{true};
   std::thread watch([&] {
@@ -276,8 +282,8 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
   ::close(fd);
   int st = status_of(reply);
   std::printf("  streamed %llu MiB in %.1f s (%s); answer %d; dedupd's anonymous memory peaked at %ld MiB\n",
-              (unsigned long long)(sent >> 20), us_since(t0) / 1e6, cut ? "the server cut it short" : "all sent",
-              st, peak_kib.load() / 1024);
+              (unsigned long long)(sent >> 20), us_since(t0) / 1e6, cut ? "the server cut it short" : "all sent", st,
+              peak_kib.load() / 1024);
   // Past its limit (and a little, for a client that overshoots to hear a
   // 413) the server stops reading it.
   EXPECT_TRUE(cut && sent < (64u << 20)) << "the server read " << (sent >> 20) << " MiB of a body over its limit";
@@ -307,8 +313,8 @@ TEST_F(AbuseTest, ManyBatchBodiesAtOnceStayWithinOneBound) {
     clients.emplace_back([&, i] {
       int fd = connect_unix(socket);
       if (fd < 0) return;
-      std::string head = "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\n\r\n";
+      std::string head =
+          "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
       // Slowly, 1 MiB at a time, so that the bodies are in flight together.
       bool ok = send_all(fd, head);
       for (std::size_t at = 0; ok && at < body.size(); at += 1 << 20) {
@@ -326,9 +332,10 @@ TEST_F(AbuseTest, ManyBatchBodiesAtOnceStayWithinOneBound) {
     ok += st == 200;
     busy += st == 503;
   }
-  std::printf("  %d batch bodies of 9 MiB at once: %d answered, %d told to retry; dedupd's anonymous memory "
-              "peaked %ld MiB above where it was\n",
-              kClients, ok, busy, (peak_kib.load() - kib_before) >> 10);
+  std::printf(
+      "  %d batch bodies of 9 MiB at once: %d answered, %d told to retry; dedupd's anonymous memory "
+      "peaked %ld MiB above where it was\n",
+      kClients, ok, busy, (peak_kib.load() - kib_before) >> 10);
   EXPECT_EQ(ok + busy, kClients) << "every client gets an answer or a retry";
   EXPECT_GT(ok, 0);
   EXPECT_GT(busy, 0) << "twelve 9 MiB bodies at once were all held";
@@ -345,8 +352,8 @@ TEST_F(AbuseTest, UnreadBatchAnswersStayWithinTheBound) {
   std::string batch = "{\"hashes\":[";
   for (int i = 0; i < 100000; ++i) batch += std::string(i ? ",\"" : "\"") + std::string(64, '0') + "\"";
   batch += "]}";
-  const std::string req = "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(batch.size()) +
-                          "\r\n\r\n" + batch;
+  const std::string req =
+      "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(batch.size()) + "\r\n\r\n" + batch;
   const long kib_before = anon_kib(daemon.pid());
   std::vector<int> fds;
   for (int i = 0; i < kClients; ++i) {
@@ -369,9 +376,10 @@ TEST_F(AbuseTest, UnreadBatchAnswersStayWithinTheBound) {
     (st == 200 ? ok : st == 503 ? busy : other)++;
     ::close(fd);
   }
-  std::printf("  %d batch answers of ~10 MB left unread: dedupd's anonymous memory %ld MiB above where it was; "
-              "%d were answered, %d told to retry, %d cut off while sending\n",
-              kClients, (kib_held - kib_before) >> 10, ok, busy, other);
+  std::printf(
+      "  %d batch answers of ~10 MB left unread: dedupd's anonymous memory %ld MiB above where it was; "
+      "%d were answered, %d told to retry, %d cut off while sending\n",
+      kClients, (kib_held - kib_before) >> 10, ok, busy, other);
   EXPECT_LT(kib_held - kib_before, kMemoryBudgetKib);
   EXPECT_GT(ok, 0);
   EXPECT_LT(ok, kClients) << "every unread answer was held";
@@ -426,9 +434,12 @@ TEST_F(AbuseTest, GarbageBytesGetAClientErrorOrAClose) {
       {"1 MiB request line", "GET /" + std::string(1 << 20, 'a') + " HTTP/1.1\r\n\r\n"},
       {"header without colon", std::string("GET /v1/stats HTTP/1.1\r\nHost x\r\nno colon here\r\n\r\n")},
       {"negative length", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}")},
-      {"huge length", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n")},
-      {"two lengths", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}")},
-      {"bad chunk size", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")},
+      {"huge length",
+       std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n")},
+      {"two lengths",
+       std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}")},
+      {"bad chunk size",
+       std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")},
       {"NUL in the path", std::string("GET /v1/chunk/\0\0\0 HTTP/1.1\r\nHost: x\r\n\r\n", 38)},
       {"escapes in the path", std::string("GET /v1/chunk/%00%ff%2e%2e/../../etc HTTP/1.1\r\nHost: x\r\n\r\n")},
       {"10,000 headers", many_headers},
@@ -454,14 +465,18 @@ TEST_F(AbuseTest, ClientsThatDisconnectMidRequest) {
   std::string batch = "{\"hashes\":[";
   for (int i = 0; i < 100000; ++i) batch += std::string(i ? ",\"" : "\"") + hash_ + "\"";
   batch += "]}";
-  const std::string batch_req = "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                                std::to_string(batch.size()) + "\r\n\r\n" + batch;
+  const std::string batch_req =
+      "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(batch.size()) + "\r\n\r\n" + batch;
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"half a request line", std::string("GET /v1/chu")},
       {"headers, no blank line", std::string("GET /v1/stats HTTP/1.1\r\nHost: x\r\n")},
-      {"10 of 1000 body bytes", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"hashes\"")},
-      {"half a chunked body", std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n{\"h")},
-      {"admin upload, half", std::string("POST /v1/admin/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nMDB")},
+      {"10 of 1000 body bytes",
+       std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"hashes\"")},
+      {"half a chunked body",
+       std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n{\"h")},
+      {"admin upload, half",
+       std::string("POST /v1/admin/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nMDB")},
       {"admin rescan, gone", std::string("POST /v1/admin/rescan HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")},
       {"11 MB answer unread", batch_req},
   };

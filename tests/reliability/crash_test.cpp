@@ -106,9 +106,10 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
     if (rep.live > max_live && files_waiting) ++kills_mid_progress;  // some of the round done, some not
     max_live = std::max(max_live, rep.live);
   }
-  std::printf("crash test: %ld kills: %zu with shards still unindexed at the kill, %zu of those after some "
-              "progress; %zu shards made, %zu uploads acknowledged\n",
-              kills, kills_in_flux, kills_mid_progress, all.size(), acknowledged.size());
+  std::printf(
+      "crash test: %ld kills: %zu with shards still unindexed at the kill, %zu of those after some "
+      "progress; %zu shards made, %zu uploads acknowledged\n",
+      kills, kills_in_flux, kills_mid_progress, all.size(), acknowledged.size());
 
   // Restart: what is left gets indexed, each shard exactly once. Uploads
   // that were not acknowledged may be missing; files must not be.

@@ -10,8 +10,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "harness/daemon_test.hpp"
@@ -78,7 +78,8 @@ class FaultTest : public itest::DaemonTest {
     on_filled_start_();
     drop(2, shards.size());
     ASSERT_TRUE(eventually([&] { return log_has("cannot index") || !daemon.running(); }, 90s))
-        << "no ingest failed: the limit is too generous\n" << daemon_log();
+        << "no ingest failed: the limit is too generous\n"
+        << daemon_log();
     ASSERT_TRUE(daemon.running()) << "dedupd died when " << what << "\n" << daemon_log();
     std::size_t live_while_full = shard_count("live");
     EXPECT_LT(live_while_full, shards.size());
@@ -91,7 +92,8 @@ class FaultTest : public itest::DaemonTest {
 
     restore();
     ASSERT_TRUE(eventually([&] { return shard_count("live") == shards.size(); }, 60s))
-        << shard_count("live") << " live after space returned\n" << daemon_log();
+        << shard_count("live") << " live after space returned\n"
+        << daemon_log();
     expect_all_queryable(shards);
     EXPECT_EQ(daemon.stop(), 0);
     IndexReport rep = inspect_index(dir / "state" / "index", shards);

@@ -40,8 +40,8 @@ void DaemonProcess::start(const LaunchOptions& o) {
       }
     }
     // Whatever systemd context the test runner has is not the daemon's.
-    for (const char* v : {"NOTIFY_SOCKET", "JOURNAL_STREAM", "INVOCATION_ID", "LISTEN_FDS",
-                          "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID"})
+    for (const char* v : {"NOTIFY_SOCKET", "JOURNAL_STREAM", "INVOCATION_ID", "LISTEN_FDS", "LISTEN_PID",
+                          "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID"})
       ::unsetenv(v);
     for (const auto& e : o.env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> cargv;

@@ -14,10 +14,10 @@
 namespace dedupd::itest {
 
 struct LaunchOptions {
-  std::vector<std::string> args;       // after the binary
-  std::vector<std::string> wrapper;    // e.g. {"faketime", "2025-08-02 12:00:00"}
-  std::vector<std::string> env;        // extra "NAME=value"
-  std::filesystem::path log_file;      // stdout+stderr go here
+  std::vector<std::string> args;     // after the binary
+  std::vector<std::string> wrapper;  // e.g. {"faketime", "2025-08-02 12:00:00"}
+  std::vector<std::string> env;      // extra "NAME=value"
+  std::filesystem::path log_file;    // stdout+stderr go here
   std::filesystem::path work_dir;
 };
 
@@ -34,7 +34,7 @@ class DaemonProcess {
   void signal(int sig);  // to the whole group
   // SIGTERM, then waits; returns the exit status (or -1 if it had to be killed).
   int stop(std::chrono::seconds patience = std::chrono::seconds(20));
-  void kill_hard();  // SIGKILL to the group, reaped
+  void kill_hard();                                                 // SIGKILL to the group, reaped
   std::optional<int> wait_exit(std::chrono::milliseconds timeout);  // exit code, or -signal
 
  private:

@@ -59,10 +59,13 @@ void DaemonTest::start(std::vector<std::string> wrapper, std::vector<std::string
 }
 
 bool DaemonTest::wait_healthy(std::chrono::seconds timeout) {
-  return eventually([&] {
-    if (!daemon.running()) return true;  // fail fast below
-    return http().get("/healthz").status == 200;
-  }, timeout) && daemon.running();
+  return eventually(
+             [&] {
+               if (!daemon.running()) return true;  // fail fast below
+               return http().get("/healthz").status == 200;
+             },
+             timeout) &&
+         daemon.running();
 }
 
 bool DaemonTest::eventually(const std::function<bool()>& pred, std::chrono::seconds timeout) {
@@ -92,9 +95,7 @@ std::size_t DaemonTest::shard_count(const std::string& state) {
   return j.contains("shards") ? j["shards"].size() : 0;
 }
 
-bool DaemonTest::chunk_found(const std::string& raw_hash) {
-  return http().get("/v1/chunk/" + raw_hash).status == 200;
-}
+bool DaemonTest::chunk_found(const std::string& raw_hash) { return http().get("/v1/chunk/" + raw_hash).status == 200; }
 
 std::string DaemonTest::daemon_log() const {
   std::ifstream f(log_file);

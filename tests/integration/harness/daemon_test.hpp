@@ -32,8 +32,7 @@ class DaemonTest : public ::testing::Test {
   bool wait_healthy(std::chrono::seconds timeout = std::chrono::seconds(30));
 
   // Polls `pred` every 20 ms until it holds or `timeout` passes.
-  static bool eventually(const std::function<bool()>& pred,
-                         std::chrono::seconds timeout = std::chrono::seconds(30));
+  static bool eventually(const std::function<bool()>& pred, std::chrono::seconds timeout = std::chrono::seconds(30));
 
   HttpClient& http();
   nlohmann::json get_json(const std::string& path, long expect_status = 200);

@@ -4,9 +4,7 @@
 
 namespace dedupd::itest {
 
-nlohmann::json Response::json() const {
-  return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-}
+nlohmann::json Response::json() const { return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false); }
 
 namespace {
 size_t collect(char* data, size_t size, size_t n, void* out) {

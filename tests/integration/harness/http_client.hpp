@@ -22,8 +22,7 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   Response get(const std::string& path);
-  Response post(const std::string& path, const std::string& body,
-                const std::string& content_type = "application/json");
+  Response post(const std::string& path, const std::string& body, const std::string& content_type = "application/json");
   Response del(const std::string& path);
 
  private:

@@ -26,7 +26,7 @@ struct ShardSpec {
 
 struct MadeShard {
   std::vector<std::uint8_t> bytes;
-  shard::Hash file_hash;                  // the Xet name: <hash>.mdb
+  shard::Hash file_hash;  // the Xet name: <hash>.mdb
   std::vector<shard::Hash> xorbs;
   std::vector<shard::Hash> first_chunks;  // raw hash of each xorb's chunk 0
   std::uint64_t chunks = 0;

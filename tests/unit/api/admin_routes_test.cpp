@@ -83,8 +83,8 @@ TEST_F(AdminRoutesTest, IngestPassesTheBodyAndName) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, {{"shards", T::array}});
-  expect_shape(doc["shards"][0], {{"hash", T::hash}, {"added", T::boolean}, {"xorbs", T::uint},
-                                  {"chunks", T::uint}, {"files", T::uint}});
+  expect_shape(doc["shards"][0],
+               {{"hash", T::hash}, {"added", T::boolean}, {"xorbs", T::uint}, {"chunks", T::uint}, {"files", T::uint}});
   EXPECT_EQ(doc["shards"][0]["hash"], shard_.to_string());
   EXPECT_FALSE(doc["shards"][0]["added"]);
 }

@@ -139,9 +139,10 @@ int main(int argc, char** argv) {
     std::size_t out = 0;
     for (int i = 0; i < rounds; ++i) out += daemon::http::post_chunk_batch(ctx, req).body.size();
     double handler = rounds * batch / (thread_cpu() - h0);
-    std::printf("in process (per CPU-second): parse %.2f M hashes/s, whole handler %.2f M hashes/s "
-                "(%zu bytes out)\n",
-                parse / 1e6, handler / 1e6, out / rounds);
+    std::printf(
+        "in process (per CPU-second): parse %.2f M hashes/s, whole handler %.2f M hashes/s "
+        "(%zu bytes out)\n",
+        parse / 1e6, handler / 1e6, out / rounds);
   }
 
   CURL* c = curl_easy_init();
@@ -167,11 +168,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < rounds; ++i) spent += batch_round();
   double cpu = process_cpu() - cpu0;
   double socket_rate = rounds * batch / seconds(spent);
-  std::printf("batch of %zu (%.0f%% known): %.2f M hashes/s wall through the socket, %.2f M per "
-              "CPU-second of client+server; bare lookup_batch %.2f M per CPU-second; request %.1f MB, "
-              "response %.1f MB\n",
-              batch, found_fraction * 100, socket_rate / 1e6, rounds * batch / cpu / 1e6, bare / 1e6,
-              body.size() / 1e6, received / 1e6);
+  std::printf(
+      "batch of %zu (%.0f%% known): %.2f M hashes/s wall through the socket, %.2f M per "
+      "CPU-second of client+server; bare lookup_batch %.2f M per CPU-second; request %.1f MB, "
+      "response %.1f MB\n",
+      batch, found_fraction * 100, socket_rate / 1e6, rounds * batch / cpu / 1e6, bare / 1e6, body.size() / 1e6,
+      received / 1e6);
 
   // Single lookups, one kept-alive connection.
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);

@@ -48,9 +48,7 @@ class Client {
   HttpReply request(const std::string& method, const std::string& path, const std::string& body = {},
                     const std::vector<std::string>& headers = {});
   HttpReply get(const std::string& path) { return request("GET", path); }
-  HttpReply post(const std::string& path, const std::string& body = {}) {
-    return request("POST", path, body);
-  }
+  HttpReply post(const std::string& path, const std::string& body = {}) { return request("POST", path, body); }
 
  private:
   std::string socket_path_;
@@ -58,7 +56,7 @@ class Client {
 };
 
 // Raw socket helpers for what curl will not do (half requests, idling).
-int connect_unix(const std::string& path);                  // -1 on failure
+int connect_unix(const std::string& path);  // -1 on failure
 bool send_all(int fd, std::string_view data);
 // Reads until EOF or timeout; *closed says whether EOF was seen.
 std::string read_until_closed(int fd, int timeout_ms, bool* closed);

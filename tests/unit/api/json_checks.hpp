@@ -15,20 +15,36 @@ namespace dedupd::daemon::testing {
 enum class T { string, hash, uint, boolean, array, object, uint_or_null, hash_or_null, string_or_null };
 
 inline ::testing::AssertionResult has_type(const nlohmann::json& v, T t) {
-  auto is_hash = [](const nlohmann::json& j) {
-    return j.is_string() && shard::Hash::parse(j.get<std::string>()).ok();
-  };
+  auto is_hash = [](const nlohmann::json& j) { return j.is_string() && shard::Hash::parse(j.get<std::string>()).ok(); };
   bool ok = false;
   switch (t) {
-    case T::string: ok = v.is_string(); break;
-    case T::hash: ok = is_hash(v); break;
-    case T::uint: ok = v.is_number_unsigned(); break;
-    case T::boolean: ok = v.is_boolean(); break;
-    case T::array: ok = v.is_array(); break;
-    case T::object: ok = v.is_object(); break;
-    case T::uint_or_null: ok = v.is_null() || v.is_number_unsigned(); break;
-    case T::hash_or_null: ok = v.is_null() || is_hash(v); break;
-    case T::string_or_null: ok = v.is_null() || v.is_string(); break;
+    case T::string:
+      ok = v.is_string();
+      break;
+    case T::hash:
+      ok = is_hash(v);
+      break;
+    case T::uint:
+      ok = v.is_number_unsigned();
+      break;
+    case T::boolean:
+      ok = v.is_boolean();
+      break;
+    case T::array:
+      ok = v.is_array();
+      break;
+    case T::object:
+      ok = v.is_object();
+      break;
+    case T::uint_or_null:
+      ok = v.is_null() || v.is_number_unsigned();
+      break;
+    case T::hash_or_null:
+      ok = v.is_null() || is_hash(v);
+      break;
+    case T::string_or_null:
+      ok = v.is_null() || v.is_string();
+      break;
   }
   if (ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "unexpected type: " << v.dump();
@@ -58,19 +74,18 @@ inline const std::vector<std::pair<std::string, T>> kShardRefShape = {
     {"shard", T::hash}, {"expiry", T::uint_or_null}, {"keyed", T::boolean}};
 
 inline const std::vector<std::pair<std::string, T>> kLocationShape = {
-    {"xorb", T::hash},           {"chunk_index", T::uint}, {"byte_start", T::uint},
-    {"byte_end", T::uint},       {"unpacked_bytes", T::uint}, {"flags", T::uint},
-    {"shards", T::array}};
+    {"xorb", T::hash},           {"chunk_index", T::uint}, {"byte_start", T::uint}, {"byte_end", T::uint},
+    {"unpacked_bytes", T::uint}, {"flags", T::uint},       {"shards", T::array}};
 
 inline const std::vector<std::pair<std::string, T>> kShardSummaryShape = {
-    {"hash", T::hash},     {"state", T::string},          {"paths", T::array},
-    {"size", T::uint},     {"created", T::uint_or_null},  {"expiry", T::uint_or_null},
-    {"keyed", T::boolean}, {"xorbs", T::uint},            {"chunks", T::uint},
+    {"hash", T::hash},     {"state", T::string},         {"paths", T::array},
+    {"size", T::uint},     {"created", T::uint_or_null}, {"expiry", T::uint_or_null},
+    {"keyed", T::boolean}, {"xorbs", T::uint},           {"chunks", T::uint},
     {"files", T::uint},    {"ingested_at", T::uint}};
 
 inline const std::vector<std::pair<std::string, T>> kStatsShape = {
-    {"shards", T::object}, {"xorbs", T::uint},    {"chunks", T::uint},   {"files", T::uint},
-    {"keys", T::uint},     {"db_bytes", T::uint}, {"map_size", T::uint}, {"map_used", T::uint},
-    {"next_expiry", T::uint_or_null}};
+    {"shards", T::object}, {"xorbs", T::uint},    {"chunks", T::uint},
+    {"files", T::uint},    {"keys", T::uint},     {"db_bytes", T::uint},
+    {"map_size", T::uint}, {"map_used", T::uint}, {"next_expiry", T::uint_or_null}};
 
 }  // namespace dedupd::daemon::testing

@@ -28,8 +28,7 @@ TEST_F(LimitsTest, AnnouncedOversizedBodyIsRefusedBeforeItIsSent) {
   start_server([](ServerOptions& o) { o.max_body_bytes = 1024; });
   EXPECT_CALL(service_, ingest(_, _)).Times(0);
   // With "Expect: 100-continue" the client only sends the body when asked.
-  auto r = client_->request("POST", std::string(api::kIngest), std::string(64 * 1024, 'x'),
-                            {"Expect: 100-continue"});
+  auto r = client_->request("POST", std::string(api::kIngest), std::string(64 * 1024, 'x'), {"Expect: 100-continue"});
   ASSERT_EQ(r.status, 413) << r.body;
   expect_error(r.json(), "too_large");
   EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
@@ -66,13 +65,10 @@ TEST_F(LimitsTest, BatchOverTheHashLimitIs400) {
 
 // A request line and headers, with an announced body of `length` bytes.
 std::string post_head(std::string_view path, std::uint64_t length) {
-  return "POST " + std::string(path) + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) +
-         "\r\n\r\n";
+  return "POST " + std::string(path) + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
 }
 
-int status_of(const std::string& reply) {
-  return reply.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(reply.c_str() + 9) : 0;
-}
+int status_of(const std::string& reply) { return reply.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(reply.c_str() + 9) : 0; }
 
 // Each body route gets room for what it reads: a batch query is refused an
 // upload's worth of bytes from its Content-Length alone, before any is sent,
@@ -315,7 +311,7 @@ TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
   close(fd);  // bound, never listened: stale
   start_server();
   EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(socket_path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660u);
 }

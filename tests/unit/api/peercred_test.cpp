@@ -36,8 +36,7 @@ struct ChildResult {
 // Forks, drops to nobody with exactly `groups` as supplementary groups, and
 // sends `request` on a fresh connection. The child only makes system calls
 // (it was forked from a threaded process).
-ChildResult as_nobody(const std::string& socket_path, const std::string& request,
-                      const std::vector<gid_t>& groups) {
+ChildResult as_nobody(const std::string& socket_path, const std::string& request, const std::vector<gid_t>& groups) {
   int pipefd[2];
   if (pipe(pipefd) != 0) return {};
   sockaddr_un addr{};
@@ -46,8 +45,7 @@ ChildResult as_nobody(const std::string& socket_path, const std::string& request
   pid_t pid = fork();
   if (pid == 0) {
     close(pipefd[0]);
-    if (setgroups(groups.size(), groups.data()) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0)
-      _exit(2);
+    if (setgroups(groups.size(), groups.data()) != 0 || setgid(kNogroup) != 0 || setuid(kNobody) != 0) _exit(2);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(3);
     const char* p = request.data();
@@ -117,8 +115,8 @@ TEST_F(PeerCredTest, NobodyMayReadButNotAdminister) {
   std::string ingest = "POST " + std::string(api::kIngest) +
                        " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
   EXPECT_THAT(as_nobody(socket_path_, ingest, {}).reply, StartsWith("HTTP/1.1 403"));
-  std::string del = "DELETE " + std::string(api::kShard) + std::string(64, '0') +
-                    " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::string del =
+      "DELETE " + std::string(api::kShard) + std::string(64, '0') + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   EXPECT_THAT(as_nobody(socket_path_, del, {}).reply, StartsWith("HTTP/1.1 403"));
   EXPECT_THAT(as_nobody(socket_path_, post(std::string(api::kExport) + "?format=swh-shard"), {}).reply,
               StartsWith("HTTP/1.1 403"));

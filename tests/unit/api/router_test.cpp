@@ -55,9 +55,8 @@ TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
   for (const auto& r : router.routes())
     for (const auto& e : r.methods)
       if (e.access == Access::admin) admin.push_back(std::string(e.method) + " " + std::string(r.path));
-  EXPECT_EQ(admin, (std::vector<std::string>{"DELETE /v1/shard/", "POST /v1/admin/rescan",
-                                             "POST /v1/admin/purge", "POST /v1/admin/ingest",
-                                             "POST /v1/admin/export"}));
+  EXPECT_EQ(admin, (std::vector<std::string>{"DELETE /v1/shard/", "POST /v1/admin/rescan", "POST /v1/admin/purge",
+                                             "POST /v1/admin/ingest", "POST /v1/admin/export"}));
 }
 
 const std::string kA(64, 'a');
@@ -67,7 +66,7 @@ std::vector<shard::Hash> ok(const HashBatch& b) {
   EXPECT_TRUE(std::holds_alternative<std::vector<shard::Hash>>(b))
       << (std::holds_alternative<std::string>(b) ? std::get<std::string>(b) : "");
   return std::holds_alternative<std::vector<shard::Hash>>(b) ? std::get<std::vector<shard::Hash>>(b)
-                                                              : std::vector<shard::Hash>{};
+                                                             : std::vector<shard::Hash>{};
 }
 std::string err(const HashBatch& b) {
   EXPECT_TRUE(std::holds_alternative<std::string>(b));
@@ -99,8 +98,7 @@ TEST(BatchParser, OtherJsonFormsGoThroughTheFullParser) {
 TEST(BatchParser, ErrorsSayWhatIsWrong) {
   EXPECT_NE(err(parse_hash_batch("", 10)).find("not valid JSON"), std::string::npos);
   EXPECT_NE(err(parse_hash_batch("[1]", 10)).find("hashes"), std::string::npos);
-  EXPECT_NE(err(parse_hash_batch("{\"hashes\":[\"" + kA + "\",\"xyz\"]}", 10)).find("hashes[1]"),
-            std::string::npos);
+  EXPECT_NE(err(parse_hash_batch("{\"hashes\":[\"" + kA + "\",\"xyz\"]}", 10)).find("hashes[1]"), std::string::npos);
   EXPECT_NE(err(parse_hash_batch("{\"hashes\":[\"" + kA + "\",7]}", 10)).find("hashes[1] is not a string"),
             std::string::npos);
   EXPECT_NE(err(parse_hash_batch("{\"hashes\":[\"" + kA + "\",\"" + kA + "\"]}", 1)).find("too many"),

@@ -103,8 +103,8 @@ TEST_F(RoutesTest, MalformedHashSaysWhy) {
 
 TEST_F(RoutesTest, BatchAnswersInRequestOrder) {
   Hash missing = st::seeded_hash(424242);
-  std::string body = R"({"hashes": [")" + xorb0().raw[0].to_string() + R"(", ")" + missing.to_string() +
-                     R"(", ")" + keyed_xorb_.raw[5].to_string() + R"("]})";
+  std::string body = R"({"hashes": [")" + xorb0().raw[0].to_string() + R"(", ")" + missing.to_string() + R"(", ")" +
+                     keyed_xorb_.raw[5].to_string() + R"("]})";
   auto r = client_->post(std::string(api::kChunkBatch), body);
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
@@ -189,8 +189,7 @@ TEST_F(RoutesTest, FileShapeAndSha256) {
   EXPECT_TRUE(doc["verification"]);
   ASSERT_TRUE(doc["sha256"].is_string());
   for (const auto& t : doc["terms"])
-    expect_shape(t, {{"xorb", T::hash}, {"chunk_start", T::uint}, {"chunk_end", T::uint},
-                     {"unpacked_bytes", T::uint}});
+    expect_shape(t, {{"xorb", T::hash}, {"chunk_start", T::uint}, {"chunk_end", T::uint}, {"unpacked_bytes", T::uint}});
   EXPECT_EQ(doc["shards"][0], shard_.to_string());
 
   std::string sha = doc["sha256"];
@@ -269,8 +268,7 @@ TEST_F(RoutesTest, StatsAndStatus) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, kStatsShape);
-  expect_shape(doc["shards"], {{"live", T::uint}, {"expired", T::uint}, {"removed", T::uint},
-                               {"rejected", T::uint}});
+  expect_shape(doc["shards"], {{"live", T::uint}, {"expired", T::uint}, {"removed", T::uint}, {"rejected", T::uint}});
   EXPECT_EQ(doc["shards"]["live"], 2);
   EXPECT_EQ(doc["xorbs"], 3);
   EXPECT_EQ(doc["chunks"], 12 + 5 + 6);

@@ -86,8 +86,8 @@ TEST(Bundle, CreateListInspectRoundTrip) {
   json list = run_json({"bundle", "list", "--json", d / "out.caf"});
   ASSERT_EQ(list["members"].size(), 3u);
   // Laid out in argument order; end exclusive.
-  EXPECT_EQ(list["members"][0], (json{{"name", "b.mdb"}, {"start", 0}, {"end", b.size()}, {"size", b.size()},
-                                      {"shard", true}}));
+  EXPECT_EQ(list["members"][0],
+            (json{{"name", "b.mdb"}, {"start", 0}, {"end", b.size()}, {"size", b.size()}, {"shard", true}}));
   EXPECT_EQ(list["members"][1]["name"], "a.mdb");
   EXPECT_EQ(list["members"][1]["start"], b.size());
   EXPECT_EQ(list["members"][2]["name"], "fixture.shard.mdb");
@@ -149,8 +149,11 @@ TEST(Bundle, AGoWrittenBundleListsAndInspectsAsOurs) {
   EXPECT_EQ(go["members"], mine["members"]);
   ASSERT_EQ(go["members"].size(), 3u);
   EXPECT_EQ(go["members"][1]["name"], "a<&>.mdb");
-  EXPECT_EQ(go["members"][2], (json{{"name", "notes.txt"}, {"start", b.size() + a.size()},
-                                    {"end", b.size() + a.size() + 5}, {"size", 5}, {"shard", false}}));
+  EXPECT_EQ(go["members"][2], (json{{"name", "notes.txt"},
+                                    {"start", b.size() + a.size()},
+                                    {"end", b.size() + a.size() + 5},
+                                    {"size", 5},
+                                    {"shard", false}}));
 
   // inspect finds the bundle even without the .caf name.
   fs::copy_file(d / "go.caf", d / "go.bin");
@@ -193,12 +196,14 @@ TEST(Bundle, BadBundlesAreRefusedWithRuleAndOffset) {
   EXPECT_EQ(r.code, 65);
   EXPECT_NE(r.err.find("footer.truncated"), std::string::npos) << r.err;
 
-  write_file(d / "range.caf", assemble("xyz", R"({"format_version":"1.0","files":{"a.mdb":{"start_byte":0,"end_byte":9}}})"));
+  write_file(d / "range.caf",
+             assemble("xyz", R"({"format_version":"1.0","files":{"a.mdb":{"start_byte":0,"end_byte":9}}})"));
   r = run_cli({"inspect", d / "range.caf"});
   EXPECT_EQ(r.code, 65);
   EXPECT_NE(r.err.find("member.range at offset"), std::string::npos) << r.err;
 
-  write_file(d / "dots.caf", assemble("xyz", R"({"format_version":"1.0","files":{"../a.mdb":{"start_byte":0,"end_byte":3}}})"));
+  write_file(d / "dots.caf",
+             assemble("xyz", R"({"format_version":"1.0","files":{"../a.mdb":{"start_byte":0,"end_byte":3}}})"));
   r = run_cli({"bundle", "list", "--json", d / "dots.caf"});
   EXPECT_EQ(r.code, 65);
   EXPECT_NE(r.err.find("member.name"), std::string::npos) << r.err;

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <curl/curl.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,13 +26,13 @@
 namespace dedupctl {
 namespace {
 
+using nlohmann::json;
 using testing::FakeDaemon;
 using testing::http;
 using testing::http_error;
 using testing::Reply;
 using testing::Request;
 using testing::run_cli;
-using nlohmann::json;
 
 const std::string kRaw = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
 const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
@@ -111,8 +111,7 @@ TEST(ConnectError, PermissionNamesTheSocketsGroup) {
 }
 
 TEST(ReadHashes, OnePerLineWithBlanksCommentsAndCrlf) {
-  std::istringstream in("  " + kRaw + "  \r\n\n# a comment\n" + kXorb + "\n" +
-                        std::string(64, 'A') + "\n");
+  std::istringstream in("  " + kRaw + "  \r\n\n# a comment\n" + kXorb + "\n" + std::string(64, 'A') + "\n");
   auto v = read_hashes(in);
   ASSERT_EQ(v.size(), 3u);
   EXPECT_EQ(v[0], kRaw);
@@ -455,8 +454,8 @@ TEST(Socket, PermissionDeniedIs77AndNamesTheGroup) {
   if (pid == 0) {
     if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(100);
     auto r = run_cli({"--socket", d.socket(), "stats"});
-    const bool names_group = r.err.find("group root, mode 0660") != std::string::npos &&
-                             r.err.find("usermod -aG root") != std::string::npos;
+    const bool names_group =
+        r.err.find("group root, mode 0660") != std::string::npos && r.err.find("usermod -aG root") != std::string::npos;
     _exit(r.code == 77 && names_group ? 0 : r.code == 77 ? 101 : 102);
   }
   int status = 0;

@@ -17,7 +17,7 @@ namespace dedupctl::testing {
 
 struct Request {
   std::string method;
-  std::string target;  // path and query
+  std::string target;                          // path and query
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   int connection = 0;  // which accepted connection carried it

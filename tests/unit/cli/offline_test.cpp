@@ -50,8 +50,7 @@ TEST(Inspect, JsonCarriesTheFooterFacts) {
   EXPECT_EQ(d["lookup"]["chunks"], 0);
   // The keyed known answer: xorb #1 chunk #0 is the raw chunk 9502eec1...
   EXPECT_EQ(d["xorbs"][1]["hash"], "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c");
-  EXPECT_EQ(d["xorbs"][1]["chunk_hashes"][0],
-            "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
+  EXPECT_EQ(d["xorbs"][1]["chunk_hashes"][0], "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
   EXPECT_EQ(d["xorbs"][1]["chunks"][0]["byte_start"], 0);
 }
 

@@ -24,9 +24,7 @@ TEST(HumanBytes, BinaryUnitsWithOneDecimal) {
   EXPECT_EQ(human_bytes(UINT64_MAX), "16.0 EiB");
 }
 
-TEST(HumanBytes, NeverPrints1024OfAUnit) {
-  EXPECT_EQ(human_bytes(1024 * 1024 - 1), "1.0 MiB");
-}
+TEST(HumanBytes, NeverPrints1024OfAUnit) { EXPECT_EQ(human_bytes(1024 * 1024 - 1), "1.0 MiB"); }
 
 TEST(Grouped, ThousandsSeparators) {
   EXPECT_EQ(grouped(0), "0");
@@ -53,7 +51,8 @@ TEST(Times, IsoLocalHasColonInOffset) {
   setenv("TZ", "UTC", 1);
   tzset();
   EXPECT_EQ(iso_local(1754059905), "2025-08-01T14:51:45+00:00");
-  if (old) setenv("TZ", saved.c_str(), 1); else unsetenv("TZ");
+  if (old) setenv("TZ", saved.c_str(), 1);
+  else unsetenv("TZ");
   tzset();
 }
 

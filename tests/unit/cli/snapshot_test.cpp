@@ -117,7 +117,8 @@ TEST(LookupSnapshot, MalformedHashOrFileIs65) {
 TEST(Export, WritesTheAnswerAtomicallyAndCountsKeys) {
   TempDir d;
   const std::string body = read_file(make_snapshot(d / "made.swh"));
-  testing::FakeDaemon fake([&](const testing::Request&) { return testing::http(200, body, "application/octet-stream"); });
+  testing::FakeDaemon fake(
+      [&](const testing::Request&) { return testing::http(200, body, "application/octet-stream"); });
   auto r = run_cli({"--socket", fake.socket(), "export", "--format", "swh-shard", d / "out.swh"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("wrote " + (d / "out.swh") + ": 2 keys (raw chunk hashes), "), 0u) << r.out;
@@ -142,9 +143,12 @@ TEST(Export, RefusalsAndGarbageLeaveNoFile) {
   int n = 0;
   testing::FakeDaemon fake([&](const testing::Request&) {
     switch (n++) {
-      case 0: return testing::http_error(403, "forbidden", "/v1/admin/export needs root or the admin group (uid 1000)");
-      case 1: return testing::http_error(404, "not_found", "nothing to export");
-      default: return testing::http(200, std::string(700, 'x'), "application/octet-stream");
+      case 0:
+        return testing::http_error(403, "forbidden", "/v1/admin/export needs root or the admin group (uid 1000)");
+      case 1:
+        return testing::http_error(404, "not_found", "nothing to export");
+      default:
+        return testing::http(200, std::string(700, 'x'), "application/octet-stream");
     }
   });
   auto export_to = [&](const std::string& name) {

@@ -10,13 +10,13 @@
 namespace dedupctl {
 namespace {
 
+using nlohmann::json;
 using testing::FakeDaemon;
 using testing::http;
 using testing::http_error;
 using testing::Reply;
 using testing::Request;
 using testing::run_cli;
-using nlohmann::json;
 
 const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
 const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
@@ -126,8 +126,8 @@ TEST(Sha256, ListsFileHashesAndTakesPlainHex) {
 
 TEST(Shards, TableAndStateFilter) {
   json doc = {{"shards", {shard_summary("live"), shard_summary("rejected")}}};
-  auto d = daemon_with({{"GET /v1/shards", http(200, doc.dump())},
-                        {"GET /v1/shards?state=expired", http(200, R"({"shards":[]})")}});
+  auto d = daemon_with(
+      {{"GET /v1/shards", http(200, doc.dump())}, {"GET /v1/shards?state=expired", http(200, R"({"shards":[]})")}});
   auto r = run_cli(with(d, {"shards"}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("SHARD"), std::string::npos);
@@ -160,9 +160,12 @@ TEST(Stats, Fields) {
 }
 
 TEST(Status, UpAndCounts) {
-  json doc = {{"version", "0.1.0"},        {"pid", 42},
-              {"uptime_s", 93784},         {"socket", "/run/dedupd/dedupd.sock"},
-              {"state_dir", "/var/lib/dedupd"}, {"watch", {"/home/u/.cache/huggingface/xet"}},
+  json doc = {{"version", "0.1.0"},
+              {"pid", 42},
+              {"uptime_s", 93784},
+              {"socket", "/run/dedupd/dedupd.sock"},
+              {"state_dir", "/var/lib/dedupd"},
+              {"watch", {"/home/u/.cache/huggingface/xet"}},
               {"stats", stats_doc()}};
   auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
   auto r = run_cli(with(d, {"status"}));
@@ -198,7 +201,8 @@ TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
 
 TEST(DedupShard, InvalidReplyIs76AndWritesNothing) {
   const std::string chunk(64, '1');
-  auto d = daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, "garbage", "application/octet-stream")}});
+  auto d =
+      daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, "garbage", "application/octet-stream")}});
   testing::TempDir dir;
   auto r = run_cli(with(d, {"dedup-shard", chunk, "-o", dir / "x.mdb"}));
   EXPECT_EQ(r.code, 76);
@@ -211,10 +215,11 @@ TEST(DedupShard, InvalidReplyIs76AndWritesNothing) {
 
 TEST(Admin, RescanPurgeRemove) {
   json purge = {{"dry_run", true}, {"expired", {shard_summary("live")}}, {"deleted_files", {"/x/" + kShard + ".mdb"}}};
-  auto d = daemon_with({{"POST /v1/admin/rescan", http(200, R"({"scanned":10,"ingested":7,"rejected":1})")},
-                        {"POST /v1/admin/purge?dry_run=1", http(200, purge.dump())},
-                        {"POST /v1/admin/purge", http(200, R"({"dry_run":false,"expired":[],"deleted_files":[]})")},
-                        {"DELETE /v1/shard/" + kShard, http(200, json({{"removed", shard_summary("removed")}}).dump())}});
+  auto d =
+      daemon_with({{"POST /v1/admin/rescan", http(200, R"({"scanned":10,"ingested":7,"rejected":1})")},
+                   {"POST /v1/admin/purge?dry_run=1", http(200, purge.dump())},
+                   {"POST /v1/admin/purge", http(200, R"({"dry_run":false,"expired":[],"deleted_files":[]})")},
+                   {"DELETE /v1/shard/" + kShard, http(200, json({{"removed", shard_summary("removed")}}).dump())}});
   auto r = run_cli(with(d, {"rescan"}));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "scanned 10 files: 7 ingested, 1 rejected\n");
@@ -250,8 +255,9 @@ TEST(Admin, IngestSendsTheBytesAndItsName) {
     EXPECT_EQ(r.target, "/v1/admin/ingest?name=my%20shard.mdb");
     EXPECT_EQ(r.headers.at("content-type"), "application/octet-stream");
     if (r.body != bytes) return http_error(422, "invalid_shard", "header.magic at offset 0: not a shard");
-    return http(200, json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}})
-                         .dump());
+    return http(
+        200,
+        json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}}).dump());
   });
   testing::TempDir dir;
   testing::write_file(dir / "my shard.mdb", bytes);
@@ -298,8 +304,13 @@ TEST(Status, StartingIs69) {
 }
 
 TEST(Xorb, OtherFormsAreListed) {
-  json form = {{"xorb", kXorb}, {"num_chunks", 0}, {"bytes_in_xorb", 0}, {"bytes_on_disk", 0}, {"keyed", true},
-               {"chunks", json::array()}, {"shards", {{{"shard", kShard}, {"expiry", 1754664705}, {"keyed", true}}}}};
+  json form = {{"xorb", kXorb},
+               {"num_chunks", 0},
+               {"bytes_in_xorb", 0},
+               {"bytes_on_disk", 0},
+               {"keyed", true},
+               {"chunks", json::array()},
+               {"shards", {{{"shard", kShard}, {"expiry", 1754664705}, {"keyed", true}}}}};
   json doc = form;
   doc["keyed"] = false;
   doc["shards"] = json::array();

@@ -27,8 +27,7 @@ std::vector<ConfigError> load_errors(const std::string& yaml) {
 }
 
 // The single error of `yaml` names `key` on `line` and says `what`.
-void expect_one_error(const std::string& yaml, const std::string& key, int line,
-                      const std::string& what) {
+void expect_one_error(const std::string& yaml, const std::string& key, int line, const std::string& what) {
   auto errors = load_errors(yaml);
   ASSERT_EQ(errors.size(), 1u) << yaml;
   EXPECT_EQ(errors[0].key, key) << yaml;
@@ -116,10 +115,8 @@ TEST(ConfigErrors, UnknownTopLevelKey) {
 }
 
 TEST(ConfigErrors, UnknownNestedKey) {
-  expect_one_error("expiry:\n  delete_after: 1d\n  max_byte: 1G\n", "expiry.max_byte", 3,
-                   "unknown key");
-  expect_one_error("watch:\n  - path: /a\n    recurse: true\n", "watch[0].recurse", 3,
-                   "unknown key");
+  expect_one_error("expiry:\n  delete_after: 1d\n  max_byte: 1G\n", "expiry.max_byte", 3, "unknown key");
+  expect_one_error("watch:\n  - path: /a\n    recurse: true\n", "watch[0].recurse", 3, "unknown key");
   expect_one_error("limits:\n  timeout: 5s\n", "limits.timeout", 2, "unknown key");
   expect_one_error("global_dedup:\n  rotation: 1d\n", "global_dedup.rotation", 2, "unknown key");
 }
@@ -127,26 +124,22 @@ TEST(ConfigErrors, UnknownNestedKey) {
 TEST(ConfigErrors, BadDuration) {
   expect_one_error("expiry:\n  delete_after: 7x\n", "expiry.delete_after", 2, "unknown unit");
   expect_one_error("expiry:\n  delete_after: 7\n", "expiry.delete_after", 2, "unit is required");
-  expect_one_error("\n\nlimits:\n  request_timeout: soon\n", "limits.request_timeout", 4,
-                   "bad duration");
+  expect_one_error("\n\nlimits:\n  request_timeout: soon\n", "limits.request_timeout", 4, "bad duration");
   expect_one_error("expiry:\n  check_interval: 0s\n", "expiry.check_interval", 2, "at least");
 }
 
 TEST(ConfigErrors, BadSize) {
   expect_one_error("expiry:\n  max_bytes: lots\n", "expiry.max_bytes", 2, "bad size");
   expect_one_error("limits:\n  max_body_bytes: 1Q\n", "limits.max_body_bytes", 2, "unknown unit");
-  expect_one_error("limits:\n  max_query_body_bytes: 100\n", "limits.max_query_body_bytes", 2,
-                   "at least 1K");
+  expect_one_error("limits:\n  max_query_body_bytes: 100\n", "limits.max_query_body_bytes", 2, "at least 1K");
 }
 
 TEST(ConfigErrors, BodyMemoryMustHoldAnUploadAndAQuery) {
   // Named at max_body_memory when it is set, else at "limits:".
   expect_one_error("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1G\n", "limits.max_body_memory", 3,
                    "at least max_body_bytes + max_query_body_bytes (1G + 10M)");
-  expect_one_error("log_level: info\nlimits:\n  max_body_bytes: 1G\n", "limits.max_body_memory", 2,
-                   "(1G + 10M)");
-  EXPECT_EQ(load_ok("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1034M\n").limits.max_body_memory,
-            1034ull << 20);
+  expect_one_error("log_level: info\nlimits:\n  max_body_bytes: 1G\n", "limits.max_body_memory", 2, "(1G + 10M)");
+  EXPECT_EQ(load_ok("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1034M\n").limits.max_body_memory, 1034ull << 20);
   // A key already wrong is the one error reported.
   expect_one_error("limits:\n  max_body_bytes: 9Z\n  max_body_memory: 1K\n", "limits.max_body_bytes", 2,
                    "unknown unit");
@@ -157,11 +150,9 @@ TEST(ConfigErrors, WrongTypes) {
   expect_one_error("socket:\n", "socket", 1, "got nothing");
   expect_one_error("watch: /just/a/string\n", "watch", 1, "list");
   expect_one_error("watch:\n  - {recursive: true}\n", "watch[0]", 2, "needs a path");
-  expect_one_error("watch:\n  - path: /a\n    recursive: maybe\n", "watch[0].recursive", 3,
-                   "true or false");
+  expect_one_error("watch:\n  - path: /a\n    recursive: maybe\n", "watch[0].recursive", 3, "true or false");
   expect_one_error("expiry: 7d\n", "expiry", 1, "mapping");
-  expect_one_error("limits:\n  max_connections: -3\n", "limits.max_connections", 2,
-                   "whole number");
+  expect_one_error("limits:\n  max_connections: -3\n", "limits.max_connections", 2, "whole number");
   expect_one_error("limits:\n  max_connections: 0\n", "limits.max_connections", 2, "at least 1");
   expect_one_error("limits:\n  header_timeout: 0s\n", "limits.header_timeout", 2, "at least 1s");
   expect_one_error("log_level: chatty\n", "log_level", 1, "unknown log level");

@@ -41,10 +41,12 @@ TEST(EventLoop, CallRunsOnTheLoopThreadAndReturnsTheResult) {
   std::thread::id loop_thread = std::this_thread::get_id();
   std::thread::id ran_on;
   std::thread caller([&] {
-    int v = loop.call<int>([&] {
-      ran_on = std::this_thread::get_id();
-      return 42;
-    }, 10s);
+    int v = loop.call<int>(
+        [&] {
+          ran_on = std::this_thread::get_id();
+          return 42;
+        },
+        10s);
     EXPECT_EQ(v, 42);
     done = true;
   });
@@ -57,8 +59,7 @@ TEST(EventLoop, CallPassesExceptionsBack) {
   EventLoop loop;
   std::atomic<bool> done{false};
   std::thread caller([&] {
-    EXPECT_THROW(loop.call<int>([]() -> int { throw std::logic_error("boom"); }, 10s),
-                 std::logic_error);
+    EXPECT_THROW(loop.call<int>([]() -> int { throw std::logic_error("boom"); }, 10s), std::logic_error);
     done = true;
   });
   while (!done) loop.run_once(100ms);
@@ -68,9 +69,7 @@ TEST(EventLoop, CallPassesExceptionsBack) {
 TEST(EventLoop, CallTimesOutWhenTheLoopIsBusyAndTheTaskStillRunsLater) {
   EventLoop loop;
   auto ran = std::make_shared<std::atomic<bool>>(false);
-  std::thread caller([&] {
-    EXPECT_THROW(loop.call<void>([ran] { *ran = true; }, 10ms), std::runtime_error);
-  });
+  std::thread caller([&] { EXPECT_THROW(loop.call<void>([ran] { *ran = true; }, 10ms), std::runtime_error); });
   caller.join();  // the loop never ran meanwhile
   EXPECT_FALSE(*ran);
   loop.run_once(0ms);

@@ -6,8 +6,7 @@ namespace dedupd::daemon {
 namespace {
 
 TEST(FileKind, TakesShardsAndBundles) {
-  EXPECT_EQ(file_kind("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335.mdb"),
-            FileKind::shard);
+  EXPECT_EQ(file_kind("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335.mdb"), FileKind::shard);
   EXPECT_EQ(file_kind("x.mdb"), FileKind::shard);
   EXPECT_EQ(file_kind("bundle.caf"), FileKind::bundle);
 }

@@ -26,8 +26,6 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream(p) << text;
-}
+inline void write_file(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 }  // namespace dedupd::daemon::testing

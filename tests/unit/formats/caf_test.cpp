@@ -60,13 +60,10 @@ const std::string kGoIndex =
     R"({"format_version":"1.0","files":{"a\u003c\u0026\u003e.txt":{"start_byte":3,"end_byte":5},)"
     R"("b.mdb":{"start_byte":0,"end_byte":3}}})";
 // What JSON.stringify writes: insertion order, no HTML escaping.
-const std::string kTsIndex =
-    R"({"format_version":"1.0","files":{"b.mdb":{"start_byte":0,"end_byte":3},)"
-    R"("a<&>.txt":{"start_byte":3,"end_byte":5}}})";
+const std::string kTsIndex = R"({"format_version":"1.0","files":{"b.mdb":{"start_byte":0,"end_byte":3},)"
+                             R"("a<&>.txt":{"start_byte":3,"end_byte":5}}})";
 
-std::vector<MemberInput> two_members(const Bytes& b, const Bytes& a) {
-  return {{"b.mdb", b}, {"a<&>.txt", a}};
-}
+std::vector<MemberInput> two_members(const Bytes& b, const Bytes& a) { return {{"b.mdb", b}, {"a<&>.txt", a}}; }
 
 TEST(CafWriter, ByteIdenticalToGoEncodingJson) {
   Bytes b = bytes_of("BBB"), a = bytes_of("xx");
@@ -141,8 +138,8 @@ TEST(CafWriter, SortsBytewiseLikeGo) {
 
 TEST(CafWriter, RefusesUnsafeOrDuplicateNames) {
   Bytes x = bytes_of("x");
-  const std::vector<std::string> bads = {"",          "../x.mdb", "/abs.mdb",   "a/../../x",
-                                         std::string("a\0b", 3), "tab\there", "bad\xFFutf8"};
+  const std::vector<std::string> bads = {"",          "../x.mdb",   "/abs.mdb", "a/../../x", std::string("a\0b", 3),
+                                         "tab\there", "bad\xFFutf8"};
   for (const std::string& bad : bads) {
     std::vector<MemberInput> m = {{"ok.mdb", x}, {bad, x}};
     auto r = write_bundle(m);
@@ -267,8 +264,7 @@ TEST(CafReader, UnsafeNamesRejected) {
   auto idx = [](std::string name) {
     return R"({"format_version":"1.0","files":{")" + name + R"(":{"start_byte":0,"end_byte":1}}})";
   };
-  for (std::string bad : {"../evil.mdb", "a/../../evil.mdb", "/etc/evil.mdb", "", "a\\u0000b.mdb",
-                          "a\\nb.mdb", ".."}) {
+  for (std::string bad : {"../evil.mdb", "a/../../evil.mdb", "/etc/evil.mdb", "", "a\\u0000b.mdb", "a\\nb.mdb", ".."}) {
     auto e = parse_error(assemble(kData, idx(bad)));
     EXPECT_EQ(e.rule, "member.name") << bad;
     EXPECT_GE(e.offset, kData.size());

@@ -336,8 +336,7 @@ TEST(SwhShard, HeaderCorruptionsAreErrors) {
   }
   // Cut anywhere in the dump.
   for (std::size_t n = 1992; n < good.size(); ++n) {
-    EXPECT_EQ(open_rule(Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))), "swh.hash")
-        << n;
+    EXPECT_EQ(open_rule(Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))), "swh.hash") << n;
   }
 }
 
@@ -420,8 +419,7 @@ TEST(SwhLocation, RoundTripAndLayout) {
   Bytes enc = encode_locations(locs);
   ASSERT_EQ(enc.size(), 4u + 48u * 2);
   EXPECT_EQ(Bytes(enc.begin(), enc.begin() + 4), (Bytes{0, 0, 0, 2}));  // BE count
-  EXPECT_EQ(Bytes(enc.begin() + 4, enc.begin() + 36),
-            Bytes(locs[0].xorb.bytes.begin(), locs[0].xorb.bytes.end()));
+  EXPECT_EQ(Bytes(enc.begin() + 4, enc.begin() + 36), Bytes(locs[0].xorb.bytes.begin(), locs[0].xorb.bytes.end()));
   const std::uint32_t ci = locs[0].chunk_index;
   EXPECT_EQ(enc[36], ci >> 24);
   EXPECT_EQ(enc[39], ci & 0xFF);

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   if (argc != 3) return 64;
   Options o;
   o.dir = argv[1];
-  o.map_size = 256 * 1024;  // grows while being killed, too
+  o.map_size = 256 * 1024;   // grows while being killed, too
   o.merge_threshold = 3000;  // merges often, and gets killed in them
   auto idx = Index::open(o);
   if (!idx) {

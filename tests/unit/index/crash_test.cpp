@@ -115,8 +115,7 @@ TEST(IndexCrash, KillNineAtRandomMomentsLeavesWholeShards) {
     }
     // The write after the last acknowledgement may or may not have been
     // committed when the kill came: its shard can be in either state.
-    if (last_ingest && crash_removes_after(*last_ingest) &&
-        (r.acks.empty() || r.acks.back().first == 'A'))
+    if (last_ingest && crash_removes_after(*last_ingest) && (r.acks.empty() || r.acks.back().first == 'A'))
       acked.erase(*last_ingest - 2);
     std::set<std::uint64_t> touched;
     for (std::uint64_t i = next; i <= hi; ++i) {

@@ -21,8 +21,8 @@ Hash hash_of_seed(std::uint64_t seed);
 
 struct GenXorb {
   Hash hash{};
-  std::vector<Hash> raw{};              // raw chunk hashes in order
-  std::vector<std::uint32_t> sizes{};   // unpacked sizes
+  std::vector<Hash> raw{};             // raw chunk hashes in order
+  std::vector<std::uint32_t> sizes{};  // unpacked sizes
   std::uint32_t byte_start(std::size_t i) const;
 };
 
@@ -32,9 +32,9 @@ GenXorb gen_xorb(std::uint64_t seed, std::size_t n);
 
 struct ShardSpec {
   std::vector<const GenXorb*> xorbs;
-  Key key{};                                 // zero: raw chunk hashes
-  std::optional<std::uint64_t> expiry{};       // nullopt: UINT64_MAX
-  std::uint64_t created = 1700000000;        // vary it to get distinct bytes
+  Key key{};                              // zero: raw chunk hashes
+  std::optional<std::uint64_t> expiry{};  // nullopt: UINT64_MAX
+  std::uint64_t created = 1700000000;     // vary it to get distinct bytes
   std::vector<shard::FileRecord> files{};
   bool footer = true;
 };

@@ -233,8 +233,7 @@ TEST_P(IndexTest, RealFixtureKeyedServerShard) {
       found_block = true;
     }
   EXPECT_TRUE(found_block);
-  EXPECT_EQ(x.chunks[0].chunk_hash.to_string(),
-            "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
+  EXPECT_EQ(x.chunks[0].chunk_hash.to_string(), "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
 
   EXPECT_THAT(*idx->expire(1754664704), IsEmpty());
   EXPECT_EQ(find(raw).size(), 1u);
@@ -268,8 +267,8 @@ TEST_P(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
 TEST_P(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
   auto shared = gen_xorb(10, 30), only1 = gen_xorb(11, 5), only2 = gen_xorb(12, 6);
   auto s1 = own(build_shard({.xorbs = {&shared, &only1}, .files = {gen_file(1, shared, 0, 30, true, true)}}));
-  auto s2 = own(build_shard({.xorbs = {&only2, &shared}, .expiry = 2100000000,
-                             .files = {gen_file(1, shared, 0, 30, true, true)}}));
+  auto s2 = own(build_shard(
+      {.xorbs = {&only2, &shared}, .expiry = 2100000000, .files = {gen_file(1, shared, 0, 30, true, true)}}));
   ingest(s1, "/a.mdb");
   IngestResult r2 = ingest(s2, "/b.mdb");
   EXPECT_EQ(r2.new_xorbs, 1u);  // only `only2` is new
@@ -572,8 +571,14 @@ TEST_P(IndexTest, FilesAndSha256) {
 }
 
 TEST_P(IndexTest, RejectedFilesAreRememberedUntilTheyChange) {
-  RejectInfo r{.path = "/cache/bad.mdb", .size = 100, .mtime_ns = 5, .content_hash = hash_of_seed(9),
-               .rule = "header.magic", .offset = 0, .message = "not a shard", .recorded_at = 42};
+  RejectInfo r{.path = "/cache/bad.mdb",
+               .size = 100,
+               .mtime_ns = 5,
+               .content_hash = hash_of_seed(9),
+               .rule = "header.magic",
+               .offset = 0,
+               .message = "not a shard",
+               .recorded_at = 42};
   ASSERT_TRUE(idx->record_rejected(r));
   EXPECT_TRUE(*idx->is_known_rejected("/cache/bad.mdb", 100, 5));
   EXPECT_FALSE(*idx->is_known_rejected("/cache/bad.mdb", 101, 5));
@@ -776,10 +781,8 @@ TEST(IndexGrowth, MaxMapSizeIsAnErrorAndTheIndexStaysConsistent) {
     xs.push_back(gen_xorb(200 + std::uint64_t(i), 500));
     auto s = own(build_shard({.xorbs = {&xs.back()}}));
     auto r = (*idx)->ingest(*s.view, {});
-    if (r)
-      added.push_back(s.hash);
-    else
-      failure = r.error();
+    if (r) added.push_back(s.hash);
+    else failure = r.error();
   }
   ASSERT_TRUE(failure) << "500 x 50 chunks cannot fit in 512 KiB";
   EXPECT_EQ(failure->rule, kRuleMapFull);
@@ -801,7 +804,9 @@ TEST(IndexGrowth, DiskFullIsAnErrorAndLeavesWholeShards) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim {256 * 1024, 256 * 1024};
+    struct rlimit lim {
+      256 * 1024, 256 * 1024
+    };
     setrlimit(RLIMIT_FSIZE, &lim);
     auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 << 20});
     if (!idx) _exit(2);

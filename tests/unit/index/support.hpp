@@ -15,8 +15,8 @@
 
 namespace dedupd::index::gen {
 
-inline const char* const kTables[] = {"meta",  "shards",      "shard_refs", "expiry",      "keys",
-                                      "xorb_ids", "xorbs",    "xorb_shards", "chunks",     "files",
+inline const char* const kTables[] = {"meta",        "shards", "shard_refs",  "expiry", "keys",
+                                      "xorb_ids",    "xorbs",  "xorb_shards", "chunks", "files",
                                       "file_shards", "sha256", "sources"};
 
 // Items (duplicates included) per table, read with plain LMDB calls while

@@ -42,8 +42,7 @@ TEST_F(Fixture, HeaderFooterAndCounts) {
   EXPECT_EQ(v.stats().xorbs, 3u);
   EXPECT_EQ(v.stats().chunks, 2117u);
   EXPECT_TRUE(v.keyed());
-  EXPECT_EQ(v.chunk_key().to_string(),
-            "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
+  EXPECT_EQ(v.chunk_key().to_string(), "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
   EXPECT_EQ(v.creation_timestamp(), 1754059905u);
   EXPECT_EQ(v.expiry(), std::optional<std::uint64_t>(1754664705u));
   EXPECT_TRUE(v.footer()->expired_at(1754664705u));
@@ -55,9 +54,7 @@ TEST_F(Fixture, HeaderFooterAndCounts) {
   EXPECT_EQ(f.chunk_lookup_num_entry, 0u);
 }
 
-TEST_F(Fixture, KeyEqualsJson) {
-  EXPECT_EQ(view_->chunk_key().to_string(), json_.at("hmac_key").get<std::string>());
-}
+TEST_F(Fixture, KeyEqualsJson) { EXPECT_EQ(view_->chunk_key().to_string(), json_.at("hmac_key").get<std::string>()); }
 
 TEST_F(Fixture, EveryXorbAndStoredChunkHashEqualsJson) {
   const auto& xorbs = json_.at("xorbs");
@@ -69,8 +66,7 @@ TEST_F(Fixture, EveryXorbAndStoredChunkHashEqualsJson) {
     const auto& jc = jx.at("chunk_hashes");
     ASSERT_EQ(jc.size(), x.num_chunks());
     for (std::uint32_t c = 0; c < x.num_chunks(); ++c, ++chunks)
-      ASSERT_EQ(x.chunk(c).chunk_hash.to_string(), jc.at(c).get<std::string>())
-          << "xorb " << i - 1 << " chunk " << c;
+      ASSERT_EQ(x.chunk(c).chunk_hash.to_string(), jc.at(c).get<std::string>()) << "xorb " << i - 1 << " chunk " << c;
   }
   EXPECT_EQ(chunks, 2117u);
 }

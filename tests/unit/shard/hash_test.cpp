@@ -21,8 +21,7 @@ TEST(HashString, PrintsEachWordAsLittleEndianU64) {
 }
 
 TEST(HashString, ByteOrderHexIsPlain) {
-  EXPECT_EQ(counting_bytes().to_hex_bytes(),
-            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+  EXPECT_EQ(counting_bytes().to_hex_bytes(), "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
 }
 
 TEST(HashString, ParseIsTheInverse) {
@@ -35,18 +34,20 @@ TEST(HashString, ParseIsTheInverse) {
 }
 
 TEST(HashString, ParseAcceptsUppercase) {
-  auto h = Hash::parse("0706050403020100" "0F0E0D0C0B0A0908" "1716151413121110" "1F1E1D1C1B1A1918");
+  auto h = Hash::parse(
+      "0706050403020100"
+      "0F0E0D0C0B0A0908"
+      "1716151413121110"
+      "1F1E1D1C1B1A1918");
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(*h, counting_bytes());
 }
 
 // The footer key of the fixture, as xet-core's own endianness test prints it.
 TEST(HashString, FixtureKeyBytes) {
-  const std::uint8_t raw[32] = {22,  175, 58,  132, 4,   75,  131, 214, 190, 153, 138,
-                                66,  226, 3,   153, 242, 204, 86,  80,  234, 249, 153,
-                                80,  99,  159, 80,  65,  138, 236, 231, 149, 78};
-  EXPECT_EQ(Hash::from_bytes(raw).to_string(),
-            "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
+  const std::uint8_t raw[32] = {22,  175, 58, 132, 4,   75,  131, 214, 190, 153, 138, 66,  226, 3,   153, 242,
+                                204, 86,  80, 234, 249, 153, 80,  99,  159, 80,  65,  138, 236, 231, 149, 78};
+  EXPECT_EQ(Hash::from_bytes(raw).to_string(), "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
 }
 
 TEST(HashString, RandomRoundTrips) {

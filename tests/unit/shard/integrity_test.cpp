@@ -179,8 +179,7 @@ TEST(Integrity, EachCheckCanBeSwitchedOff) {
   b[kXorbB + 48 * 3 + 31] ^= 0x40;
   IntegrityOptions o;
   o.xorb_hashes = false;
-  EXPECT_EQ(problems(b, std::nullopt, o),
-            (std::vector<RuleAt>{{"integrity.verification", kFile2Verification + 48}}));
+  EXPECT_EQ(problems(b, std::nullopt, o), (std::vector<RuleAt>{{"integrity.verification", kFile2Verification + 48}}));
   o.verification = false;
   EXPECT_EQ(problems(b, std::nullopt, o), std::vector<RuleAt>{});
 }

@@ -49,8 +49,7 @@ TEST(XetCoreReference, XorbHashes) {
 TEST(XetCoreReference, UnsaltedFileHashes) {
   for (std::size_t i = 0; i < kReference.size(); ++i) {
     ASSERT_TRUE(H(kReference[i].files[0].salt).is_zero());
-    EXPECT_EQ(file_hash(leaves_of(kReference[i])).to_string(), kReference[i].files[0].file_hash)
-        << "vector " << i;
+    EXPECT_EQ(file_hash(leaves_of(kReference[i])).to_string(), kReference[i].files[0].file_hash) << "vector " << i;
   }
 }
 
@@ -61,8 +60,7 @@ TEST(XetCoreReference, SaltedFileHashes) {
     if (kReference[i].leaves.empty()) continue;  // empty file: zero whatever the salt
     Hash root = xorb_hash(leaves_of(kReference[i]));
     for (std::size_t s = 1; s < 3; ++s)
-      EXPECT_EQ(blake3_keyed(H(kReference[i].files[s].salt), root.bytes).to_string(),
-                kReference[i].files[s].file_hash)
+      EXPECT_EQ(blake3_keyed(H(kReference[i].files[s].salt), root.bytes).to_string(), kReference[i].files[s].file_hash)
           << "vector " << i << " salt " << s;
   }
 }
@@ -91,8 +89,7 @@ TEST(XorbHash, DependsOnSizesAndOrder) {
 TEST(KeyedChunkHash, FixtureKnownAnswer) {
   Key key = H("d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
   Hash raw = H("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335");
-  EXPECT_EQ(keyed_chunk_hash(key, raw).to_string(),
-            "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
+  EXPECT_EQ(keyed_chunk_hash(key, raw).to_string(), "81b34a5179857460a1a5ba079fcf7231c307a19940ccb769e49240df5ec6c466");
 }
 
 TEST(KeyedChunkHash, ZeroKeyStoresRaw) {

@@ -35,8 +35,7 @@ WriteOptions with(LookupTables t, bool footer = true) {
 // header 0, file 1 at 48 (4 entries), file 2 at 240 (8 entries), file
 // bookend 624, xorb A at 672 (12 chunks), xorb B at 1296 (5 chunks), CAS
 // bookend 1584, then tables or the footer at 1632.
-constexpr std::uint64_t kFile2 = 240, kFileBookend = 624, kXorbA = 672, kCasBookend = 1584,
-                        kCasEnd = 1632;
+constexpr std::uint64_t kFile2 = 240, kFileBookend = 624, kXorbA = 672, kCasBookend = 1584, kCasEnd = 1632;
 
 Bytes good(LookupTables t = LookupTables::none_server_style, bool footer = true) {
   return testing::small_shard().writer.write(with(t, footer));
@@ -155,8 +154,7 @@ TEST(ReaderRules, FooterOffsets) {
   struct Case {
     std::uint64_t field;
     const char* rule;
-  } cases[] = {{8, "footer.file_info_offset"}, {16, "footer.cas_info_offset"},
-               {192, "footer.footer_offset"}};
+  } cases[] = {{8, "footer.file_info_offset"}, {16, "footer.cas_info_offset"}, {192, "footer.footer_offset"}};
   for (const auto& c : cases)
     for (std::uint64_t value : {std::uint64_t(0), std::uint64_t(kCasEnd + 48), ~std::uint64_t(0)}) {
       auto b = good();

@@ -37,8 +37,7 @@ TestXorb make_xorb(std::uint64_t seed, std::size_t chunks, const Key& key) {
   return x;
 }
 
-FileRecord make_file(std::uint64_t seed, const std::vector<TermSpec>& terms, bool verification,
-                     bool metadata_ext) {
+FileRecord make_file(std::uint64_t seed, const std::vector<TermSpec>& terms, bool verification, bool metadata_ext) {
   FileRecord f;
   std::vector<HashAndSize> leaves;
   for (const auto& t : terms) {
@@ -53,8 +52,7 @@ FileRecord make_file(std::uint64_t seed, const std::vector<TermSpec>& terms, boo
     f.terms.push_back(term);
     if (verification) {
       HashRecord v;
-      v.hash = verification_range_hash(
-          std::span(t.xorb->raw).subspan(t.start, t.end - t.start));
+      v.hash = verification_range_hash(std::span(t.xorb->raw).subspan(t.start, t.end - t.start));
       f.verification.push_back(v);
     }
   }
@@ -83,8 +81,6 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
 
 std::string fixture_path(const std::string& name) { return std::string(DEDUPD_FIXTURE_DIR) + "/" + name; }
 
-std::vector<std::uint8_t> fixture_bytes() {
-  return read_file(fixture_path("gpt2-64-8bits.tflite.shard"));
-}
+std::vector<std::uint8_t> fixture_bytes() { return read_file(fixture_path("gpt2-64-8bits.tflite.shard")); }
 
 }  // namespace dedupd::shard::testing

@@ -14,8 +14,8 @@ namespace dedupd::shard::testing {
 Hash seeded_hash(std::uint64_t seed);
 
 struct TestXorb {
-  XorbRecord record;       // chunk hashes stored keyed when key is non-zero
-  std::vector<Hash> raw;   // the raw chunk hashes, in order
+  XorbRecord record;      // chunk hashes stored keyed when key is non-zero
+  std::vector<Hash> raw;  // the raw chunk hashes, in order
 };
 
 // A xorb whose hash is the real xorb hash of its raw chunks.
@@ -28,8 +28,7 @@ struct TermSpec {
 
 // A file whose hash and unpacked sizes agree with its terms, optionally with
 // correct verification entries and a sha256 extension.
-FileRecord make_file(std::uint64_t seed, const std::vector<TermSpec>& terms, bool verification,
-                     bool metadata_ext);
+FileRecord make_file(std::uint64_t seed, const std::vector<TermSpec>& terms, bool verification, bool metadata_ext);
 
 // Unkeyed: two xorbs, two files with verification and metadata ext.
 struct SmallShard {

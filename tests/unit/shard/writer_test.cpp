@@ -115,8 +115,7 @@ TEST(Writer, VerificationAndMetadataExtRoundTrip) {
       FileBlock second = *std::next(v.files().begin());
       EXPECT_EQ(second.num_terms(), 3u);
       if (verification) {
-        EXPECT_EQ(second.verification(1).hash,
-                  verification_range_hash(std::span(s.xorbs[1].raw)));
+        EXPECT_EQ(second.verification(1).hash, verification_range_hash(std::span(s.xorbs[1].raw)));
       }
       if (ext) {
         EXPECT_EQ(second.sha256(), testing::seeded_hash(11));
@@ -146,8 +145,7 @@ TEST(Writer, FlagsAreDerivedAndOtherBitsKept) {
   w2.add_file(f);
   auto bytes2 = w2.write({});
   auto v2 = parse_ok(bytes2);
-  EXPECT_EQ((*v2.files().begin()).header().flags,
-            0x5u | kFileFlagWithVerification | kFileFlagWithMetadataExt);
+  EXPECT_EQ((*v2.files().begin()).header().flags, 0x5u | kFileFlagWithVerification | kFileFlagWithMetadataExt);
 }
 
 TEST(Writer, XorbEntryCountIsDerived) {
