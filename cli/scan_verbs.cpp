@@ -1,13 +1,14 @@
 // hash and scan: every file is read once, in blocks (chunk::digest_file), so
 // memory does not follow its size. scan asks dedupd about the chunks in
-// bounded batches while the file is read, then about the whole file by its
-// Xet file hash.
+// bounded batches on a thread of their own while the file is read, then
+// about the whole file by its Xet file hash.
 #include "cli/scan_verbs.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,8 +31,8 @@ using dedupd::shard::Hash;
 
 namespace {
 
-// Hashes per request. Far under the daemon's 100,000 so an answer stays a
-// few hundred KiB, and the file's reading is never held up long.
+// Hashes per request at most (--batch). Far under the daemon's 100,000 so an
+// answer stays a few MiB, and the file's reading is never held up long.
 constexpr std::size_t kScanBatch = 8192;
 // New chunks remembered to count a repeat inside the scan once, as an
 // upload would send it once (32 bytes each: 32 MiB at most).
@@ -185,7 +186,7 @@ class Scanner {
  public:
   // Asks once before reading anything, so a daemon that is down or still
   // starting is reported before minutes of reading a large file.
-  explicit Scanner(Context& ctx) : client_(socket_of(ctx), ctx.opt.timeout_s), ctx_(ctx) {
+  Scanner(Context& ctx, std::size_t batch) : client_(socket_of(ctx), ctx.opt.timeout_s), ctx_(ctx), batch_(batch) {
     call(client_, "GET", std::string(api::kHealth), "scan");
   }
 
@@ -198,11 +199,24 @@ class Scanner {
     opt.on_chunks = [&](std::span<const ChunkRecord> records) {
       for (const auto& r : records) {
         pending_.push_back(r);
-        if (pending_.size() == kScanBatch) resolve(fs);
+        if (pending_.size() >= batch_) send_pending(fs);
       }
     };
-    fs.digest = digest_or_throw(path, opt);
-    resolve(fs);
+    try {
+      fs.digest = digest_or_throw(path, opt);
+      send_pending(fs);
+      collect(fs);
+    } catch (...) {
+      // Whatever is in flight belongs to this file: wait for it and drop it.
+      if (inflight_.valid()) {
+        try {
+          (void)inflight_.get();
+        } catch (const CliError&) {
+        }
+      }
+      pending_.clear();
+      throw;
+    }
 
     bool not_found = false;
     const std::string h = fs.digest.file_hash.to_string();
@@ -214,14 +228,27 @@ class Scanner {
   }
 
  private:
-  void resolve(FileScan& fs) {
+  // One batch is asked while the file reading goes on; the next waits for
+  // its answer first, so at most two batches of chunk records are held and
+  // the client is used by one thread at a time.
+  void send_pending(FileScan& fs) {
+    collect(fs);
     if (pending_.empty()) return;
+    inflight_records_.swap(pending_);
+    pending_.clear();
     std::vector<std::string> hashes;
-    hashes.reserve(pending_.size());
-    for (const auto& r : pending_) hashes.push_back(r.hash.to_string());
-    const std::vector<json> results = lookup_chunks(client_, hashes);
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      const ChunkRecord& c = pending_[i];
+    hashes.reserve(inflight_records_.size());
+    for (const auto& r : inflight_records_) hashes.push_back(r.hash.to_string());
+    inflight_ =
+        std::async(std::launch::async, [this, hashes = std::move(hashes)] { return lookup_chunks(client_, hashes); });
+  }
+
+  // Waits for the batch in flight (its errors surface here) and counts it.
+  void collect(FileScan& fs) {
+    if (!inflight_.valid()) return;
+    const std::vector<json> results = inflight_.get();
+    for (std::size_t i = 0; i < inflight_records_.size(); ++i) {
+      const ChunkRecord& c = inflight_records_[i];
       const json& locs = results[i]["locations"];
       if (!locs.empty()) {
         fs.known_bytes += c.size;
@@ -239,12 +266,15 @@ class Scanner {
         if (seen_new_.size() < kMaxRememberedNew) seen_new_.insert(c.hash);
       }
     }
-    pending_.clear();
+    inflight_records_.clear();
   }
 
   Client client_;
   Context& ctx_;
-  std::vector<ChunkRecord> pending_;
+  std::size_t batch_;
+  std::vector<ChunkRecord> pending_;           // not yet sent
+  std::vector<ChunkRecord> inflight_records_;  // sent, answer not counted yet
+  std::future<std::vector<json>> inflight_;
   std::unordered_set<Hash> seen_new_;  // across files: one upload sends a chunk once
 };
 
@@ -307,8 +337,8 @@ void print_file(Context& ctx, const FileScan& f) {
   }
 }
 
-int scan_files(Context& ctx, const std::vector<std::string>& paths) {
-  Scanner scanner(ctx);
+int scan_files(Context& ctx, const std::vector<std::string>& paths, std::size_t batch) {
+  Scanner scanner(ctx, batch);
   json files = json::array();
   std::uint64_t size = 0, chunks = 0, known = 0, fresh = 0, repeated = 0, known_files = 0, scanned = 0;
   int code = kOk;
@@ -372,9 +402,14 @@ void add_scan_verbs(CLI::App& app, Action& action) {
   }
   {
     auto files = std::make_shared<std::vector<std::string>>();
+    auto batch = std::make_shared<std::size_t>(kScanBatch);
     auto* s = app.add_subcommand("scan", "How much of each file dedupd already knows (chunked as xet-core does)");
     s->add_option("FILE", *files, "Files to scan")->required();
-    s->callback([&action, files] { action = [files](Context& ctx) { return scan_files(ctx, *files); }; });
+    s->add_option("--batch", *batch, "Chunk hashes per request to dedupd")
+        ->check(CLI::Range(std::size_t(1), kScanBatch))
+        ->capture_default_str();
+    s->callback(
+        [&action, files, batch] { action = [files, batch](Context& ctx) { return scan_files(ctx, *files, *batch); }; });
   }
 }
 

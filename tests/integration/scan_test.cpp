@@ -154,10 +154,11 @@ class Scan : public DaemonTest {
     ASSERT_TRUE(eventually([&] { return chunk_found(a_chunks.chunks.back().hash.to_string()); })) << daemon_log();
   }
 
-  CtlRun scan(std::vector<std::string> files, bool as_json = true) {
+  CtlRun scan(std::vector<std::string> files, bool as_json = true, std::string batch = "") {
     std::vector<std::string> args{"--socket=" + socket.string()};
     if (as_json) args.push_back("--json");
     args.push_back("scan");
+    if (!batch.empty()) args.insert(args.end(), {"--batch", batch});
     args.insert(args.end(), files.begin(), files.end());
     return dedupctl(args);
   }
@@ -231,6 +232,30 @@ TEST_F(Scan, SharedPrefixIsKnownTheRestIsNew) {
   EXPECT_NE(h.out.find("all known"), std::string::npos) << h.out;
   EXPECT_NE(h.out.find("known by its file hash"), std::string::npos) << h.out;
   EXPECT_NE(h.out.find("Total"), std::string::npos) << h.out;
+}
+
+TEST_F(Scan, SmallBatchesAddUpToTheSameAndRepeatsAreSentOnce) {
+  start();
+  index_a();
+  // b twice and c twice, in batches of 5 and 7 hashes (many requests, one
+  // in flight while the next is gathered): the counts do not depend on the
+  // batch size, and the second copy of a new chunk counts as repeated.
+  const auto one = json::parse(scan({b, c}).out);
+  for (const char* batch : {"5", "7"}) {
+    CtlRun r = scan({b, c, b, c}, true, batch);
+    ASSERT_EQ(r.code, 1) << r.out;
+    const auto doc = json::parse(r.out);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(doc["files"][i]["known_bytes"], one["files"][i]["known_bytes"]) << batch;
+      EXPECT_EQ(doc["files"][i]["new_bytes"], one["files"][i]["new_bytes"]) << batch;
+      EXPECT_EQ(doc["files"][i + 2]["known_bytes"], one["files"][i]["known_bytes"]) << batch;
+      EXPECT_EQ(doc["files"][i + 2]["new_bytes"], 0) << batch;
+      EXPECT_EQ(doc["files"][i + 2]["repeated_bytes"], one["files"][i]["new_bytes"]) << batch;
+    }
+    EXPECT_EQ(doc["total"]["new_bytes"], one["total"]["new_bytes"]);
+  }
+  EXPECT_EQ(scan({a}, true, "3").code, 0);
+  EXPECT_EQ(scan({a}, true, "0").code, 64);
 }
 
 TEST_F(Scan, UnreadableFileIsBadInputAndTheOthersAreStillScanned) {
