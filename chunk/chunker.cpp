@@ -73,7 +73,6 @@ std::optional<std::size_t> Chunker::next_boundary(std::span<const std::uint8_t> 
       pending_ = 0;
       return end;
     }
-    i = end;
   }
   if (pending_ + limit == kMaxChunkSize) {
     hash_ = 0;
