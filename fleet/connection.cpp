@@ -129,6 +129,27 @@ Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params,
   params.materialize(values, lengths, formats, types);
   if (!PQsendQueryParams(c_, sql, params.count(), types.data(), values.data(), lengths.data(), formats.data(), 1))
     return fail(kRuleConnect, "cannot send the statement", nullptr);
+  return finish_until(deadline);
+}
+
+Result<Ok> Connection::prepare_until(const char* name, const char* sql, int n_params, Clock::time_point deadline) {
+  if (!PQsendPrepare(c_, name, sql, n_params, nullptr)) return fail(kRuleConnect, "cannot send the statement", nullptr);
+  auto r = finish_until(deadline);
+  if (!r) return r.error();
+  return Ok{};
+}
+
+Result<Rows> Connection::exec_prepared_until(const char* name, const wire::Params& params, Clock::time_point deadline) {
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  std::vector<unsigned> types;
+  params.materialize(values, lengths, formats, types);
+  if (!PQsendQueryPrepared(c_, name, params.count(), values.data(), lengths.data(), formats.data(), 1))
+    return fail(kRuleConnect, "cannot send the statement", nullptr);
+  return finish_until(deadline);
+}
+
+Result<Rows> Connection::finish_until(Clock::time_point deadline) {
   // Send everything, then read until libpq has the whole answer.
   for (;;) {
     int f = PQflush(c_);

@@ -72,6 +72,12 @@ class Connection {
   // Statement bounded by the deadline. On fleet.timeout the connection is
   // left mid-statement: the caller must drop it.
   Result<Rows> exec_until(const char* sql, const wire::Params& params, std::chrono::steady_clock::time_point deadline);
+  // Prepares a named statement, bounded by the deadline.
+  Result<Ok> prepare_until(const char* name, const char* sql, int n_params,
+                           std::chrono::steady_clock::time_point deadline);
+  // Runs a prepared statement, bounded by the deadline (as exec_until).
+  Result<Rows> exec_prepared_until(const char* name, const wire::Params& params,
+                                   std::chrono::steady_clock::time_point deadline);
   // COPY ... FROM STDIN (FORMAT binary) of a body built by wire::CopyBody.
   Result<Ok> copy_in(const char* copy_sql, std::span<const std::uint8_t> body);
   // The SQLSTATE of the last failed statement ("" if none).
@@ -80,6 +86,8 @@ class Connection {
  private:
   explicit Connection(PGconn* c) : c_(c) {}
   Error fail(const char* rule, std::string_view what, const PGresult* r);
+  // Sends what libpq holds and reads every result of the statement sent.
+  Result<Rows> finish_until(std::chrono::steady_clock::time_point deadline);
   PGconn* c_;
   std::string sqlstate_;
 };

@@ -23,6 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
 
+constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
+
 const std::string& lookup_sql() {
   static const std::string sql = [] {
     std::string hit;
@@ -138,6 +140,19 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     return make_error(kRuleSchema, "the fleet database has schema version " + std::to_string(found) +
                                        " and this dedupd needs version " + std::to_string(known_schema_version()));
   }
+  // The lookup is planned once per connection, for any arrays: planning it
+  // with each block's constants (16 arrays of thousands) cost more than
+  // running it.
+  auto set = conn_->exec_until("SET plan_cache_mode = force_generic_plan", {}, deadline.at);
+  if (!set) {
+    drop_connection();
+    return set.error();
+  }
+  auto prepared = conn_->prepare_until(kLookupStatement, lookup_sql().c_str(), schema::kChunkPartitions, deadline.at);
+  if (!prepared) {
+    drop_connection();
+    return prepared.error();
+  }
   return refresh_keys(deadline);
 }
 
@@ -176,7 +191,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     }
     Params params;
     for (auto& p : by_partition) params.int8_array(p);
-    auto rows = conn_->exec_until(lookup_sql().c_str(), params, deadline.at);
+    auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline.at);
     if (!rows) {
       if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
       return rows.error();
