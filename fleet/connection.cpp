@@ -52,20 +52,6 @@ std::uint64_t Rows::affected() const {
   return *n ? std::strtoull(n, nullptr, 10) : 0;
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& url, Role role,
-                                                     std::chrono::milliseconds connect_timeout) {
-  // libpq takes whole seconds and treats 1 as 2.
-  auto seconds = std::max<long long>(2, (connect_timeout.count() + 999) / 1000);
-  PGconn* c = start(url, role, std::to_string(seconds), false);
-  if (!c) return make_error(kRuleConnect, "out of memory starting a connection");
-  if (PQstatus(c) != CONNECTION_OK) {
-    std::string m = trimmed(PQerrorMessage(c));
-    PQfinish(c);
-    return make_error(kRuleConnect, "cannot connect to the fleet database: " + m);
-  }
-  return std::unique_ptr<Connection>(new Connection(c));
-}
-
 Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& url, Role role,
                                                            Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now()).count();
@@ -88,7 +74,12 @@ Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& ur
 
 Connection::~Connection() { PQfinish(c_); }
 
-bool Connection::broken() const { return PQstatus(c_) != CONNECTION_OK; }
+bool Connection::broken() const { return poisoned_ || PQstatus(c_) != CONNECTION_OK; }
+
+Error Connection::timed_out(const char* what) {
+  poisoned_ = true;
+  return make_error(kRuleTimeout, what);
+}
 
 Error Connection::fail(const char* rule, std::string_view what, const PGresult* r) {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
@@ -98,27 +89,21 @@ Error Connection::fail(const char* rule, std::string_view what, const PGresult* 
   return make_error(rule, std::string(what) + ": " + m);
 }
 
+Clock::time_point Connection::statement_deadline() const {
+  if (statement_timeout_.count() <= 0) return Clock::time_point::max();
+  return Clock::now() + statement_timeout_;
+}
+
 Result<Rows> Connection::exec(const char* sql, const wire::Params& params) {
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  std::vector<unsigned> types;
-  params.materialize(values, lengths, formats, types);
-  PGresult* r = PQexecParams(c_, sql, params.count(), types.data(), values.data(), lengths.data(), formats.data(), 1);
-  Rows rows(r);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return fail(kRuleQuery, "statement failed", r);
-  sqlstate_.clear();
-  return rows;
+  return exec_until(sql, params, statement_deadline());
 }
 
 Result<Ok> Connection::exec_script(const char* sql) {
-  // PQexec runs every statement of the script and returns the last result;
-  // the first error stops it and is that result.
-  PGresult* r = PQexec(c_, sql);
-  Rows keep(r);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return fail(kRuleQuery, "script failed", r);
-  sqlstate_.clear();
+  // The simple protocol runs every statement of the script; the first error
+  // stops it.
+  if (!PQsendQuery(c_, sql)) return fail(kRuleConnect, "cannot send the script", nullptr);
+  auto r = finish_until(statement_deadline());
+  if (!r) return r.error();
   return Ok{};
 }
 
@@ -155,7 +140,7 @@ Result<Rows> Connection::finish_until(Clock::time_point deadline) {
     int f = PQflush(c_);
     if (f < 0) return fail(kRuleConnect, "cannot send the statement", nullptr);
     if (f == 0) break;
-    if (!wait_socket(c_, true, deadline)) return make_error(kRuleTimeout, "the fleet database did not answer in time");
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not answer in time");
     if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
   }
   Rows keep;
@@ -163,8 +148,7 @@ Result<Rows> Connection::finish_until(Clock::time_point deadline) {
   Error error = make_error(kRuleQuery, "");
   for (;;) {
     while (PQisBusy(c_)) {
-      if (!wait_socket(c_, false, deadline))
-        return make_error(kRuleTimeout, "the fleet database did not answer in time");
+      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
       if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
     PGresult* r = PQgetResult(c_);
@@ -184,30 +168,42 @@ Result<Rows> Connection::finish_until(Clock::time_point deadline) {
 }
 
 Result<Ok> Connection::copy_in(const char* copy_sql, std::span<const std::uint8_t> body) {
-  {
-    PGresult* r = PQexec(c_, copy_sql);
-    Rows keep(r);
-    if (!r || PQresultStatus(r) != PGRES_COPY_IN) return fail(kRuleQuery, "COPY did not start", r);
-  }
-  // Blocking connection: PQputCopyData returns once libpq has the bytes.
-  constexpr std::size_t kPiece = 1 << 20;
-  for (std::size_t off = 0; off < body.size(); off += kPiece) {
-    std::size_t n = std::min(kPiece, body.size() - off);
-    if (PQputCopyData(c_, reinterpret_cast<const char*>(body.data() + off), int(n)) != 1)
-      return fail(kRuleConnect, "COPY data not sent", nullptr);
-  }
-  if (PQputCopyEnd(c_, nullptr) != 1) return fail(kRuleConnect, "COPY end not sent", nullptr);
-  bool failed = false;
-  Error error = make_error(kRuleQuery, "");
-  while (PGresult* r = PQgetResult(c_)) {
-    Rows keep(r);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && !failed) {
-      error = fail(kRuleQuery, "COPY failed", r);
-      failed = true;
+  auto deadline = statement_deadline();
+  if (!PQsendQuery(c_, copy_sql)) return fail(kRuleConnect, "cannot send COPY", nullptr);
+  for (;;) {  // wait for the server to enter COPY IN
+    while (PQisBusy(c_)) {
+      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
+      if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
+    PGresult* r = PQgetResult(c_);
+    Rows keep(r);
+    if (r && PQresultStatus(r) == PGRES_COPY_IN) break;
+    Error e = fail(kRuleQuery, "COPY did not start", r);
+    while (PGresult* rest = PQgetResult(c_)) PQclear(rest);
+    return e;
   }
-  if (failed) return error;
-  sqlstate_.clear();
+  // Non-blocking: libpq takes what fits, 0 means wait until the socket drains.
+  constexpr std::size_t kPiece = 1 << 18;
+  std::size_t off = 0;
+  while (off < body.size()) {
+    std::size_t n = std::min(kPiece, body.size() - off);
+    int put = PQputCopyData(c_, reinterpret_cast<const char*>(body.data() + off), int(n));
+    if (put < 0) return fail(kRuleConnect, "COPY data not sent", nullptr);
+    if (put == 1) {
+      off += n;
+      continue;
+    }
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+    if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
+  }
+  for (;;) {
+    int end = PQputCopyEnd(c_, nullptr);
+    if (end < 0) return fail(kRuleConnect, "COPY end not sent", nullptr);
+    if (end == 1) break;
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+  }
+  auto r = finish_until(deadline);
+  if (!r) return r.error();
   return Ok{};
 }
 

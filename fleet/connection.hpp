@@ -1,7 +1,8 @@
-// One libpq connection with the two ways dedupd talks to PostgreSQL: a
-// blocking statement (the publisher's own thread may wait) and a statement
-// bounded by a deadline (a lookup: poll on the socket, and past the deadline
-// the caller drops the connection instead of reading the rest).
+// One non-blocking libpq connection. Every statement is bounded: a lookup
+// by its caller's deadline, a write by the connection's statement timeout.
+// It polls on the socket, and past the deadline the caller drops the
+// connection instead of reading the rest (PQcancel would block on a stopped
+// server: PostgreSQL 15's libpq has no non-blocking cancel).
 #pragma once
 
 #include <libpq-fe.h>
@@ -54,9 +55,6 @@ enum class Role : std::uint8_t { primary, prefer_standby };
 
 class Connection {
  public:
-  // Blocking connect (the writer): libpq's connect_timeout bounds each host.
-  static Result<std::unique_ptr<Connection>> open(const std::string& url, Role role,
-                                                  std::chrono::milliseconds connect_timeout);
   // Non-blocking connect polled until the deadline (the reader).
   static Result<std::unique_ptr<Connection>> open_until(const std::string& url, Role role,
                                                         std::chrono::steady_clock::time_point deadline);
@@ -64,8 +62,11 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // Lost, or left mid-statement by a timeout: make a new one.
   bool broken() const;
-  // Blocking statement.
+  // Bounds every exec, exec_script and copy_in (0: unbounded). On
+  // fleet.timeout the connection is left mid-statement: drop it.
+  void set_statement_timeout(std::chrono::milliseconds t) { statement_timeout_ = t; }
   Result<Rows> exec(const char* sql, const wire::Params& params = {});
   // Simple-protocol script (several statements, no parameters).
   Result<Ok> exec_script(const char* sql);
@@ -86,10 +87,15 @@ class Connection {
  private:
   explicit Connection(PGconn* c) : c_(c) {}
   Error fail(const char* rule, std::string_view what, const PGresult* r);
+  // Marks the connection unusable (mid-statement) and names the timeout.
+  Error timed_out(const char* what);
   // Sends what libpq holds and reads every result of the statement sent.
   Result<Rows> finish_until(std::chrono::steady_clock::time_point deadline);
+  std::chrono::steady_clock::time_point statement_deadline() const;
   PGconn* c_;
   std::string sqlstate_;
+  std::chrono::milliseconds statement_timeout_{0};
+  bool poisoned_ = false;
 };
 
 }  // namespace dedupd::fleet::detail

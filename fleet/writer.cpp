@@ -145,8 +145,10 @@ Result<std::unique_ptr<Writer>> Writer::connect(const ConnectOptions& options) {
 Result<Ok> Writer::ensure_connected() {
   if (conn_ && !conn_->broken()) return Ok{};
   conn_.reset();
-  auto c = Connection::open(options_.url, detail::Role::primary, options_.connect_timeout);
+  auto c = Connection::open_until(options_.url, detail::Role::primary,
+                                  std::chrono::steady_clock::now() + options_.connect_timeout);
   if (!c) return c.error();
+  (*c)->set_statement_timeout(options_.statement_timeout);
   auto m = schema::migrate(**c);
   if (!m) return m.error();
   auto host = (*c)->exec(kUpsertHost, Params().text(options_.host_name));
@@ -160,8 +162,10 @@ Result<MigrateOutcome> Writer::migrate() {
   if (!conn_ || conn_->broken()) {
     // Connect without the automatic migration, to report what this one did.
     conn_.reset();
-    auto c = Connection::open(options_.url, detail::Role::primary, options_.connect_timeout);
+    auto c = Connection::open_until(options_.url, detail::Role::primary,
+                                    std::chrono::steady_clock::now() + options_.connect_timeout);
     if (!c) return c.error();
+    (*c)->set_statement_timeout(options_.statement_timeout);
     conn_ = std::move(*c);
   }
   auto m = schema::migrate(*conn_);

@@ -406,6 +406,25 @@ TEST_F(FleetTest, ALookupBlockedOnTheServerReturnsTimeout) {
   EXPECT_EQ(a.of(0).size(), 1u);
 }
 
+TEST_F(FleetTest, AWriteBlockedOnTheServerReturnsTimeoutAndTheNextOneWorks) {
+  auto o = options(url_, "a");
+  o.statement_timeout = std::chrono::milliseconds(200);
+  auto w = Writer::connect(o);
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(19, 3);
+  auto s = make_shard({&x}, 1);
+  Admin locker(url_);
+  locker.one("BEGIN");
+  locker.one("LOCK TABLE dedupd.shard IN ACCESS EXCLUSIVE MODE");
+  auto blocked = (*w)->publish(*s.view, s.hash);
+  ASSERT_FALSE(blocked);
+  EXPECT_EQ(blocked.error().rule, kRuleTimeout);
+  locker.one("ROLLBACK");
+  auto again = (*w)->publish(*s.view, s.hash);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(again->result, PublishResult::added);
+}
+
 TEST_F(FleetTest, ReadsOnTheHotStandby) {
   auto w = writer(url_, "a");
   ASSERT_TRUE(w);
