@@ -98,6 +98,12 @@ Result<Rows> Connection::exec(const char* sql, const wire::Params& params) {
   return exec_until(sql, params, statement_deadline());
 }
 
+void Connection::rollback() {
+  std::string keep = sqlstate_;
+  (void)exec("ROLLBACK");
+  sqlstate_ = std::move(keep);
+}
+
 Result<Ok> Connection::exec_script(const char* sql) {
   // The simple protocol runs every statement of the script; the first error
   // stops it.

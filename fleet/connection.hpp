@@ -81,6 +81,8 @@ class Connection {
                                    std::chrono::steady_clock::time_point deadline);
   // COPY ... FROM STDIN (FORMAT binary) of a body built by wire::CopyBody.
   Result<Ok> copy_in(const char* copy_sql, std::span<const std::uint8_t> body);
+  // ROLLBACK, keeping last_sqlstate() of the statement that failed.
+  void rollback();
   // The SQLSTATE of the last failed statement ("" if none).
   const std::string& last_sqlstate() const { return sqlstate_; }
 

@@ -35,11 +35,22 @@ Result<T> in_transaction(Connection& c, Fn&& fn) {
   if (auto b = c.exec("BEGIN"); !b) return b.error();
   Result<T> out = fn();
   if (!out) {
-    if (!c.broken()) (void)c.exec("ROLLBACK");
+    if (!c.broken()) c.rollback();
     return out;
   }
   if (auto e = c.exec("COMMIT"); !e) return e.error();
   return out;
+}
+
+// in_transaction, again after a deadlock or serialization failure (two
+// writers touching shared xorbs in different orders): the loser's work is
+// rolled back whole, so doing it again is safe.
+template <class T, class Fn>
+Result<T> retrying(Connection& c, Fn&& fn) {
+  for (int attempt = 0;; ++attempt) {
+    auto r = in_transaction<T>(c, fn);
+    if (r || attempt >= 4 || !retryable(c.last_sqlstate())) return r;
+  }
 }
 
 // Decrements what the locked shard `shard_id` contributed and deletes what
@@ -343,7 +354,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
 Result<bool> Writer::drop_hold(const Hash& shard_hash) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
-  return in_transaction<bool>(c, [&]() -> Result<bool> {
+  return retrying<bool>(c, [&]() -> Result<bool> {
     auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(bytes_of(shard_hash)));
     if (!s) return s.error();
     if (s->size() == 0) return false;
@@ -362,7 +373,7 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
     std::int64_t id = due->int8(r, 0);
     // Each shard on its own: another host expiring the same ones at once
     // finds them gone and skips them.
-    auto one = in_transaction<bool>(c, [&]() -> Result<bool> {
+    auto one = retrying<bool>(c, [&]() -> Result<bool> {
       auto s =
           c.exec("SELECT id FROM dedupd.shard WHERE id = $1 AND expiry <= $2 FOR UPDATE", Params().int8(id).int8(at));
       if (!s) return s.error();
@@ -379,7 +390,7 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
 Result<bool> Writer::forget_host(std::string_view host_name) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
-  auto r = in_transaction<bool>(c, [&]() -> Result<bool> {
+  auto r = retrying<bool>(c, [&]() -> Result<bool> {
     auto h = c.exec("SELECT id FROM dedupd.host WHERE name = $1 FOR UPDATE", Params().text(host_name));
     if (!h) return h.error();
     if (h->size() == 0) return false;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <thread>
+
 #include "fleet/fleet.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -382,6 +384,75 @@ TEST_F(FleetTest, XorbFileAndSha256Answers) {
   auto gone = r->file(file.header.file_hash, Deadline::in(kDeadline));
   ASSERT_TRUE(gone);
   EXPECT_FALSE(gone->has_value());
+}
+
+TEST_F(FleetTest, ConcurrentPublishersAndDroppersSharingXorbsLeaveNoStrayRow) {
+  // A pool of xorbs; each host publishes shards of overlapping subsets in
+  // its own order, then drops them, all at once.
+  std::vector<GenXorb> pool;
+  for (int i = 0; i < 12; ++i) pool.push_back(index::gen::gen_xorb(100 + i, 16));
+  auto shards_for = [&](int host) {
+    std::vector<OwnedShard> out;
+    for (int s = 0; s < 10; ++s) {
+      std::vector<const GenXorb*> xs;
+      for (int k = 0; k < 4; ++k) xs.push_back(&pool[(s * 3 + k * (host + 1)) % pool.size()]);
+      out.push_back(make_shard(xs, 1000 + s * 7 + (s % 2 ? 0 : host)));  // even: the hosts' own shards
+    }
+    return out;
+  };
+  std::vector<OwnedShard> mine[2] = {shards_for(0), shards_for(1)};
+  std::vector<std::string> failures[2];
+  auto run = [&](int host) {
+    auto w = Writer::connect(options(url_, host ? "b" : "a"));
+    if (!w) {
+      failures[host].push_back(w.error().to_string());
+      return;
+    }
+    for (const auto& s : mine[host])
+      if (auto r = (*w)->publish(*s.view, s.hash); !r) failures[host].push_back(r.error().to_string());
+    for (const auto& s : mine[host])
+      if (auto r = (*w)->drop_hold(s.hash); !r) failures[host].push_back(r.error().to_string());
+  };
+  std::thread t0(run, 0), t1(run, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(failures[0], std::vector<std::string>{});
+  EXPECT_EQ(failures[1], std::vector<std::string>{});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+}
+
+TEST_F(FleetTest, ConcurrentPublishersKeepEveryChunkOnce) {
+  std::vector<GenXorb> pool;
+  for (int i = 0; i < 8; ++i) pool.push_back(index::gen::gen_xorb(200 + i, 16));
+  std::vector<OwnedShard> shards;
+  for (int s = 0; s < 8; ++s) shards.push_back(make_shard({&pool[s], &pool[(s + 1) % 8], &pool[(s + 3) % 8]}, 50 + s));
+  std::vector<std::string> failures[2];
+  auto run = [&](int host) {
+    auto w = Writer::connect(options(url_, host ? "b" : "a"));
+    if (!w) {
+      failures[host].push_back(w.error().to_string());
+      return;
+    }
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      const auto& s = shards[host ? shards.size() - 1 - i : i];
+      if (auto r = (*w)->publish(*s.view, s.hash); !r) failures[host].push_back(r.error().to_string());
+    }
+  };
+  std::thread t0(run, 0), t1(run, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(failures[0], std::vector<std::string>{});
+  EXPECT_EQ(failures[1], std::vector<std::string>{});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "8");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "16");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "8");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), std::to_string(8 * 16));
+  EXPECT_EQ(admin.one("SELECT string_agg(refs::text, ',') FROM dedupd.xorb"), "3,3,3,3,3,3,3,3");
 }
 
 TEST_F(FleetTest, ALookupBlockedOnTheServerReturnsTimeout) {
