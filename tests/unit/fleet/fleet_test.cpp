@@ -183,6 +183,35 @@ TEST_F(FleetTest, PublishIsIdempotentAndLookupsFindEveryChunk) {
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "57");
 }
 
+TEST_F(FleetTest, AShardWithNothingInItIsPublishedAndDropped) {
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  auto empty = make_shard({}, 1);
+  auto out = publish(*w, empty);
+  EXPECT_EQ(out.result, PublishResult::added);
+  EXPECT_EQ(out.new_chunk_entries, 0u);
+  auto dropped = w->drop_hold(empty.hash);
+  ASSERT_TRUE(dropped) << dropped.error().to_string();
+  EXPECT_TRUE(*dropped);
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+TEST_F(FleetTest, AReaderBeforeAnySchemaIsToldSo) {
+  auto r = Reader::connect(options(url_, "r"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().rule, kRuleSchema);
+}
+
+TEST_F(FleetTest, AnEmptyBlockIsAnEmptyAnswer) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  auto a = lookup(*r, {});
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_TRUE(a.locations.empty());
+}
+
 TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
   auto a = writer(url_, "a");
   auto b = writer(url_, "b");
