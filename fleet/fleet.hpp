@@ -59,6 +59,11 @@ enum class PublishResult : std::uint8_t {
 };
 const char* to_string(PublishResult r);
 
+// Connects to the primary, creates or upgrades the schema and reports what
+// it did (`dedupd --fleet-migrate`); registers no host. A newer schema is
+// refused naming both versions (fleet.schema_newer).
+Result<MigrateOutcome> migrate(const ConnectOptions& options);
+
 struct PublishOutcome {
   PublishResult result = PublishResult::added;
   // What this publish added to the fleet (shared xorbs and files add nothing).

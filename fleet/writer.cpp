@@ -141,6 +141,14 @@ const char* to_string(PublishResult r) {
   return "?";
 }
 
+Result<MigrateOutcome> migrate(const ConnectOptions& options) {
+  auto c = Connection::open_until(options.url, detail::Role::primary,
+                                  std::chrono::steady_clock::now() + options.connect_timeout);
+  if (!c) return c.error();
+  (*c)->set_statement_timeout(options.statement_timeout);
+  return schema::migrate(**c);
+}
+
 Writer::Writer(ConnectOptions options) : options_(std::move(options)) {}
 Writer::~Writer() = default;
 

@@ -108,6 +108,18 @@ TEST_F(FleetTest, MigrateCreatesThenIsANoOpAndANewerSchemaIsRefused) {
   EXPECT_EQ(refused_reader.error().rule, kRuleSchemaNewer);
 }
 
+TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
+  auto first = migrate(options(url_, "unused"));
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_EQ(first->from, 0u);
+  EXPECT_EQ(first->to, known_schema_version());
+  auto again = migrate(options(url_, "unused"));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->changed());
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0");
+}
+
 TEST_F(FleetTest, FreshMigrationReportsFromZero) {
   auto w = Writer::connect(options(url_, "a"));
   ASSERT_TRUE(w);
