@@ -18,6 +18,7 @@
 
 #include "fleet/errors.hpp"
 #include "fleet/wire.hpp"
+#include "shard/hash.hpp"
 
 namespace dedupd::fleet::detail {
 
@@ -25,16 +26,23 @@ struct PgResultFree {
   void operator()(PGresult* r) const { PQclear(r); }
 };
 
-// A finished statement's rows, binary format (see wire.hpp).
+// A finished statement's rows, binary format (see wire.hpp). A cell of the
+// wrong length (NULL, or a schema not ours) reads as 0 / false / the zero
+// hash, never past its bytes: the schema's CHECKs keep that from happening.
 class Rows {
  public:
   Rows() = default;
   explicit Rows(PGresult* r) : r_(r) {}
   int size() const { return r_ ? PQntuples(r_.get()) : 0; }
   bool null(int row, int col) const { return PQgetisnull(r_.get(), row, col); }
-  std::int64_t int8(int row, int col) const { return wire::load_be64(cell(row, col)); }
-  std::int32_t int4(int row, int col) const { return std::int32_t(wire::load_be32(cell(row, col))); }
-  bool boolean(int row, int col) const { return cell(row, col)[0] != 0; }
+  std::int64_t int8(int row, int col) const { return sized(row, col, 8) ? wire::load_be64(cell(row, col)) : 0; }
+  std::int32_t int4(int row, int col) const {
+    return sized(row, col, 4) ? std::int32_t(wire::load_be32(cell(row, col))) : 0;
+  }
+  bool boolean(int row, int col) const { return sized(row, col, 1) && cell(row, col)[0] != 0; }
+  shard::Hash hash(int row, int col) const {
+    return sized(row, col, 32) ? shard::Hash::from_bytes(bytes(row, col)) : shard::Hash{};
+  }
   std::span<const std::uint8_t> bytes(int row, int col) const {
     return {cell(row, col), std::size_t(PQgetlength(r_.get(), row, col))};
   }
@@ -45,6 +53,7 @@ class Rows {
   std::uint64_t affected() const;
 
  private:
+  bool sized(int row, int col, int n) const { return PQgetlength(r_.get(), row, col) == n; }
   const std::uint8_t* cell(int row, int col) const {
     return reinterpret_cast<const std::uint8_t*>(PQgetvalue(r_.get(), row, col));
   }

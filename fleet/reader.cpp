@@ -218,7 +218,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       std::int64_t prefix = rows->int8(r, 0);
       auto entry = rows->bytes(r, 4);
       if (entry.size() != shard::kEntrySize) return make_error(kRuleProtocol, "chunk entry of the wrong size");
-      Key key = rows->null(r, 3) ? Key{} : Hash::from_bytes(rows->bytes(r, 3));
+      Key key = rows->null(r, 3) ? Key{} : rows->hash(r, 3);
       auto [lo, hi] = forms.equal_range(prefix);
       for (auto it = lo; it != hi; ++it) {
         const Form& f = it->second;
@@ -226,7 +226,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         if (f.key != key || std::memcmp(f.stored.data(), entry.data(), 32) != 0) continue;
         shard::ChunkEntry e = shard::ChunkEntry::decode(entry.data());
         ChunkLocation loc;
-        loc.xorb = Hash::from_bytes(rows->bytes(r, 2));
+        loc.xorb = rows->hash(r, 2);
         loc.chunk_index = std::uint32_t(rows->int4(r, 1));
         loc.byte_start = e.byte_start;
         loc.unpacked_bytes = e.unpacked_bytes;
@@ -279,8 +279,12 @@ Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline d
   for (int r = 0; r < rows->size(); ++r) {
     XorbForm form;
     form.keyed = !rows->null(r, 0);
-    if (form.keyed) form.key = Hash::from_bytes(rows->bytes(r, 0));
+    if (form.keyed) form.key = rows->hash(r, 0);
     auto block = rows->bytes(r, 1);
+    // Published from a validated shard; checked again so a reader of the
+    // answer (shard::XorbBlock) never runs off its end.
+    if (block.size() < shard::kEntrySize || block.size() != shard::XorbBlock(block.data(), 0).byte_size())
+      return make_error(kRuleProtocol, "stored CAS block of xorb " + xorb_hash.to_string() + " has the wrong size");
     form.cas_block.assign(block.begin(), block.end());
     if (!rows->null(r, 2)) {
       auto refs = parse_shards(rows->text(r, 2));
@@ -306,8 +310,10 @@ Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline d
   FileAnswer answer;
   answer.hash = file_hash;
   auto block = rows->bytes(0, 0);
+  if (block.size() < shard::kEntrySize || block.size() != shard::FileBlock(block.data(), 0).byte_size())
+    return make_error(kRuleProtocol, "stored block of file " + file_hash.to_string() + " has the wrong size");
   answer.block.assign(block.begin(), block.end());
-  if (!rows->null(0, 1)) answer.sha256 = Hash::from_bytes(rows->bytes(0, 1));
+  if (!rows->null(0, 1)) answer.sha256 = rows->hash(0, 1);
   if (!rows->null(0, 2)) {
     auto refs = parse_shards(rows->text(0, 2));
     if (!refs) return refs.error();
@@ -325,7 +331,7 @@ Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline
     return rows.error();
   }
   std::vector<Hash> out;
-  for (int r = 0; r < rows->size(); ++r) out.push_back(Hash::from_bytes(rows->bytes(r, 0)));
+  for (int r = 0; r < rows->size(); ++r) out.push_back(rows->hash(r, 0));
   return out;
 }
 

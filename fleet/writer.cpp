@@ -280,8 +280,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
           Params().bytea_array(hashes).int4_array(counts).bytea_array(blocks).int4(key_id.value_or(0)));
       if (!ins) return ins.error();
       std::unordered_map<Hash, std::pair<std::int32_t, bool>> by_hash;
-      for (int r = 0; r < ins->size(); ++r)
-        by_hash[Hash::from_bytes(ins->bytes(r, 1))] = {ins->int4(r, 0), ins->boolean(r, 2)};
+      for (int r = 0; r < ins->size(); ++r) by_hash[ins->hash(r, 1)] = {ins->int4(r, 0), ins->boolean(r, 2)};
       wire::CopyBody copy;
       std::uint64_t rows = 0;
       for (const auto& x : xorbs) {
