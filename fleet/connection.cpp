@@ -72,12 +72,18 @@ Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& ur
   return conn;
 }
 
-Connection::~Connection() { PQfinish(c_); }
+Connection::~Connection() {
+  if (c_) PQfinish(c_);
+}
 
-bool Connection::broken() const { return poisoned_ || PQstatus(c_) != CONNECTION_OK; }
+bool Connection::broken() const { return poisoned_ || !c_ || PQstatus(c_) != CONNECTION_OK; }
 
 Error Connection::timed_out(const char* what) {
+  // Closed at once: the server aborts the statement's transaction when it
+  // next reads, and nothing can be read from a connection mid-answer.
   poisoned_ = true;
+  PQfinish(c_);
+  c_ = nullptr;
   return make_error(kRuleTimeout, what);
 }
 

@@ -539,6 +539,44 @@ TEST_F(FleetTest, AWriteBlockedOnTheServerReturnsTimeoutAndTheNextOneWorks) {
   EXPECT_EQ(again->result, PublishResult::added);
 }
 
+TEST_F(FleetTest, APublishCutOffHalfwayLeavesNothingAndIsDoneWholeAgain) {
+  ASSERT_TRUE(migrate(options(url_, "a")));
+  auto o = options(url_, "a");
+  o.statement_timeout = std::chrono::milliseconds(300);
+  auto w = Writer::connect(o);
+  ASSERT_TRUE(w) << w.error().to_string();
+  GenXorb x = index::gen::gen_xorb(20, 40);
+  auto s = make_shard({&x}, 1, {}, {}, {index::gen::gen_file(20, x, 0, 40, true, true)});
+  // The xorbs and their chunk rows go in, then the file insert waits on a
+  // lock past the bound: the connection is dropped mid-transaction.
+  Admin locker(url_);
+  locker.one("BEGIN");
+  locker.one("LOCK TABLE dedupd.file IN ACCESS EXCLUSIVE MODE");
+  auto cut = (*w)->publish(*s.view, s.hash);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().rule, kRuleTimeout);
+  locker.one("ROLLBACK");
+  // The writer closed its connection; the abandoned server session rolls
+  // back when it next reads from it. Progress decides, the bound only stops
+  // a hang.
+  Admin admin(url_);
+  for (int i = 0; i < 3000; ++i) {
+    if (admin.one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                  "application_name = 'dedupd'") == "0")
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+  auto again = (*w)->publish(*s.view, s.hash);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(again->result, PublishResult::added);
+  EXPECT_EQ(again->new_chunk_entries, 40u);
+  EXPECT_EQ(again->new_files, 1u);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "40");
+}
+
 TEST_F(FleetTest, ReadsOnTheHotStandby) {
   auto w = writer(url_, "a");
   ASSERT_TRUE(w);
