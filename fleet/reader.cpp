@@ -5,8 +5,10 @@
 // carries the live key list too, so a key published since the last call is
 // noticed in the same round trip (and the block asked again for it).
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
+#include "fleet/answer_text.hpp"
 #include "fleet/connection.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/host_name.hpp"
@@ -49,41 +51,6 @@ const std::string& lookup_sql() {
            "WHERE shards > 0)";
   }();
   return sql;
-}
-
-// "hex=hostA,hostB hex2=" -> refs.
-Result<std::vector<FleetShardRef>> parse_shards(std::string_view s) {
-  std::vector<FleetShardRef> out;
-  while (!s.empty()) {
-    auto end = s.find(' ');
-    std::string_view item = s.substr(0, end);
-    s = end == std::string_view::npos ? std::string_view() : s.substr(end + 1);
-    auto eq = item.find('=');
-    if (eq == std::string_view::npos) return make_error(kRuleProtocol, "shard list without '='");
-    auto h = Hash::parse_hex_bytes(item.substr(0, eq));
-    if (!h) return make_error(kRuleProtocol, "shard hash in a list: " + h.error().message);
-    FleetShardRef ref{*h, {}};
-    std::string_view hosts = item.substr(eq + 1);
-    while (!hosts.empty()) {
-      auto comma = hosts.find(',');
-      ref.holders.emplace_back(hosts.substr(0, comma));
-      hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
-    }
-    out.push_back(std::move(ref));
-  }
-  return out;
-}
-
-Result<std::vector<Key>> parse_keys(std::string_view s) {
-  std::vector<Key> keys;
-  while (!s.empty()) {
-    auto comma = s.find(',');
-    auto k = Hash::parse_hex_bytes(s.substr(0, comma));
-    if (!k) return make_error(kRuleProtocol, "live key list: " + k.error().message);
-    keys.push_back(*k);
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-  }
-  return keys;
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -165,7 +132,7 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
     return r.error();
   }
   std::string digest(r->text(0, 0));
-  auto keys = parse_keys(digest);
+  auto keys = parse_key_list(digest);
   if (!keys) return keys.error();
   keys_ = std::move(*keys);
   keys_digest_ = std::move(digest);
@@ -201,7 +168,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     if (n == 0 || !rows->null(n - 1, 0)) return make_error(kRuleProtocol, "lookup answer without the key list");
     std::string_view digest = rows->text(n - 1, 5);
     if (digest != keys_digest_ && round == 0) {
-      auto keys = parse_keys(digest);
+      auto keys = parse_key_list(digest);
       if (!keys) return keys.error();
       keys_ = std::move(*keys);
       keys_digest_ = std::string(digest);
@@ -237,7 +204,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         std::string shards_text = rows->null(r, 5) ? std::string() : std::string(rows->text(r, 5));
         auto [set, inserted] = sets.emplace(shards_text, std::uint32_t(out.shard_sets.size()));
         if (inserted) {
-          auto refs = parse_shards(shards_text);
+          auto refs = parse_shard_list(shards_text);
           if (!refs) return refs.error();
           out.shard_sets.push_back(std::move(*refs));
         }
@@ -287,7 +254,7 @@ Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline d
       return make_error(kRuleProtocol, "stored CAS block of xorb " + xorb_hash.to_string() + " has the wrong size");
     form.cas_block.assign(block.begin(), block.end());
     if (!rows->null(r, 2)) {
-      auto refs = parse_shards(rows->text(r, 2));
+      auto refs = parse_shard_list(rows->text(r, 2));
       if (!refs) return refs.error();
       form.shards = std::move(*refs);
     }
@@ -315,7 +282,7 @@ Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline d
   answer.block.assign(block.begin(), block.end());
   if (!rows->null(0, 1)) answer.sha256 = rows->hash(0, 1);
   if (!rows->null(0, 2)) {
-    auto refs = parse_shards(rows->text(0, 2));
+    auto refs = parse_shard_list(rows->text(0, 2));
     if (!refs) return refs.error();
     answer.shards = std::move(*refs);
   }
