@@ -1,6 +1,7 @@
 #include "daemon/api/global_dedup.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "shard/writer.hpp"
 
@@ -81,7 +82,7 @@ class ReplyFiller {
     std::vector<std::size_t> wanted;
     for (std::size_t pos : xorb_order(heads.size(), first)) {
       const index::Index::XorbHead& h = heads[pos];
-      if (std::find(taken_.begin(), taken_.end(), h.hash) != taken_.end()) continue;
+      if (taken_.contains(h.hash)) continue;
       std::uint64_t cost = xorb_block_bytes(h.chunks);
       bool must = taken_.empty();  // the chunk's own xorb: the answer itself
       if (!must && (xorbs_left_ == 0 || cost > bytes_left_)) {
@@ -89,7 +90,7 @@ class ReplyFiller {
         break;
       }
       wanted.push_back(pos);
-      taken_.push_back(h.hash);
+      taken_.insert(h.hash);
       xorbs_left_ -= std::min<std::uint64_t>(xorbs_left_, 1);
       bytes_left_ -= std::min(bytes_left_, cost);
     }
@@ -99,17 +100,17 @@ class ReplyFiller {
 
  private:
   std::uint64_t xorbs_left_, bytes_left_;
-  std::vector<shard::Hash> taken_;
+  std::unordered_set<shard::Hash> taken_;
   bool full_ = false;
 };
 
 }  // namespace
 
-shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& index,
+shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
                                                                                  const shard::Hash& raw_chunk,
                                                                                  const ReplySettings& settings) {
   using Out = std::optional<std::vector<std::uint8_t>>;
-  auto locations = index.lookup(raw_chunk);
+  auto locations = idx.lookup(raw_chunk);
   if (!locations) return locations.error();
   std::vector<SourceShard> holders;
   for (const index::Location& loc : *locations)
@@ -121,7 +122,7 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
   std::uint64_t on_disk = 0, in_xorbs = 0, xorbs = 0;
   ReplyFiller filler(settings.bounds);
   for (const SourceShard& source : plan->sources) {
-    auto records = index.shard_xorbs(source.shard.shard, [&](std::span<const index::Index::XorbHead> heads) {
+    auto records = idx.shard_xorbs(source.shard.shard, [&](std::span<const index::Index::XorbHead> heads) {
       return filler.choose(heads, source.xorb);
     });
     if (!records) return records.error();

@@ -81,7 +81,7 @@ std::vector<std::size_t> xorb_order(std::size_t count, std::size_t first);
 
 // The reply for a raw chunk hash, read from the index in one snapshot per
 // source shard; nullopt when no live shard holds the chunk (404).
-shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& index,
+shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
                                                                                  const shard::Hash& raw_chunk,
                                                                                  const ReplySettings& settings);
 
