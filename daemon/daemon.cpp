@@ -71,6 +71,8 @@ GlobalDedupKey Daemon::global_dedup_key() const {
   k.key = key_store_->current();
   std::lock_guard lock(config_mutex_);
   k.reply_lifetime_s = std::uint64_t(config_.global_dedup.reply_expiry.count());
+  k.reply_max_xorbs = config_.global_dedup.reply_max_xorbs;
+  k.reply_max_bytes = config_.global_dedup.reply_max_bytes;
   return k;
 }
 

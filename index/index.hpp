@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,6 +21,7 @@
 #include "index/status.hpp"
 #include "index/types.hpp"
 #include "shard/reader.hpp"
+#include "shard/writer.hpp"
 
 namespace dedupd::index {
 
@@ -109,6 +111,17 @@ class Index {
 
   // Every stored form of a xorb (raw, keyed with K, ...); empty when unknown.
   Result<std::vector<XorbInfo>> xorb(const Hash& xorb_hash) const;
+  // The xorbs a live shard brought (index/shard_xorbs.cpp), in one
+  // snapshot: `choose` sees them in the shard's order and returns the
+  // positions wanted, in the order wanted; those come back as the shard
+  // stored them. nullopt when the shard is not live.
+  struct XorbHead {
+    Hash hash{};
+    std::uint32_t chunks = 0;
+  };
+  using XorbChooser = std::function<std::vector<std::size_t>(std::span<const XorbHead>)>;
+  Result<std::optional<std::vector<shard::XorbRecord>>> shard_xorbs(const Hash& shard_hash,
+                                                                    const XorbChooser& choose) const;
   Result<std::optional<FileInfo>> file(const Hash& file_hash) const;
   Result<std::vector<Hash>> files_with_sha256(const Hash& sha256) const;
 

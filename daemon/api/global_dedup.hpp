@@ -3,15 +3,25 @@
 // chunk hashes with the footer key and matches them against the CAS blocks,
 // so every chunk hash in the reply must be keyed with that one footer key.
 //
-// Which xorbs go in (see docs/API.md, "Xet global-dedup endpoint"):
-// - xorbs stored with raw chunk hashes are re-keyed with the daemon's key;
-//   these are the answer whenever there is at least one;
-// - a xorb known only from keyed shards (e.g. a reply the daemon indexed
-//   from the Hugging Face server) cannot be re-keyed without its raw hashes.
-//   When nothing raw contains the chunk, the reply re-serves one keyed
-//   form as it was stored: its key in the footer, its hashes unchanged, and
-//   an expiry no later than that source's, so the client sees exactly what
-//   the original server told it, for no longer than it was valid.
+// What goes in (docs/API.md, "Xet global-dedup endpoint" says it for users):
+// - The CAS section of the live shard the chunk came from, as the Hugging
+//   Face server and xet-core's local simulation server answer: the whole
+//   upload, not only the chunk's xorb. A client asks about few chunks (the
+//   first of a file, then about one in 1024, at least 256 apart, and none it
+//   already knows), so an answer of one xorb leaves most of a shared file
+//   undiscovered. The chunk's own xorb goes first, then the xorbs after it
+//   in the shard, then those before it: a client reads its file forward, so
+//   what follows the chunk is what it meets next.
+// - Within ReplyBounds: xorbs are taken in that order until the next one
+//   would pass max_xorbs or make the reply larger than max_bytes. The
+//   chunk's own xorb always goes in (it is the answer to the question).
+// - Which shard: raw ones (stored with raw chunk hashes) are re-keyed with
+//   the daemon's key and valid for the whole reply lifetime, so they win.
+//   A shard known only keyed (e.g. a reply the daemon indexed from the
+//   Hugging Face server) cannot be re-keyed without its raw hashes; it is
+//   re-served as stored, under its own key, for no longer than its expiry.
+//   The shard valid longest wins; other shards holding the chunk fill the
+//   room left when they share the reply's key and do not shorten its life.
 #pragma once
 
 #include <cstdint>
@@ -19,27 +29,60 @@
 #include <span>
 #include <vector>
 
+#include "index/index.hpp"
 #include "shard/format.hpp"
 #include "shard/keys.hpp"
-#include "shard/writer.hpp"
 
 namespace dedupd::daemon::http {
 
-// One stored form of a xorb that contains the queried chunk.
-struct StoredXorb {
-  shard::XorbRecord record;             // header and chunk entries as stored
-  shard::Key key;                       // zero: chunk hashes stored raw
-  std::optional<std::uint64_t> expiry;  // latest expiry of its live shards; nullopt: never
+// Defaults fit a whole upload shard of the Xet client (64 MiB, its
+// MDB_SHARD_TARGET_SIZE in xet-core): its CAS section plus the reply's
+// framing stays under 64 MiB, i.e. at most ~1.4 M chunk entries. Its xorbs
+// are cut at 64 MiB or 8,192 chunks, and every one but a session's last
+// carries at least half of that, so >= 256 chunks of at most 128 KiB: at
+// most ~5,400 xorbs (~1,365 of ~1,024 chunks at the 64 KiB target size).
+struct ReplyBounds {
+  std::uint64_t max_xorbs = 8192;
+  std::uint64_t max_bytes = 64ull << 20;  // the whole reply body
 };
 
 struct ReplySettings {
   shard::Key key;                // the daemon's current global-dedup key
   std::uint64_t now = 0;         // unix seconds: the reply's creation time
-  std::uint64_t lifetime_s = 0;  // reply expiry = now + lifetime_s
+  std::uint64_t lifetime_s = 0;  // a raw source's reply expires at now + lifetime_s
+  ReplyBounds bounds{};
 };
 
-// The reply shard's bytes, or nullopt when `forms` is empty (404).
-std::optional<std::vector<std::uint8_t>> build_global_dedup_reply(std::span<const StoredXorb> forms,
-                                                                  const ReplySettings& settings);
+// Bytes of a reply besides its xorb blocks: header, the empty file-info
+// section's bookend, the CAS bookend and the footer.
+inline constexpr std::uint64_t kReplyFramingBytes = shard::kHeaderSize + 2 * shard::kEntrySize + shard::kFooterSize;
+inline constexpr std::uint64_t xorb_block_bytes(std::uint64_t chunks) { return shard::kEntrySize * (1 + chunks); }
+
+// A live shard holding the queried chunk, and the xorb it holds it in.
+struct SourceShard {
+  index::ShardRef shard;
+  shard::Hash xorb;
+};
+
+// Where a reply's xorbs come from: `sources` best first (the first one gives
+// the chunk's xorb); all of them share the reply's key.
+struct ReplyPlan {
+  std::vector<SourceShard> sources;
+  bool rekey = false;  // raw sources: chunk hashes get keyed with `key`
+  shard::Key key;      // the footer key
+  std::uint64_t expiry = 0;
+};
+// nullopt when `holders` is empty.
+std::optional<ReplyPlan> plan_reply(std::span<const SourceShard> holders, const ReplySettings& settings);
+
+// Positions of a shard's `count` xorbs in reply order: `first`, those after
+// it, then those before it.
+std::vector<std::size_t> xorb_order(std::size_t count, std::size_t first);
+
+// The reply for a raw chunk hash, read from the index in one snapshot per
+// source shard; nullopt when no live shard holds the chunk (404).
+shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
+                                                                                 const shard::Hash& raw_chunk,
+                                                                                 const ReplySettings& settings);
 
 }  // namespace dedupd::daemon::http

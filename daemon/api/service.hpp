@@ -75,11 +75,14 @@ struct IngestedShard {
 // message), which the route answers with 422.
 using IngestResult = std::variant<std::vector<IngestedShard>, shard::Error>;
 
-// The key global-dedup replies are keyed with, and how long a reply stays
-// valid for the client (its footer expiry = now + reply_lifetime_s).
+// The key global-dedup replies are keyed with, how long a reply stays
+// valid for the client (its footer expiry = now + reply_lifetime_s), and
+// the bounds on one reply (daemon/api/global_dedup.hpp).
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
+  std::uint64_t reply_max_xorbs = 8192;
+  std::uint64_t reply_max_bytes = 64ull << 20;
 };
 
 class Service {

@@ -42,6 +42,10 @@ struct LimitsConfig {
 struct GlobalDedupConfig {
   std::chrono::seconds key_rotation = std::chrono::hours(24);      // how long one reply key lives
   std::chrono::seconds reply_expiry = std::chrono::hours(24 * 7);  // expiry written into replies
+  // One reply carries the chunk's source shard up to these bounds; the
+  // defaults fit a whole 64 MiB upload shard of the Xet client.
+  std::uint64_t reply_max_xorbs = 8192;
+  std::uint64_t reply_max_bytes = 64ull << 20;
 };
 
 struct Config {

@@ -230,13 +230,18 @@ class Loader {
   }
 
   void global_dedup(const std::string& key, const YAML::Node& v, GlobalDedupConfig& out) {
-    if (!v.IsMap()) return fail(key, v, "expected a mapping (key_rotation, reply_expiry)");
+    static const char* const kKnown = "key_rotation, reply_expiry, reply_max_xorbs, reply_max_bytes";
+    if (!v.IsMap()) return fail(key, v, std::string("expected a mapping (") + kKnown + ")");
+    // One xorb of the Xet client (8,192 chunk entries at most) fits.
+    constexpr std::uint64_t kMinReplyBytes = 1ull << 20;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
       if (name == "key_rotation") duration(k, it->second, out.key_rotation, std::chrono::seconds(60));
       else if (name == "reply_expiry") duration(k, it->second, out.reply_expiry, std::chrono::seconds(1));
-      else unknown(k, it->first, "key_rotation, reply_expiry");
+      else if (name == "reply_max_xorbs") count<std::uint64_t>(k, it->second, out.reply_max_xorbs, 1);
+      else if (name == "reply_max_bytes") size(k, it->second, out.reply_max_bytes, kMinReplyBytes);
+      else unknown(k, it->first, kKnown);
     }
   }
 

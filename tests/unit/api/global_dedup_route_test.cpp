@@ -1,5 +1,5 @@
 // GET /v1/chunks/default-merkledb/<hash> over the socket: the reply parses
-// as a keyed shard with the chunk's xorb, keyed with the reply's key.
+// as a keyed shard with the chunk's source shard, keyed with the reply's key.
 #include "api/routes.hpp"
 #include "api_test_support.hpp"
 #include "json_checks.hpp"
@@ -37,16 +37,29 @@ TEST_F(GlobalDedupRouteTest, ReplyIsAKeyedShardHoldingTheChunk) {
     ASSERT_TRUE(view->expiry().has_value());
     EXPECT_EQ(*view->expiry(), view->creation_timestamp() + 3600);
 
-    bool has_xorb = false, has_chunk = false;
+    // The whole source shard, the chunk's own xorb first.
+    std::vector<Hash> xorbs;
+    bool has_chunk = false;
     Hash keyed = shard::keyed_chunk_hash(view->chunk_key(), chunk);
     for (auto block : view->xorbs()) {
-      if (block.hash() != xorb.record.header.xorb_hash) continue;
-      has_xorb = true;
+      xorbs.push_back(block.hash());
       for (std::size_t i = 0; i < block.num_chunks(); ++i) has_chunk |= block.chunk(i).chunk_hash == keyed;
     }
-    EXPECT_TRUE(has_xorb);
+    EXPECT_EQ(xorbs, (std::vector<Hash>{xorb.record.header.xorb_hash, small_.xorbs[0].record.header.xorb_hash}));
     EXPECT_TRUE(has_chunk);
   }
+}
+
+TEST_F(GlobalDedupRouteTest, TheServicesBoundsApplyToEachReply) {
+  GlobalDedupKey one_xorb{st::seeded_hash(77), 3600, 1, 64ull << 20};
+  ON_CALL(service_, global_dedup_key()).WillByDefault(::testing::Return(one_xorb));
+  auto r = client_->get(std::string(api::kGlobalDedup) + small_.xorbs[1].raw[0].to_string());
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::uint8_t> bytes(r.body.begin(), r.body.end());
+  auto view = shard::ShardView::parse(bytes);
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  ASSERT_EQ(view->stats().xorbs, 1u);
+  EXPECT_EQ((*view->xorbs().begin()).hash(), small_.xorbs[1].record.header.xorb_hash);
 }
 
 TEST_F(GlobalDedupRouteTest, UnknownIs404AndMalformedIs400) {

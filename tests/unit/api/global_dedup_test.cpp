@@ -1,12 +1,14 @@
-// The global-dedup reply must parse as the shard a Xet client expects from
-// the Hugging Face server: footer, empty file-info section, the xorbs that
-// contain the chunk with hashes keyed by the footer key, and an expiry.
+// The global-dedup reply, built from a real index: it must parse as the shard
+// a Xet client expects from the Hugging Face server (footer, no files, chunk
+// hashes keyed by the footer key, an expiry) and carry the chunk's source
+// shard, own xorb first, within the configured bounds.
 #include "daemon/api/global_dedup.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "api_test_support.hpp"
 #include "shard/reader.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
@@ -23,14 +25,59 @@ constexpr std::uint64_t kLifetime = 7 * 24 * 3600;
 
 Key key_of(std::uint64_t seed) { return st::seeded_hash(1000 + seed); }
 
-StoredXorb raw_form(const st::TestXorb& x) { return {x.record, Key{}, std::nullopt}; }
+ReplySettings settings(const Key& key, ReplyBounds bounds = {}) { return {key, kNow, kLifetime, bounds}; }
 
-bool reply_has_chunk(const ShardView& view, const Hash& stored) {
-  for (auto block : view.xorbs())
-    for (std::size_t i = 0; i < block.num_chunks(); ++i)
-      if (block.chunk(i).chunk_hash == stored) return true;
-  return false;
-}
+struct Upload {
+  std::vector<st::TestXorb> xorbs;
+  Hash shard;
+};
+
+class GlobalDedupReply : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    index::Options o;
+    o.dir = dir_.path() + "/index";
+    o.map_size = 64ull << 20;
+    o.no_sync_for_benchmarks = true;
+    auto opened = index::Index::open(o);
+    ASSERT_TRUE(opened.ok()) << opened.error().to_string();
+    index_ = std::move(*opened);
+  }
+
+  // One shard of xorbs made from `seeds` (`chunks` each), as an upload
+  // (raw) or, with a key, as a keyed reply expiring at `expiry`.
+  Upload add_shard(std::vector<std::uint64_t> seeds, std::size_t chunks, const Key& key = Key{},
+                   std::optional<std::uint64_t> expiry = std::nullopt, std::uint64_t created = kNow - 100) {
+    Upload u;
+    shard::ShardWriter w;
+    for (std::uint64_t seed : seeds) {
+      u.xorbs.push_back(st::make_xorb(seed, chunks, key));
+      w.add_xorb(u.xorbs.back().record);
+    }
+    shard::WriteOptions options;
+    options.footer.creation_timestamp = created;
+    options.footer.chunk_hash_key = key;
+    options.footer.key_expiry = expiry.value_or(shard::kNoExpiry);
+    auto bytes = w.write(options);
+    auto view = ShardView::parse(bytes);
+    EXPECT_TRUE(view.ok()) << view.error().to_string();
+    index::IngestOptions io;
+    io.now = kNow;
+    auto r = index_->ingest(*view, index::SourceInfo{}, io);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    u.shard = r->shard;
+    return u;
+  }
+
+  std::optional<std::vector<std::uint8_t>> reply(const Hash& raw, const ReplySettings& s) {
+    auto r = build_global_dedup_reply(*index_, raw, s);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return r.ok() ? *r : std::nullopt;
+  }
+
+  daemon::testing::TempDir dir_;
+  std::unique_ptr<index::Index> index_;
+};
 
 std::vector<Hash> xorb_hashes(const ShardView& view) {
   std::vector<Hash> out;
@@ -38,29 +85,43 @@ std::vector<Hash> xorb_hashes(const ShardView& view) {
   return out;
 }
 
-TEST(GlobalDedupReply, EmptyInputIsNotFound) {
-  EXPECT_FALSE(build_global_dedup_reply({}, {key_of(1), kNow, kLifetime}).has_value());
+std::vector<Hash> hashes_of(const Upload& u, std::initializer_list<std::size_t> order) {
+  std::vector<Hash> out;
+  for (std::size_t i : order) out.push_back(u.xorbs[i].record.header.xorb_hash);
+  return out;
 }
 
-TEST(GlobalDedupReply, RawXorbsAreKeyedWithTheDaemonKeyAsTheServerShapesIt) {
-  st::TestXorb a = st::make_xorb(1, 5);
-  st::TestXorb b = st::make_xorb(2, 3);
-  a.record.header.bytes_on_disk = 4321;  // kept as stored
-  std::vector<StoredXorb> forms = {raw_form(a), raw_form(b)};
-  const Key key = key_of(1);
+bool reply_has_chunk(const ShardView& view, const Hash& raw) {
+  Hash keyed = shard::keyed_chunk_hash(view.chunk_key(), raw);
+  for (auto block : view.xorbs())
+    for (std::size_t i = 0; i < block.num_chunks(); ++i)
+      if (block.chunk(i).chunk_hash == keyed) return true;
+  return false;
+}
 
-  auto bytes = build_global_dedup_reply(forms, {key, kNow, kLifetime});
-  ASSERT_TRUE(bytes.has_value());
+TEST_F(GlobalDedupReply, UnknownChunkIsNotFound) {
+  add_shard({1, 2}, 4);
+  EXPECT_FALSE(reply(st::seeded_hash(999'999), settings(key_of(1))).has_value());
+}
+
+TEST_F(GlobalDedupReply, WholeSourceShardOwnXorbFirstKeyedAsTheServerShapesIt) {
+  Upload u = add_shard({11, 12, 13, 14, 15}, 6);
+  const Key key = key_of(1);
+  const Hash& asked = u.xorbs[2].raw[3];
+  auto bytes = reply(asked, settings(key));
+  ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
 
+  // The chunk's xorb, those after it, then those before it.
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(u, {2, 3, 4, 0, 1}));
   ASSERT_TRUE(view->has_footer());
   const shard::ShardFooter& f = *view->footer();
-  EXPECT_EQ(view->header().footer_size, shard::kFooterSize);
   EXPECT_TRUE(view->keyed());
   EXPECT_EQ(view->chunk_key(), key);
   EXPECT_EQ(f.creation_timestamp, kNow);
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
+  EXPECT_EQ(view->stats().files, 0u);
   // Server style: lookup offsets all at the footer, counts 0.
   EXPECT_EQ(f.footer_offset, bytes->size() - shard::kFooterSize);
   for (auto [off, n] : {std::pair{f.file_lookup_offset, f.file_lookup_num_entry},
@@ -69,101 +130,193 @@ TEST(GlobalDedupReply, RawXorbsAreKeyedWithTheDaemonKeyAsTheServerShapesIt) {
     EXPECT_EQ(off, f.footer_offset);
     EXPECT_EQ(n, 0u);
   }
-  EXPECT_EQ(view->stats().files, 0u);
-  EXPECT_EQ(xorb_hashes(*view), (std::vector<Hash>{a.record.header.xorb_hash, b.record.header.xorb_hash}));
+  EXPECT_EQ(bytes->size(), kReplyFramingBytes + 5 * xorb_block_bytes(6));
 
-  // Every chunk is there under its keyed hash, in order, with its ranges.
-  auto blocks = view->xorbs().begin();
-  auto first = *blocks;
-  EXPECT_EQ(first.header().bytes_on_disk, 4321u);
-  EXPECT_EQ(first.header().bytes_in_xorb, a.record.header.bytes_in_xorb);
-  ASSERT_EQ(first.num_chunks(), a.raw.size());
-  for (std::size_t i = 0; i < a.raw.size(); ++i) {
-    EXPECT_EQ(first.chunk(i).chunk_hash, shard::keyed_chunk_hash(key, a.raw[i]));
-    EXPECT_EQ(first.chunk(i).byte_start, a.record.chunks[i].byte_start);
-    EXPECT_EQ(first.chunk(i).unpacked_bytes, a.record.chunks[i].unpacked_bytes);
-    EXPECT_EQ(first.chunk(i).flags, a.record.chunks[i].flags);
+  // Every chunk under its keyed hash, in order, with ranges and flags (bit
+  // 31, global-dedup eligible, included) as the upload stored them.
+  std::uint64_t on_disk = 0, eligible = 0;
+  std::size_t n = 0;
+  for (auto block : view->xorbs()) {
+    const st::TestXorb& src = *std::find_if(u.xorbs.begin(), u.xorbs.end(), [&](const st::TestXorb& x) {
+      return x.record.header.xorb_hash == block.hash();
+    });
+    on_disk += src.record.header.bytes_on_disk;
+    EXPECT_EQ(block.header().bytes_in_xorb, src.record.header.bytes_in_xorb);
+    ASSERT_EQ(block.num_chunks(), src.raw.size());
+    for (std::size_t i = 0; i < src.raw.size(); ++i, ++n) {
+      EXPECT_EQ(block.chunk(i).chunk_hash, shard::keyed_chunk_hash(key, src.raw[i]));
+      EXPECT_EQ(block.chunk(i).byte_start, src.record.chunks[i].byte_start);
+      EXPECT_EQ(block.chunk(i).unpacked_bytes, src.record.chunks[i].unpacked_bytes);
+      EXPECT_EQ(block.chunk(i).flags, src.record.chunks[i].flags);
+      eligible += block.chunk(i).global_dedup_eligible();
+    }
   }
-  EXPECT_EQ(f.stored_bytes_on_disk, 4321u + b.record.header.bytes_on_disk);
+  EXPECT_EQ(n, 30u);
+  EXPECT_GE(eligible, 5u);  // every xorb's first chunk is flagged
+  EXPECT_EQ(f.stored_bytes_on_disk, on_disk);
+  EXPECT_TRUE(reply_has_chunk(*view, asked));
 }
 
-TEST(GlobalDedupReply, TheSameXorbStoredTwiceIsOneBlock) {
-  st::TestXorb a = st::make_xorb(3, 4);
-  std::vector<StoredXorb> forms = {raw_form(a), raw_form(a)};
-  auto bytes = build_global_dedup_reply(forms, {key_of(2), kNow, kLifetime});
+TEST_F(GlobalDedupReply, LastXorbsChunkWrapsToTheShardsStart) {
+  Upload u = add_shard({21, 22, 23}, 3);
+  auto bytes = reply(u.xorbs[2].raw[0], settings(key_of(2)));
+  ASSERT_TRUE(bytes);
+  auto view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(u, {2, 0, 1}));
+}
+
+TEST_F(GlobalDedupReply, XorbBoundTakesTheOwnXorbAndThoseAfterIt) {
+  Upload u = add_shard({31, 32, 33, 34, 35}, 4);
+  for (auto [max, expected] : {std::pair{1ull, hashes_of(u, {1})}, std::pair{2ull, hashes_of(u, {1, 2})},
+                               std::pair{4ull, hashes_of(u, {1, 2, 3, 4})}}) {
+    auto bytes = reply(u.xorbs[1].raw[0], settings(key_of(3), {max, 64ull << 20}));
+    ASSERT_TRUE(bytes);
+    auto view = ShardView::parse(*bytes);
+    ASSERT_TRUE(view.ok());
+    EXPECT_EQ(xorb_hashes(*view), expected) << "max_xorbs " << max;
+  }
+}
+
+TEST_F(GlobalDedupReply, ByteBoundStopsBeforeTheXorbThatWouldPassIt) {
+  Upload u = add_shard({41, 42, 43, 44}, 10);
+  const std::uint64_t block = xorb_block_bytes(10);
+  // Room for the framing and three blocks, less one byte.
+  ReplyBounds bounds{100, kReplyFramingBytes + 3 * block - 1};
+  auto bytes = reply(u.xorbs[0].raw[5], settings(key_of(4), bounds));
+  ASSERT_TRUE(bytes);
+  EXPECT_LE(bytes->size(), bounds.max_bytes);
+  auto view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(u, {0, 1}));
+
+  // Exactly three blocks fit.
+  bytes = reply(u.xorbs[0].raw[5], settings(key_of(4), {100, kReplyFramingBytes + 3 * block}));
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), kReplyFramingBytes + 3 * block);
+
+  // The chunk's own xorb goes in even when it alone is over the bound.
+  bytes = reply(u.xorbs[3].raw[0], settings(key_of(4), {100, 10}));
+  ASSERT_TRUE(bytes);
+  view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(u, {3}));
+}
+
+TEST_F(GlobalDedupReply, RawShardsWinOverKeyedOnesAndFillTheRoomLeft) {
+  // The same xorb in a keyed server reply and in two raw uploads: raw ones
+  // are re-keyed with the daemon key; the never-expiring one goes first.
+  st::TestXorb shared = st::make_xorb(50, 5);
+  add_shard({50, 51}, 5, key_of(9), kNow + 10);
+  Upload expiring = add_shard({52, 50}, 5, Key{}, kNow + 3600);
+  Upload forever = add_shard({50, 53, 54}, 5);
+  auto bytes = reply(shared.raw[1], settings(key_of(5)));
   ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
-  EXPECT_EQ(view->stats().xorbs, 1u);
-}
-
-TEST(GlobalDedupReply, RawFormsWinOverKeyedOnes) {
-  st::TestXorb raw = st::make_xorb(4, 3);
-  st::TestXorb keyed = st::make_xorb(5, 3, key_of(9));
-  std::vector<StoredXorb> forms = {{keyed.record, key_of(9), kNow + 10}, raw_form(raw)};
-  auto bytes = build_global_dedup_reply(forms, {key_of(3), kNow, kLifetime});
-  ASSERT_TRUE(bytes);
-  auto view = ShardView::parse(*bytes);
-  ASSERT_TRUE(view.ok()) << view.error().to_string();
-  EXPECT_EQ(view->chunk_key(), key_of(3));
-  EXPECT_EQ(xorb_hashes(*view), std::vector<Hash>{raw.record.header.xorb_hash});
+  EXPECT_EQ(view->chunk_key(), key_of(5));
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
+  std::vector<Hash> expected = hashes_of(forever, {0, 1, 2});
+  expected.push_back(expiring.xorbs[0].record.header.xorb_hash);  // after the shared one, once
+  EXPECT_EQ(xorb_hashes(*view), expected);
+  EXPECT_TRUE(reply_has_chunk(*view, expiring.xorbs[0].raw[2]));
 }
 
-TEST(GlobalDedupReply, KeyedOnlySourceIsReservedAsStoredUntilItsExpiry) {
+TEST_F(GlobalDedupReply, KeyedOnlySourceIsReservedAsStoredUntilItsExpiry) {
   const Key source_key = key_of(7);
-  st::TestXorb x = st::make_xorb(6, 4, source_key);
   const std::uint64_t source_expiry = kNow + 3600;  // sooner than a reply lifetime
-  std::vector<StoredXorb> forms = {{x.record, source_key, source_expiry}};
-  auto bytes = build_global_dedup_reply(forms, {key_of(4), kNow, kLifetime});
+  Upload u = add_shard({61, 62}, 4, source_key, source_expiry);
+  auto bytes = reply(u.xorbs[1].raw[2], settings(key_of(4)));
   ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
   EXPECT_EQ(view->chunk_key(), source_key);
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(source_expiry));
-  // A client keys its raw hash with the footer key and finds it.
-  EXPECT_TRUE(reply_has_chunk(*view, shard::keyed_chunk_hash(view->chunk_key(), x.raw[2])));
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(u, {1, 0}));
+  for (auto block : view->xorbs())  // stored keyed hashes, unchanged
+    EXPECT_EQ(block.chunk(0).chunk_hash, block.hash() == u.xorbs[0].record.header.xorb_hash
+                                             ? u.xorbs[0].record.chunks[0].chunk_hash
+                                             : u.xorbs[1].record.chunks[0].chunk_hash);
+  EXPECT_TRUE(reply_has_chunk(*view, u.xorbs[0].raw[3]));
 }
 
-TEST(GlobalDedupReply, KeyedSourcesWithDifferentKeysPickTheLongestLived) {
-  st::TestXorb short_lived = st::make_xorb(7, 2, key_of(10));
-  st::TestXorb long_lived = st::make_xorb(8, 2, key_of(11));
-  std::vector<StoredXorb> forms = {{short_lived.record, key_of(10), kNow + 60},
-                                   {long_lived.record, key_of(11), kNow + 7200}};
-  auto bytes = build_global_dedup_reply(forms, {key_of(5), kNow, kLifetime});
+TEST_F(GlobalDedupReply, KeyedSourcesWithDifferentKeysPickTheLongestLived) {
+  st::TestXorb shared = st::make_xorb(70, 2);
+  add_shard({70, 71}, 2, key_of(10), kNow + 60);
+  Upload long_lived = add_shard({72, 70}, 2, key_of(11), kNow + 7200);
+  auto bytes = reply(shared.raw[0], settings(key_of(5)));
   ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
   EXPECT_EQ(view->chunk_key(), key_of(11));
-  EXPECT_EQ(xorb_hashes(*view), std::vector<Hash>{long_lived.record.header.xorb_hash});
+  EXPECT_EQ(xorb_hashes(*view), hashes_of(long_lived, {1, 0}));
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + 7200));
+}
+
+TEST_F(GlobalDedupReply, RemovedShardsAreNotServed) {
+  Upload u = add_shard({81, 82}, 3);
+  ASSERT_TRUE(reply(u.xorbs[0].raw[0], settings(key_of(6))));
+  auto removed = index_->remove(u.shard, kNow);
+  ASSERT_TRUE(removed.ok()) << removed.error().to_string();
+  EXPECT_FALSE(reply(u.xorbs[0].raw[0], settings(key_of(6))).has_value());
 }
 
 // The real server shard as the only source: the known raw chunk of xorb #1
 // is findable in the reply with the reply's key (FORMAT-NOTES, keyed hashes).
-TEST(GlobalDedupReply, RealServerShardAsKeyedSource) {
+TEST_F(GlobalDedupReply, RealServerShardAsKeyedSource) {
   std::vector<std::uint8_t> fixture = st::fixture_bytes();
   auto src = ShardView::parse(fixture);
   ASSERT_TRUE(src.ok()) << src.error().to_string();
+  index::IngestOptions io;
+  io.now = src->creation_timestamp();  // inside the fixture's lifetime
+  ASSERT_TRUE(index_->ingest(*src, index::SourceInfo{}, io).ok());
   auto raw = Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335");
   ASSERT_TRUE(raw.ok());
 
-  std::vector<StoredXorb> forms;
-  auto it = src->xorbs().begin();
-  ++it;  // xorb #1 holds the chunk
-  auto block = *it;
-  shard::XorbRecord rec{block.header(), {}};
-  for (std::size_t i = 0; i < block.num_chunks(); ++i) rec.chunks.push_back(block.chunk(i));
-  forms.push_back({rec, src->chunk_key(), src->expiry()});
-
-  // "now" inside the fixture's lifetime.
-  auto bytes = build_global_dedup_reply(forms, {key_of(6), src->creation_timestamp(), kLifetime});
+  ReplySettings s{key_of(6), src->creation_timestamp(), kLifetime, {}};
+  auto bytes = reply(*raw, s);
   ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
-  EXPECT_EQ(xorb_hashes(*view), std::vector<Hash>{block.hash()});
-  EXPECT_TRUE(reply_has_chunk(*view, shard::keyed_chunk_hash(view->chunk_key(), *raw)));
+  EXPECT_EQ(view->chunk_key(), src->chunk_key());
+  EXPECT_EQ(view->stats().xorbs, src->stats().xorbs);
+  auto second = *std::next(src->xorbs().begin());  // xorb #1 holds the chunk
+  EXPECT_EQ(xorb_hashes(*view).front(), second.hash());
+  EXPECT_TRUE(reply_has_chunk(*view, *raw));
   EXPECT_EQ(view->expiry(), src->expiry());
+}
+
+// ---- the pure parts ----------------------------------------------------------
+
+TEST(GlobalDedupPlan, XorbOrderStartsAtTheChunksXorbAndWraps) {
+  EXPECT_EQ(xorb_order(5, 2), (std::vector<std::size_t>{2, 3, 4, 0, 1}));
+  EXPECT_EQ(xorb_order(3, 0), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(xorb_order(3, 7), (std::vector<std::size_t>{0, 1, 2}));  // not found: shard order
+  EXPECT_TRUE(xorb_order(0, 0).empty());
+}
+
+TEST(GlobalDedupPlan, KeyedShardsOfTheReplyKeyJoinOnlyWhenTheyDoNotShortenIt) {
+  auto keyed = [](std::uint64_t seed, const Key& key, std::optional<std::uint64_t> expiry) {
+    return SourceShard{{st::seeded_hash(seed), expiry, true, key}, st::seeded_hash(seed + 1)};
+  };
+  const Key k = key_of(20);
+  std::vector<SourceShard> holders = {keyed(1, k, kNow + 100), keyed(3, k, kNow + 900), keyed(5, key_of(21), kNow + 50),
+                                      keyed(7, k, std::nullopt)};
+  auto plan = plan_reply(holders, settings(key_of(1)));
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->rekey);
+  EXPECT_EQ(plan->key, k);
+  EXPECT_EQ(plan->expiry, kNow + kLifetime);  // the never-expiring one
+  ASSERT_EQ(plan->sources.size(), 1u);
+  EXPECT_EQ(plan->sources[0].shard.shard, st::seeded_hash(7));
+
+  // Expiring alike (past the reply lifetime): all of the same key join.
+  holders = {keyed(1, k, kNow + 2 * kLifetime), keyed(3, k, kNow + 3 * kLifetime), keyed(5, key_of(21), kNow + 50)};
+  plan = plan_reply(holders, settings(key_of(1)));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->sources.size(), 2u);
+  EXPECT_EQ(plan->sources[0].shard.shard, st::seeded_hash(3));  // stays in the index longest
+  EXPECT_FALSE(plan_reply({}, settings(key_of(1))).has_value());
 }
 
 }  // namespace

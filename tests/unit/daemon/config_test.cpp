@@ -110,6 +110,19 @@ TEST(Config, TrailingSlashesAndDotsAreNormalised) {
   EXPECT_EQ(c.watch.at(0).path, "/srv/a/b");
 }
 
+// The defaults fit a whole 64 MiB upload shard of the Xet client.
+TEST(Config, GlobalDedupReplyBounds) {
+  Config d = load_ok("");
+  EXPECT_EQ(d.global_dedup.reply_max_bytes, 64ull << 20);
+  EXPECT_GE(d.global_dedup.reply_max_xorbs, (64ull << 20) / (48 * 257));  // xorbs of >= 256 chunks
+  Config c = load_ok("global_dedup:\n  reply_max_xorbs: 1\n  reply_max_bytes: 2M\n");
+  EXPECT_EQ(c.global_dedup.reply_max_xorbs, 1u);
+  EXPECT_EQ(c.global_dedup.reply_max_bytes, 2ull << 20);
+  expect_one_error("global_dedup:\n  reply_max_xorbs: 0\n", "global_dedup.reply_max_xorbs", 2, "at least 1");
+  expect_one_error("global_dedup:\n  reply_max_xorbs: many\n", "global_dedup.reply_max_xorbs", 2, "whole number");
+  expect_one_error("\nglobal_dedup:\n  reply_max_bytes: 4K\n", "global_dedup.reply_max_bytes", 3, "at least 1M");
+}
+
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_one_error("state_dir: /x\nsockets: /y\n", "sockets", 2, "unknown key");
 }
