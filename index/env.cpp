@@ -204,8 +204,8 @@ Status Env::grow() {
   return Ok{};
 }
 
-Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
-  for (;;) {
+Status Env::write(const std::function<TxnResult(MDB_txn*)>& body, const char* what) {
+  for (unsigned growths = 0;;) {
     MDB_txn* raw = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
     if (rc == MDB_MAP_RESIZED) {
@@ -215,16 +215,31 @@ Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
     if (rc != 0) return error_of(rc, std::string("beginning a write transaction for ") + what);
     WriteTxn txn(raw);
     std::uint64_t id = mdb_txn_id(raw);
-    rc = body(txn.get());
-    if (rc == 0) {
-      rc = txn.commit();
-      // A transaction that changed nothing commits without taking its id
-      // (the next one gets it again): only a commit that did counts.
-      MDB_envinfo info;
-      if (rc == 0 && on_commit_ && mdb_env_info(env_, &info) == 0 && info.me_last_txnid == id) on_commit_(id);
+    TxnResult result = body(txn.get());
+    switch (result.kind()) {
+      case TxnResult::Kind::rollback:
+        return Ok{};
+      case TxnResult::Kind::failed:
+        return result.error();
+      case TxnResult::Kind::lmdb:
+        rc = result.lmdb_code();
+        break;
+      case TxnResult::Kind::commit:
+        rc = txn.commit();
+        if (rc == 0) {
+          // A transaction that changed nothing commits without taking its id
+          // (the next one gets it again): only a commit that did counts.
+          MDB_envinfo info;
+          if (on_commit_ && mdb_env_info(env_, &info) == 0 && info.me_last_txnid == id) on_commit_(id);
+          return Ok{};
+        }
+        break;
     }
-    if (rc == 0 || rc == kAbortTxn) return Ok{};
     if (rc != MDB_MAP_FULL) return error_of(rc, what);
+    if (++growths > kMaxGrowths)
+      return make_error(kRuleMapFull, std::string(what) + ": the transaction did not fit after growing the map " +
+                                          std::to_string(kMaxGrowths) + " times (now " + std::to_string(map_size()) +
+                                          " bytes)");
     // No write transaction may be live while the map is resized.
     txn.abort();
     if (auto s = grow(); !s) return s;
