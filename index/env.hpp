@@ -1,6 +1,18 @@
 // The LMDB environment: one per process and directory, RAII transactions, a
 // pool of reusable read transactions, and map growth.
 //
+// Why MDB_WRITEMAP, and space reserved for the whole map: without it LMDB
+// copies every page a write transaction dirties into malloc'd memory until
+// the commit (tens of MB for a large shard, and the single pages stay on its
+// free list), which was most of the daemon's private memory. With it the
+// transaction writes into the mapped file, and LMDB makes data.mdb as large
+// as the map; a page of a sparse file that the disk has no block for would be
+// SIGBUS on first write, not an error. So every byte of the map has its
+// blocks (posix_fallocate) before a write transaction may touch it: at open,
+// before each write if the map changed, and before the map grows, in steps
+// that shrink to whatever the disk still holds. A full disk is then a clean
+// index.no_space before anything is written.
+//
 // Why the read gate: mdb_env_set_mapsize() remaps the file, so no read
 // transaction of this process may be running while the map grows. Readers
 // enter a gate (a counter under a mutex, held only to begin and end a
@@ -166,14 +178,19 @@ class Env {
   Env(EnvOptions options) : options_(std::move(options)) {}
   void end_read(ReadSlot* slot);
   static void destroy(ReadSlot* slot);
-  Status grow();
+  // `growths`: growths so far in this write() call; each one doubles the step.
+  Status grow(unsigned growths);
   Status adopt_foreign_size();
+  // Gives data.mdb blocks up to `size` bytes (writer only). 0 or an errno.
+  int reserve(std::uint64_t size);
 
   EnvOptions options_;
   MDB_env* env_ = nullptr;
   std::uint64_t page_size_ = 4096;
   int stale_cleared_ = 0;
   std::string registry_key_;
+  int fd_ = -1;                 // data.mdb, LMDB's descriptor
+  std::uint64_t reserved_ = 0;  // bytes of data.mdb known to have their blocks (writer only)
 
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   std::size_t ingested = 0;
   double space_1m = 0, used_1m = 0, remove_64k_at_1m = -1;
   {
-    auto idx = index::Index::open(index::Options{.dir = idx_dir, .map_size = 1ull << 30});
+    auto idx = index::Index::open(index::Options{.dir = idx_dir});
     if (!idx) die(idx.error().to_string());
     for (std::size_t s = 0; s < nshards; ++s) {
       auto shard =
