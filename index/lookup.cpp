@@ -187,23 +187,41 @@ class ChunkReader {
     if (rc) return rc;
     auto rec = XorbRecordView::decode(v);
     if (!rec) return 0;
-    std::vector<ShardRef> shards;
-    MDB_val sk = ik.mdb(), sv;
-    for (rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_SET_KEY); rc == 0;
-         rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_NEXT_DUP)) {
-      if (sv.mv_size != 32) continue;
-      Hash sh = Hash::from_bytes(span_of(sv));
-      MDB_val rk = val(sh), rv;
-      int r2 = mdb_get(txn_, im_.dbs.shards, &rk, &rv);
-      if (r2 == MDB_NOTFOUND) continue;
-      if (r2) return r2;
-      if (auto ref = detail::shard_ref(sh, rv)) shards.push_back(*ref);
-    }
-    if (rc != MDB_NOTFOUND) return rc;
-    out_.shard_sets.push_back(std::move(shards));
-    auto [it, _] = cache_.emplace(id, Cached{*rec, std::uint32_t(out_.shard_sets.size() - 1)});
+    std::uint32_t set;
+    if ((rc = shard_set_of(ik, set))) return rc;
+    auto [it, _] = cache_.emplace(id, Cached{*rec, set});
     found = last_ = &it->second;  // unordered_map nodes do not move
     last_id_ = id;
+    return 0;
+  }
+
+  // The shard set of a xorb. Most xorbs belong to one shard, and a batch
+  // meets many xorbs of each shard: those share one set, and each shard's
+  // record is read once per batch.
+  int shard_set_of(const IdKey& ik, std::uint32_t& set) {
+    shards_.clear();
+    MDB_val sk = ik.mdb(), sv;
+    int rc;
+    for (rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_SET_KEY); rc == 0;
+         rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_NEXT_DUP))
+      if (sv.mv_size == 32) shards_.push_back(Hash::from_bytes(span_of(sv)));
+    if (rc != MDB_NOTFOUND) return rc;
+    if (shards_.size() == 1)
+      if (auto it = single_sets_.find(shards_[0]); it != single_sets_.end()) {
+        set = it->second;
+        return 0;
+      }
+    std::vector<ShardRef> refs;
+    for (const Hash& sh : shards_) {
+      MDB_val rk = val(sh), rv;
+      rc = mdb_get(txn_, im_.dbs.shards, &rk, &rv);
+      if (rc == MDB_NOTFOUND) continue;
+      if (rc) return rc;
+      if (auto ref = detail::shard_ref(sh, rv)) refs.push_back(*ref);
+    }
+    out_.shard_sets.push_back(std::move(refs));
+    set = std::uint32_t(out_.shard_sets.size() - 1);
+    if (shards_.size() == 1) single_sets_.emplace(shards_[0], set);
     return 0;
   }
 
@@ -217,6 +235,8 @@ class ChunkReader {
   std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
   std::vector<Form> forms_;
   std::unordered_map<XorbId, Cached> cache_;
+  std::unordered_map<Hash, std::uint32_t> single_sets_;  // shard -> the set of its xorbs that only it holds
+  std::vector<Hash> shards_;                             // scratch of shard_set_of
   const Cached* last_ = nullptr;
   XorbId last_id_ = 0;
 };
