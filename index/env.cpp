@@ -122,10 +122,9 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
 
   MDB_stat ms;
   if (mdb_env_stat(env->env_, &ms) == 0) env->page_size_ = ms.ms_psize;
+  // The map is reserved by the first write (reads need no reserved space):
+  // start-up does not wait for it, and a full disk fails only writes.
   if ((rc = mdb_env_get_fd(env->env_, &env->fd_)) != 0) return error_of(rc, "mdb_env_get_fd");
-  // Reads need no reserved space: a disk full now only fails the first
-  // write, which tries again.
-  (void)env->reserve(env->map_size());
   return env;
 }
 

@@ -8,10 +8,10 @@
 // transaction writes into the mapped file, and LMDB makes data.mdb as large
 // as the map; a page of a sparse file that the disk has no block for would be
 // SIGBUS on first write, not an error. So every byte of the map has its
-// blocks (posix_fallocate) before a write transaction may touch it: at open,
-// before each write if the map changed, and before the map grows, in steps
-// that shrink to whatever the disk still holds. A full disk is then a clean
-// index.no_space before anything is written.
+// blocks (posix_fallocate) before a write transaction may touch it: before
+// the first write, before any write after the map changed, and before the
+// map grows, in steps that shrink to whatever the disk still holds. A full
+// disk is then a clean index.no_space before anything is written.
 //
 // Why the read gate: mdb_env_set_mapsize() remaps the file, so no read
 // transaction of this process may be running while the map grows. Readers
