@@ -14,7 +14,7 @@ using detail::Cursor;
 
 namespace detail {
 
-std::size_t g_remove_run_entries = std::size_t(1) << 16;
+std::size_t g_remove_run_entries = std::size_t(1) << 18;
 
 namespace {
 
