@@ -194,7 +194,15 @@ Status Env::adopt_foreign_size() {
   gate_cv_.wait(lock, [&] { return !resizing_; });
   resizing_ = true;
   gate_cv_.wait(lock, [&] { return readers_inside_ == 0; });
-  int rc = mdb_env_set_mapsize(env_, 0);
+  // With MDB_WRITEMAP LMDB truncates data.mdb to the new map size, and the
+  // size another process recorded can be below the file another one grew
+  // (not committed yet): a shrink would put its mapped pages past the end
+  // (SIGBUS). So grow to the file when it is larger, and take the recorded
+  // size (0) only when that is larger still.
+  std::uint64_t size = 0;
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && std::uint64_t(st.st_size) > map_size()) size = std::uint64_t(st.st_size);
+  int rc = mdb_env_set_mapsize(env_, size);
   resizing_ = false;
   gate_cv_.notify_all();
   if (rc != 0) return error_of(rc, "adopting the map size");
