@@ -1,5 +1,6 @@
 #include "index/env.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,6 +20,14 @@ std::mutex g_registry_mu;
 std::set<std::string> g_registry;
 
 bool is_no_space(int rc) { return rc == ENOSPC || rc == EFBIG || rc == EDQUOT; }
+
+// A growth step never goes below this on a nearly full disk.
+constexpr std::uint64_t kMinGrowthStep = 64 * 1024;
+// The first growth of a write() call adds an eighth of the map (at least
+// this); each further growth in the same call doubles the step, so a large
+// transaction needs few retries and a small index stays small on disk
+// (data.mdb is as large as the map).
+constexpr std::uint64_t kGrowthFloor = 1 << 20;
 
 }  // namespace
 
@@ -88,11 +97,19 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
   }
   if ((rc = mdb_env_set_maxdbs(env->env_, options.max_dbs)) != 0) return error_of(rc, "mdb_env_set_maxdbs");
   if ((rc = mdb_env_set_maxreaders(env->env_, options.max_readers)) != 0) return error_of(rc, "mdb_env_set_maxreaders");
-  if ((rc = mdb_env_set_mapsize(env->env_, options.map_size)) != 0) return error_of(rc, "mdb_env_set_mapsize");
+  // With MDB_WRITEMAP LMDB sets data.mdb's size to the map's: never ask
+  // for less than the file has (that would cut off a larger map another
+  // process grew).
+  std::uint64_t map_size = options.map_size;
+  struct stat data {};
+  if (::stat((options.dir + "/data.mdb").c_str(), &data) == 0)
+    map_size = std::max<std::uint64_t>(map_size, std::uint64_t(data.st_size));
+  if ((rc = mdb_env_set_mapsize(env->env_, map_size)) != 0) return error_of(rc, "mdb_env_set_mapsize");
   // NOTLS: read transactions belong to the pool, not to a thread, so any
   // HTTP worker may renew any of them. NORDAHEAD: lookups are random reads;
   // readahead would only evict useful pages once the index outgrows RAM.
-  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+  // WRITEMAP: see the top of env.hpp.
+  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_WRITEMAP;
   if (options.no_sync) flags |= MDB_NOSYNC;
   if ((rc = mdb_env_open(env->env_, options.dir.c_str(), flags, 0640)) != 0)
     return error_of(rc, "opening the index in " + options.dir);
@@ -105,6 +122,9 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
 
   MDB_stat ms;
   if (mdb_env_stat(env->env_, &ms) == 0) env->page_size_ = ms.ms_psize;
+  // The map is reserved by the first write (reads need no reserved space):
+  // start-up does not wait for it, and a full disk fails only writes.
+  if ((rc = mdb_env_get_fd(env->env_, &env->fd_)) != 0) return error_of(rc, "mdb_env_get_fd");
   return env;
 }
 
@@ -174,21 +194,45 @@ Status Env::adopt_foreign_size() {
   gate_cv_.wait(lock, [&] { return !resizing_; });
   resizing_ = true;
   gate_cv_.wait(lock, [&] { return readers_inside_ == 0; });
-  int rc = mdb_env_set_mapsize(env_, 0);
+  // With MDB_WRITEMAP LMDB truncates data.mdb to the new map size, and the
+  // size another process recorded can be below the file another one grew
+  // (not committed yet): a shrink would put its mapped pages past the end
+  // (SIGBUS). So grow to the file when it is larger, and take the recorded
+  // size (0) only when that is larger still.
+  std::uint64_t size = 0;
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && std::uint64_t(st.st_size) > map_size()) size = std::uint64_t(st.st_size);
+  int rc = mdb_env_set_mapsize(env_, size);
   resizing_ = false;
   gate_cv_.notify_all();
   if (rc != 0) return error_of(rc, "adopting the map size");
   return Ok{};
 }
 
-Status Env::grow() {
+int Env::reserve(std::uint64_t size) {
+  if (size <= reserved_) return 0;
+  int err = ::posix_fallocate(fd_, off_t(reserved_), off_t(size - reserved_));
+  if (err == 0) reserved_ = size;
+  return err;
+}
+
+Status Env::grow(unsigned growths) {
   std::uint64_t old_size = map_size();
   if (old_size >= options_.max_map_size)
     return make_error(kRuleMapFull, "the index map is full at its maximum size (" + std::to_string(old_size) +
                                         " bytes); raise the maximum map size");
-  std::uint64_t new_size =
-      std::min<std::uint64_t>(std::max<std::uint64_t>(old_size * 2, 1 << 20), options_.max_map_size);
-  new_size = (new_size + page_size_ - 1) / page_size_ * page_size_;
+  std::uint64_t step = std::max(old_size / 8, kGrowthFloor) << std::min(growths, 24u);
+  std::uint64_t new_size;
+  for (;;) {
+    new_size = std::min(old_size + step, options_.max_map_size);
+    new_size = (new_size + page_size_ - 1) / page_size_ * page_size_;
+    int err = reserve(new_size);
+    if (err == 0) break;
+    // Take what the disk still has, down to a small step.
+    if (!is_no_space(err) || step <= kMinGrowthStep)
+      return error_of(err, "reserving disk space to grow the index map to " + std::to_string(new_size) + " bytes");
+    step /= 2;
+  }
   {
     std::unique_lock lock(gate_mu_);
     gate_cv_.wait(lock, [&] { return !resizing_; });
@@ -204,8 +248,14 @@ Status Env::grow() {
   return Ok{};
 }
 
-Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
-  for (;;) {
+Status Env::write(const std::function<TxnResult(MDB_txn*)>& body, const char* what) {
+  for (unsigned growths = 0;;) {
+    // A write transaction may touch any page of the map: all of them must
+    // have their blocks (the map may have changed since: another process).
+    std::uint64_t size = map_size();
+    if (int err = reserve(size))
+      return error_of(
+          err, std::string(what) + ": reserving disk space for the index map (" + std::to_string(size) + " bytes)");
     MDB_txn* raw = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, 0, &raw);
     if (rc == MDB_MAP_RESIZED) {
@@ -215,19 +265,34 @@ Status Env::write(const std::function<int(MDB_txn*)>& body, const char* what) {
     if (rc != 0) return error_of(rc, std::string("beginning a write transaction for ") + what);
     WriteTxn txn(raw);
     std::uint64_t id = mdb_txn_id(raw);
-    rc = body(txn.get());
-    if (rc == 0) {
-      rc = txn.commit();
-      // A transaction that changed nothing commits without taking its id
-      // (the next one gets it again): only a commit that did counts.
-      MDB_envinfo info;
-      if (rc == 0 && on_commit_ && mdb_env_info(env_, &info) == 0 && info.me_last_txnid == id) on_commit_(id);
+    TxnResult result = body(txn.get());
+    switch (result.kind()) {
+      case TxnResult::Kind::rollback:
+        return Ok{};
+      case TxnResult::Kind::failed:
+        return result.error();
+      case TxnResult::Kind::lmdb:
+        rc = result.lmdb_code();
+        break;
+      case TxnResult::Kind::commit:
+        rc = txn.commit();
+        if (rc == 0) {
+          // A transaction that changed nothing commits without taking its id
+          // (the next one gets it again): only a commit that did counts.
+          MDB_envinfo info;
+          if (on_commit_ && mdb_env_info(env_, &info) == 0 && info.me_last_txnid == id) on_commit_(id);
+          return Ok{};
+        }
+        break;
     }
-    if (rc == 0 || rc == kAbortTxn) return Ok{};
     if (rc != MDB_MAP_FULL) return error_of(rc, what);
+    if (growths >= kMaxGrowths)
+      return make_error(kRuleMapFull, std::string(what) + ": the transaction did not fit after growing the map " +
+                                          std::to_string(kMaxGrowths) + " times (now " + std::to_string(map_size()) +
+                                          " bytes)");
     // No write transaction may be live while the map is resized.
     txn.abort();
-    if (auto s = grow(); !s) return s;
+    if (auto s = grow(growths++); !s) return s;
   }
 }
 

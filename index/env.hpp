@@ -1,6 +1,18 @@
 // The LMDB environment: one per process and directory, RAII transactions, a
 // pool of reusable read transactions, and map growth.
 //
+// Why MDB_WRITEMAP, and space reserved for the whole map: without it LMDB
+// copies every page a write transaction dirties into malloc'd memory until
+// the commit (tens of MB for a large shard, and the single pages stay on its
+// free list), which was most of the daemon's private memory. With it the
+// transaction writes into the mapped file, and LMDB makes data.mdb as large
+// as the map; a page of a sparse file that the disk has no block for would be
+// SIGBUS on first write, not an error. So every byte of the map has its
+// blocks (posix_fallocate) before a write transaction may touch it: before
+// the first write, before any write after the map changed, and before the
+// map grows, in steps that shrink to whatever the disk still holds. A full
+// disk is then a clean index.no_space before anything is written.
+//
 // Why the read gate: mdb_env_set_mapsize() remaps the file, so no read
 // transaction of this process may be running while the map grows. Readers
 // enter a gate (a counter under a mutex, held only to begin and end a
@@ -16,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +55,36 @@ struct EnvOptions {
 
 class Env;
 
-// What a write body returns to abort without an LMDB error (the body keeps
-// its own account of why); Env::write then returns Ok.
-inline constexpr int kAbortTxn = -1;
+// What a write body tells Env::write to do with its transaction: commit it,
+// roll it back because there was nothing to do (not an error), or abort it
+// for an LMDB code or for an error of the body's own (a record that does not
+// decode, a limit). Converts from an LMDB return code, so a body can pass
+// mdb_put's result on as it is: 0 commits, anything else aborts.
+class [[nodiscard]] TxnResult {
+ public:
+  enum class Kind : std::uint8_t { commit, rollback, lmdb, failed };
+
+  TxnResult(int lmdb_rc) : kind_(lmdb_rc == 0 ? Kind::commit : Kind::lmdb), rc_(lmdb_rc) {}
+  TxnResult(Error error) : kind_(Kind::failed), error_(std::move(error)) {}
+  static TxnResult commit() { return TxnResult(0); }
+  static TxnResult rollback() {
+    TxnResult r(0);
+    r.kind_ = Kind::rollback;
+    return r;
+  }
+
+  Kind kind() const { return kind_; }
+  // True when the body may go on (nothing went wrong and nothing ended it):
+  // `if (auto r = step(txn); !r.proceed()) return r;`.
+  bool proceed() const { return kind_ == Kind::commit; }
+  int lmdb_code() const { return rc_; }           // Kind::lmdb
+  const Error& error() const { return *error_; }  // Kind::failed
+
+ private:
+  Kind kind_;
+  int rc_ = 0;
+  std::optional<Error> error_{};
+};
 
 // A pooled read transaction with the cursors opened on it so far: reusing
 // both (mdb_txn_renew, mdb_cursor_renew) keeps malloc off the lookup path.
@@ -112,13 +152,18 @@ class Env {
 
   Result<ReadTxn> begin_read();
 
-  // Runs `body` in a write transaction and commits it. `body` returns an
-  // LMDB code: 0 commits, MDB_MAP_FULL (from any put, or from the commit)
-  // aborts, grows the map and runs `body` again from the start in a fresh
-  // transaction, so `body` must build its outputs from scratch each time.
-  // kAbortTxn aborts quietly. Any other code aborts and is an error. Writers are
-  // serialised by the caller (the Index holds its writer mutex).
-  Status write(const std::function<int(MDB_txn*)>& body, const char* what);
+  // Runs `body` in a write transaction and commits it when it says so.
+  // MDB_MAP_FULL (from any put, or from the commit) aborts, grows the map and
+  // runs `body` again from the start in a fresh transaction, so `body` must
+  // build its outputs from scratch each time; after kMaxGrowths in one call
+  // it is an index.map_full error. A rollback returns Ok; an LMDB code or the
+  // body's own error aborts and is returned. Writers are serialised by the
+  // caller (the Index holds its writer mutex).
+  Status write(const std::function<TxnResult(MDB_txn*)>& body, const char* what);
+  // Doubling from the smallest map reaches any max_map_size a 64-bit
+  // address space allows well within this; more means a body that can
+  // never fit, and is reported instead of looping.
+  static constexpr unsigned kMaxGrowths = 48;
   // Called with the id of each transaction write() commits that changed
   // something, right after the commit, still under the caller's writer lock
   // (the chunk filter follows which snapshots it covers this way).
@@ -133,14 +178,19 @@ class Env {
   Env(EnvOptions options) : options_(std::move(options)) {}
   void end_read(ReadSlot* slot);
   static void destroy(ReadSlot* slot);
-  Status grow();
+  // `growths`: growths so far in this write() call; each one doubles the step.
+  Status grow(unsigned growths);
   Status adopt_foreign_size();
+  // Gives data.mdb blocks up to `size` bytes (writer only). 0 or an errno.
+  int reserve(std::uint64_t size);
 
   EnvOptions options_;
   MDB_env* env_ = nullptr;
   std::uint64_t page_size_ = 4096;
   int stale_cleared_ = 0;
   std::string registry_key_;
+  int fd_ = -1;                 // data.mdb, LMDB's descriptor
+  std::uint64_t reserved_ = 0;  // bytes of data.mdb known to have their blocks (writer only)
 
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;

@@ -84,21 +84,14 @@ class Cursor {
   MDB_cursor* c_ = nullptr;
 };
 
-// Carries a domain error out of a write body (which can only return an int).
-struct WriteError {
-  std::optional<Error> error;
-  int fail(const char* rule, std::string message) {
-    error = make_error(rule, std::move(message));
-    return lmdb::kAbortTxn;
-  }
-};
+using lmdb::TxnResult;
 
-// One shard in the open write transaction. Returns an LMDB code, or
-// kAbortTxn with werr set.
-int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& shard_hash,
-                  const SourceInfo& source, const IngestOptions& options, IngestResult& out, WriteError& werr);
-int remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
-                  RemoveResult& out, WriteError& werr);
+// One shard in the open write transaction: proceed() when done, otherwise
+// what ends the transaction (an LMDB code or the index's own error).
+TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& shard_hash,
+                        const SourceInfo& source, const IngestOptions& options, IngestResult& out);
+TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
+                        RemoveResult& out);
 // Records `path` as holding shard_hash (accepted) or as rejected.
 int put_source(Index::Impl& im, MDB_txn* txn, const records::Source& source);
 

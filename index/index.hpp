@@ -26,9 +26,11 @@
 namespace dedupd::index {
 
 struct Options {
-  std::string dir{};                        // created if missing (one level)
-  std::uint64_t map_size = 1ull << 30;      // initial; grows by doubling when full
-  std::uint64_t max_map_size = 1ull << 40;  // growth stops here (virtual space, not disk)
+  std::string dir{};  // created if missing (one level)
+  // Initial map; it grows when full, by an eighth or more. data.mdb is as
+  // large as the map, every byte of it reserved on disk (index/env.hpp).
+  std::uint64_t map_size = 1ull << 20;
+  std::uint64_t max_map_size = 1ull << 40;  // growth stops here
   unsigned max_readers = 256;               // concurrent read transactions, all processes
   Observer* observer = nullptr;             // not owned; may be null
   // New chunk entries go to a small table merged into the main one when it

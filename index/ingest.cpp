@@ -11,7 +11,6 @@ namespace dedupd::index {
 
 using namespace records;
 using detail::Cursor;
-using detail::WriteError;
 
 namespace detail {
 
@@ -59,8 +58,8 @@ int put_record(Index::Impl& im, MDB_txn* txn, const Hash& h, const ShardRecord& 
 }
 
 // The id of a stored xorb form equal to `block` under `key`, or 0.
-int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::XorbBlock& block, const Key& key,
-                   XorbId& found, WriteError& werr) {
+TxnResult find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::XorbBlock& block, const Key& key,
+                         XorbId& found) {
   found = 0;
   Hash h = block.hash();
   MDB_val k = val(h), v;
@@ -71,16 +70,16 @@ int find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::
   Bytes mine(plan.size);
   encode_xorb_record(mine.data(), key, block, plan);
   while (rc == 0) {
-    if (v.mv_size != 4) return werr.fail(kRuleCorrupt, "xorb_ids: bad id size");
+    if (v.mv_size != 4) return make_error(kRuleCorrupt, "xorb_ids: bad id size");
     XorbId id = load_be32(static_cast<const std::uint8_t*>(v.mv_data));
     IdKey ik(id);
     MDB_val xk = ik.mdb(), xv;
     if ((rc = mdb_get(txn, im.dbs.xorbs, &xk, &xv))) {
-      if (rc == MDB_NOTFOUND) return werr.fail(kRuleCorrupt, "xorb_ids names a missing xorb record");
+      if (rc == MDB_NOTFOUND) return make_error(kRuleCorrupt, "xorb_ids names a missing xorb record");
       return rc;
     }
     auto rec = XorbRecordView::decode(xv);
-    if (!rec) return werr.fail(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
+    if (!rec) return make_error(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
     if (rec->record().size() == mine.size() && std::memcmp(rec->record().data(), mine.data(), mine.size()) == 0) {
       found = id;
       return 0;
@@ -101,8 +100,8 @@ bool richer(const shard::FileBlock& now, const shard::FileBlock& before) {
   return ver && meta && more && now.num_terms() == before.num_terms();
 }
 
-int add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const shard::FileBlock& fb,
-             const Hash& shard_hash, ShardRefs& refs, IngestResult& out, WriteError& werr) {
+TxnResult add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const shard::FileBlock& fb,
+                   const Hash& shard_hash, ShardRefs& refs, IngestResult& out) {
   Hash fh = fb.hash();
   MDB_val k = val(fh), sv = val(shard_hash);
   int rc = mdb_put(txn, im.dbs.file_shards, &k, &sv, MDB_NODUPDATA);
@@ -115,7 +114,7 @@ int add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const 
   std::optional<Hash> old_sha;
   if (rc == 0) {
     auto before = decode_file(old);
-    if (!before) return werr.fail(kRuleCorrupt, "file record " + fh.to_string() + " does not decode");
+    if (!before) return make_error(kRuleCorrupt, "file record " + fh.to_string() + " does not decode");
     if (!richer(fb, *before)) return 0;
     old_sha = before->sha256();
   } else if (rc != MDB_NOTFOUND) {
@@ -292,8 +291,8 @@ class EntryWriter {
 
 }  // namespace
 
-int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h, const SourceInfo& source,
-                  const IngestOptions& opt, IngestResult& out, WriteError& werr) {
+TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
+                        const SourceInfo& source, const IngestOptions& opt, IngestResult& out) {
   const schema::Dbs& d = im.dbs;
   out = IngestResult{};
   out.shard = h;
@@ -306,7 +305,7 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
   std::optional<ShardRecord> existing;
   if (rc == 0) {
     existing = decode_shard(v);
-    if (!existing) return werr.fail(kRuleCorrupt, "shard record " + h.to_string() + " does not decode");
+    if (!existing) return make_error(kRuleCorrupt, "shard record " + h.to_string() + " does not decode");
   } else if (rc != MDB_NOTFOUND) {
     return rc;
   }
@@ -363,13 +362,13 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
     if ((rc = ids.open(txn, d.xorb_ids))) return rc;
     for (const shard::XorbBlock& xb : view.xorbs()) {
       if (xb.num_chunks() >= kMaxChunksPerXorb)
-        return werr.fail(kRuleLimit, "xorb " + xb.hash().to_string() + " has " + std::to_string(xb.num_chunks()) +
-                                         " chunks; the index stores at most " + std::to_string(kMaxChunksPerXorb - 1) +
-                                         " per xorb");
+        return make_error(kRuleLimit, "xorb " + xb.hash().to_string() + " has " + std::to_string(xb.num_chunks()) +
+                                          " chunks; the index stores at most " + std::to_string(kMaxChunksPerXorb - 1) +
+                                          " per xorb");
       XorbId id;
-      if ((rc = find_xorb_form(im, txn, ids.get(), xb, key, id, werr))) return rc;
+      if (auto r = find_xorb_form(im, txn, ids.get(), xb, key, id); !r.proceed()) return r;
       if (id == 0) {
-        if (next_id > kMaxXorbId) return werr.fail(kRuleLimit, "xorb ids exhausted");
+        if (next_id > kMaxXorbId) return make_error(kRuleLimit, "xorb ids exhausted");
         id = XorbId(next_id++);
         IdKey ik(id);
         XorbPlan plan = plan_xorb_record(xb);
@@ -399,7 +398,7 @@ int ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, c
   if ((rc = schema::put_u64(txn, d.meta, schema::kNextXorbId, next_id))) return rc;
 
   for (const shard::FileBlock& fb : view.files())
-    if ((rc = add_file(im, txn, view, fb, h, refs, out, werr))) return rc;
+    if (auto r = add_file(im, txn, view, fb, h, refs, out); !r.proceed()) return r;
 
   MDB_val sv = val(h);
   if (rec.keyed) {
@@ -439,19 +438,17 @@ Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem>
 
   std::lock_guard lock(impl_->write_mu);
   std::vector<IngestResult> results(items.size());
-  WriteError werr;
   auto status = impl_->env->write(
-      [&](MDB_txn* txn) -> int {
-        werr.error.reset();
+      [&](MDB_txn* txn) -> detail::TxnResult {
         for (std::size_t i = 0; i < items.size(); ++i)
-          if (int rc = detail::ingest_in_txn(*impl_, txn, *items[i].shard, hashes[i], items[i].source, items[i].options,
-                                             results[i], werr))
-            return rc;
-        return 0;
+          if (auto r = detail::ingest_in_txn(*impl_, txn, *items[i].shard, hashes[i], items[i].source, items[i].options,
+                                             results[i]);
+              !r.proceed())
+            return r;
+        return detail::TxnResult::commit();
       },
       "ingesting a shard");
   if (!status) return status.error();
-  if (werr.error) return *werr.error;
   // The shards are committed: a failed merge must not turn their success
   // into an error. Their entries stay queryable in the recent table and the
   // merge is tried again after the next ingest.

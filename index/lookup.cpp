@@ -2,6 +2,13 @@
 // over the live keys and a per-xorb cache. Each stored form of a query (raw,
 // and keyed with each live key) is searched only when the chunk filter
 // allows it, so a miss usually costs no B-tree search and no allocation.
+//
+// A batch goes through in blocks of queries, in two passes: first every
+// stored form of the block is computed (one BLAKE3 compression per key) and
+// the filter blocks they fall in are prefetched; then the forms are tested
+// and only those that may be present are searched. The filter probes are
+// cache misses at any index size; issued together they overlap instead of
+// each waiting for memory in turn.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -51,33 +58,66 @@ class ChunkReader {
     MDB_val k, v;
     for (rc = mdb_cursor_get(keys_cur_, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(keys_cur_, &k, &v, MDB_NEXT_NODUP))
-      if (k.mv_size == 32) keys_.push_back(Hash::from_bytes(span_of(k)));
+      if (k.mv_size == 32) hashers_.emplace_back(Hash::from_bytes(span_of(k)));
     return rc == MDB_NOTFOUND ? 0 : rc;
   }
 
-  // Appends the locations of one raw hash to out_.
-  int query(const Hash& raw) {
-    std::uint32_t begin = std::uint32_t(out_.locations.size());
-    if (int rc = maybe_probe(raw, nullptr, begin)) return rc;
-    for (const Key& key : keys_) {
-      Hash stored = shard::keyed_chunk_hash(key, raw);
-      if (int rc = maybe_probe(stored, &key, begin)) return rc;
+  // Appends the locations of each raw hash to out_, in order.
+  int query(std::span<const Hash> raws) {
+    const std::size_t per_query = 1 + hashers_.size();
+    forms_.resize(kBlock * per_query);
+    for (std::size_t at = 0; at < raws.size(); at += kBlock) {
+      auto block = raws.subspan(at, std::min(kBlock, raws.size() - at));
+      // Pass 1: every stored form of the block, its filter blocks on their way.
+      for (std::size_t i = 0; i < block.size(); ++i) {
+        Form* f = &forms_[i * per_query];
+        f[0].hash = block[i];
+        for (std::size_t k = 0; k < hashers_.size(); ++k) f[1 + k].hash = hashers_[k](block[i]);
+        for (std::size_t k = 0; k < per_query; ++k) prefetch(f[k].hash);
+      }
+      // Pass 2: test them all, then search only what may be present.
+      for (std::size_t i = 0; i < block.size() * per_query; ++i) classify(forms_[i]);
+      for (std::size_t i = 0; i < block.size(); ++i) {
+        std::uint32_t begin = std::uint32_t(out_.locations.size());
+        const Form* f = &forms_[i * per_query];
+        for (std::size_t k = 0; k < per_query; ++k) {
+          const Key* key = k == 0 ? nullptr : &hashers_[k - 1].key();
+          if (f[k].in_recent)
+            if (int rc = probe(recent_, f[k].hash, key, begin)) return rc;
+          if (f[k].in_main)
+            if (int rc = probe(chunks_, f[k].hash, key, begin)) return rc;
+        }
+        out_.first.push_back(std::uint32_t(out_.locations.size()));
+      }
     }
-    out_.first.push_back(std::uint32_t(out_.locations.size()));
     return 0;
   }
 
  private:
+  // Queries per block: their forms (5 with 4 keys) and filter lines stay in
+  // L1 between the passes.
+  static constexpr std::size_t kBlock = 32;
+
+  struct Form {
+    Hash hash;
+    bool in_recent, in_main;  // which tables to search
+  };
+
   struct Cached {
     XorbRecordView rec;
     std::uint32_t shard_set;
   };
 
-  int maybe_probe(const Hash& stored, const Key* key, std::uint32_t begin) {
-    if (filters_.all && !filters_.all->may_contain(stored.data())) return 0;
-    if (!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(stored.data())))
-      if (int rc = probe(recent_, stored, key, begin)) return rc;
-    return probe(chunks_, stored, key, begin);
+  void prefetch(const Hash& stored) const {
+    if (filters_.all) filters_.all->prefetch(stored.data());
+    if (filters_.recent && !recent_empty_) filters_.recent->prefetch(stored.data());
+  }
+
+  void classify(Form& f) const {
+    f.in_recent = f.in_main = false;
+    if (filters_.all && !filters_.all->may_contain(f.hash.data())) return;
+    f.in_recent = !recent_empty_ && (!filters_.recent || filters_.recent->may_contain(f.hash.data()));
+    f.in_main = true;
   }
 
   int probe(MDB_cursor* table, const Hash& stored, const Key* key, std::uint32_t begin) {
@@ -147,23 +187,41 @@ class ChunkReader {
     if (rc) return rc;
     auto rec = XorbRecordView::decode(v);
     if (!rec) return 0;
-    std::vector<ShardRef> shards;
-    MDB_val sk = ik.mdb(), sv;
-    for (rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_SET_KEY); rc == 0;
-         rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_NEXT_DUP)) {
-      if (sv.mv_size != 32) continue;
-      Hash sh = Hash::from_bytes(span_of(sv));
-      MDB_val rk = val(sh), rv;
-      int r2 = mdb_get(txn_, im_.dbs.shards, &rk, &rv);
-      if (r2 == MDB_NOTFOUND) continue;
-      if (r2) return r2;
-      if (auto ref = detail::shard_ref(sh, rv)) shards.push_back(*ref);
-    }
-    if (rc != MDB_NOTFOUND) return rc;
-    out_.shard_sets.push_back(std::move(shards));
-    auto [it, _] = cache_.emplace(id, Cached{*rec, std::uint32_t(out_.shard_sets.size() - 1)});
+    std::uint32_t set;
+    if ((rc = shard_set_of(ik, set))) return rc;
+    auto [it, _] = cache_.emplace(id, Cached{*rec, set});
     found = last_ = &it->second;  // unordered_map nodes do not move
     last_id_ = id;
+    return 0;
+  }
+
+  // The shard set of a xorb. Most xorbs belong to one shard, and a batch
+  // meets many xorbs of each shard: those share one set, and each shard's
+  // record is read once per batch.
+  int shard_set_of(const IdKey& ik, std::uint32_t& set) {
+    shards_.clear();
+    MDB_val sk = ik.mdb(), sv;
+    int rc;
+    for (rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_SET_KEY); rc == 0;
+         rc = mdb_cursor_get(xorb_shards_, &sk, &sv, MDB_NEXT_DUP))
+      if (sv.mv_size == 32) shards_.push_back(Hash::from_bytes(span_of(sv)));
+    if (rc != MDB_NOTFOUND) return rc;
+    if (shards_.size() == 1)
+      if (auto it = single_sets_.find(shards_[0]); it != single_sets_.end()) {
+        set = it->second;
+        return 0;
+      }
+    std::vector<ShardRef> refs;
+    for (const Hash& sh : shards_) {
+      MDB_val rk = val(sh), rv;
+      rc = mdb_get(txn_, im_.dbs.shards, &rk, &rv);
+      if (rc == MDB_NOTFOUND) continue;
+      if (rc) return rc;
+      if (auto ref = detail::shard_ref(sh, rv)) refs.push_back(*ref);
+    }
+    out_.shard_sets.push_back(std::move(refs));
+    set = std::uint32_t(out_.shard_sets.size() - 1);
+    if (shards_.size() == 1) single_sets_.emplace(shards_[0], set);
     return 0;
   }
 
@@ -174,8 +232,11 @@ class ChunkReader {
   MDB_cursor *recent_ = nullptr, *chunks_ = nullptr, *xorb_shards_ = nullptr, *keys_cur_ = nullptr;
   Index::Impl::Filters filters_;
   bool recent_empty_ = false;
-  std::vector<Key> keys_;
+  std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
+  std::vector<Form> forms_;
   std::unordered_map<XorbId, Cached> cache_;
+  std::unordered_map<Hash, std::uint32_t> single_sets_;  // shard -> the set of its xorbs that only it holds
+  std::vector<Hash> shards_;                             // scratch of shard_set_of
   const Cached* last_ = nullptr;
   XorbId last_id_ = 0;
 };
@@ -190,8 +251,7 @@ Status Index::lookup_batch(std::span<const Hash> hashes, BatchResult& out) const
   if (!txn) return txn.error();
   ChunkReader reader(*impl_, *txn, out);
   if (int rc = reader.open()) return lmdb::error_of(rc, "opening the chunk tables");
-  for (const Hash& h : hashes)
-    if (int rc = reader.query(h)) return lmdb::error_of(rc, "looking up a chunk");
+  if (int rc = reader.query(hashes)) return lmdb::error_of(rc, "looking up a chunk");
   return Ok{};
 }
 

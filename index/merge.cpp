@@ -90,13 +90,14 @@ Status Index::Impl::merge_if_due(bool force) {
     std::uint64_t left = 0;
     bool stepped = false;
     auto status = env->write(
-        [&](MDB_txn* txn) -> int {
+        [&](MDB_txn* txn) -> lmdb::TxnResult {
           stepped = false;
           std::uint64_t recent, big;
           int rc;
           if ((rc = entries(txn, dbs.chunks_recent, recent)) || (rc = entries(txn, dbs.chunks, big))) return rc;
-          if (recent == 0) return lmdb::kAbortTxn;
-          if (!merging && recent <= std::max<std::uint64_t>(options.merge_threshold, big / 16)) return lmdb::kAbortTxn;
+          if (recent == 0) return lmdb::TxnResult::rollback();
+          if (!merging && recent <= std::max<std::uint64_t>(options.merge_threshold, big / 16))
+            return lmdb::TxnResult::rollback();
           stepped = true;
           return merge_step(*this, txn, left);
         },

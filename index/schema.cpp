@@ -101,10 +101,9 @@ int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta) {
 
 Result<Dbs> open(lmdb::Env& env) {
   Dbs dbs{};
-  std::string problem;
+  auto not_ours = [&](const std::string& why) { return make_error(kRuleSchema, env.options().dir + ": " + why); };
   auto status = env.write(
-      [&](MDB_txn* txn) -> int {
-        problem.clear();
+      [&](MDB_txn* txn) -> lmdb::TxnResult {
         MDB_dbi main;
         if (int rc = mdb_dbi_open(txn, nullptr, 0, &main)) return rc;
         int rc = mdb_dbi_open(txn, "meta", 0, &dbs.meta);
@@ -113,13 +112,11 @@ Result<Dbs> open(lmdb::Env& env) {
           MDB_stat st;
           if ((rc = mdb_stat(txn, main, &st))) return rc;
           if (st.ms_entries != 0) {
-            problem = "this LMDB environment is not a dedupd index (it has no schema version)";
-            return lmdb::kAbortTxn;
+            return not_ours("this LMDB environment is not a dedupd index (it has no schema version)");
           }
           fresh = true;
         } else if (rc == MDB_INCOMPATIBLE) {
-          problem = "this LMDB environment is not a dedupd index (\"meta\" is not a table)";
-          return lmdb::kAbortTxn;
+          return not_ours("this LMDB environment is not a dedupd index (\"meta\" is not a table)");
         } else if (rc != 0) {
           return rc;
         }
@@ -129,27 +126,24 @@ Result<Dbs> open(lmdb::Env& env) {
           // tables inside an index this code does not understand.
           rc = mdb_get(txn, dbs.meta, &k, &v);
           if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) {
-            problem = "the index has no readable schema version";
-            return lmdb::kAbortTxn;
+            return not_ours("the index has no readable schema version");
           }
           if (rc != 0) return rc;
           std::uint32_t found;
           std::memcpy(&found, v.mv_data, 4);
           if (found != kVersion) {
-            problem = "the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
-                      std::to_string(kVersion) +
-                      (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
-                                        : " (no upgrade path from it: move the index away and let dedupd "
-                                          "rebuild it from the shard files)");
-            return lmdb::kAbortTxn;
+            return not_ours("the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
+                            std::to_string(kVersion) +
+                            (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
+                                              : " (no upgrade path from it: move the index away and let dedupd "
+                                                "rebuild it from the shard files)"));
           }
         }
         for (const Table& t : kTables) {
           if ((rc = mdb_dbi_open(txn, t.name, t.flags | MDB_CREATE, &(dbs.*t.member)))) {
             if (rc == MDB_INCOMPATIBLE) {
-              problem = std::string("table \"") + t.name + "\" has other flags than schema " +
-                        std::to_string(kVersion) + " expects";
-              return lmdb::kAbortTxn;
+              return not_ours(std::string("table \"") + t.name + "\" has other flags than schema " +
+                              std::to_string(kVersion) + " expects");
             }
             return rc;
           }
@@ -165,7 +159,6 @@ Result<Dbs> open(lmdb::Env& env) {
       },
       "opening the index tables");
   if (!status) return status.error();
-  if (!problem.empty()) return make_error(kRuleSchema, env.options().dir + ": " + problem);
   return dbs;
 }
 

@@ -28,11 +28,11 @@ Status Index::record_rejected(const RejectInfo& r) {
 Status Index::forget_source(const std::string& path) {
   std::lock_guard lock(impl_->write_mu);
   return impl_->env->write(
-      [&](MDB_txn* txn) -> int {
+      [&](MDB_txn* txn) -> lmdb::TxnResult {
         Hash k = source_key(path);
         MDB_val key = val(k), v;
         int rc = mdb_get(txn, impl_->dbs.sources, &key, &v);
-        if (rc == MDB_NOTFOUND) return lmdb::kAbortTxn;
+        if (rc == MDB_NOTFOUND) return lmdb::TxnResult::rollback();
         if (rc) return rc;
         auto s = decode_source(v);
         bool rejected = s && s->rejected;

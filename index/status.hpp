@@ -1,7 +1,7 @@
 // Error values of the index. The index reuses shard::Error/shard::Result so
 // the daemon handles one error type; `rule` is a stable identifier starting
-// with "index." (see kRule* below) and `offset` is 0 unless a record offset
-// is meaningful. Expected failures never throw.
+// with "index." (see kRule* below). Index errors are about no input's bytes:
+// their offset is 0 and not printed. Expected failures never throw.
 #pragma once
 
 #include <string>
@@ -27,6 +27,8 @@ inline constexpr const char* kRuleCorrupt = "index.corrupt";  // a record fails 
 inline constexpr const char* kRuleLimit = "index.limit";      // beyond what the records encode
 inline constexpr const char* kRuleArgument = "index.argument";
 
-inline Error make_error(const char* rule, std::string message) { return Error{rule, 0, std::move(message)}; }
+inline Error make_error(const char* rule, std::string message) {
+  return Error{rule, 0, std::move(message), /*has_offset=*/false};
+}
 
 }  // namespace dedupd::index

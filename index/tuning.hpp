@@ -18,4 +18,8 @@ extern std::size_t g_ingest_run_entries;
 // nearly every page of those keys, so this bounds its pages at any index size.
 extern std::uint64_t g_merge_step_entries;
 
+// Chunk entries removal sorts and deletes per run (16 bytes each, 4 MiB,
+// as ingest): what it holds of a shard's entries, whatever its size.
+extern std::size_t g_remove_run_entries;
+
 }  // namespace dedupd::index::detail

@@ -8,6 +8,12 @@
 #include <string>
 #include <vector>
 
+// BLAKE3's compression function, from the same C sources (blake3_impl.h
+// declares it, but that header is not meant for C++). Runtime dispatch picks
+// the SSE4.1/AVX-512 kernel as blake3_hasher does.
+extern "C" void blake3_compress_in_place(std::uint32_t cv[8], const std::uint8_t block[64], std::uint8_t block_len,
+                                         std::uint64_t counter, std::uint8_t flags);
+
 namespace dedupd::shard {
 
 namespace {
@@ -83,6 +89,32 @@ Hash blake3_keyed(const Key& key, std::span<const std::uint8_t> message) {
 Hash keyed_chunk_hash(const Key& key, const Hash& raw) {
   if (key.is_zero()) return raw;
   return blake3_keyed(key, raw.bytes);
+}
+
+namespace {
+// Domain flags of a compression, from the BLAKE3 specification (section 2.1).
+constexpr std::uint8_t kChunkStart = 1 << 0, kChunkEnd = 1 << 1, kRoot = 1 << 3, kKeyedHash = 1 << 4;
+
+std::uint32_t load_le32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+}
+}  // namespace
+
+KeyedChunkHasher::KeyedChunkHasher(const Key& key) : key_(key) {
+  for (int i = 0; i < 8; ++i) key_words_[i] = load_le32(key.bytes.data() + 4 * i);
+}
+
+Hash KeyedChunkHasher::operator()(const Hash& raw) const {
+  if (key_.is_zero()) return raw;
+  std::uint32_t cv[8];
+  std::memcpy(cv, key_words_, sizeof cv);
+  alignas(16) std::uint8_t block[64] = {};
+  std::memcpy(block, raw.bytes.data(), 32);
+  blake3_compress_in_place(cv, block, 32, 0, kChunkStart | kChunkEnd | kRoot | kKeyedHash);
+  Hash out;
+  for (int i = 0; i < 8; ++i)
+    for (int b = 0; b < 4; ++b) out.bytes[4 * i + b] = std::uint8_t(cv[i] >> (8 * b));
+  return out;
 }
 
 Hash chunk_hash_of_data(std::span<const std::uint8_t> data) { return blake3_keyed(kDataKey, data); }

@@ -22,6 +22,22 @@ Hash blake3_keyed(const Key& key, std::span<const std::uint8_t> message);
 // The hash a keyed shard stores for a raw chunk hash. A zero key stores raw.
 Hash keyed_chunk_hash(const Key& key, const Hash& raw);
 
+// keyed_chunk_hash for many raw hashes under one key, as a lookup does for
+// every query and live key. A 32-byte message is a single BLAKE3 block that
+// is its chunk's first and last and the root, so its hash is one compression
+// of the key words: the key is expanded once here, and each hash skips the
+// hasher's set-up and buffering.
+class KeyedChunkHasher {
+ public:
+  explicit KeyedChunkHasher(const Key& key);
+  Hash operator()(const Hash& raw) const;
+  const Key& key() const { return key_; }
+
+ private:
+  Key key_;
+  std::uint32_t key_words_[8];
+};
+
 // Hash of a chunk's bytes (what a client computes before any lookup).
 Hash chunk_hash_of_data(std::span<const std::uint8_t> data);
 

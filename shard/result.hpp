@@ -13,8 +13,14 @@ struct Error {
   std::string rule;      // short stable identifier, e.g. "header.magic"
   std::uint64_t offset;  // byte offset in the input where the problem is
   std::string message;   // human explanation
+  // False for errors about no input's bytes (an LMDB call, a full disk):
+  // their offset is 0 and means nothing, so it is not printed.
+  bool has_offset = true;
 
-  std::string to_string() const { return rule + " at offset " + std::to_string(offset) + ": " + message; }
+  std::string to_string() const {
+    if (!has_offset) return rule + ": " + message;
+    return rule + " at offset " + std::to_string(offset) + ": " + message;
+  }
 };
 
 template <class T>

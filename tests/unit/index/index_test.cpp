@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -808,7 +809,8 @@ TEST(IndexGrowth, DiskFullIsAnErrorAndLeavesWholeShards) {
       256 * 1024, 256 * 1024
     };
     setrlimit(RLIMIT_FSIZE, &lim);
-    auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 << 20});
+    // The map is a file of its size (MDB_WRITEMAP): start below the limit.
+    auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 << 10});
     if (!idx) _exit(2);
     for (int i = 0; i < kShards; ++i) {
       auto s = own(build_shard({.xorbs = {&xs[std::size_t(i)]}}));
@@ -835,6 +837,54 @@ TEST(IndexGrowth, DiskFullIsAnErrorAndLeavesWholeShards) {
     for (const auto& h : x.raw) answered += (*idx)->lookup(h)->size();
     EXPECT_TRUE(answered == 0 || answered == x.raw.size()) << answered;
   }
+}
+
+// LMDB writes into the mapped data.mdb (MDB_WRITEMAP), so a map page
+// without a disk block would be SIGBUS on first write. The map is reserved
+// on disk before any write may touch it: on a full disk (here the file size
+// limit) growth takes what is left in smaller steps, then fails cleanly, and
+// the process goes on reading what it committed.
+TEST(IndexGrowth, AFullDiskUnderTheWriteMapIsNoSpaceNotSigbus) {
+  TempDir tmp;
+  constexpr std::uint64_t kLimit = 1 << 20;
+  std::vector<GenXorb> xs;
+  for (int i = 0; i < 60; ++i) xs.push_back(gen_xorb(400 + std::uint64_t(i), 600));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim {
+      kLimit, kLimit
+    };
+    setrlimit(RLIMIT_FSIZE, &lim);
+    auto idx = Index::open(Options{.dir = tmp.path(), .map_size = 64 << 10});
+    if (!idx) _exit(2);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      auto s = own(build_shard({.xorbs = {&xs[i]}}));
+      auto r = (*idx)->ingest(*s.view, {});
+      if (r) continue;
+      if (r.error().rule != kRuleNoSpace) _exit(3);
+      if (i == 0) _exit(4);
+      // Growth went on in smaller steps up to the limit.
+      if ((*idx)->stats()->map_size + (128 << 10) < kLimit) _exit(5);
+      // Still reading what was committed, in the same process.
+      if ((*idx)->lookup(xs[0].raw[5])->size() != 1) _exit(6);
+      if (!(*idx)->lookup(xs[i].raw[5])->empty()) _exit(7);
+      _exit(0);
+    }
+    _exit(8);  // never ran out of space
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  // Every byte of data.mdb has its blocks: no page of the map is a hole.
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp.path() + "/data.mdb").c_str(), &st), 0);
+  EXPECT_GE(std::uint64_t(st.st_blocks) * 512, std::uint64_t(st.st_size));
+  auto idx = Index::open(Options{.dir = tmp.path()});
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  EXPECT_THAT((*idx)->check_invariants().value(), IsEmpty());
 }
 
 TEST(IndexGrowth, StaleReaderSlotsOfDeadProcessesAreCleared) {

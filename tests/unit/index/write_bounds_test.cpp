@@ -103,6 +103,32 @@ TEST_P(IngestRuns, AKeyedShardOfManyRunsLandsWhole) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
+TEST_P(IngestRuns, RemovalInManyRunsTakesOnlyItsOwnEntries) {
+  // Removal deletes a shard's entries in sorted runs of a few: split across
+  // runs, between entries of shards that stay, in both chunk tables.
+  const std::size_t saved_runs = detail::g_remove_run_entries;
+  detail::g_remove_run_entries = 100;
+  auto gone1 = gen_xorb(120, 700), gone2 = skewed_xorb(121, 300, 0x42), kept = skewed_xorb(122, 500, 0x42);
+  auto merged = gen_xorb(123, 400);
+  auto s_merged = own(build_shard({.xorbs = {&merged}}));
+  ingest(s_merged);
+  ASSERT_TRUE(idx->merge_recent());  // in the main table from here on
+  auto s_gone = own(build_shard({.xorbs = {&gone1, &gone2, &merged}}));
+  auto s_kept = own(build_shard({.xorbs = {&kept}}));
+  ingest(s_gone);
+  ingest(s_kept);
+  auto r = idx->remove(s_gone.hash);
+  detail::g_remove_run_entries = saved_runs;
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->outcome, RemoveOutcome::removed);
+  for (const GenXorb* x : {&gone1, &gone2})
+    for (const Hash& h : x->raw) EXPECT_THAT(find(h), IsEmpty());
+  expect_all_found(kept);
+  expect_all_found(merged);  // shared with a shard that stays
+  EXPECT_EQ(stats().chunk_entries, 900u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
 // Leaf pages of one key's duplicates in `table`: MDB_GET_MULTIPLE and
 // MDB_NEXT_MULTIPLE return one page of a DUPFIXED key at a time.
 std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t key) {

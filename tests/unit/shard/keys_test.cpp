@@ -121,5 +121,21 @@ TEST(ShardFileHash, IsDataKeyedHashOfTheBytes) {
   EXPECT_EQ(shard_file_hash(bytes), chunk_hash_of_data(bytes));
 }
 
+TEST(KeyedChunkHasher, OneCompressionEqualsTheFullKeyedHash) {
+  // Against BLAKE3's own hasher: many keys and messages, and the zero key
+  // (stores raw).
+  Hash raw = chunk_hash_of_data(std::vector<std::uint8_t>{9});
+  for (int k = 0; k < 20; ++k) {
+    Key key = chunk_hash_of_data(std::vector<std::uint8_t>{std::uint8_t(k), 1});
+    KeyedChunkHasher hasher(key);
+    for (int m = 0; m < 50; ++m) {
+      raw = chunk_hash_of_data(raw.bytes);
+      ASSERT_EQ(hasher(raw), keyed_chunk_hash(key, raw)) << k << " " << m;
+      ASSERT_EQ(hasher(raw), blake3_keyed(key, raw.bytes));
+    }
+  }
+  EXPECT_EQ(KeyedChunkHasher(Key{})(raw), raw);
+}
+
 }  // namespace
 }  // namespace dedupd::shard
