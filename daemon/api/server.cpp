@@ -38,7 +38,9 @@
 #include "api/routes.hpp"
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
+#include "daemon/api/batch_request.hpp"
 #include "daemon/api/connections.hpp"
+#include "daemon/api/hash_spool.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/router.hpp"
 #include "daemon/api/routes.hpp"
@@ -69,6 +71,14 @@ constexpr auto kEvictGrace = std::chrono::seconds(1);
 // send buffer takes them whole, so the server does not hold them, and a
 // lookup or /healthz is never refused because big bodies use the room.
 constexpr std::size_t kSmallAnswerBytes = 128 << 10;
+// What a streamed hash batch holds while it is received and answered: its
+// spool block, one block's lookup results and the answer being written.
+// Taken from the body budget for the whole request, so however many
+// batches are in flight their memory stays inside it.
+constexpr std::size_t kHashStreamBytes = 1 << 20;
+// How much of a streamed answer MHD asks for at once (it may ask for less:
+// its buffer lives in the connection's memory pool).
+constexpr std::size_t kStreamBlockBytes = 64 << 10;
 // Connections gone at once after which their buffers are worth returning
 // to the system (a few MiB).
 constexpr std::size_t kCrowd = 256;
@@ -94,7 +104,12 @@ struct RequestState {
   std::uint64_t charged = 0;                 // of the server's body budget
   // A body over its limit or over the budget is dropped as it arrives and
   // answered once the request is in (MHD cannot answer mid-body).
-  enum class Dropped { no, too_large, busy } dropped = Dropped::no;
+  enum class Dropped { no, too_large, busy, bad_body } dropped = Dropped::no;
+  std::uint64_t dropped_at = 0;  // st.received when it was dropped
+  std::string drop_message;      // bad_body, or busy when the spool failed
+  // Body::hashes: the body parsed as it arrives into the spool.
+  std::unique_ptr<http::HashStreamParser> parser;
+  std::shared_ptr<http::HashSpool> spool;
   // An answer decided from the headers alone (404, 405, 403, 413), held
   // until MHD has the (bodyless) request so the connection stays open.
   std::optional<http::Response> early;
@@ -155,6 +170,25 @@ int bind_unix(const std::string& path, mode_t mode, std::string& error) {
 }
 
 void free_body(void* cls) { delete static_cast<std::string*>(cls); }
+
+// A streamed answer (chunked transfer): MHD asks for the next bytes when
+// the socket can take them.
+ssize_t read_stream(void* cls, std::uint64_t, char* buf, std::size_t max) {
+  auto& stream = *static_cast<std::shared_ptr<http::BodyStream>*>(cls);
+  try {
+    auto n = stream->read(buf, max);
+    if (!n) {
+      spdlog::error("api: answer stopped part-way: {}", n.error().to_string());
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return *n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : ssize_t(*n);
+  } catch (const std::exception& e) {
+    spdlog::error("api: answer stopped part-way: {}", e.what());
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+  }
+}
+
+void free_stream(void* cls) { delete static_cast<std::shared_ptr<http::BodyStream>*>(cls); }
 
 enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
   auto* out = static_cast<std::vector<std::pair<std::string, std::string>>*>(cls);
@@ -471,6 +505,11 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
                                                              announced, st.body_limit, method, m.route->path)));
   }
 
+  if (const char* type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))
+    st.request.content_type = type;
+  if (const char* accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))
+    st.request.accept = accept;
+
   // Admin access is decided before the body is received.
   if (m.entry->access == http::Access::admin) {
     const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -486,6 +525,15 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   // Room for the body is taken as its bytes arrive, so holding room costs
   // a client the sending of them; one that could not fit now is told so
   // before it sends anything.
+  if (st.body_kind == http::Body::hashes) {
+    // Any size: the body goes through the parser into the spool as it
+    // arrives; what the request holds is fixed and taken up front.
+    if (!bodies.take(st.body_kind, kHashStreamBytes)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
+    st.charged = kHashStreamBytes;
+    st.spool = std::make_shared<http::HashSpool>(options.spool_dir);
+    st.parser = std::make_unique<http::HashStreamParser>(http::HashStreamParser::form_of(st.request.content_type));
+    announced = 0;
+  }
   if (announced > 0 && !bodies.fits(st.body_kind, announced)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
 
   st.request.method = method;
@@ -509,13 +557,21 @@ std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
       return options.max_query_body_bytes;
     case http::Body::upload:
       return options.max_body_bytes;
+    case http::Body::hashes:
+      return SIZE_MAX;
   }
   return kStrayBodyBytes;
 }
 
 enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std::size_t n) {
   st.received += n;
-  if (st.dropped == RequestState::Dropped::no) {
+  if (st.parser) {
+    if (st.dropped == RequestState::Dropped::no && !st.parser->feed(std::string_view(data, n), *st.spool)) {
+      const bool spool_failed = !st.spool->error().empty();
+      st.drop_message = spool_failed ? st.spool->error() : st.parser->error();
+      drop_body(st, spool_failed ? RequestState::Dropped::busy : RequestState::Dropped::bad_body);
+    }
+  } else if (st.dropped == RequestState::Dropped::no) {
     if (st.received > st.body_limit) {
       drop_body(st, RequestState::Dropped::too_large);
     } else if (!bodies.take(st.body_kind, n)) {
@@ -525,9 +581,9 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
       st.request.body.insert(st.request.body.end(), data, data + n);
     }
   }
-  if (st.dropped != RequestState::Dropped::no && st.received > st.body_limit + kDrainBytes) {
-    spdlog::debug("api: {} {}: closing the connection, its body goes on past the limit of {}", st.request.method,
-                  st.request.path, st.body_limit);
+  if (st.dropped != RequestState::Dropped::no && st.received > st.dropped_at + kDrainBytes) {
+    spdlog::debug("api: {} {}: closing the connection, its body goes on after it was refused", st.request.method,
+                  st.request.path);
     return MHD_NO;
   }
   return MHD_YES;
@@ -535,6 +591,9 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
 
 void ApiServer::Impl::drop_body(RequestState& st, RequestState::Dropped why) {
   st.dropped = why;
+  // Past the limit, the drain is counted from the limit itself.
+  st.dropped_at = why == RequestState::Dropped::too_large ? st.body_limit : st.received;
+  st.spool.reset();
   std::vector<std::uint8_t>().swap(st.request.body);
   bodies.give(st.charged);
   st.charged = 0;
@@ -546,7 +605,19 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
     return respond(conn, st,
                    http::error(http::kTooLarge, fmt::format("body is over the limit of {} bytes for {} {}",
                                                             st.body_limit, st.request.method, st.request.path)));
-  if (st.dropped == RequestState::Dropped::busy) return respond(conn, st, busy(bodies.cap(st.body_kind)));
+  if (st.dropped == RequestState::Dropped::busy) {
+    if (st.drop_message.empty()) return respond(conn, st, busy(bodies.cap(st.body_kind)));
+    auto r = http::error(http::kNotReady, "busy", st.drop_message + "; retry");
+    r.headers.emplace_back("Retry-After", "1");
+    return respond(conn, st, std::move(r));
+  }
+  if (st.dropped == RequestState::Dropped::bad_body)
+    return respond(conn, st, http::error(http::kBadRequest, st.drop_message));
+  if (st.parser) {
+    if (!st.parser->finish(*st.spool)) return respond(conn, st, http::error(http::kBadRequest, st.parser->error()));
+    st.request.hashes = std::move(st.spool);
+    st.parser.reset();
+  }
   if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
 
   switch (st.admin) {
@@ -582,13 +653,17 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
   // MHD has sent the answer, so a client that sends its next request as
   // soon as it reads this one finds the room free.
   std::vector<std::uint8_t>().swap(st.request.body);
-  bodies.give(st.charged);
-  st.charged = 0;
+  st.request.hashes.reset();  // the answer holds it, if it needs it
+  // A streamed answer keeps its room until it is sent (on_completed).
+  if (!r.stream) {
+    bodies.give(st.charged);
+    st.charged = 0;
+  }
   // A large answer is held until the client has read it (a 100,000-hash
   // batch answer is ~10 MB); one that does not read would otherwise make
   // its query cost that much for as long as it keeps the connection. So it
   // takes room like a request body; small ones fit in the socket buffer.
-  if (!r.file && r.body.size() > kSmallAnswerBytes) {
+  if (!r.file && !r.stream && r.body.size() > kSmallAnswerBytes) {
     if (bodies.take(st.body_kind, r.body.size())) st.charged = r.body.size();
     else r = busy(bodies.cap(st.body_kind));
   }
@@ -601,6 +676,13 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
     resp = MHD_create_response_from_fd64(r.file->size, fd);
     if (!resp) {
       ::close(fd);
+      return MHD_NO;
+    }
+  } else if (r.stream) {
+    auto* stream = new std::shared_ptr<http::BodyStream>(std::move(r.stream));
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamBlockBytes, &read_stream, stream, &free_stream);
+    if (!resp) {
+      delete stream;
       return MHD_NO;
     }
   } else {

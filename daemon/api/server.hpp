@@ -59,6 +59,10 @@ struct ServerOptions {
   // being accepted or of its previous response, however it trickles them
   // in (MHD's timeout above restarts with every byte).
   std::chrono::seconds header_timeout{10};
+  // Where a POST /v1/chunk batch that outgrows its first block of hashes
+  // waits for its answer (an unlinked temporary file, 32 bytes a hash);
+  // empty: $TMPDIR, else /tmp.
+  std::string spool_dir;
   // Worker threads; reads are served concurrently by all of them.
   unsigned threads = 2;
 
