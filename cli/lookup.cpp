@@ -12,11 +12,13 @@
 #include <fstream>
 #include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "api/routes.hpp"
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
 #include "cli/output.hpp"
+#include "cli/query_stream.hpp"
 #include "cli/verbs.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
@@ -158,8 +160,49 @@ void print_results_table(Context& ctx, const json& results, std::uint64_t found,
 
 // ---- verbs ------------------------------------------------------------
 
-int query(Context& ctx, const std::vector<std::string>& args) {
+struct QueryArgs {
+  std::vector<std::string> hashes;  // HASH arguments, "-" for stdin
+  std::string from;                 // --from FILE
+  std::string format;               // --format; "" = table, or json with --json
+  bool json_lines = false;
+  std::string fields;
+};
+
+QueryFormat query_format(Context& ctx, const QueryArgs& q) {
+  if (q.json_lines) {
+    if (!q.format.empty() && q.format != "json-lines")
+      throw CliError(kUsage, "--json-lines and --format " + q.format + " ask for two formats");
+    return QueryFormat::json_lines;
+  }
+  if (q.format == "json-lines") return QueryFormat::json_lines;
+  if (q.format == "short") return QueryFormat::short_text;
+  if (q.format == "json" || (q.format.empty() && ctx.opt.json)) return QueryFormat::json;
+  return QueryFormat::table;
+}
+
+int query(Context& ctx, const QueryArgs& q) {
+  const std::vector<std::string>& args = q.hashes;
+  const bool dash = std::find(args.begin(), args.end(), "-") != args.end();
+  const QueryFormat format = query_format(ctx, q);
+  QueryStreamOptions stream{format, q.fields};
+  if (dash || !q.from.empty()) {
+    if (args.size() > (dash ? 1u : 0u) || (dash && !q.from.empty()))
+      throw CliError(kUsage, "give hashes as arguments, or with - (stdin) or --from FILE, one of them");
+    if (q.from.empty()) return query_stream(ctx, ctx.io.in, "stdin", stream);
+    std::ifstream file(q.from, std::ios::binary);
+    if (!file) throw CliError(kBadInput, "cannot open " + q.from + ": " + std::strerror(errno));
+    return query_stream(ctx, file, q.from, stream);
+  }
+  if (args.empty()) throw CliError(kUsage, "query needs a HASH, - (stdin) or --from FILE");
   auto [hashes, from_stdin] = chunk_hash_args(ctx, args);
+  // The formats for scripts (and a field choice) stream from the arguments
+  // too; the table and --json of a few hashes keep the documents.
+  if (format == QueryFormat::json_lines || format == QueryFormat::short_text || !q.fields.empty()) {
+    std::string text;
+    for (const auto& h : hashes) text += h + "\n";
+    std::istringstream in(text);
+    return query_stream(ctx, in, "arguments", stream);
+  }
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::uint64_t now = now_s();
 
@@ -551,10 +594,17 @@ int dedup_shard(Context& ctx, const std::string& arg, const std::string& output)
 
 void add_lookup_verbs(CLI::App& app, Action& action) {
   {
-    auto hashes = std::make_shared<std::vector<std::string>>();
+    auto args = std::make_shared<QueryArgs>();
     auto* q = app.add_subcommand("query", "Where does a chunk live? (raw chunk hashes; - reads stdin)");
-    q->add_option("HASH", *hashes, "Chunk hashes in Xet string form, or - for one per line on stdin")->required();
-    q->callback([&action, hashes] { action = [hashes](Context& ctx) { return query(ctx, *hashes); }; });
+    q->add_option("HASH", args->hashes, "Chunk hashes in Xet string form, or - for one per line on stdin");
+    q->add_option("--from", args->from, "Read the hashes from FILE, one per line (any number, streamed)");
+    q->add_option("--format", args->format, "Output: table (default), json, json-lines, short")
+        ->check(CLI::IsMember({"table", "json", "json-lines", "short"}));
+    q->add_flag("--json-lines", args->json_lines, "One JSON object per hash, in input order (--format json-lines)");
+    q->add_option("--fields", args->fields,
+                  "Fields of each result: hash,found,locations or xorb,chunk_index,byte_start,byte_end,"
+                  "unpacked_bytes,flags,shards (not with the table)");
+    q->callback([&action, args] { action = [args](Context& ctx) { return query(ctx, *args); }; });
   }
   {
     auto h = std::make_shared<std::string>();
