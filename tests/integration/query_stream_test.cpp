@@ -29,6 +29,11 @@ struct CtlRun {
 // VmHWM of a running process (kB), 0 once it is gone. Not getrusage: a
 // forked child's ru_maxrss counts the parent's pages it had before exec.
 long peak_rss_kib(pid_t pid) {
+  // Between fork and exec the child is a copy of this process: only count
+  // it once it runs dedupctl.
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (!std::getline(comm, name) || name != "dedupctl") return 0;
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line))
