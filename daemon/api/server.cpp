@@ -1,6 +1,8 @@
-// libmicrohttpd glue: socket setup, limits, access check, body collection,
-// dispatch through the routing table, admin work off the HTTP threads, and
-// per-request metrics. Handlers never see MHD.
+// libmicrohttpd glue: limits, access check, body collection (a hash batch
+// parsed as it arrives), dispatch through the routing table, admin work off
+// the HTTP threads, streamed answers, the connection sweeper and
+// per-request metrics. Handlers never see MHD. The socket itself is
+// unix_listener's, the bound on bodies body_budget's.
 //
 // Abuse: every client of the socket is local, but any of them may hold
 // connections open, trickle bytes or announce huge bodies. What keeps the
@@ -16,10 +18,7 @@
 #include <microhttpd.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,11 +38,13 @@
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
 #include "daemon/api/batch_request.hpp"
+#include "daemon/api/body_budget.hpp"
 #include "daemon/api/connections.hpp"
 #include "daemon/api/hash_spool.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/router.hpp"
 #include "daemon/api/routes.hpp"
+#include "daemon/api/unix_listener.hpp"
 
 namespace dedupd::daemon {
 
@@ -58,9 +59,6 @@ constexpr std::size_t kStrayBodyBytes = 1024;
 // more, so a client that overshoots a little hears why (413); one that goes
 // on is cut off instead of being read to the end.
 constexpr std::uint64_t kDrainBytes = 1 << 20;
-// Descriptors kept for the rest of the daemon (index, inotify, shard files
-// being read, MHD's own) when the connection limit is fitted to RLIMIT_NOFILE.
-constexpr rlim_t kReservedFds = 128;
 // How often the header deadline and the connection limit are looked at:
 // the resolution of the deadline and the wait of a newcomer at the limit.
 constexpr auto kSweepTick = std::chrono::milliseconds(100);
@@ -118,57 +116,6 @@ struct RequestState {
   http::Response admin_result;
 };
 
-std::string errno_text(std::string_view what, const std::string& path) {
-  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
-}
-
-// Binds `path` as a listening AF_UNIX socket with `mode`. A stale socket
-// file (nobody accepting) is replaced; a live one or a non-socket is an error.
-int bind_unix(const std::string& path, mode_t mode, std::string& error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    error = fmt::format("socket path must be 1..{} bytes: '{}'", sizeof addr.sun_path - 1, path);
-    return -1;
-  }
-  std::memcpy(addr.sun_path, path.data(), path.size());
-
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      error = fmt::format("{} exists and is not a socket; not replacing it", path);
-      return -1;
-    }
-    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    if (probe >= 0) close(probe);
-    if (live) {
-      error = fmt::format("{} is in use by a running server", path);
-      return -1;
-    }
-    unlink(path.c_str());
-  }
-
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    error = errno_text("socket() for", path);
-    return -1;
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    error = errno_text("cannot bind", path);
-    close(fd);
-    return -1;
-  }
-  // Nobody can connect before listen(), so setting the mode here is race-free.
-  if (chmod(path.c_str(), mode) != 0 || listen(fd, SOMAXCONN) != 0) {
-    error = errno_text("cannot set up", path);
-    close(fd);
-    unlink(path.c_str());
-    return -1;
-  }
-  return fd;
-}
-
 void free_body(void* cls) { delete static_cast<std::string*>(cls); }
 
 // A streamed answer (chunked transfer): MHD asks for the next bytes when
@@ -195,48 +142,6 @@ enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, 
   out->emplace_back(key ? key : "", value ? value : "");
   return MHD_YES;
 }
-
-// Raises the soft descriptor limit as far as `connections` need (the
-// default soft limit, 1024, predates epoll; nothing in the daemon uses
-// select()) and returns how many connections fit beside the descriptors the
-// rest of the daemon needs.
-unsigned fit_to_descriptors(unsigned connections) {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return connections;
-  rlim_t want = rlim_t(connections) + kReservedFds;
-  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
-    rlimit up = r;
-    up.rlim_cur = r.rlim_max == RLIM_INFINITY ? want : std::min(want, r.rlim_max);
-    if (::setrlimit(RLIMIT_NOFILE, &up) == 0) r = up;
-  }
-  if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want) return connections;
-  return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
-}
-
-// Request and answer bodies held at once, all connections together.
-// Queries may use only what is left after room for one upload of the
-// largest size, so an upload always fits and callers without admin rights
-// (who can send queries, not uploads) can never hold more than that rest.
-class BodyBudget {
- public:
-  BodyBudget(std::uint64_t total, std::uint64_t upload_room)
-      : upload_cap_(total), query_cap_(total > upload_room ? total - upload_room : 0) {}
-
-  bool fits(http::Body kind, std::uint64_t n) const { return held_.load() + n <= cap(kind); }
-  bool take(http::Body kind, std::uint64_t n) {
-    std::uint64_t cur = held_.load();
-    do {
-      if (cur + n > cap(kind)) return false;
-    } while (!held_.compare_exchange_weak(cur, cur + n));
-    return true;
-  }
-  void give(std::uint64_t n) { held_ -= n; }
-  std::uint64_t cap(http::Body kind) const { return kind == http::Body::upload ? upload_cap_ : query_cap_; }
-
- private:
-  std::atomic<std::uint64_t> held_{0};
-  std::uint64_t upload_cap_, query_cap_;
-};
 
 http::Response busy(std::uint64_t cap) {
   auto r = http::error(http::kNotReady, "busy",
@@ -280,7 +185,7 @@ struct ApiServer::Impl {
     return gid_t(g);
   }
 
-  bool start(std::string& error);
+  shard::Result<Started> start();
   void stop();
 
   static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
@@ -308,7 +213,7 @@ struct ApiServer::Impl {
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
   std::unique_ptr<http::AdminQueue> admin_queue;
-  BodyBudget bodies;
+  http::BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
   std::thread sweeper;
@@ -320,30 +225,29 @@ struct ApiServer::Impl {
   bool bound_path = false;  // we created the socket file: remove it on stop
 };
 
-bool ApiServer::Impl::start(std::string& error) {
-  if (mhd) return true;
-  if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes) {
-    error = fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
-                        options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes);
-    return false;
-  }
+shard::Result<ApiServer::Started> ApiServer::Impl::start() {
+  if (mhd) return Started{};
+  auto fail = [](std::string message) { return shard::Error{"api.listen", 0, std::move(message)}; };
+  if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes)
+    return fail(fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
+                            options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes));
   unsigned wanted = options.max_connections ? options.max_connections : 1u;
-  connection_limit = fit_to_descriptors(wanted);
+  connection_limit = http::fit_to_descriptors(wanted);
   if (connection_limit < wanted)
     spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low", wanted,
                  connection_limit);
   listen_fd = options.listen_fd;
   if (listen_fd < 0) {
-    listen_fd = bind_unix(options.socket_path, options.socket_mode, error);
-    if (listen_fd < 0) return false;
+    auto fd = http::bind_unix(options.socket_path, options.socket_mode);
+    if (!fd) return fd.error();
+    listen_fd = *fd;
     bound_path = true;
   } else {
     // Every pool thread accepts on it: a blocking accept would stall one.
     int fl = fcntl(listen_fd, F_GETFL);
     if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-      error = errno_text("cannot use the inherited socket for", options.socket_path);
       listen_fd = -1;
-      return false;
+      return fail(fmt::format("cannot use the inherited socket for {}: {}", options.socket_path, std::strerror(errno)));
     }
   }
   admin_queue = std::make_unique<http::AdminQueue>();
@@ -363,7 +267,6 @@ bool ApiServer::Impl::start(std::string& error) {
                          &Impl::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
                          MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
-    error = "libmicrohttpd refused to start on " + options.socket_path;
     admin_queue.reset();
     if (bound_path) {
       close(listen_fd);
@@ -371,13 +274,13 @@ bool ApiServer::Impl::start(std::string& error) {
       bound_path = false;
     }
     listen_fd = -1;
-    return false;
+    return fail("libmicrohttpd refused to start on " + options.socket_path);
   }
   sweep_stop = false;
   sweeper = std::thread([this] { sweep_loop(); });
   spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
                threads, connection_limit, options.header_timeout.count());
-  return true;
+  return Started{};
 }
 
 bool ApiServer::Impl::newcomer_waiting() const {
@@ -735,14 +638,10 @@ ApiServer::ApiServer(Service& service, ServerOptions options)
 
 ApiServer::~ApiServer() { stop(); }
 
-bool ApiServer::start(std::string* error) {
-  std::string e;
-  bool ok = impl_->start(e);
-  if (!ok) {
-    spdlog::error("api: {}", e);
-    if (error) *error = e;
-  }
-  return ok;
+shard::Result<ApiServer::Started> ApiServer::start() {
+  auto started = impl_->start();
+  if (!started) spdlog::error("api: {}", started.error().message);
+  return started;
 }
 
 void ApiServer::stop() { impl_->stop(); }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "daemon/api/service.hpp"
+#include "shard/result.hpp"
 
 namespace dedupd::daemon {
 
@@ -78,10 +79,11 @@ class ApiServer {
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
-  // Binds (or adopts) and starts serving on background threads. Returns
-  // false with a message in *error on failure (path in use by a live
-  // server, permission, libmicrohttpd refusing the options).
-  bool start(std::string* error = nullptr);
+  // Binds (or adopts) and starts serving on background threads. An error
+  // (rule "api.listen") says why not: path in use by a live server,
+  // permission, libmicrohttpd refusing the options.
+  struct Started {};
+  [[nodiscard]] shard::Result<Started> start();
   // Stops accepting, lets running requests end, joins threads. Idempotent.
   void stop();
 

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   so.socket_path = dir + "/bench.sock";
   so.max_body_bytes = 64 << 20;
   daemon::ApiServer server(service, so);
-  if (!server.start()) return 1;
+  if (!server.start().ok()) return 1;
 
   // Query mix: found_fraction known hashes, the rest unknown.
   std::mt19937_64 rng(42);

@@ -302,9 +302,9 @@ TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
   ServerOptions o;
   o.socket_path = socket_path_;
   ApiServer second(service_, o);
-  std::string error;
-  EXPECT_FALSE(second.start(&error));
-  EXPECT_THAT(error, HasSubstr("in use"));
+  auto started = second.start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_THAT(started.error().message, HasSubstr("in use"));
   // The first one is unharmed.
   EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
   client_.reset();
@@ -338,7 +338,7 @@ TEST_F(LimitsTest, AdoptsAnAlreadyListeningSocket) {
   o.listen_fd = fd;
   o.socket_path = path;
   server_ = std::make_unique<ApiServer>(service_, o);
-  ASSERT_TRUE(server_->start());
+  ASSERT_TRUE(server_->start().ok());
   Client c(path);
   EXPECT_EQ(c.get(std::string(api::kHealth)).status, 200);
 }

@@ -140,7 +140,8 @@ TEST_F(RoutesTest, BatchAsLinesWithFields) {
   EXPECT_EQ(lines[0]["hash"], xorb0().raw[1].to_string());
   EXPECT_EQ(lines[0]["locations"][0].size(), 1u) << "only xorb";
   EXPECT_TRUE(lines[0]["locations"][0].contains("xorb"));
-  EXPECT_EQ(lines[1], nlohmann::json({{"hash", missing.to_string()}, {"found", false}, {"locations", nlohmann::json::array()}}));
+  EXPECT_EQ(lines[1],
+            nlohmann::json({{"hash", missing.to_string()}, {"found", false}, {"locations", nlohmann::json::array()}}));
   EXPECT_TRUE(lines[2]["found"]);
 
   r = client_->request("POST", std::string(api::kChunkBatch) + "?fields=size", body, {"Content-Type: text/plain"});
