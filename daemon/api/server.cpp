@@ -1,8 +1,8 @@
 // libmicrohttpd glue: limits, access check, body collection (a hash batch
 // parsed as it arrives), dispatch through the routing table, admin work off
-// the HTTP threads, streamed answers, the connection sweeper and
-// per-request metrics. Handlers never see MHD. The socket itself is
-// unix_listener's, the bound on bodies body_budget's.
+// the HTTP threads, streamed answers and per-request metrics. Handlers
+// never see MHD. The socket itself is unix_listener's, the bound on bodies
+// body_budget's, the connection rules connection_sweeper's.
 //
 // Abuse: every client of the socket is local, but any of them may hold
 // connections open, trickle bytes or announce huge bodies. What keeps the
@@ -14,9 +14,7 @@
 #include "daemon/api/server.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,20 +23,18 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "api/routes.hpp"
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
 #include "daemon/api/batch_request.hpp"
 #include "daemon/api/body_budget.hpp"
+#include "daemon/api/connection_sweeper.hpp"
 #include "daemon/api/connections.hpp"
 #include "daemon/api/hash_spool.hpp"
 #include "daemon/api/metrics.hpp"
@@ -59,12 +55,6 @@ constexpr std::size_t kStrayBodyBytes = 1024;
 // more, so a client that overshoots a little hears why (413); one that goes
 // on is cut off instead of being read to the end.
 constexpr std::uint64_t kDrainBytes = 1 << 20;
-// How often the header deadline and the connection limit are looked at:
-// the resolution of the deadline and the wait of a newcomer at the limit.
-constexpr auto kSweepTick = std::chrono::milliseconds(100);
-// At the limit, connections that have waited this little are not closed to
-// make room: a client that just connected is about to send its request.
-constexpr auto kEvictGrace = std::chrono::seconds(1);
 // Answers up to this size are not counted in the body budget: the socket's
 // send buffer takes them whole, so the server does not hold them, and a
 // lookup or /healthz is never refused because big bodies use the room.
@@ -77,9 +67,6 @@ constexpr std::size_t kHashStreamBytes = 1 << 20;
 // How much of a streamed answer MHD asks for at once (it may ask for less:
 // its buffer lives in the connection's memory pool).
 constexpr std::size_t kStreamBlockBytes = 64 << 10;
-// Connections gone at once after which their buffers are worth returning
-// to the system (a few MiB).
-constexpr std::size_t kCrowd = 256;
 
 static_assert(kDefaultMaxQueryBodyBytes >= ::dedupd::api::kMaxBatchHashes * 72,
               "the default query body limit must fit a batch of the most hashes, one per line");
@@ -199,8 +186,6 @@ struct ApiServer::Impl {
   enum MHD_Result receive(RequestState& st, const char* data, std::size_t n);
   void drop_body(RequestState& st, RequestState::Dropped why);
   std::size_t body_limit(http::Body kind) const;
-  void sweep_loop();
-  bool newcomer_waiting() const;
   enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
   enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
   enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
@@ -216,10 +201,7 @@ struct ApiServer::Impl {
   http::BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
-  std::thread sweeper;
-  std::mutex sweep_mutex;
-  std::condition_variable sweep_wake;
-  bool sweep_stop = false;
+  std::unique_ptr<http::ConnectionSweeper> sweeper;
   MHD_Daemon* mhd = nullptr;
   int listen_fd = -1;
   bool bound_path = false;  // we created the socket file: remove it on stop
@@ -276,56 +258,15 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
     listen_fd = -1;
     return fail("libmicrohttpd refused to start on " + options.socket_path);
   }
-  sweep_stop = false;
-  sweeper = std::thread([this] { sweep_loop(); });
+  sweeper = std::make_unique<http::ConnectionSweeper>(connections, listen_fd, connection_limit, options.header_timeout);
   spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
                threads, connection_limit, options.header_timeout.count());
   return Started{};
 }
 
-bool ApiServer::Impl::newcomer_waiting() const {
-  // A listening socket polls readable while a connection waits to be accepted.
-  pollfd p{listen_fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-}
-
-void ApiServer::Impl::sweep_loop() {
-  std::size_t room = 0;
-  std::size_t crowd = 0;  // most connections since memory was last given back
-  std::unique_lock lock(sweep_mutex);
-  while (!sweep_wake.wait_for(lock, kSweepTick, [this] { return sweep_stop; })) {
-    // Connection buffers are malloc'd; once a crowd of connections has
-    // gone, glibc would keep their freed buffers for reuse: give them back
-    // so memory at rest does not follow the largest crowd.
-    std::size_t open = connections.size();
-    crowd = std::max(crowd, open);
-    if (crowd >= open + kCrowd && open <= crowd / 2) {
-      ::malloc_trim(0);
-      crowd = open;
-    }
-
-    // MHD stops accepting only when every connection slot is taken; a
-    // client then waits in the listen backlog until one frees up, which an
-    // idle client could put off for ever. Room grows while they keep
-    // waiting (1, 2, 4, ... per tick), so one newcomer costs one connection
-    // and a crowd is still let in quickly.
-    bool full = open >= connection_limit && newcomer_waiting();
-    room = full ? std::min<std::size_t>(std::max<std::size_t>(room * 2, 1), connection_limit / 8 + 1) : 0;
-    auto r = connections.sweep(Clock::now(), options.header_timeout, room, kEvictGrace);
-    if (r.timed_out || r.evicted)
-      spdlog::debug("api: closed {} connections without request headers after {}s, {} to make room", r.timed_out,
-                    options.header_timeout.count(), r.evicted);
-  }
-}
-
 void ApiServer::Impl::stop() {
   if (!mhd) return;
-  {
-    std::lock_guard lock(sweep_mutex);
-    sweep_stop = true;
-  }
-  sweep_wake.notify_all();
-  if (sweeper.joinable()) sweeper.join();
+  sweeper.reset();
   // Admin jobs resume their suspended connections; MHD must not be stopped
   // while any is suspended.
   admin_queue->stop();
