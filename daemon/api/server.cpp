@@ -397,8 +397,6 @@ std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
   switch (kind) {
     case http::Body::none:
       return kStrayBodyBytes;
-    case http::Body::query:
-      return options.max_query_body_bytes;
     case http::Body::upload:
       return options.max_body_bytes;
     case http::Body::hashes:
