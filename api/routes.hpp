@@ -11,7 +11,7 @@ inline constexpr std::string_view kVersionPrefix = "/v1";
 
 // Read routes (any caller that can open the socket).
 inline constexpr std::string_view kChunk = "/v1/chunk/";      // GET  + <hash>
-inline constexpr std::string_view kChunkBatch = "/v1/chunk";  // POST {"hashes":[...]}
+inline constexpr std::string_view kChunkBatch = "/v1/chunk";  // POST {"hashes":[...]} or lines
 inline constexpr std::string_view kXorb = "/v1/xorb/";        // GET  + <hash>
 inline constexpr std::string_view kFile = "/v1/file/";        // GET  + <hash>
 inline constexpr std::string_view kSha256 = "/v1/sha256/";    // GET  + <hex>
@@ -33,7 +33,8 @@ inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format
 inline constexpr std::string_view kGlobalDedup = "/v1/chunks/default-merkledb/";
 inline constexpr std::string_view kGlobalDedupShort = "/v1/chunks/default/";
 
-// Limits a client can rely on.
+// POST /v1/chunk takes any number of hashes (streamed, docs/API.md); a
+// client sending a document body keeps each to this many.
 inline constexpr std::size_t kMaxBatchHashes = 100'000;
 
 }  // namespace dedupd::api

@@ -6,8 +6,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 
@@ -18,6 +20,7 @@ namespace dedupctl {
 namespace {
 
 constexpr long kConnectTimeoutMs = 5000;
+constexpr long kStreamBufferBytes = 512 << 10;  // libcurl's largest
 
 std::string start_hint() { return "start it with `./dev run` (from a checkout) or `systemctl start dedupd.socket`"; }
 
@@ -54,12 +57,59 @@ struct Sink {
   CURL* curl = nullptr;
   std::uint64_t* written = nullptr;
   int write_errno = 0;
+  // post_stream
+  const Client::Producer* produce = nullptr;
+  const Client::LineSink* on_line = nullptr;
+  bool* body_started = nullptr;
+  std::string partial{};         // a line cut at a read boundary
+  std::exception_ptr failure{};  // thrown by produce or on_line
 };
+
+// Hands complete lines to the sink; a line cut by the read is kept for the next.
+void split_lines(Sink& s, const char* data, std::size_t n) {
+  const char* end = data + n;
+  while (data < end) {
+    const char* nl = static_cast<const char*>(std::memchr(data, '\n', std::size_t(end - data)));
+    if (!nl) {
+      s.partial.append(data, end);
+      return;
+    }
+    if (s.partial.empty()) {
+      (*s.on_line)(std::string_view(data, std::size_t(nl - data)));
+    } else {
+      s.partial.append(data, nl);
+      (*s.on_line)(s.partial);
+      s.partial.clear();
+    }
+    data = nl + 1;
+  }
+}
+
+size_t on_upload(char* buf, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  try {
+    std::size_t k = (*s->produce)(buf, size * n);
+    if (k) *s->body_started = true;
+    return k;
+  } catch (...) {
+    s->failure = std::current_exception();
+    return CURL_READFUNC_ABORT;
+  }
+}
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* s = static_cast<Sink*>(user);
   long status = 0;
-  if (s->fd >= 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (s->fd >= 0 || s->on_line) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 200 && s->on_line) {
+    try {
+      split_lines(*s, data, size * n);
+    } catch (...) {
+      s->failure = std::current_exception();
+      return 0;  // curl stops with CURLE_WRITE_ERROR
+    }
+    return size * n;
+  }
   if (status != 200) {
     s->body->append(data, size * n);
     return size * n;
@@ -116,6 +166,50 @@ Response Client::post_to_fd(std::string_view path, int fd) {
   return perform("POST", path, {}, "application/json");
 }
 
+Response Client::post_stream(std::string_view path, std::string_view content_type, std::string_view accept,
+                             const Producer& produce, const LineSink& on_line) {
+  produce_ = &produce;
+  on_line_ = &on_line;
+  accept_ = accept;
+  struct Reset {
+    Client& c;
+    ~Reset() {
+      c.produce_ = nullptr;
+      c.on_line_ = nullptr;
+      c.accept_ = "application/json";
+    }
+  } reset{*this};
+  return perform("POST", path, {}, content_type, true);
+}
+
+bool is_busy(const Response& r) {
+  if (r.status != 503) return false;
+  try {
+    auto doc = json::parse(r.body);
+    return doc.at("error").at("code") == "busy";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Response Client::perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
+                         std::string_view content_type, bool expect_continue) {
+  long wait_ms = 100;
+  for (int attempt = 0;; ++attempt) {
+    body_started_ = false;
+    Response r = perform_once(method, path, body, content_type, expect_continue);
+    // A streamed body that has begun cannot be sent again.
+    if (!is_busy(r) || attempt == kBusyRetries || body_started_) return r;
+    CURL* c = static_cast<CURL*>(curl_);
+    curl_off_t retry_after = 0;
+    long ms = wait_ms;
+    if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0)
+      ms = long(retry_after) * 1000;
+    ::usleep(useconds_t(std::min(ms, kBusyMaxWaitMs) * 1000));
+    wait_ms = std::min(wait_ms * 2, kBusyMaxWaitMs);
+  }
+}
+
 void Client::check_socket_file() const {
   // Checked before libcurl so the message can say what is wrong with the
   // path itself; connect() would only say "failed".
@@ -147,8 +241,8 @@ void Client::check_socket_file() const {
     throw CliError(kUnavailable, shown(socket_) + " is not a socket", "point --socket at dedupd's socket");
 }
 
-Response Client::perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
-                         std::string_view content_type, bool expect_continue) {
+Response Client::perform_once(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
+                              std::string_view content_type, bool expect_continue) {
   if (!checked_) {
     check_socket_file();
     checked_ = true;
@@ -157,6 +251,9 @@ Response Client::perform(std::string_view method, std::string_view path, std::sp
   Response r;
   bool got_bytes = false;
   Sink sink{&r.body, &got_bytes, body_fd_, c, &r.body_bytes};
+  sink.produce = produce_;
+  sink.on_line = on_line_;
+  sink.body_started = &body_started_;
   const std::string url = "http://localhost" + std::string(path);
 
   curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_.c_str());
@@ -166,14 +263,27 @@ Response Client::perform(std::string_view method, std::string_view path, std::sp
   curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout_s_ * 1000));
+  // Large reads and writes for a stream: fewer wake-ups on both sides.
+  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, produce_ ? kStreamBufferBytes : long(CURL_MAX_WRITE_SIZE));
+  curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, produce_ ? kStreamBufferBytes : 65536L);
+  if (produce_) {
+    // A stream takes as long as it takes; it only must keep moving.
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 0L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, long(timeout_s_)));
+  } else {
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout_s_ * 1000));
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 0L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 0L);
+  }
   curl_easy_setopt(c, CURLOPT_USERAGENT, "dedupctl/" DEDUPCTL_VERSION);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &got_bytes);
 
-  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  const std::string accept_header = "Accept: " + std::string(accept_);
+  curl_slist* headers = curl_slist_append(nullptr, accept_header.c_str());
   // Query batches (up to 6.7 MB) go at once; an ingested file asks first,
   // so a body over the daemon's limit is refused before it is sent.
   headers = curl_slist_append(headers, expect_continue ? "Expect: 100-continue" : "Expect:");
@@ -183,9 +293,18 @@ Response Client::perform(std::string_view method, std::string_view path, std::sp
     headers = curl_slist_append(headers, ct_header.c_str());
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
-    static const char empty = 0;
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.empty() ? &empty : reinterpret_cast<const char*>(body.data()));
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    if (produce_) {
+      // Chunked: the body's size is not known until it has been read.
+      headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, nullptr);
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(-1));
+      curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+      curl_easy_setopt(c, CURLOPT_READDATA, &sink);
+    } else {
+      static const char empty = 0;
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.empty() ? &empty : reinterpret_cast<const char*>(body.data()));
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    }
   } else {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     const std::string m(method);  // libcurl copies it
@@ -197,7 +316,15 @@ Response Client::perform(std::string_view method, std::string_view path, std::sp
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(headers);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+  curl_easy_setopt(c, CURLOPT_READFUNCTION, nullptr);
+  curl_easy_setopt(c, CURLOPT_READDATA, nullptr);
 
+  if (sink.failure) std::rethrow_exception(sink.failure);
+  if (rc == CURLE_OK && sink.on_line && !sink.partial.empty() && r.body.empty()) {
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 200) (*sink.on_line)(sink.partial);  // a last line without its newline
+  }
   if (rc == CURLE_WRITE_ERROR && sink.write_errno)
     throw CliError(kBadInput,
                    std::string("cannot write the answer to the output file: ") + std::strerror(sink.write_errno));
@@ -291,6 +418,9 @@ CliError status_error(const Response& r, std::string_view what) {
     case 404:
       return CliError(kNotFound, w + ": not found");
     case 503:
+      if (is_busy(r))
+        return CliError(kUnavailable, w + ": dedupd is busy: " + msg,
+                        "it stayed busy through " + std::to_string(kBusyRetries) + " retries; try again later");
       return CliError(kUnavailable, w + ": dedupd is not ready yet: " + msg, "retry in a moment");
     default:
       return CliError(kProtocol, w + ": unexpected HTTP status " + std::to_string(r.status) + ": " + msg);

@@ -58,11 +58,25 @@ class Client {
   // problem, like an unreadable input) naming the errno.
   Response post_to_fd(std::string_view path, int fd);
 
+  // A POST whose body is produced while it is sent and whose answer is
+  // consumed while it arrives, so neither is ever whole in memory (a hash
+  // batch of any size). `produce` fills buf[0, max) and returns how many
+  // bytes, 0 at the end; `on_line` gets each line of a 200 answer (without
+  // its newline) as it arrives; any other answer is kept in Response::body.
+  // A CliError thrown by either stops the transfer and leaves here. A 503
+  // "busy" is retried only while none of the body has been produced.
+  using Producer = std::function<std::size_t(char* buf, std::size_t max)>;
+  using LineSink = std::function<void(std::string_view line)>;
+  Response post_stream(std::string_view path, std::string_view content_type, std::string_view accept,
+                       const Producer& produce, const LineSink& on_line);
+
   const std::string& socket() const { return socket_; }
 
  private:
   Response perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
                    std::string_view content_type, bool expect_continue = false);
+  Response perform_once(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
+                        std::string_view content_type, bool expect_continue);
   void check_socket_file() const;
 
   std::string socket_;
@@ -70,7 +84,20 @@ class Client {
   void* curl_ = nullptr;  // CURL*, kept for connection reuse
   bool checked_ = false;
   int body_fd_ = -1;  // post_to_fd: where a 200 body goes
+  // post_stream: the body's producer and the answer's line sink.
+  const Producer* produce_ = nullptr;
+  const LineSink* on_line_ = nullptr;
+  bool body_started_ = false;
+  std::string_view accept_ = "application/json";
 };
+
+// A 503 "busy" is retried this many times, waiting Retry-After (or 100 ms
+// doubling) up to kBusyMaxWaitMs each time: about 15 s in all, then it is an
+// error that says "busy".
+inline constexpr int kBusyRetries = 10;
+inline constexpr long kBusyMaxWaitMs = 2000;
+// Whether an answer is a 503 with the error code "busy".
+bool is_busy(const Response& r);
 
 // Mappings, separate so that tests can drive each branch.
 // How a libcurl failure reads to a person, and its exit code.
@@ -78,7 +105,8 @@ CliError transport_error(int curl_code, long os_errno, const std::string& socket
                          double timeout_s);
 // A connect() errno on the socket (EACCES names the socket's group).
 CliError connect_error(long os_errno, const std::string& socket);
-// A non-2xx answer: 400/413/422 -> 65, 403 -> 77, 404 -> 1, 503 -> 69, else 76.
+// A non-2xx answer: 400/413/422 -> 65, 403 -> 77, 404 -> 1, 503 -> 69 (said
+// as "busy" or "not ready yet" after its code), else 76.
 CliError status_error(const Response& r, std::string_view what);
 // The daemon's {"error": {"message"}} text, or a printable excerpt of the body.
 std::string error_message(const Response& r);

@@ -1,7 +1,7 @@
-// Read verbs: ask dedupd what it knows. The daemon's documents are checked
-// for the fields we use (a daemon of another version fails loudly, 76, not
-// with a half-printed table) and then either printed as they are (--json,
-// hashes already in Xet form) or turned into tables.
+// Read verbs: ask dedupd what it knows, and their command lines. The daemon's
+// documents are checked (lookup_shapes.hpp) and then either printed as they
+// are (--json, hashes already in Xet form) or turned into tables
+// (lookup_print.hpp); query - streams (query_stream.hpp).
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -12,11 +12,16 @@
 #include <fstream>
 #include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "api/routes.hpp"
+#include "cli/atomic_file.hpp"
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
+#include "cli/lookup_print.hpp"
+#include "cli/lookup_shapes.hpp"
 #include "cli/output.hpp"
+#include "cli/query_stream.hpp"
 #include "cli/verbs.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
@@ -31,135 +36,51 @@ std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
 
 std::string route(std::string_view prefix, std::string_view arg = {}) { return std::string(prefix) + std::string(arg); }
 
-// ---- shapes (docs/API.md) ---------------------------------------------
-
-void check_shard_ref(const json& s, std::string_view what) {
-  need_hash(s, "shard", what);
-  need_time(s, "expiry", what);
-  if (!need(s, "keyed", what).is_boolean())
-    throw CliError(kProtocol, std::string(what) + ": \"keyed\" is not a boolean");
-}
-
-void check_location(const json& loc, std::string_view what) {
-  need_hash(loc, "xorb", what);
-  need_u64(loc, "chunk_index", what);
-  need_u64(loc, "byte_start", what);
-  need_u64(loc, "byte_end", what);
-  need_u64(loc, "unpacked_bytes", what);
-  for (const auto& s : need_array(loc, "shards", what)) check_shard_ref(s, what);
-}
-
-void check_result(const json& r, std::string_view what, const std::string& expect_hash) {
-  if (need_hash(r, "hash", what) != expect_hash)
-    throw CliError(kProtocol, std::string(what) + ": dedupd answered for hash " + r["hash"].get<std::string>() +
-                                  ", asked " + expect_hash);
-  if (!need(r, "found", what).is_boolean())
-    throw CliError(kProtocol, std::string(what) + ": \"found\" is not a boolean");
-  for (const auto& loc : need_array(r, "locations", what)) check_location(loc, what);
-  if (r["found"].get<bool>() != !r["locations"].empty())
-    throw CliError(kProtocol, std::string(what) + ": \"found\" disagrees with \"locations\"");
-}
-
-void check_shard_summary(const json& s, std::string_view what) {
-  // A rejected entry is a file whose content hash may be unknown (null).
-  if (!(need(s, "hash", what).is_null() && s.value("state", std::string()) == "rejected")) need_hash(s, "hash", what);
-  need_str(s, "state", what);
-  need_array(s, "paths", what);
-  need_u64(s, "size", what);
-  need_time(s, "created", what);
-  need_time(s, "expiry", what);
-  need_u64(s, "chunks", what);
-  need_u64(s, "xorbs", what);
-  need_u64(s, "files", what);
-}
-
-void check_stats(const json& s, std::string_view what) {
-  const json& shards = need(s, "shards", what);
-  for (const char* k : {"live", "expired", "removed", "rejected"}) need_u64(shards, k, what);
-  for (const char* k : {"xorbs", "chunks", "files", "keys", "db_bytes", "map_size", "map_used"}) need_u64(s, k, what);
-  need_time(s, "next_expiry", what);
-}
-
-// ---- presentation -----------------------------------------------------
-
-// A location lives until its last shard expires; "never" if any never does.
-std::optional<std::uint64_t> lives_until(const json& loc) {
-  std::optional<std::uint64_t> latest = 0;
-  for (const auto& s : loc["shards"]) {
-    if (s["expiry"].is_null()) return std::nullopt;
-    latest = std::max(*latest, s["expiry"].get<std::uint64_t>());
-  }
-  return latest;
-}
-
-std::string range_text(const json& loc) {
-  return std::to_string(loc["byte_start"].get<std::uint64_t>()) + ".." +
-         std::to_string(loc["byte_end"].get<std::uint64_t>());
-}
-
-void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
-  std::ostream& out = ctx.out();
-  const Style& s = ctx.style;
-  const auto& locs = r["locations"];
-  if (locs.empty()) {
-    out << r["hash"].get<std::string>() << "  " << s.paint("not found", Color::red) << '\n';
-    return;
-  }
-  out << r["hash"].get<std::string>() << "  " << s.paint("found", Color::green) << ", " << locs.size()
-      << (locs.size() == 1 ? " location" : " locations") << '\n';
-  for (const auto& loc : locs) {
-    out << '\n';
-    Fields f("  ");
-    f.add("Xorb", loc["xorb"].get<std::string>());
-    std::string chunk = "#" + std::to_string(loc["chunk_index"].get<std::uint64_t>()) + ", bytes " + range_text(loc) +
-                        " of the xorb, " + human_bytes(loc["unpacked_bytes"]) + " unpacked";
-    if (loc.contains("flags") && loc["flags"].is_number_unsigned() && (loc["flags"].get<std::uint64_t>() & (1u << 31)))
-      chunk += ", eligible for global dedup";
-    f.add("Chunk", chunk);
-    for (const auto& sh : loc["shards"]) {
-      std::optional<std::uint64_t> exp;
-      if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
-      const bool expired = exp && *exp <= now;
-      f.add("Shard",
-            sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
-                expiry_text(exp, now),
-            expired ? Color::yellow : Color::none);
-    }
-    f.print(out, s);
-  }
-}
-
-void print_results_table(Context& ctx, const json& results, std::uint64_t found, std::uint64_t missing) {
-  Table t({{"CHUNK"},
-           {"XORB"},
-           {"#", Table::right},
-           {"BYTES", Table::right},
-           {"SIZE", Table::right},
-           {"SHARDS", Table::right},
-           {"LIVES UNTIL"}});
-  for (const auto& r : results) {
-    const std::string h = r["hash"].get<std::string>();
-    if (r["locations"].empty()) {
-      t.add({h, Table::Cell("not found", Color::red)});
-      continue;
-    }
-    for (const auto& loc : r["locations"]) {
-      auto until = lives_until(loc);
-      t.add({h, loc["xorb"].get<std::string>(), std::to_string(loc["chunk_index"].get<std::uint64_t>()),
-             range_text(loc), human_bytes(loc["unpacked_bytes"]), std::to_string(loc["shards"].size()),
-             until ? iso_local(*until) : "never"});
-    }
-  }
-  t.print(ctx.out(), ctx.style);
-  ctx.out() << '\n'
-            << ctx.style.paint(grouped(found) + " found", found ? Color::green : Color::none) << ", "
-            << ctx.style.paint(grouped(missing) + " missing", missing ? Color::red : Color::none) << '\n';
-}
-
 // ---- verbs ------------------------------------------------------------
 
-int query(Context& ctx, const std::vector<std::string>& args) {
+struct QueryArgs {
+  std::vector<std::string> hashes;  // HASH arguments, "-" for stdin
+  std::string from;                 // --from FILE
+  std::string format;               // --format; "" = table, or json with --json
+  bool json_lines = false;
+  std::string fields;
+};
+
+QueryFormat query_format(Context& ctx, const QueryArgs& q) {
+  if (q.json_lines) {
+    if (!q.format.empty() && q.format != "json-lines")
+      throw CliError(kUsage, "--json-lines and --format " + q.format + " ask for two formats");
+    return QueryFormat::json_lines;
+  }
+  if (q.format == "json-lines") return QueryFormat::json_lines;
+  if (q.format == "short") return QueryFormat::short_text;
+  if (q.format == "json" || (q.format.empty() && ctx.opt.json)) return QueryFormat::json;
+  return QueryFormat::table;
+}
+
+int query(Context& ctx, const QueryArgs& q) {
+  const std::vector<std::string>& args = q.hashes;
+  const bool dash = std::find(args.begin(), args.end(), "-") != args.end();
+  const QueryFormat format = query_format(ctx, q);
+  QueryStreamOptions stream{format, q.fields};
+  if (dash || !q.from.empty()) {
+    if (args.size() > (dash ? 1u : 0u) || (dash && !q.from.empty()))
+      throw CliError(kUsage, "give hashes as arguments, or with - (stdin) or --from FILE, one of them");
+    if (q.from.empty()) return query_stream(ctx, ctx.io.in, "stdin", stream);
+    std::ifstream file(q.from, std::ios::binary);
+    if (!file) throw CliError(kBadInput, "cannot open " + q.from + ": " + std::strerror(errno));
+    return query_stream(ctx, file, q.from, stream);
+  }
+  if (args.empty()) throw CliError(kUsage, "query needs a HASH, - (stdin) or --from FILE");
   auto [hashes, from_stdin] = chunk_hash_args(ctx, args);
+  // The formats for scripts (and a field choice) stream from the arguments
+  // too; the table and --json of a few hashes keep the documents.
+  if (format == QueryFormat::json_lines || format == QueryFormat::short_text || !q.fields.empty()) {
+    std::string text;
+    for (const auto& h : hashes) text += h + "\n";
+    std::istringstream in(text);
+    return query_stream(ctx, in, "arguments", stream);
+  }
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::uint64_t now = now_s();
 
@@ -233,13 +154,6 @@ int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, co
   if (ctx.opt.json) print_json(ctx.out(), doc);
   else if (!ctx.opt.quiet) print(doc);
   return kOk;
-}
-
-std::string shard_ref_text(const json& sh, std::uint64_t now) {
-  std::optional<std::uint64_t> exp;
-  if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
-  return sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
-         expiry_text(exp, now);
 }
 
 int xorb(Context& ctx, const std::string& arg, bool list_chunks) {
@@ -348,33 +262,6 @@ int sha256(Context& ctx, const std::string& arg) {
       });
 }
 
-void print_shard_summary(Context& ctx, const json& s) {
-  const std::uint64_t now = now_s();
-  Fields f;
-  f.add("Shard", s["hash"].is_string() ? s["hash"].get<std::string>() : "(unknown hash)");
-  const std::string state = s["state"].get<std::string>();
-  f.add("State", state, state == "live" ? Color::green : state == "rejected" ? Color::red : Color::yellow);
-  for (const auto& p : s["paths"]) f.add("Path", p.is_string() ? p.get<std::string>() : p.dump());
-  f.add("Size", grouped(s["size"]) + " bytes (" + human_bytes(s["size"]) + ")");
-  std::optional<std::uint64_t> created, expiry;
-  if (!s["created"].is_null()) created = s["created"].get<std::uint64_t>();
-  if (!s["expiry"].is_null()) expiry = s["expiry"].get<std::uint64_t>();
-  f.add("Created", time_text(created, now));
-  f.add("Expires", expiry_text(expiry, now));
-  if (s.contains("keyed") && s["keyed"].is_boolean()) f.add("Keyed", s["keyed"].get<bool>() ? "yes" : "no");
-  f.add("Contents", count(s["files"], "file") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["chunks"], "chunk"));
-  if (s.contains("ingested_at") && s["ingested_at"].is_number_unsigned())
-    f.add("Ingested", time_text(s["ingested_at"].get<std::uint64_t>(), now));
-  if (s.contains("reason") && s["reason"].is_object()) {
-    const json& r = s["reason"];
-    f.add("Reason",
-          r.value("rule", std::string("?")) + " at offset " + std::to_string(r.value("offset", std::uint64_t(0))) +
-              ": " + r.value("message", std::string()),
-          Color::red);
-  }
-  f.print(ctx.out(), ctx.style);
-}
-
 int shard(Context& ctx, const std::string& arg) {
   const std::string h = parse_hash_arg(arg, "shard hash");
   return lookup_one(ctx, api::kShard, h, "shard " + h, check_shard_summary,
@@ -411,20 +298,6 @@ int shards(Context& ctx, const std::string& state) {
     else t.print(ctx.out(), ctx.style);
   }
   return kOk;
-}
-
-void add_stats_fields(Fields& f, const json& s, std::uint64_t now) {
-  const json& sh = s["shards"];
-  f.add("Shards", grouped(sh["live"]) + " live, " + grouped(sh["expired"]) + " expired, " + grouped(sh["removed"]) +
-                      " removed, " + grouped(sh["rejected"]) + " rejected");
-  f.add("Index", count(s["chunks"], "chunk") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["files"], "file") +
-                     ", " + count(s["keys"], "key"));
-  const std::uint64_t size = s["map_size"], used = s["map_used"];
-  f.add("Database", human_bytes(s["db_bytes"]) + " on disk, map " + human_bytes(used) + " of " + human_bytes(size) +
-                        " used" + (size ? " (" + std::to_string(used * 100 / size) + "%)" : std::string()));
-  std::optional<std::uint64_t> next;
-  if (!s["next_expiry"].is_null()) next = s["next_expiry"].get<std::uint64_t>();
-  f.add("Next expiry", next ? time_text(next, now) : "none");
 }
 
 int stats(Context& ctx) {
@@ -473,27 +346,6 @@ int status(Context& ctx) {
   return ready ? kOk : kUnavailable;
 }
 
-// Writes next to the target and renames, so a failed fetch never leaves a
-// half shard where a Xet client would load it.
-void write_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".dedupctl-tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw CliError(kBadInput, "cannot write " + tmp + ": " + std::strerror(errno));
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw CliError(kBadInput, "cannot write " + tmp + ": " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw CliError(kBadInput, "cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
-  }
-}
-
 int dedup_shard(Context& ctx, const std::string& arg, const std::string& output) {
   const std::string h = parse_hash_arg(arg, "chunk hash");
   if (output == "-" && ctx.opt.json)
@@ -515,7 +367,11 @@ int dedup_shard(Context& ctx, const std::string& arg, const std::string& output)
   if (output == "-") {
     ctx.out().write(r.body.data(), std::streamsize(r.body.size()));
   } else {
-    write_atomically(output, r.body);
+    // Complete or absent: a failed fetch never leaves a half shard where a
+    // Xet client would load it.
+    AtomicFile file(output);
+    file.write(bytes);
+    file.commit();
   }
   const auto& st = view->stats();
   const auto expiry = view->expiry();
@@ -551,10 +407,17 @@ int dedup_shard(Context& ctx, const std::string& arg, const std::string& output)
 
 void add_lookup_verbs(CLI::App& app, Action& action) {
   {
-    auto hashes = std::make_shared<std::vector<std::string>>();
+    auto args = std::make_shared<QueryArgs>();
     auto* q = app.add_subcommand("query", "Where does a chunk live? (raw chunk hashes; - reads stdin)");
-    q->add_option("HASH", *hashes, "Chunk hashes in Xet string form, or - for one per line on stdin")->required();
-    q->callback([&action, hashes] { action = [hashes](Context& ctx) { return query(ctx, *hashes); }; });
+    q->add_option("HASH", args->hashes, "Chunk hashes in Xet string form, or - for one per line on stdin");
+    q->add_option("--from", args->from, "Read the hashes from FILE, one per line (any number, streamed)");
+    q->add_option("--format", args->format, "Output: table (default), json, json-lines, short")
+        ->check(CLI::IsMember({"table", "json", "json-lines", "short"}));
+    q->add_flag("--json-lines", args->json_lines, "One JSON object per hash, in input order (--format json-lines)");
+    q->add_option("--fields", args->fields,
+                  "Fields of each result: hash,found,locations or xorb,chunk_index,byte_start,byte_end,"
+                  "unpacked_bytes,flags,shards (not with the table)");
+    q->callback([&action, args] { action = [args](Context& ctx) { return query(ctx, *args); }; });
   }
   {
     auto h = std::make_shared<std::string>();

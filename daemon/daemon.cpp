@@ -198,9 +198,8 @@ bool Daemon::start_server() {
   }
   service_ = std::make_unique<ServiceImpl>(*this);
   server_ = std::make_unique<ApiServer>(*service_, so);
-  std::string error;
-  if (!server_->start(&error)) {
-    spdlog::critical("cannot listen on {}: {}", config_.socket, error);
+  if (auto started = server_->start(); !started) {
+    spdlog::critical("cannot listen on {}: {}", config_.socket, started.error().message);
     server_.reset();
     return false;
   }

@@ -1,6 +1,6 @@
 // The API server's open connections and whether each is in a request, for
-// the two rules libmicrohttpd has no option for (server.cpp applies them
-// from a sweeper thread):
+// the two rules libmicrohttpd has no option for (connection_sweeper applies them
+// every tick):
 //  - a deadline for a request's headers, counted from when the connection
 //    was accepted or its previous response was sent. MHD's own timeout
 //    restarts with every byte received, so a client sending one byte every

@@ -13,7 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "shard/result.hpp"
+
 namespace dedupd::daemon::http {
+
+class HashSpool;
 
 // HTTP status codes the API uses (docs/API.md, "Errors").
 enum Status : unsigned {
@@ -35,6 +39,12 @@ struct Request {
   std::string tail;
   std::vector<std::pair<std::string, std::string>> query;
   std::vector<std::uint8_t> body;
+  // Headers a route may answer differently for (POST /v1/chunk).
+  std::string content_type;
+  std::string accept;
+  // A streamed hash batch (Body::hashes), parsed as it arrived; when null
+  // the route parses `body` (tests, fuzzing).
+  std::shared_ptr<HashSpool> hashes{};
 
   // The first value of a query parameter; "" for a bare "?flag".
   std::optional<std::string_view> query_value(std::string_view key) const {
@@ -46,6 +56,7 @@ struct Request {
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";
+inline constexpr std::string_view kNdjson = "application/x-ndjson";
 inline constexpr std::string_view kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
 
 // A body sent from an open file instead of `body` (a large export): the
@@ -61,12 +72,24 @@ struct FileBody {
   }
 };
 
+// An answer written as it is computed (chunked transfer), so none is ever
+// whole in memory.
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  // The next bytes of the answer into buf[0, max): how many, 0 once it is
+  // complete; an error ends the answer early (the connection is closed, so
+  // the client sees a truncated answer, never a short one that looks whole).
+  virtual shard::Result<std::size_t> read(char* buf, std::size_t max) = 0;
+};
+
 struct Response {
   unsigned status = kOk;
   std::string content_type{kJson};
   std::string body;  // bytes; a shard reply is binary
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const FileBody> file{};  // when set, the body (and `body` is empty)
+  std::shared_ptr<BodyStream> stream{};    // likewise
 };
 
 // {"error": {"code": ..., "message": ...}} with the code docs/API.md gives

@@ -24,8 +24,8 @@ enum class Access { read, admin };
 // server buffer an upload's worth of bytes for a lookup.
 enum class Body {
   none,    // ignored; a stray few bytes are tolerated
-  query,   // a batch query (ServerOptions::max_query_body_bytes)
   upload,  // a shard or bundle (ServerOptions::max_body_bytes)
+  hashes,  // a hash batch of any size, parsed as it arrives (HashSpool)
 };
 
 struct MethodEntry {

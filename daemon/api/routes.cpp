@@ -10,7 +10,7 @@ std::vector<Route> api_routes() {
   // name (metric label), path, prefix?, {method, handler, access, body}
   return {
       {"chunk", p::kChunk, true, {{"GET", get_chunk}}},
-      {"chunk_batch", p::kChunkBatch, false, {{"POST", post_chunk_batch, read, Body::query}}},
+      {"chunk_batch", p::kChunkBatch, false, {{"POST", post_chunk_batch, read, Body::hashes}}},
       {"xorb", p::kXorb, true, {{"GET", get_xorb}}},
       {"file", p::kFile, true, {{"GET", get_file}}},
       {"sha256", p::kSha256, true, {{"GET", get_sha256}}},

@@ -1,9 +1,13 @@
-// GET /v1/chunk/<hash> and POST /v1/chunk: where chunks live.
+// GET /v1/chunk/<hash> and POST /v1/chunk: where chunks live. A batch is
+// answered as a stream (chunk_answer.hpp), so its size is not bounded.
 #include <fmt/format.h>
 
 #include "api/routes.hpp"
 #include "daemon/api/batch_request.hpp"
+#include "daemon/api/chunk_answer.hpp"
+#include "daemon/api/hash_spool.hpp"
 #include "daemon/api/json_shapes.hpp"
+#include "daemon/api/lookup_fields.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/route_util.hpp"
 #include "daemon/api/routes.hpp"
@@ -37,38 +41,33 @@ Response get_chunk(Context& ctx, Request& req) {
 }
 
 Response post_chunk_batch(Context& ctx, Request& req) {
-  std::string_view text(reinterpret_cast<const char*>(req.body.data()), req.body.size());
-  HashBatch parsed = parse_hash_batch(text, ::dedupd::api::kMaxBatchHashes);
-  if (auto* message = std::get_if<std::string>(&parsed)) return error(kBadRequest, *message);
-  const auto& hashes = std::get<std::vector<shard::Hash>>(parsed);
+  LookupFields fields;
+  if (auto list = req.query_value("fields")) {
+    auto parsed = LookupFields::parse(*list);
+    if (auto* message = std::get_if<std::string>(&parsed)) return error(kBadRequest, *message);
+    fields = std::get<LookupFields>(parsed);
+  }
+  const bool lines = req.accept.find(kNdjson) != std::string::npos;
+
+  std::shared_ptr<HashSpool> hashes = req.hashes;
+  if (!hashes) {
+    // A body handed over whole (tests, fuzzing): parsed the same way.
+    hashes = std::make_shared<HashSpool>();
+    HashStreamParser parser(HashStreamParser::form_of(req.content_type));
+    std::string_view text(reinterpret_cast<const char*>(req.body.data()), req.body.size());
+    if (!parser.feed(text, *hashes) || !parser.finish(*hashes)) {
+      if (!hashes->error().empty()) return error(kNotReady, "busy", hashes->error());
+      return error(kBadRequest, parser.error());
+    }
+  }
 
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
-  // One read transaction for the whole batch: a consistent snapshot, and
-  // no per-hash transaction cost.
-  index::BatchResult result;
-  if (auto st = idx->lookup_batch(hashes, result); !st) return index_failure(req, st.error());
-
-  std::string body;
-  body.reserve(64 + 110 * hashes.size() + 320 * result.locations.size());
-  JsonOut out(body);
-  std::uint64_t found = 0;
-  out.raw("{").key("results").ch('[');
-  for (std::size_t i = 0; i < hashes.size(); ++i) {
-    auto locations = result.of(i);
-    bool hit = !locations.empty();
-    found += hit;
-    if (i) out.ch(',');
-    out.raw("{").key("hash").hash(hashes[i]).raw(",").key("found").boolean(hit).raw(",").key("locations").ch('[');
-    for (std::size_t j = 0; j < locations.size(); ++j) {
-      if (j) out.ch(',');
-      write_location(out, locations[j], result.shards(locations[j]));
-    }
-    out.raw("]}");
-  }
-  out.raw("],").key("found").num(found).raw(",").key("missing").num(hashes.size() - found).ch('}');
-  ctx.metrics.count_lookups(hashes.size(), found);
-  return json(std::move(body));
+  Response r;
+  r.content_type = lines ? kNdjson : kJson;
+  r.stream = std::make_shared<ChunkAnswer>(
+      *idx, std::move(hashes), fields, lines ? ChunkAnswer::Shape::lines : ChunkAnswer::Shape::document, ctx.metrics);
+  return r;
 }
 
 }  // namespace dedupd::daemon::http

@@ -1,6 +1,8 @@
-// libmicrohttpd glue: socket setup, limits, access check, body collection,
-// dispatch through the routing table, admin work off the HTTP threads, and
-// per-request metrics. Handlers never see MHD.
+// libmicrohttpd glue: limits, access check, body collection (a hash batch
+// parsed as it arrives), dispatch through the routing table, admin work off
+// the HTTP threads, streamed answers and per-request metrics. Handlers
+// never see MHD. The socket itself is unix_listener's, the bound on bodies
+// body_budget's, the connection rules connection_sweeper's.
 //
 // Abuse: every client of the socket is local, but any of them may hold
 // connections open, trickle bytes or announce huge bodies. What keeps the
@@ -12,36 +14,33 @@
 #include "daemon/api/server.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "api/routes.hpp"
 #include "daemon/api/access.hpp"
 #include "daemon/api/admin_queue.hpp"
+#include "daemon/api/batch_request.hpp"
+#include "daemon/api/body_budget.hpp"
+#include "daemon/api/connection_sweeper.hpp"
 #include "daemon/api/connections.hpp"
+#include "daemon/api/hash_spool.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/router.hpp"
 #include "daemon/api/routes.hpp"
+#include "daemon/api/unix_listener.hpp"
 
 namespace dedupd::daemon {
 
@@ -56,22 +55,18 @@ constexpr std::size_t kStrayBodyBytes = 1024;
 // more, so a client that overshoots a little hears why (413); one that goes
 // on is cut off instead of being read to the end.
 constexpr std::uint64_t kDrainBytes = 1 << 20;
-// Descriptors kept for the rest of the daemon (index, inotify, shard files
-// being read, MHD's own) when the connection limit is fitted to RLIMIT_NOFILE.
-constexpr rlim_t kReservedFds = 128;
-// How often the header deadline and the connection limit are looked at:
-// the resolution of the deadline and the wait of a newcomer at the limit.
-constexpr auto kSweepTick = std::chrono::milliseconds(100);
-// At the limit, connections that have waited this little are not closed to
-// make room: a client that just connected is about to send its request.
-constexpr auto kEvictGrace = std::chrono::seconds(1);
 // Answers up to this size are not counted in the body budget: the socket's
 // send buffer takes them whole, so the server does not hold them, and a
 // lookup or /healthz is never refused because big bodies use the room.
 constexpr std::size_t kSmallAnswerBytes = 128 << 10;
-// Connections gone at once after which their buffers are worth returning
-// to the system (a few MiB).
-constexpr std::size_t kCrowd = 256;
+// What a streamed hash batch holds while it is received and answered: its
+// spool block, one block's lookup results and the answer being written.
+// Taken from the body budget for the whole request, so however many
+// batches are in flight their memory stays inside it.
+constexpr std::size_t kHashStreamBytes = 1 << 20;
+// How much of a streamed answer MHD asks for at once (it may ask for less:
+// its buffer lives in the connection's memory pool).
+constexpr std::size_t kStreamBlockBytes = 64 << 10;
 
 static_assert(kDefaultMaxQueryBodyBytes >= ::dedupd::api::kMaxBatchHashes * 72,
               "the default query body limit must fit a batch of the most hashes, one per line");
@@ -94,7 +89,12 @@ struct RequestState {
   std::uint64_t charged = 0;                 // of the server's body budget
   // A body over its limit or over the budget is dropped as it arrives and
   // answered once the request is in (MHD cannot answer mid-body).
-  enum class Dropped { no, too_large, busy } dropped = Dropped::no;
+  enum class Dropped { no, too_large, busy, bad_body } dropped = Dropped::no;
+  std::uint64_t dropped_at = 0;  // st.received when it was dropped
+  std::string drop_message;      // bad_body, or busy when the spool failed
+  // Body::hashes: the body parsed as it arrives into the spool.
+  std::unique_ptr<http::HashStreamParser> parser;
+  std::shared_ptr<http::HashSpool> spool;
   // An answer decided from the headers alone (404, 405, 403, 413), held
   // until MHD has the (bodyless) request so the connection stays open.
   std::optional<http::Response> early;
@@ -103,106 +103,32 @@ struct RequestState {
   http::Response admin_result;
 };
 
-std::string errno_text(std::string_view what, const std::string& path) {
-  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
-}
-
-// Binds `path` as a listening AF_UNIX socket with `mode`. A stale socket
-// file (nobody accepting) is replaced; a live one or a non-socket is an error.
-int bind_unix(const std::string& path, mode_t mode, std::string& error) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    error = fmt::format("socket path must be 1..{} bytes: '{}'", sizeof addr.sun_path - 1, path);
-    return -1;
-  }
-  std::memcpy(addr.sun_path, path.data(), path.size());
-
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      error = fmt::format("{} exists and is not a socket; not replacing it", path);
-      return -1;
-    }
-    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    if (probe >= 0) close(probe);
-    if (live) {
-      error = fmt::format("{} is in use by a running server", path);
-      return -1;
-    }
-    unlink(path.c_str());
-  }
-
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    error = errno_text("socket() for", path);
-    return -1;
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    error = errno_text("cannot bind", path);
-    close(fd);
-    return -1;
-  }
-  // Nobody can connect before listen(), so setting the mode here is race-free.
-  if (chmod(path.c_str(), mode) != 0 || listen(fd, SOMAXCONN) != 0) {
-    error = errno_text("cannot set up", path);
-    close(fd);
-    unlink(path.c_str());
-    return -1;
-  }
-  return fd;
-}
-
 void free_body(void* cls) { delete static_cast<std::string*>(cls); }
+
+// A streamed answer (chunked transfer): MHD asks for the next bytes when
+// the socket can take them.
+ssize_t read_stream(void* cls, std::uint64_t, char* buf, std::size_t max) {
+  auto& stream = *static_cast<std::shared_ptr<http::BodyStream>*>(cls);
+  try {
+    auto n = stream->read(buf, max);
+    if (!n) {
+      spdlog::error("api: answer stopped part-way: {}", n.error().to_string());
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return *n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : ssize_t(*n);
+  } catch (const std::exception& e) {
+    spdlog::error("api: answer stopped part-way: {}", e.what());
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+  }
+}
+
+void free_stream(void* cls) { delete static_cast<std::shared_ptr<http::BodyStream>*>(cls); }
 
 enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
   auto* out = static_cast<std::vector<std::pair<std::string, std::string>>*>(cls);
   out->emplace_back(key ? key : "", value ? value : "");
   return MHD_YES;
 }
-
-// Raises the soft descriptor limit as far as `connections` need (the
-// default soft limit, 1024, predates epoll; nothing in the daemon uses
-// select()) and returns how many connections fit beside the descriptors the
-// rest of the daemon needs.
-unsigned fit_to_descriptors(unsigned connections) {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return connections;
-  rlim_t want = rlim_t(connections) + kReservedFds;
-  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
-    rlimit up = r;
-    up.rlim_cur = r.rlim_max == RLIM_INFINITY ? want : std::min(want, r.rlim_max);
-    if (::setrlimit(RLIMIT_NOFILE, &up) == 0) r = up;
-  }
-  if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want) return connections;
-  return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
-}
-
-// Request and answer bodies held at once, all connections together.
-// Queries may use only what is left after room for one upload of the
-// largest size, so an upload always fits and callers without admin rights
-// (who can send queries, not uploads) can never hold more than that rest.
-class BodyBudget {
- public:
-  BodyBudget(std::uint64_t total, std::uint64_t upload_room)
-      : upload_cap_(total), query_cap_(total > upload_room ? total - upload_room : 0) {}
-
-  bool fits(http::Body kind, std::uint64_t n) const { return held_.load() + n <= cap(kind); }
-  bool take(http::Body kind, std::uint64_t n) {
-    std::uint64_t cur = held_.load();
-    do {
-      if (cur + n > cap(kind)) return false;
-    } while (!held_.compare_exchange_weak(cur, cur + n));
-    return true;
-  }
-  void give(std::uint64_t n) { held_ -= n; }
-  std::uint64_t cap(http::Body kind) const { return kind == http::Body::upload ? upload_cap_ : query_cap_; }
-
- private:
-  std::atomic<std::uint64_t> held_{0};
-  std::uint64_t upload_cap_, query_cap_;
-};
 
 http::Response busy(std::uint64_t cap) {
   auto r = http::error(http::kNotReady, "busy",
@@ -246,7 +172,7 @@ struct ApiServer::Impl {
     return gid_t(g);
   }
 
-  bool start(std::string& error);
+  shard::Result<Started> start();
   void stop();
 
   static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
@@ -260,8 +186,6 @@ struct ApiServer::Impl {
   enum MHD_Result receive(RequestState& st, const char* data, std::size_t n);
   void drop_body(RequestState& st, RequestState::Dropped why);
   std::size_t body_limit(http::Body kind) const;
-  void sweep_loop();
-  bool newcomer_waiting() const;
   enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
   enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
   enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
@@ -274,42 +198,38 @@ struct ApiServer::Impl {
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
   std::unique_ptr<http::AdminQueue> admin_queue;
-  BodyBudget bodies;
+  http::BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
-  std::thread sweeper;
-  std::mutex sweep_mutex;
-  std::condition_variable sweep_wake;
-  bool sweep_stop = false;
+  std::unique_ptr<http::ConnectionSweeper> sweeper;
   MHD_Daemon* mhd = nullptr;
   int listen_fd = -1;
   bool bound_path = false;  // we created the socket file: remove it on stop
 };
 
-bool ApiServer::Impl::start(std::string& error) {
-  if (mhd) return true;
-  if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes) {
-    error = fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
-                        options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes);
-    return false;
-  }
+shard::Result<ApiServer::Started> ApiServer::Impl::start() {
+  if (mhd) return Started{};
+  auto fail = [](std::string message) { return shard::Error{"api.listen", 0, std::move(message)}; };
+  if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes)
+    return fail(fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
+                            options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes));
   unsigned wanted = options.max_connections ? options.max_connections : 1u;
-  connection_limit = fit_to_descriptors(wanted);
+  connection_limit = http::fit_to_descriptors(wanted);
   if (connection_limit < wanted)
     spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low", wanted,
                  connection_limit);
   listen_fd = options.listen_fd;
   if (listen_fd < 0) {
-    listen_fd = bind_unix(options.socket_path, options.socket_mode, error);
-    if (listen_fd < 0) return false;
+    auto fd = http::bind_unix(options.socket_path, options.socket_mode);
+    if (!fd) return fd.error();
+    listen_fd = *fd;
     bound_path = true;
   } else {
     // Every pool thread accepts on it: a blocking accept would stall one.
     int fl = fcntl(listen_fd, F_GETFL);
     if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-      error = errno_text("cannot use the inherited socket for", options.socket_path);
       listen_fd = -1;
-      return false;
+      return fail(fmt::format("cannot use the inherited socket for {}: {}", options.socket_path, std::strerror(errno)));
     }
   }
   admin_queue = std::make_unique<http::AdminQueue>();
@@ -329,7 +249,6 @@ bool ApiServer::Impl::start(std::string& error) {
                          &Impl::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
                          MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
-    error = "libmicrohttpd refused to start on " + options.socket_path;
     admin_queue.reset();
     if (bound_path) {
       close(listen_fd);
@@ -337,58 +256,17 @@ bool ApiServer::Impl::start(std::string& error) {
       bound_path = false;
     }
     listen_fd = -1;
-    return false;
+    return fail("libmicrohttpd refused to start on " + options.socket_path);
   }
-  sweep_stop = false;
-  sweeper = std::thread([this] { sweep_loop(); });
+  sweeper = std::make_unique<http::ConnectionSweeper>(connections, listen_fd, connection_limit, options.header_timeout);
   spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
                threads, connection_limit, options.header_timeout.count());
-  return true;
-}
-
-bool ApiServer::Impl::newcomer_waiting() const {
-  // A listening socket polls readable while a connection waits to be accepted.
-  pollfd p{listen_fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-}
-
-void ApiServer::Impl::sweep_loop() {
-  std::size_t room = 0;
-  std::size_t crowd = 0;  // most connections since memory was last given back
-  std::unique_lock lock(sweep_mutex);
-  while (!sweep_wake.wait_for(lock, kSweepTick, [this] { return sweep_stop; })) {
-    // Connection buffers are malloc'd; once a crowd of connections has
-    // gone, glibc would keep their freed buffers for reuse: give them back
-    // so memory at rest does not follow the largest crowd.
-    std::size_t open = connections.size();
-    crowd = std::max(crowd, open);
-    if (crowd >= open + kCrowd && open <= crowd / 2) {
-      ::malloc_trim(0);
-      crowd = open;
-    }
-
-    // MHD stops accepting only when every connection slot is taken; a
-    // client then waits in the listen backlog until one frees up, which an
-    // idle client could put off for ever. Room grows while they keep
-    // waiting (1, 2, 4, ... per tick), so one newcomer costs one connection
-    // and a crowd is still let in quickly.
-    bool full = open >= connection_limit && newcomer_waiting();
-    room = full ? std::min<std::size_t>(std::max<std::size_t>(room * 2, 1), connection_limit / 8 + 1) : 0;
-    auto r = connections.sweep(Clock::now(), options.header_timeout, room, kEvictGrace);
-    if (r.timed_out || r.evicted)
-      spdlog::debug("api: closed {} connections without request headers after {}s, {} to make room", r.timed_out,
-                    options.header_timeout.count(), r.evicted);
-  }
+  return Started{};
 }
 
 void ApiServer::Impl::stop() {
   if (!mhd) return;
-  {
-    std::lock_guard lock(sweep_mutex);
-    sweep_stop = true;
-  }
-  sweep_wake.notify_all();
-  if (sweeper.joinable()) sweeper.join();
+  sweeper.reset();
   // Admin jobs resume their suspended connections; MHD must not be stopped
   // while any is suspended.
   admin_queue->stop();
@@ -471,6 +349,11 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
                                                              announced, st.body_limit, method, m.route->path)));
   }
 
+  if (const char* type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))
+    st.request.content_type = type;
+  if (const char* accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))
+    st.request.accept = accept;
+
   // Admin access is decided before the body is received.
   if (m.entry->access == http::Access::admin) {
     const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -486,6 +369,15 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   // Room for the body is taken as its bytes arrive, so holding room costs
   // a client the sending of them; one that could not fit now is told so
   // before it sends anything.
+  if (st.body_kind == http::Body::hashes) {
+    // Any size: the body goes through the parser into the spool as it
+    // arrives; what the request holds is fixed and taken up front.
+    if (!bodies.take(st.body_kind, kHashStreamBytes)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
+    st.charged = kHashStreamBytes;
+    st.spool = std::make_shared<http::HashSpool>(options.spool_dir);
+    st.parser = std::make_unique<http::HashStreamParser>(http::HashStreamParser::form_of(st.request.content_type));
+    announced = 0;
+  }
   if (announced > 0 && !bodies.fits(st.body_kind, announced)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
 
   st.request.method = method;
@@ -505,17 +397,23 @@ std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
   switch (kind) {
     case http::Body::none:
       return kStrayBodyBytes;
-    case http::Body::query:
-      return options.max_query_body_bytes;
     case http::Body::upload:
       return options.max_body_bytes;
+    case http::Body::hashes:
+      return SIZE_MAX;
   }
   return kStrayBodyBytes;
 }
 
 enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std::size_t n) {
   st.received += n;
-  if (st.dropped == RequestState::Dropped::no) {
+  if (st.parser) {
+    if (st.dropped == RequestState::Dropped::no && !st.parser->feed(std::string_view(data, n), *st.spool)) {
+      const bool spool_failed = !st.spool->error().empty();
+      st.drop_message = spool_failed ? st.spool->error() : st.parser->error();
+      drop_body(st, spool_failed ? RequestState::Dropped::busy : RequestState::Dropped::bad_body);
+    }
+  } else if (st.dropped == RequestState::Dropped::no) {
     if (st.received > st.body_limit) {
       drop_body(st, RequestState::Dropped::too_large);
     } else if (!bodies.take(st.body_kind, n)) {
@@ -525,9 +423,9 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
       st.request.body.insert(st.request.body.end(), data, data + n);
     }
   }
-  if (st.dropped != RequestState::Dropped::no && st.received > st.body_limit + kDrainBytes) {
-    spdlog::debug("api: {} {}: closing the connection, its body goes on past the limit of {}", st.request.method,
-                  st.request.path, st.body_limit);
+  if (st.dropped != RequestState::Dropped::no && st.received > st.dropped_at + kDrainBytes) {
+    spdlog::debug("api: {} {}: closing the connection, its body goes on after it was refused", st.request.method,
+                  st.request.path);
     return MHD_NO;
   }
   return MHD_YES;
@@ -535,6 +433,9 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
 
 void ApiServer::Impl::drop_body(RequestState& st, RequestState::Dropped why) {
   st.dropped = why;
+  // Past the limit, the drain is counted from the limit itself.
+  st.dropped_at = why == RequestState::Dropped::too_large ? st.body_limit : st.received;
+  st.spool.reset();
   std::vector<std::uint8_t>().swap(st.request.body);
   bodies.give(st.charged);
   st.charged = 0;
@@ -546,7 +447,19 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
     return respond(conn, st,
                    http::error(http::kTooLarge, fmt::format("body is over the limit of {} bytes for {} {}",
                                                             st.body_limit, st.request.method, st.request.path)));
-  if (st.dropped == RequestState::Dropped::busy) return respond(conn, st, busy(bodies.cap(st.body_kind)));
+  if (st.dropped == RequestState::Dropped::busy) {
+    if (st.drop_message.empty()) return respond(conn, st, busy(bodies.cap(st.body_kind)));
+    auto r = http::error(http::kNotReady, "busy", st.drop_message + "; retry");
+    r.headers.emplace_back("Retry-After", "1");
+    return respond(conn, st, std::move(r));
+  }
+  if (st.dropped == RequestState::Dropped::bad_body)
+    return respond(conn, st, http::error(http::kBadRequest, st.drop_message));
+  if (st.parser) {
+    if (!st.parser->finish(*st.spool)) return respond(conn, st, http::error(http::kBadRequest, st.parser->error()));
+    st.request.hashes = std::move(st.spool);
+    st.parser.reset();
+  }
   if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
 
   switch (st.admin) {
@@ -582,13 +495,17 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
   // MHD has sent the answer, so a client that sends its next request as
   // soon as it reads this one finds the room free.
   std::vector<std::uint8_t>().swap(st.request.body);
-  bodies.give(st.charged);
-  st.charged = 0;
+  st.request.hashes.reset();  // the answer holds it, if it needs it
+  // A streamed answer keeps its room until it is sent (on_completed).
+  if (!r.stream) {
+    bodies.give(st.charged);
+    st.charged = 0;
+  }
   // A large answer is held until the client has read it (a 100,000-hash
   // batch answer is ~10 MB); one that does not read would otherwise make
   // its query cost that much for as long as it keeps the connection. So it
   // takes room like a request body; small ones fit in the socket buffer.
-  if (!r.file && r.body.size() > kSmallAnswerBytes) {
+  if (!r.file && !r.stream && r.body.size() > kSmallAnswerBytes) {
     if (bodies.take(st.body_kind, r.body.size())) st.charged = r.body.size();
     else r = busy(bodies.cap(st.body_kind));
   }
@@ -601,6 +518,13 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
     resp = MHD_create_response_from_fd64(r.file->size, fd);
     if (!resp) {
       ::close(fd);
+      return MHD_NO;
+    }
+  } else if (r.stream) {
+    auto* stream = new std::shared_ptr<http::BodyStream>(std::move(r.stream));
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamBlockBytes, &read_stream, stream, &free_stream);
+    if (!resp) {
+      delete stream;
       return MHD_NO;
     }
   } else {
@@ -653,14 +577,10 @@ ApiServer::ApiServer(Service& service, ServerOptions options)
 
 ApiServer::~ApiServer() { stop(); }
 
-bool ApiServer::start(std::string* error) {
-  std::string e;
-  bool ok = impl_->start(e);
-  if (!ok) {
-    spdlog::error("api: {}", e);
-    if (error) *error = e;
-  }
-  return ok;
+shard::Result<ApiServer::Started> ApiServer::start() {
+  auto started = impl_->start();
+  if (!started) spdlog::error("api: {}", started.error().message);
+  return started;
 }
 
 void ApiServer::stop() { impl_->stop(); }

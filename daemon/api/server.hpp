@@ -12,10 +12,12 @@
 #include <string>
 
 #include "daemon/api/service.hpp"
+#include "shard/result.hpp"
 
 namespace dedupd::daemon {
 
-// A batch of api::kMaxBatchHashes hashes even pretty-printed (6.7 MB compact).
+// The least room for batch queries in the body budget (a batch in flight
+// holds 1 MiB of it, whatever its size).
 inline constexpr std::size_t kDefaultMaxQueryBodyBytes = std::size_t(10) << 20;
 
 struct ServerOptions {
@@ -30,18 +32,19 @@ struct ServerOptions {
 
   // Request bodies, each checked against its route's limit from the
   // Content-Length before any of it is read (413), or while a chunked one
-  // streams in: an upload (admin ingest) up to max_body_bytes; a batch
-  // query up to max_query_body_bytes, room for api::kMaxBatchHashes hashes
-  // even pretty-printed (6.7 MB compact); any other route a stray 1 KiB.
+  // streams in: an upload (admin ingest) up to max_body_bytes; any other
+  // route but a batch query a stray 1 KiB. A batch query (POST /v1/chunk)
+  // takes any size: it is parsed as it arrives (hash_spool.hpp).
   std::size_t max_body_bytes = std::size_t(256) << 20;
+  // The least of max_body_memory kept for batch queries.
   std::size_t max_query_body_bytes = kDefaultMaxQueryBodyBytes;
   // Body bytes held at once, all connections together: request bodies as
-  // they arrive, and answers over 128 KiB until their client has read them
-  // (503 "busy" beyond it). Queries get what is left after room for one
-  // upload of max_body_bytes: 32 MiB by default, three of the largest
-  // batches, so clients without admin rights cannot make the daemon hold
-  // more however many bodies they send at once. At least max_body_bytes +
-  // max_query_body_bytes.
+  // they arrive, answers over 128 KiB until their client has read them,
+  // and 1 MiB for each batch query in flight (503 "busy" beyond it).
+  // Queries get what is left after room for one upload of max_body_bytes:
+  // 32 MiB by default, 32 batches at once, so clients without admin rights
+  // cannot make the daemon hold more however many they send at once. At
+  // least max_body_bytes + max_query_body_bytes.
   std::size_t max_body_memory = std::size_t(256 + 32) << 20;
   // Connections served at once. With epoll an idle connection costs a few
   // KiB and no work, so the limit is well above what a crowd of held
@@ -59,6 +62,10 @@ struct ServerOptions {
   // being accepted or of its previous response, however it trickles them
   // in (MHD's timeout above restarts with every byte).
   std::chrono::seconds header_timeout{10};
+  // Where a POST /v1/chunk batch that outgrows its first block of hashes
+  // waits for its answer (an unlinked temporary file, 32 bytes a hash);
+  // empty: $TMPDIR, else /tmp.
+  std::string spool_dir;
   // Worker threads; reads are served concurrently by all of them.
   unsigned threads = 2;
 
@@ -74,10 +81,11 @@ class ApiServer {
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
-  // Binds (or adopts) and starts serving on background threads. Returns
-  // false with a message in *error on failure (path in use by a live
-  // server, permission, libmicrohttpd refusing the options).
-  bool start(std::string* error = nullptr);
+  // Binds (or adopts) and starts serving on background threads. An error
+  // (rule "api.listen") says why not: path in use by a live server,
+  // permission, libmicrohttpd refusing the options.
+  struct Started {};
+  [[nodiscard]] shard::Result<Started> start();
   // Stops accepting, lets running requests end, joins threads. Idempotent.
   void stop();
 

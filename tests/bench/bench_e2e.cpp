@@ -17,6 +17,11 @@
 //                 vs in-process mdb_get (one read txn renew per get);
 //   batch query   POST /v1/chunk, 10,000 hashes per request, hashes/s
 //                 vs a bare mdb_get loop, 10,000 per read txn;
+//   streamed      every raw chunk hash in one streamed POST /v1/chunk, through
+//                 `dedupctl query - --json-lines` (and --format short) with its
+//                 output to a file, and through a raw socket; the client's
+//                 peak RSS and dedupd's peak anonymous memory meanwhile
+//                 vs a bare mdb_get loop over the same keys, 4,096 per txn;
 //   start->READY  restart with the full index (data.mdb evicted from the page
 //                 cache first), timed to READY=1 on NOTIFY_SOCKET;
 //   disk          data.mdb bytes per chunk entry;
@@ -26,8 +31,11 @@
 // --quick (the ctest smoke) runs 300,000 entries and a 64 Ki-entry purge.
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -275,6 +283,154 @@ std::string batch_body(const std::vector<shard::Hash>& hashes, std::size_t at, s
   return body;
 }
 
+// ---------------------------------------------------------------- streaming
+struct StreamRun {
+  double seconds = 0;
+  std::uint64_t lines = 0;
+  long client_peak_kib = 0;
+  long daemon_anon_kib = 0;
+  int code = -1;
+};
+
+long peak_rss_of(pid_t pid) {
+  // Between fork and exec the child is a copy of this process: only count
+  // it once it runs dedupctl.
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (!std::getline(comm, name) || name != "dedupctl") return 0;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+std::uint64_t count_lines(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::uint64_t n = 0;
+  std::vector<char> buf(1 << 20);
+  while (f.read(buf.data(), std::streamsize(buf.size())) || f.gcount() > 0)
+    n += std::uint64_t(std::count(buf.data(), buf.data() + f.gcount(), '\n'));
+  return n;
+}
+
+// dedupctl with stdin from `input` and stdout to `output`; its peak RSS
+// sampled every 10 ms while it runs.
+StreamRun run_dedupctl(const std::vector<std::string>& args, const fs::path& input, const fs::path& output) {
+  StreamRun r;
+  auto t0 = Clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int in = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    std::vector<char*> argv{const_cast<char*>(DEDUPCTL_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    r.client_peak_kib = std::max(r.client_peak_kib, peak_rss_of(pid));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.seconds = secs(t0, Clock::now());
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.lines = count_lines(output);
+  // Gigabytes of output at 10 M: removed before the page cache writes them
+  // back, or ext4 makes dedupd's next fsync (at its stop) wait for them.
+  fs::remove(output);
+  return r;
+}
+
+// The same stream without dedupctl: the file sent as a chunked text/plain
+// body over a plain socket by one thread, the NDJSON answer read and its
+// lines counted by another.
+StreamRun raw_socket_stream(const fs::path& socket, const fs::path& input) {
+  StreamRun r;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) die("raw socket: cannot connect");
+  auto send_all = [&](const char* p, std::size_t n) {
+    while (n > 0) {
+      ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+      if (w <= 0) die("raw socket: send failed");
+      p += w;
+      n -= std::size_t(w);
+    }
+  };
+  auto t0 = Clock::now();
+  std::thread writer([&] {
+    const std::string head =
+        "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nAccept: application/x-ndjson\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    send_all(head.data(), head.size());
+    std::ifstream f(input, std::ios::binary);
+    std::vector<char> buf(1 << 18);
+    char size_line[32];
+    while (f.read(buf.data(), std::streamsize(buf.size())) || f.gcount() > 0) {
+      int k = std::snprintf(size_line, sizeof size_line, "%zx\r\n", std::size_t(f.gcount()));
+      send_all(size_line, std::size_t(k));
+      send_all(buf.data(), std::size_t(f.gcount()));
+      send_all("\r\n", 2);
+    }
+    send_all("0\r\n\r\n", 5);
+  });
+  // The chunked answer: "<hex size>\r\n<data>\r\n" up to a zero size; every
+  // '\n' in the data ends one result.
+  std::vector<char> buf(1 << 18);
+  std::string head, size_text;
+  bool headers = true, done = false;
+  std::uint64_t data_left = 0;
+  enum { size_line, data, data_end } state = size_line;
+  while (!done) {
+    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    const char* p = buf.data();
+    const char* end = p + n;
+    if (headers) {
+      head.append(p, end);
+      auto at = head.find("\r\n\r\n");
+      if (at == std::string::npos) continue;
+      if (head.rfind("HTTP/1.1 200", 0) != 0) die("raw socket: " + head.substr(0, head.find('\r')));
+      headers = false;
+      p = end - (head.size() - (at + 4));
+    }
+    while (p < end && !done) {
+      if (state == size_line) {
+        if (*p == '\n') {
+          data_left = std::strtoull(size_text.c_str(), nullptr, 16);
+          size_text.clear();
+          if (data_left == 0) done = true;
+          state = data;
+        } else if (*p != '\r') {
+          size_text += *p;
+        }
+        ++p;
+      } else if (state == data) {
+        std::size_t k = std::size_t(std::min<std::uint64_t>(data_left, std::uint64_t(end - p)));
+        r.lines += std::uint64_t(std::count(p, p + k, '\n'));
+        p += k;
+        data_left -= k;
+        if (data_left == 0) state = data_end;
+      } else {
+        if (*p == '\n') state = size_line;
+        ++p;
+      }
+    }
+  }
+  writer.join();
+  r.seconds = secs(t0, Clock::now());
+  ::close(fd);
+  return r;
+}
+
+std::string log_of(const Daemon& d) { return d.log.string(); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,6 +490,10 @@ int main(int argc, char** argv) {
   const std::uint64_t expiry = std::uint64_t(now) + 3 * 24 * 3600;
   auto t_gen = Clock::now();
   std::uint64_t bytes_total = 0;
+  // Every raw chunk hash, one a line, in shard order: the streamed queries.
+  const fs::path stream_file = root / "stream-hashes.txt";
+  std::vector<shard::Hash> stream_q;
+  std::ofstream stream_out(stream_file);
   while (planned < total) {
     bool keyed = keyed_done < keyed_share && (rng() % 3 == 0 || planned + keyed_share - keyed_done >= total);
     std::uint32_t per = 6144 + std::uint32_t(rng() % 2049);
@@ -363,10 +523,13 @@ int main(int argc, char** argv) {
     } else {
       auto stored = stored_chunks(p.staged);
       for (std::size_t i = rng() % 16; i < stored.size(); i += 16) queries.push_back(stored[i]);
+      for (const auto& h : stored) stream_out << h.to_string() << '\n';
+      stream_q.insert(stream_q.end(), stored.begin(), stored.end());
     }
     planned += s.chunks;
     plan.push_back(std::move(p));
   }
+  stream_out.close();
   std::size_t n_keyed = std::count_if(plan.begin(), plan.end(), [](const Planned& p) { return p.keyed; });
   std::printf("generated %zu shards (%zu keyed under %zu keys), %.0f MiB, %llu entries in %.1f s\n", plan.size(),
               n_keyed, keys.size(), double(bytes_total) / (1 << 20), (unsigned long long)planned,
@@ -537,6 +700,36 @@ int main(int argc, char** argv) {
   std::vector<shard::Hash> batch_q(queries.begin(), queries.begin() + std::ptrdiff_t(batch_hashes));
   bare_get(batch_q, per_batch, nullptr);  // warm
   const double bare_batch_rate = bare_get(batch_q, per_batch, nullptr);
+
+  // ------------------------------------------------------------ streamed queries
+  auto stream_run = [&](const std::vector<std::string>& args, const char* what) {
+    StreamRun best;
+    for (int round = 0; round < 2; ++round) {  // the first warms the page cache
+      MemSampler sampler(d.proc.pid());
+      StreamRun r = run_dedupctl(args, stream_file, root / "stream-out.txt");
+      r.daemon_anon_kib = sampler.stop().anonymous;
+      if (r.code != 0) die(std::string(what) + ": dedupctl exited " + std::to_string(r.code) + "; see " + log_of(d));
+      if (r.lines != stream_q.size())
+        die(std::string(what) + ": " + std::to_string(r.lines) + " lines for " + std::to_string(stream_q.size()) +
+            " hashes");
+      if (round == 0 || r.seconds < best.seconds) best = r;
+    }
+    return best;
+  };
+  const std::string sock_arg = "--socket=" + d.socket.string();
+  StreamRun ctl_lines = stream_run({sock_arg, "query", "--json-lines", "-"}, "query - --json-lines");
+  StreamRun ctl_short =
+      stream_run({sock_arg, "query", "--format", "short", "--fields", "found", "-"}, "query - --format short");
+  StreamRun raw_sock;
+  {
+    MemSampler sampler(d.proc.pid());
+    raw_sock = raw_socket_stream(d.socket, stream_file);
+    raw_sock.daemon_anon_kib = sampler.stop().anonymous;
+    if (raw_sock.lines != stream_q.size()) die("raw socket stream: wrong number of answers");
+  }
+  bare_get(stream_q, 4096, nullptr);  // warm
+  const double bare_stream_rate = bare_get(stream_q, 4096, nullptr);
+  const double n_stream = double(stream_q.size());
   mdb_txn_abort(rtxn);
 
   // ------------------------------------------------------------ disk
@@ -640,6 +833,24 @@ int main(int argc, char** argv) {
        std::to_string(keys.size()) + " live keys, " + std::to_string(lat_keyed.size()) + " queries"});
   add({"batch POST /v1/chunk (10k per request)", "hashes/s", batch_rate, bare_batch_rate, ">= 1 M/s, >= 0.5x bare",
        batch_rate >= 1e6 && batch_rate >= 0.5 * bare_batch_rate, "baseline: mdb_get loop, 10k per txn"});
+  add({"dedupctl query - --json-lines > file", "hashes/s", n_stream / ctl_lines.seconds, bare_stream_rate,
+       ">= 1 M/s, >= 0.5x bare",
+       n_stream / ctl_lines.seconds >= 1e6 && n_stream / ctl_lines.seconds >= 0.5 * bare_stream_rate,
+       std::to_string(stream_q.size()) + " hashes, one streamed POST; baseline: mdb_get loop, 4096 per txn"});
+  add({"dedupctl query - --format short > file", "hashes/s", n_stream / ctl_short.seconds, bare_stream_rate,
+       ">= 1 M/s, >= 0.5x bare",
+       n_stream / ctl_short.seconds >= 1e6 && n_stream / ctl_short.seconds >= 0.5 * bare_stream_rate,
+       "--fields found: no locations written"});
+  add({"raw socket stream, NDJSON", "hashes/s", n_stream / raw_sock.seconds, bare_stream_rate, "", -1,
+       "text/plain body, the answer read and counted, not parsed"});
+  add({"dedupctl peak RSS while streaming", "MiB",
+       double(std::max(ctl_lines.client_peak_kib, ctl_short.client_peak_kib)) / 1024.0, NAN, "<= 64 MB",
+       std::max(ctl_lines.client_peak_kib, ctl_short.client_peak_kib) <= 64 * 1000, "VmHWM"});
+  add({"dedupd peak anonymous memory while streaming", "MiB",
+       double(std::max({ctl_lines.daemon_anon_kib, ctl_short.daemon_anon_kib, raw_sock.daemon_anon_kib})) / 1024.0, NAN,
+       "<= 64 MB",
+       std::max({ctl_lines.daemon_anon_kib, ctl_short.daemon_anon_kib, raw_sock.daemon_anon_kib}) <= 64 * 1000,
+       "RssAnon, sampled"});
   add({"batch, per dedupd CPU second", "hashes/cpu-s", double(batch_hashes) / batch_cpu, NAN, "", -1, ""});
   add({"start -> READY, full index, cold", "ms", ready_ms, NAN, "<= 100 ms", ready_ms <= 100,
        "median of 3, data.mdb evicted; empty index: " + std::to_string(int(ready_empty * 1000)) + " ms"});

@@ -269,7 +269,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   req.body.assign(body.begin(), body.end());
 
   http::Response r = m.entry->handler(*w.context, req);
+  if (r.stream) {
+    // A streamed answer (POST /v1/chunk), read in small pieces as MHD would.
+    char piece[977];
+    for (;;) {
+      auto n = r.stream->read(piece, sizeof piece);
+      require(n.ok(), "a streamed answer over a healthy index completes");
+      if (*n == 0) break;
+      r.body.append(piece, *n);
+    }
+  }
   require(known_status(r.status), "status is one docs/API.md lists", std::to_string(r.status));
+  if (r.content_type == http::kNdjson) {
+    for (std::size_t at = 0; at < r.body.size();) {
+      std::size_t nl = r.body.find('\n', at);
+      require(nl != std::string::npos, "every NDJSON line ends with a newline", r.body);
+      require(!nlohmann::json::parse(r.body.substr(at, nl - at), nullptr, false).is_discarded(), "a line parses",
+              r.body);
+      at = nl + 1;
+    }
+  }
   if (r.content_type == http::kJson) {
     auto doc = nlohmann::json::parse(r.body, nullptr, false);
     require(!doc.is_discarded(), "a JSON body parses", r.body);

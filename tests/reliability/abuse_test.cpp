@@ -224,15 +224,14 @@ TEST_F(AbuseTest, HeldConnectionsDoNotLockOutNewcomers) {
 
 TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
   const long kib_before = anon_kib(daemon.pid());
-  // Announced: refused from Content-Length before any byte of it is sent,
-  // whether over every limit (1 GiB) or only over the batch route's
-  // (200 MiB, under the upload limit).
-  for (std::uint64_t length : {std::uint64_t(1) << 30, std::uint64_t(200) << 20}) {
+  // Announced: refused from Content-Length before any byte of it is sent
+  // (over the upload limit; a batch takes any size, parsed as it arrives).
+  for (std::uint64_t length : {std::uint64_t(1) << 30}) {
     int fd = connect_unix(socket);
     ASSERT_GE(fd, 0);
     auto t0 = Clock::now();
     send_all(fd,
-             "POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "POST /v1/admin/ingest HTTP/1.1\r\nHost: x\r\n"
              "Content-Length: " +
                  std::to_string(length) + "\r\n\r\n");
     std::string reply = read_response(fd, kNewcomerWaitMs);
@@ -246,11 +245,15 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
         "  Content-Length %llu MiB: %d after %.2f ms; then %d MiB of it went out before the server "
         "closed\n",
         (unsigned long long)(length >> 20), status_of(reply), ms, sent_mib);
-    EXPECT_EQ(status_of(reply), 413) << "length " << length << ": " << reply.substr(0, 300);
+    // 413 for root (the upload limit), 403 for anyone else (not admin):
+    // either way before the body.
+    EXPECT_TRUE(status_of(reply) == 413 || status_of(reply) == 403)
+        << "length " << length << ": " << reply.substr(0, 300);
     EXPECT_LT(sent_mib, 200) << "the server read a body it had refused";
   }
   EXPECT_LT(anon_kib(daemon.pid()) - kib_before, kMemoryBudgetKib);
-  // Streamed in chunks, no length announced: 1 GiB from one 1 MiB buffer.
+  // Streamed in chunks, no length announced: 1 GiB from one 1 MiB buffer,
+  // a batch body that goes wrong at its second '{' and is cut off after.
   int fd = connect_unix(socket);
   ASSERT_GE(fd, 0);
   std::string chunk(1 << 20, ' ');
@@ -292,11 +295,13 @@ TEST_F(AbuseTest, AGibibyteBodyIsRefusedAndDropped) {
   expect_answers_normally("a 1 GiB body");
 }
 
-// Clients without admin rights send large batch bodies at once, each under
-// the batch limit: what the daemon holds of them has one bound, past which
-// a client is told to retry (503 "busy") instead of being buffered.
+// Clients without admin rights send large batch bodies at once: a batch
+// is parsed as it arrives and holds a fixed room (1 MiB) of the bound on
+// bodies in flight, so the daemon's memory does not follow the bodies, and
+// past the bound (32 at once by default) a client is told to retry
+// (503 "busy") instead of being taken in.
 TEST_F(AbuseTest, ManyBatchBodiesAtOnceStayWithinOneBound) {
-  constexpr int kClients = 12;
+  constexpr int kClients = 40;
   const std::string body = R"({"hashes":[)" + std::string((9 << 20) - 13, ' ') + "]}";  // 9 MiB, valid
   const long kib_before = anon_kib(daemon.pid());
   std::atomic<long> peak_kib{kib_before};
@@ -343,12 +348,12 @@ TEST_F(AbuseTest, ManyBatchBodiesAtOnceStayWithinOneBound) {
   expect_answers_normally("many batch bodies at once");
 }
 
-// Clients send the largest batch (100,000 hashes, a ~10 MB answer) and
-// never read the answer: what the daemon holds of the answers has the same
-// bound as request bodies; past it a client gets a short 503 instead, or is
-// refused before it sends its body.
+// Clients send a batch of 100,000 hashes (a ~10 MB answer) and never read
+// the answer: an answer is written only as its client reads it, and what a
+// batch holds meanwhile has the same bound as request bodies; past it a
+// client gets a short 503 instead, before it sends its body.
 TEST_F(AbuseTest, UnreadBatchAnswersStayWithinTheBound) {
-  constexpr int kClients = 20;
+  constexpr int kClients = 40;
   std::string batch = "{\"hashes\":[";
   for (int i = 0; i < 100000; ++i) batch += std::string(i ? ",\"" : "\"") + std::string(64, '0') + "\"";
   batch += "]}";

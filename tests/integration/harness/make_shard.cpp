@@ -33,6 +33,7 @@ MadeShard make_shard(const ShardSpec& spec) {
       }
       std::uint32_t size = 4096 + std::uint32_t(splitmix(state) % 60000);
       if (c == 0) out.first_chunks.push_back(raw);
+      out.raw_chunks.push_back(raw);
       leaves.push_back({raw, size});
       shard::ChunkEntry e;
       e.chunk_hash = spec.key ? shard::keyed_chunk_hash(*spec.key, raw) : raw;

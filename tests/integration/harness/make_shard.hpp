@@ -29,6 +29,7 @@ struct MadeShard {
   shard::Hash file_hash;  // the Xet name: <hash>.mdb
   std::vector<shard::Hash> xorbs;
   std::vector<shard::Hash> first_chunks;  // raw hash of each xorb's chunk 0
+  std::vector<shard::Hash> raw_chunks;    // raw hash of every chunk, in order
   std::uint64_t chunks = 0;
   std::string file_name() const { return file_hash.to_string() + ".mdb"; }
 };

@@ -175,8 +175,8 @@ void ApiTest::start_server(const std::function<void(ServerOptions&)>& tweak) {
   o.admin_gid = getegid();  // admin routes work whether or not tests run as root
   if (tweak) tweak(o);
   server_ = std::make_unique<ApiServer>(service_, o);
-  std::string error;
-  ASSERT_TRUE(server_->start(&error)) << error;
+  auto started = server_->start();
+  ASSERT_TRUE(started.ok()) << started.error().message;
   client_ = std::make_unique<Client>(socket_path_);
 }
 

@@ -2,6 +2,8 @@
 // shape docs/API.md documents, against a real index.
 #include <unistd.h>
 
+#include <sstream>
+
 #include "api/routes.hpp"
 #include "api_test_support.hpp"
 #include "json_checks.hpp"
@@ -121,6 +123,32 @@ TEST_F(RoutesTest, BatchAnswersInRequestOrder) {
   EXPECT_FALSE(doc["results"][1]["found"]);
   EXPECT_TRUE(doc["results"][1]["locations"].empty());
   EXPECT_TRUE(doc["results"][2]["locations"][0]["shards"][0]["keyed"]);
+}
+
+// Hashes one a line in, one JSON object a line out, with chosen fields.
+TEST_F(RoutesTest, BatchAsLinesWithFields) {
+  Hash missing = st::seeded_hash(424243);
+  std::string body = xorb0().raw[1].to_string() + "\n\n" + missing.to_string() + "\r\n" +
+                     keyed_xorb_.raw[2].to_string();  // no final newline
+  auto r = client_->request("POST", std::string(api::kChunkBatch) + "?fields=hash,found,xorb", body,
+                            {"Content-Type: text/plain", "Accept: application/x-ndjson"});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.body);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 3u) << r.body;
+  EXPECT_EQ(lines[0]["hash"], xorb0().raw[1].to_string());
+  EXPECT_EQ(lines[0]["locations"][0].size(), 1u) << "only xorb";
+  EXPECT_TRUE(lines[0]["locations"][0].contains("xorb"));
+  EXPECT_EQ(lines[1],
+            nlohmann::json({{"hash", missing.to_string()}, {"found", false}, {"locations", nlohmann::json::array()}}));
+  EXPECT_TRUE(lines[2]["found"]);
+
+  r = client_->request("POST", std::string(api::kChunkBatch) + "?fields=size", body, {"Content-Type: text/plain"});
+  EXPECT_EQ(r.status, 400);
+  r = client_->request("POST", std::string(api::kChunkBatch), "xyz\n", {"Content-Type: text/plain"});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("line 1"));
 }
 
 TEST_F(RoutesTest, BatchRejectsBadBodies) {

@@ -141,14 +141,32 @@ void FakeDaemon::serve_connection(int fd, int id) {
       const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
       ::send(fd, go.data(), go.size(), MSG_NOSIGNAL);
     }
-    while (buf.size() < length) {
-      if (!wait_readable(fd, stop_)) return;
+    auto more = [&] {
+      if (!wait_readable(fd, stop_)) return false;
       ssize_t n = ::read(fd, chunk, sizeof chunk);
-      if (n <= 0) return;
+      if (n <= 0) return false;
       buf.append(chunk, std::size_t(n));
+      return true;
+    };
+    if (auto it = req.headers.find("transfer-encoding"); it != req.headers.end() && it->second == "chunked") {
+      // Chunks of "<hex size>\r\n<bytes>\r\n" up to a zero size and a blank line.
+      for (;;) {
+        std::size_t eol;
+        while ((eol = buf.find("\r\n")) == std::string::npos)
+          if (!more()) return;
+        const std::size_t size = std::stoul(buf.substr(0, eol), nullptr, 16);
+        while (buf.size() < eol + 2 + size + 2)
+          if (!more()) return;
+        req.body.append(buf, eol + 2, size);
+        buf.erase(0, eol + 2 + size + 2);
+        if (size == 0) break;
+      }
+    } else {
+      while (buf.size() < length)
+        if (!more()) return;
+      req.body = buf.substr(0, length);
+      buf.erase(0, length);
     }
-    req.body = buf.substr(0, length);
-    buf.erase(0, length);
     {
       std::lock_guard lock(mu_);
       requests_.push_back(req);
