@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/outbox_txn.hpp"
 
 namespace dedupd::index {
 
@@ -139,7 +140,7 @@ int remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& h, ShardState new_s
     return rc;
   out.outcome = RemoveOutcome::removed;
   out.shard = to_info(h, *rec);
-  return 0;
+  return outbox_enqueue(im, txn, OutboxOp::drop_hold, h, now);
 }
 
 }  // namespace detail
