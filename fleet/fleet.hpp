@@ -1,0 +1,216 @@
+// The fleet index: build hosts share one chunk index on PostgreSQL (libpq).
+// Writes go to the primary; reads may go to a hot standby. Depends on shard/
+// and libpq only: no sockets, config or logging. Errors are values whose
+// rule starts with "fleet." (see fleet/errors.hpp). docs/FLEET.md has the
+// design and the schema.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleet/errors.hpp"
+#include "shard/hash.hpp"
+#include "shard/keys.hpp"
+#include "shard/reader.hpp"
+
+namespace dedupd::fleet {
+
+using shard::Hash;
+using shard::Key;
+
+struct ConnectOptions {
+  std::string url;        // libpq conninfo or URI; may list several hosts
+  std::string host_name;  // this host's name in the fleet: [A-Za-z0-9._-], 1-253 characters
+  std::chrono::milliseconds connect_timeout{2000};
+  // After a failed or timed-out read, the Reader answers fleet.unavailable at
+  // once for this long instead of trying again, so an outage costs each
+  // request nothing rather than a deadline each.
+  std::chrono::milliseconds retry_after{1000};
+};
+
+// Bounds how long a call waits on the server.
+struct Deadline {
+  std::chrono::steady_clock::time_point at;
+  static Deadline in(std::chrono::milliseconds d) { return {std::chrono::steady_clock::now() + d}; }
+};
+
+// The schema version this build creates and understands.
+std::uint32_t known_schema_version();
+
+struct MigrateOutcome {
+  std::uint32_t from = 0;  // 0: there was no schema
+  std::uint32_t to = 0;
+  bool changed() const { return from != to; }
+};
+
+enum class PublishResult : std::uint8_t {
+  added,         // a new fleet shard, with this host as its first holder
+  new_holder,    // the shard was there (another host published it); this host now holds it too
+  already_held,  // this host held it already (a replay)
+};
+const char* to_string(PublishResult r);
+
+struct PublishOutcome {
+  PublishResult result = PublishResult::added;
+  // What this publish added to the fleet (shared xorbs and files add nothing).
+  std::uint64_t new_xorbs = 0, new_chunk_entries = 0, new_files = 0;
+};
+
+// One fleet shard and the hosts that hold it.
+struct FleetShardRef {
+  Hash shard{};
+  std::vector<std::string> holders{};  // host names, sorted
+};
+
+// One place a chunk lives in the fleet. byte_end is exclusive.
+struct ChunkLocation {
+  Hash xorb{};
+  std::uint32_t chunk_index = 0;
+  std::uint32_t byte_start = 0;
+  std::uint32_t byte_end = 0;
+  std::uint32_t unpacked_bytes = 0;
+  std::uint32_t flags = 0;
+  bool keyed = false;  // the shards store this xorb's chunk hashes under `key`
+  Key key{};
+  std::uint32_t shard_set = 0;  // index into ChunkAnswers::shard_sets
+};
+
+// Answers of a batch lookup, flat as index::BatchResult: the locations of
+// query i are locations[first[i], first[i + 1]).
+struct ChunkAnswers {
+  std::vector<std::uint32_t> first{};
+  std::vector<ChunkLocation> locations{};
+  std::vector<std::vector<FleetShardRef>> shard_sets{};
+
+  std::size_t size() const { return first.empty() ? 0 : first.size() - 1; }
+  std::span<const ChunkLocation> of(std::size_t i) const {
+    return {locations.data() + first[i], locations.data() + first[i + 1]};
+  }
+  const std::vector<FleetShardRef>& shards(const ChunkLocation& l) const { return shard_sets[l.shard_set]; }
+  void clear() {
+    first.clear();
+    locations.clear();
+    shard_sets.clear();
+  }
+};
+
+// One stored form of a xorb (raw, or keyed under `key`), its CAS block
+// exactly as the publishing shard stored it (header + 48-byte chunk entries).
+struct XorbForm {
+  bool keyed = false;
+  Key key{};
+  std::vector<std::uint8_t> cas_block{};
+  std::vector<FleetShardRef> shards{};
+};
+struct XorbAnswer {
+  Hash hash{};
+  std::vector<XorbForm> forms{};
+};
+
+// A file's block exactly as the publishing shard stored it (header, terms,
+// verification entries, metadata extension): shard::FileBlock reads it.
+struct FileAnswer {
+  Hash hash{};
+  std::vector<std::uint8_t> block{};
+  std::optional<Hash> sha256{};
+  std::vector<FleetShardRef> shards{};
+};
+
+struct HostStatus {
+  std::string name{};
+  std::optional<std::uint64_t> last_contact{};  // unix seconds
+  std::uint64_t holds = 0;                      // shards this host holds
+};
+struct Status {
+  std::uint32_t schema_version = 0;
+  bool standby = false;  // answered by a hot standby
+  std::vector<HostStatus> hosts{};
+  std::uint64_t shards = 0, xorbs = 0, files = 0;
+  std::uint64_t entries = 0;  // chunk entries
+  std::uint64_t live_keys = 0;
+};
+
+namespace detail {
+class Connection;
+}
+
+// Writes go to the primary: target_session_attrs=read-write is added to the
+// url, so with several hosts listed libpq finds whichever is primary now.
+// A lost connection is made again on the next call. Not thread-safe: one
+// thread (the publisher) owns a Writer.
+class Writer {
+ public:
+  // Connects, creates or upgrades the schema when the role may (a role that
+  // may not gets fleet.schema when the schema is missing or older), refuses
+  // a newer schema, and registers host_name.
+  static Result<std::unique_ptr<Writer>> connect(const ConnectOptions& options);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  Result<MigrateOutcome> migrate();  // create or upgrade; a newer schema is refused naming both versions
+  Result<std::uint32_t> schema_version();
+  // The whole shard in ONE transaction, idempotent by shard hash: the same
+  // shard from two hosts is one fleet shard with two holders. Stores entries
+  // as the shard stores them (keyed forms and the key).
+  Result<PublishOutcome> publish(const shard::ShardView& shard, const Hash& shard_hash);
+  // This host lets go of the shard; the last holder's drop takes its entries
+  // out. False when this host did not hold it.
+  Result<bool> drop_hold(const Hash& shard_hash);
+  // Shards whose shard_key_expiry is <= now (unix seconds) leave; any host
+  // may call it. Returns how many left.
+  Result<std::uint64_t> expire(std::uint64_t now);
+  // Drops every hold of that host (shards it alone held leave) and the host.
+  // False when no such host.
+  Result<bool> forget_host(std::string_view host_name);
+  Result<Ok> heartbeat();  // records this host's last contact
+
+ private:
+  explicit Writer(ConnectOptions options);
+  Result<Ok> ensure_connected();
+  ConnectOptions options_;
+  std::unique_ptr<detail::Connection> conn_;
+  std::int32_t host_id_ = 0;
+};
+
+// Reads may go to a hot standby (target_session_attrs=prefer-standby). Every
+// call is bounded by its deadline: past it the connection is dropped (never
+// left half-read) and the call returns fleet.timeout; the next call connects
+// again, within its own deadline. Not thread-safe: one Reader per thread.
+class Reader {
+ public:
+  static Result<std::unique_ptr<Reader>> connect(const ConnectOptions& options);
+  // Connects lazily: the first call pays for the connection, within its deadline.
+  static std::unique_ptr<Reader> lazy(const ConnectOptions& options);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  // Every fleet location of each raw chunk hash (and of its forms under each
+  // live fleet key) in one round trip for the whole block. `out` is
+  // rewritten; out.size() == raw_hashes.size() on success.
+  Result<Ok> lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline);
+  Result<std::optional<XorbAnswer>> xorb(const Hash& xorb_hash, Deadline deadline);
+  Result<std::optional<FileAnswer>> file(const Hash& file_hash, Deadline deadline);
+  Result<std::vector<Hash>> files_with_sha256(const Hash& sha256, Deadline deadline);
+  Result<Status> status(Deadline deadline);
+
+ private:
+  explicit Reader(ConnectOptions options);
+  Result<Ok> ensure_connected(Deadline deadline);
+  Result<Ok> refresh_keys(Deadline deadline);
+  void drop_connection();
+  ConnectOptions options_;
+  std::unique_ptr<detail::Connection> conn_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::vector<Key> keys_{};    // live fleet keys, as last seen
+  std::string keys_digest_{};  // the server's list the cache was built from
+};
+
+}  // namespace dedupd::fleet

@@ -1,0 +1,95 @@
+// The migrations themselves. Each entry upgrades from version i to i + 1 and
+// never changes once released: a new layout is a new entry.
+#include "fleet/migrations.hpp"
+
+#include "fleet/schema.hpp"
+
+namespace dedupd::fleet::schema {
+namespace {
+
+// Version 1. Sizes are chosen for <= 160 bytes per chunk entry (tables +
+// indexes): a chunk row is (8-byte prefix, int4 xorb id, int4 chunk index),
+// 40 bytes with its tuple header, and its index entry keys the prefix only;
+// the 48-byte chunk entries live once per xorb in its CAS block, stored
+// uncompressed (EXTERNAL) so a lookup slices out one entry without reading
+// the block. Ids are int4: 2^31 xorb and file forms ever published.
+const char* const kV1Tables = R"sql(
+CREATE TABLE dedupd.host (
+  id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL UNIQUE,
+  last_contact timestamptz
+);
+-- The keys keyed shards store chunk hashes under. A key is live while a
+-- shard uses it; lookups hash each query under every live key.
+CREATE TABLE dedupd.chunk_key (
+  id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  key bytea NOT NULL UNIQUE CHECK (length(key) = 32),
+  shards integer NOT NULL DEFAULT 0
+);
+CREATE TABLE dedupd.xorb (
+  id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  hash bytea NOT NULL CHECK (length(hash) = 32),
+  key_id integer NOT NULL DEFAULT 0,  -- 0: chunk hashes stored raw
+  chunks integer NOT NULL,
+  refs integer NOT NULL,              -- fleet shards that list this form
+  cas_block bytea NOT NULL,
+  UNIQUE (hash, key_id)
+);
+ALTER TABLE dedupd.xorb ALTER COLUMN cas_block SET STORAGE EXTERNAL;
+CREATE TABLE dedupd.file (
+  id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  hash bytea NOT NULL UNIQUE CHECK (length(hash) = 32),
+  sha256 bytea,
+  refs integer NOT NULL,
+  block bytea NOT NULL
+);
+CREATE INDEX file_sha256 ON dedupd.file (sha256) WHERE sha256 IS NOT NULL;
+-- One row per fleet shard; what it contributed is listed here, per xorb and
+-- per file, not per chunk.
+CREATE TABLE dedupd.shard (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  hash bytea NOT NULL UNIQUE CHECK (length(hash) = 32),
+  key_id integer REFERENCES dedupd.chunk_key (id),
+  expiry bigint,  -- shard_key_expiry, unix seconds; NULL: never
+  published_at timestamptz NOT NULL DEFAULT now(),
+  chunks bigint NOT NULL,
+  xorb_ids integer[] NOT NULL,
+  file_ids integer[] NOT NULL
+);
+CREATE INDEX shard_expiry ON dedupd.shard (expiry) WHERE expiry IS NOT NULL;
+CREATE INDEX shard_xorbs ON dedupd.shard USING gin (xorb_ids);
+CREATE INDEX shard_files ON dedupd.shard USING gin (file_ids);
+CREATE TABLE dedupd.hold (
+  shard_id bigint NOT NULL REFERENCES dedupd.shard (id) ON DELETE CASCADE,
+  host_id integer NOT NULL REFERENCES dedupd.host (id) ON DELETE CASCADE,
+  since timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (shard_id, host_id)
+);
+CREATE INDEX hold_host ON dedupd.hold (host_id);
+CREATE TABLE dedupd.chunk (
+  prefix bigint NOT NULL,
+  xorb_id integer NOT NULL,
+  chunk_index integer NOT NULL
+) PARTITION BY RANGE (prefix);
+)sql";
+
+std::string v1() {
+  std::string sql = kV1Tables;
+  for (int i = 0; i < kChunkPartitions; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "dedupd.chunk_p%02d", i);
+    sql += "CREATE TABLE " + std::string(name) + " PARTITION OF dedupd.chunk FOR VALUES FROM (" + partition_lower(i) +
+           ") TO (" + partition_upper(i) + ");\n";
+  }
+  sql += "CREATE INDEX chunk_prefix ON dedupd.chunk (prefix);\n";
+  return sql;
+}
+
+}  // namespace
+
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> all = {v1()};
+  return all;
+}
+
+}  // namespace dedupd::fleet::schema

@@ -1,0 +1,355 @@
+// Reader: lookups bounded by a deadline, on a standby when there is one.
+// A batch goes out as ONE statement: each query's raw form and its form
+// under every live key, grouped by chunk-table partition (one "= ANY" array
+// per partition, so each partition probes only its own keys). The answer
+// carries the live key list too, so a key published since the last call is
+// noticed in the same round trip (and the block asked again for it).
+#include <algorithm>
+#include <unordered_map>
+
+#include "fleet/connection.hpp"
+#include "fleet/fleet.hpp"
+#include "fleet/host_name.hpp"
+#include "fleet/schema.hpp"
+#include "fleet/sql.hpp"
+
+namespace dedupd::fleet {
+namespace {
+
+using detail::Connection;
+using detail::Rows;
+using wire::Params;
+using Clock = std::chrono::steady_clock;
+
+std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
+
+const std::string& lookup_sql() {
+  static const std::string sql = [] {
+    std::string hit;
+    for (int i = 0; i < schema::kChunkPartitions; ++i) {
+      if (i) hit += " UNION ALL ";
+      hit += "SELECT prefix, xorb_id, chunk_index FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) +
+             "::int8[])";
+      if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
+      if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
+    }
+    return "WITH hit AS (" + hit +
+           "), "
+           "held AS (SELECT xorb_id, " +
+           sql::shards_of("xorb_id", "xorb_ids") +
+           " AS shards FROM (SELECT DISTINCT xorb_id FROM hit) xs) "
+           "SELECT hit.prefix, hit.chunk_index, x.hash, k.key, "
+           "substring(x.cas_block FROM 48 * (hit.chunk_index + 1) + 1 FOR 48), held.shards "
+           "FROM hit JOIN dedupd.xorb x ON x.id = hit.xorb_id LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
+           "LEFT JOIN held ON held.xorb_id = hit.xorb_id "
+           "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, "
+           "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
+           "WHERE shards > 0)";
+  }();
+  return sql;
+}
+
+// "hex=hostA,hostB hex2=" -> refs.
+Result<std::vector<FleetShardRef>> parse_shards(std::string_view s) {
+  std::vector<FleetShardRef> out;
+  while (!s.empty()) {
+    auto end = s.find(' ');
+    std::string_view item = s.substr(0, end);
+    s = end == std::string_view::npos ? std::string_view() : s.substr(end + 1);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) return make_error(kRuleProtocol, "shard list without '='");
+    auto h = Hash::parse_hex_bytes(item.substr(0, eq));
+    if (!h) return make_error(kRuleProtocol, "shard hash in a list: " + h.error().message);
+    FleetShardRef ref{*h, {}};
+    std::string_view hosts = item.substr(eq + 1);
+    while (!hosts.empty()) {
+      auto comma = hosts.find(',');
+      ref.holders.emplace_back(hosts.substr(0, comma));
+      hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
+    }
+    out.push_back(std::move(ref));
+  }
+  return out;
+}
+
+Result<std::vector<Key>> parse_keys(std::string_view s) {
+  std::vector<Key> keys;
+  while (!s.empty()) {
+    auto comma = s.find(',');
+    auto k = Hash::parse_hex_bytes(s.substr(0, comma));
+    if (!k) return make_error(kRuleProtocol, "live key list: " + k.error().message);
+    keys.push_back(*k);
+    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+  }
+  return keys;
+}
+
+// One form a query is asked in: which query, the stored hash expected, and
+// the key (zero = raw).
+struct Form {
+  std::uint32_t query;
+  Hash stored;
+  Key key;
+};
+
+}  // namespace
+
+Reader::Reader(ConnectOptions options) : options_(std::move(options)) {}
+Reader::~Reader() = default;
+
+std::unique_ptr<Reader> Reader::lazy(const ConnectOptions& options) {
+  return std::unique_ptr<Reader>(new Reader(options));
+}
+
+Result<std::unique_ptr<Reader>> Reader::connect(const ConnectOptions& options) {
+  std::unique_ptr<Reader> r(new Reader(options));
+  if (auto c = r->ensure_connected(Deadline::in(options.connect_timeout)); !c) return c.error();
+  return r;
+}
+
+void Reader::drop_connection() {
+  conn_.reset();
+  retry_at_ = Clock::now() + options_.retry_after;
+}
+
+Result<Ok> Reader::ensure_connected(Deadline deadline) {
+  if (conn_ && !conn_->broken()) return Ok{};
+  conn_.reset();
+  if (Clock::now() < retry_at_)
+    return make_error(kRuleUnavailable, "the fleet database failed recently; not asking again yet");
+  auto c = Connection::open_until(options_.url, detail::Role::prefer_standby, deadline.at);
+  if (!c) {
+    drop_connection();
+    return c.error();
+  }
+  conn_ = std::move(*c);
+  auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
+  if (!v) {
+    drop_connection();
+    return make_error(kRuleSchema, "no fleet schema: " + v.error().message);
+  }
+  std::uint32_t found = v->size() == 1 ? std::uint32_t(v->int4(0, 0)) : 0;
+  if (found != known_schema_version()) {
+    drop_connection();
+    if (found > known_schema_version())
+      return make_error(kRuleSchemaNewer, "the fleet database has schema version " + std::to_string(found) +
+                                              ", newer than version " + std::to_string(known_schema_version()) +
+                                              " that this dedupd knows: upgrade dedupd");
+    return make_error(kRuleSchema, "the fleet database has schema version " + std::to_string(found) +
+                                       " and this dedupd needs version " + std::to_string(known_schema_version()));
+  }
+  return refresh_keys(deadline);
+}
+
+Result<Ok> Reader::refresh_keys(Deadline deadline) {
+  auto r = conn_->exec_until(
+      "SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key WHERE shards > 0",
+      {}, deadline.at);
+  if (!r) {
+    if (r.error().rule != std::string(kRuleQuery)) drop_connection();
+    return r.error();
+  }
+  std::string digest(r->text(0, 0));
+  auto keys = parse_keys(digest);
+  if (!keys) return keys.error();
+  keys_ = std::move(*keys);
+  keys_digest_ = std::move(digest);
+  return Ok{};
+}
+
+Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline) {
+  out.clear();
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  for (int round = 0; round < 2; ++round) {
+    // Every form of every query, grouped by partition; forms by prefix.
+    std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
+    std::unordered_multimap<std::int64_t, Form> forms;
+    forms.reserve(raw_hashes.size() * (1 + keys_.size()));
+    auto add = [&](std::uint32_t q, const Hash& stored, const Key& key) {
+      std::int64_t p = wire::prefix_of(stored.data());
+      if (forms.count(p) == 0) by_partition[schema::partition_of(p)].push_back(p);
+      forms.emplace(p, Form{q, stored, key});
+    };
+    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
+      add(q, raw_hashes[q], Key{});
+      for (const Key& k : keys_) add(q, shard::keyed_chunk_hash(k, raw_hashes[q]), k);
+    }
+    Params params;
+    for (auto& p : by_partition) params.int8_array(p);
+    auto rows = conn_->exec_until(lookup_sql().c_str(), params, deadline.at);
+    if (!rows) {
+      if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
+      return rows.error();
+    }
+    // The live keys first: if they changed, this answer may miss forms.
+    int n = rows->size();
+    if (n == 0 || !rows->null(n - 1, 0)) return make_error(kRuleProtocol, "lookup answer without the key list");
+    std::string_view digest = rows->text(n - 1, 5);
+    if (digest != keys_digest_ && round == 0) {
+      auto keys = parse_keys(digest);
+      if (!keys) return keys.error();
+      keys_ = std::move(*keys);
+      keys_digest_ = std::string(digest);
+      continue;
+    }
+
+    struct Found {
+      std::uint32_t query;
+      ChunkLocation location;
+    };
+    std::vector<Found> found;
+    std::unordered_map<std::string, std::uint32_t> sets;
+    for (int r = 0; r + 1 < n; ++r) {
+      std::int64_t prefix = rows->int8(r, 0);
+      auto entry = rows->bytes(r, 4);
+      if (entry.size() != shard::kEntrySize) return make_error(kRuleProtocol, "chunk entry of the wrong size");
+      Key key = rows->null(r, 3) ? Key{} : Hash::from_bytes(rows->bytes(r, 3));
+      auto [lo, hi] = forms.equal_range(prefix);
+      for (auto it = lo; it != hi; ++it) {
+        const Form& f = it->second;
+        // The prefix only picks candidates: the full stored hash and the key decide.
+        if (f.key != key || std::memcmp(f.stored.data(), entry.data(), 32) != 0) continue;
+        shard::ChunkEntry e = shard::ChunkEntry::decode(entry.data());
+        ChunkLocation loc;
+        loc.xorb = Hash::from_bytes(rows->bytes(r, 2));
+        loc.chunk_index = std::uint32_t(rows->int4(r, 1));
+        loc.byte_start = e.byte_start;
+        loc.unpacked_bytes = e.unpacked_bytes;
+        loc.byte_end = e.byte_start + e.unpacked_bytes;
+        loc.flags = e.flags;
+        loc.keyed = !key.is_zero();
+        loc.key = key;
+        std::string shards_text = rows->null(r, 5) ? std::string() : std::string(rows->text(r, 5));
+        auto [set, inserted] = sets.emplace(shards_text, std::uint32_t(out.shard_sets.size()));
+        if (inserted) {
+          auto refs = parse_shards(shards_text);
+          if (!refs) return refs.error();
+          out.shard_sets.push_back(std::move(*refs));
+        }
+        loc.shard_set = set->second;
+        found.push_back({f.query, loc});
+      }
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+      if (a.query != b.query) return a.query < b.query;
+      if (a.location.xorb != b.location.xorb) return a.location.xorb < b.location.xorb;
+      return a.location.chunk_index < b.location.chunk_index;
+    });
+    out.first.assign(raw_hashes.size() + 1, 0);
+    out.locations.reserve(found.size());
+    std::size_t next = 0;
+    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
+      out.first[q] = std::uint32_t(out.locations.size());
+      while (next < found.size() && found[next].query == q) out.locations.push_back(found[next++].location);
+    }
+    out.first[raw_hashes.size()] = std::uint32_t(out.locations.size());
+    return Ok{};
+  }
+  return make_error(kRuleProtocol, "the live keys kept changing");
+}
+
+Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline deadline) {
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  auto rows = conn_->exec_until(("SELECT k.key, x.cas_block, " + sql::shards_of("x.id", "xorb_ids") +
+                                 " FROM dedupd.xorb x LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
+                                 "WHERE x.hash = $1 ORDER BY x.key_id")
+                                    .c_str(),
+                                Params().bytea(bytes_of(xorb_hash)), deadline.at);
+  if (!rows) {
+    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
+    return rows.error();
+  }
+  if (rows->size() == 0) return std::optional<XorbAnswer>();
+  XorbAnswer answer{xorb_hash, {}};
+  for (int r = 0; r < rows->size(); ++r) {
+    XorbForm form;
+    form.keyed = !rows->null(r, 0);
+    if (form.keyed) form.key = Hash::from_bytes(rows->bytes(r, 0));
+    auto block = rows->bytes(r, 1);
+    form.cas_block.assign(block.begin(), block.end());
+    if (!rows->null(r, 2)) {
+      auto refs = parse_shards(rows->text(r, 2));
+      if (!refs) return refs.error();
+      form.shards = std::move(*refs);
+    }
+    answer.forms.push_back(std::move(form));
+  }
+  return std::optional<XorbAnswer>(std::move(answer));
+}
+
+Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline deadline) {
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  auto rows = conn_->exec_until(
+      ("SELECT f.block, f.sha256, " + sql::shards_of("f.id", "file_ids") + " FROM dedupd.file f WHERE f.hash = $1")
+          .c_str(),
+      Params().bytea(bytes_of(file_hash)), deadline.at);
+  if (!rows) {
+    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
+    return rows.error();
+  }
+  if (rows->size() == 0) return std::optional<FileAnswer>();
+  FileAnswer answer;
+  answer.hash = file_hash;
+  auto block = rows->bytes(0, 0);
+  answer.block.assign(block.begin(), block.end());
+  if (!rows->null(0, 1)) answer.sha256 = Hash::from_bytes(rows->bytes(0, 1));
+  if (!rows->null(0, 2)) {
+    auto refs = parse_shards(rows->text(0, 2));
+    if (!refs) return refs.error();
+    answer.shards = std::move(*refs);
+  }
+  return std::optional<FileAnswer>(std::move(answer));
+}
+
+Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline deadline) {
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  auto rows = conn_->exec_until("SELECT hash FROM dedupd.file WHERE sha256 = $1 ORDER BY hash",
+                                Params().bytea(bytes_of(sha256)), deadline.at);
+  if (!rows) {
+    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
+    return rows.error();
+  }
+  std::vector<Hash> out;
+  for (int r = 0; r < rows->size(); ++r) out.push_back(Hash::from_bytes(rows->bytes(r, 0)));
+  return out;
+}
+
+Result<Status> Reader::status(Deadline deadline) {
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  auto totals = conn_->exec_until(
+      "SELECT (SELECT version FROM dedupd.schema_version), pg_is_in_recovery(), "
+      "(SELECT count(*) FROM dedupd.shard), (SELECT count(*) FROM dedupd.xorb), (SELECT count(*) FROM dedupd.file), "
+      "(SELECT coalesce(sum(chunks), 0)::int8 FROM dedupd.xorb), "
+      "(SELECT count(*) FROM dedupd.chunk_key WHERE shards > 0)",
+      {}, deadline.at);
+  if (!totals) {
+    if (totals.error().rule != std::string(kRuleQuery)) drop_connection();
+    return totals.error();
+  }
+  Status s;
+  s.schema_version = std::uint32_t(totals->int4(0, 0));
+  s.standby = totals->boolean(0, 1);
+  s.shards = std::uint64_t(totals->int8(0, 2));
+  s.xorbs = std::uint64_t(totals->int8(0, 3));
+  s.files = std::uint64_t(totals->int8(0, 4));
+  s.entries = std::uint64_t(totals->int8(0, 5));
+  s.live_keys = std::uint64_t(totals->int8(0, 6));
+  auto hosts = conn_->exec_until(
+      "SELECT h.name, extract(epoch FROM h.last_contact)::int8, "
+      "(SELECT count(*) FROM dedupd.hold d WHERE d.host_id = h.id) FROM dedupd.host h ORDER BY h.name",
+      {}, deadline.at);
+  if (!hosts) {
+    if (hosts.error().rule != std::string(kRuleQuery)) drop_connection();
+    return hosts.error();
+  }
+  for (int r = 0; r < hosts->size(); ++r) {
+    HostStatus h;
+    h.name = std::string(hosts->text(r, 0));
+    if (!hosts->null(r, 1)) h.last_contact = std::uint64_t(hosts->int8(r, 1));
+    h.holds = std::uint64_t(hosts->int8(r, 2));
+    s.hosts.push_back(std::move(h));
+  }
+  return s;
+}
+
+}  // namespace dedupd::fleet

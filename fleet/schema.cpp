@@ -1,0 +1,109 @@
+#include "fleet/schema.hpp"
+
+#include <cstdio>
+
+#include "fleet/migrations.hpp"
+
+namespace dedupd::fleet {
+
+std::uint32_t known_schema_version() { return std::uint32_t(schema::migrations().size()); }
+
+namespace schema {
+namespace {
+
+// Serializes migrations of concurrent hosts (the key is "dedupd" in ASCII).
+constexpr const char* kLock = "SELECT pg_advisory_xact_lock(110386607761508)";
+
+Error newer(std::uint32_t found) {
+  return make_error(kRuleSchemaNewer, "the fleet database has schema version " + std::to_string(found) +
+                                          ", newer than version " + std::to_string(known_schema_version()) +
+                                          " that this dedupd knows: upgrade dedupd");
+}
+
+Error older(std::uint32_t found, const std::string& why) {
+  return make_error(kRuleSchema, "the fleet database has schema version " + std::to_string(found) +
+                                     " and this dedupd needs version " + std::to_string(known_schema_version()) +
+                                     (why.empty() ? "" : ": " + why) +
+                                     "; run `dedupd --fleet-migrate` as a role that may create tables");
+}
+
+}  // namespace
+
+std::string partition_lower(int i) {
+  if (i == 0) return "MINVALUE";
+  return std::to_string(std::int64_t((std::uint64_t(i) << 60) ^ (1ull << 63)));
+}
+
+std::string partition_upper(int i) {
+  if (i == kChunkPartitions - 1) return "MAXVALUE";
+  return partition_lower(i + 1);
+}
+
+Result<std::uint32_t> read_version(detail::Connection& c) {
+  auto exists = c.exec("SELECT to_regclass('dedupd.schema_version') IS NOT NULL");
+  if (!exists) return exists.error();
+  if (!exists->boolean(0, 0)) return std::uint32_t(0);
+  auto v = c.exec("SELECT version FROM dedupd.schema_version");
+  if (!v) return v.error();
+  if (v->size() != 1) return make_error(kRuleSchema, "dedupd.schema_version does not hold exactly one row");
+  return std::uint32_t(v->int4(0, 0));
+}
+
+Result<MigrateOutcome> migrate(detail::Connection& c) {
+  auto run = [&]() -> Result<MigrateOutcome> {
+    if (auto r = c.exec(kLock); !r) return r.error();
+    auto found = read_version(c);
+    if (!found) return found.error();
+    MigrateOutcome out{*found, *found};
+    const auto& steps = migrations();
+    if (*found > steps.size()) return newer(*found);
+    if (*found == steps.size()) return out;
+    if (*found == 0) {
+      auto made = c.exec_script(
+          "CREATE SCHEMA IF NOT EXISTS dedupd;"
+          "CREATE TABLE dedupd.schema_version ("
+          "  single boolean PRIMARY KEY DEFAULT true CHECK (single),"
+          "  version integer NOT NULL,"
+          "  upgraded_at timestamptz NOT NULL DEFAULT now());"
+          "INSERT INTO dedupd.schema_version (version) VALUES (0);");
+      if (!made) return made.error();
+    }
+    for (std::size_t v = *found; v < steps.size(); ++v) {
+      auto step = c.exec_script(steps[v].c_str());
+      if (!step) {
+        Error e = step.error();
+        e.message = "migration to version " + std::to_string(v + 1) + ": " + e.message;
+        return e;
+      }
+    }
+    auto mark = c.exec("UPDATE dedupd.schema_version SET version = $1, upgraded_at = now()",
+                       wire::Params().int4(std::int32_t(steps.size())));
+    if (!mark) return mark.error();
+    out.to = std::uint32_t(steps.size());
+    return out;
+  };
+  if (auto b = c.exec("BEGIN"); !b) return b.error();
+  auto out = run();
+  if (!out) {
+    std::string state = c.last_sqlstate();
+    (void)c.exec("ROLLBACK");
+    if (state == "42501") {  // insufficient_privilege
+      auto found = read_version(c);
+      return older(found ? *found : 0, out.error().message);
+    }
+    return out.error();
+  }
+  if (auto e = c.exec("COMMIT"); !e) return e.error();
+  return out;
+}
+
+Result<Ok> require_current(detail::Connection& c) {
+  auto found = read_version(c);
+  if (!found) return found.error();
+  if (*found > known_schema_version()) return newer(*found);
+  if (*found < known_schema_version()) return older(*found, "");
+  return Ok{};
+}
+
+}  // namespace schema
+}  // namespace dedupd::fleet

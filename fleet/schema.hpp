@@ -1,0 +1,31 @@
+// The fleet schema: versioned migrations kept here, applied in order inside
+// one transaction under an advisory lock, recorded in dedupd.schema_version.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fleet/connection.hpp"
+#include "fleet/fleet.hpp"
+
+namespace dedupd::fleet::schema {
+
+// The chunk table is range-partitioned on its 8-byte hash prefix into this
+// many equal ranges (the top 4 bits). The prefix is uniform (a hash), so the
+// ranges are even; the client routes each key to its range (partition_of),
+// so a lookup gives each partition only its own keys, as a sharded
+// PostgreSQL routes by distribution column. See docs/FLEET.md.
+inline constexpr int kChunkPartitions = 16;
+inline int partition_of(std::int64_t prefix) { return int((std::uint64_t(prefix) ^ (1ull << 63)) >> 60); }
+// Inclusive lower bound of partition i as SQL text ("MINVALUE" for 0).
+std::string partition_lower(int i);
+std::string partition_upper(int i);
+
+// Version 0 = no schema.
+Result<std::uint32_t> read_version(detail::Connection& c);
+// Creates or upgrades; refuses a newer schema naming both versions.
+Result<MigrateOutcome> migrate(detail::Connection& c);
+// For a role that only uses the schema: fleet.schema unless it is current.
+Result<Ok> require_current(detail::Connection& c);
+
+}  // namespace dedupd::fleet::schema

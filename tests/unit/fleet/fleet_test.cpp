@@ -1,0 +1,504 @@
+// The fleet library against a real PostgreSQL (the ctest fixture fleet_pg,
+// or a private cluster for tests that stop or promote servers). Each test
+// works in a database of its own.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "fleet/fleet.hpp"
+#include "tests/unit/fleet/pg_support.hpp"
+#include "tests/unit/index/gen.hpp"
+
+namespace dedupd::fleet {
+namespace {
+
+using index::gen::GenXorb;
+using index::gen::OwnedShard;
+using index::gen::ShardSpec;
+using test::Admin;
+using test::Cluster;
+
+constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
+
+ConnectOptions options(const std::string& url, const std::string& host) {
+  ConnectOptions o;
+  o.url = url;
+  o.host_name = host;
+  o.retry_after = std::chrono::milliseconds(0);
+  return o;
+}
+
+std::unique_ptr<Writer> writer(const std::string& url, const std::string& host) {
+  auto w = Writer::connect(options(url, host));
+  EXPECT_TRUE(w) << (w ? "" : w.error().to_string());
+  return w ? std::move(*w) : nullptr;
+}
+
+std::unique_ptr<Reader> reader(const std::string& url) {
+  auto r = Reader::connect(options(url, "reader"));
+  EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+  return r ? std::move(*r) : nullptr;
+}
+
+OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, Key key = {},
+                      std::optional<std::uint64_t> expiry = {}, std::vector<shard::FileRecord> files = {}) {
+  ShardSpec spec;
+  spec.xorbs = std::move(xorbs);
+  spec.created = created;
+  spec.key = key;
+  spec.expiry = expiry;
+  spec.files = std::move(files);
+  return index::gen::own(index::gen::build_shard(spec));
+}
+
+PublishOutcome publish(Writer& w, const OwnedShard& s) {
+  auto r = w.publish(*s.view, s.hash);
+  EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+  return r ? *r : PublishOutcome{};
+}
+
+ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes) {
+  ChunkAnswers out;
+  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline));
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
+  return out;
+}
+
+// Holder names of every shard listing the location, "shard:host,host;...".
+std::vector<std::string> holders(const ChunkAnswers& a, const ChunkLocation& l) {
+  std::vector<std::string> out;
+  for (const auto& s : a.shards(l)) {
+    std::string names;
+    for (const auto& h : s.holders) names += (names.empty() ? "" : ",") + h;
+    out.push_back(names);
+  }
+  return out;
+}
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = Cluster::shared().new_database();
+    url_ = Cluster::shared().primary_url(db_);
+  }
+  std::string db_, url_;
+};
+
+TEST_F(FleetTest, MigrateCreatesThenIsANoOpAndANewerSchemaIsRefused) {
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  auto v = w->schema_version();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, known_schema_version());
+  auto again = w->migrate();
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_FALSE(again->changed());
+  EXPECT_EQ(again->to, known_schema_version());
+
+  Admin admin(url_);
+  admin.one("UPDATE dedupd.schema_version SET version = " + std::to_string(known_schema_version() + 1));
+  auto refused = Writer::connect(options(url_, "b"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().rule, kRuleSchemaNewer);
+  EXPECT_NE(refused.error().message.find(std::to_string(known_schema_version() + 1)), std::string::npos);
+  EXPECT_NE(refused.error().message.find(std::to_string(known_schema_version())), std::string::npos);
+  auto refused_reader = Reader::connect(options(url_, "r"));
+  ASSERT_FALSE(refused_reader);
+  EXPECT_EQ(refused_reader.error().rule, kRuleSchemaNewer);
+}
+
+TEST_F(FleetTest, FreshMigrationReportsFromZero) {
+  auto w = Writer::connect(options(url_, "a"));
+  ASSERT_TRUE(w);
+  Admin admin(url_);
+  admin.one("DROP SCHEMA dedupd CASCADE");
+  auto m = (*w)->migrate();
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 0u);
+  EXPECT_EQ(m->to, known_schema_version());
+  EXPECT_EQ(admin.one("SELECT count(*) FROM pg_inherits WHERE inhparent = 'dedupd.chunk'::regclass"), "16");
+}
+
+TEST_F(FleetTest, ARoleThatMayNotCreateTheSchemaIsToldBothVersions) {
+  Admin admin(url_);
+  admin.try_exec("CREATE ROLE fleet_plain LOGIN");
+  auto w = Writer::connect(options(url_ + " user=fleet_plain", "a"));
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().rule, kRuleSchema) << w.error().to_string();
+  EXPECT_NE(w.error().message.find("version 0"), std::string::npos) << w.error().message;
+  EXPECT_NE(w.error().message.find("version " + std::to_string(known_schema_version())), std::string::npos);
+}
+
+TEST_F(FleetTest, BadHostNameIsRefused) {
+  auto w = Writer::connect(options(url_, "a b"));
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().rule, kRuleArgument);
+}
+
+TEST_F(FleetTest, PublishIsIdempotentAndLookupsFindEveryChunk) {
+  auto w = writer(url_, "host-a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb x1 = index::gen::gen_xorb(1, 50), x2 = index::gen::gen_xorb(2, 7);
+  auto s = make_shard({&x1, &x2}, 1);
+  auto first = publish(*w, s);
+  EXPECT_EQ(first.result, PublishResult::added);
+  EXPECT_EQ(first.new_xorbs, 2u);
+  EXPECT_EQ(first.new_chunk_entries, 57u);
+  auto second = publish(*w, s);
+  EXPECT_EQ(second.result, PublishResult::already_held);
+  EXPECT_EQ(second.new_chunk_entries, 0u);
+
+  std::vector<Hash> q = {x1.raw[0], x1.raw[49], x2.raw[3], index::gen::hash_of_seed(999999)};
+  auto a = lookup(*r, q);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(a.of(0).size(), 1u);
+  EXPECT_EQ(a.of(0)[0].xorb, x1.hash);
+  EXPECT_EQ(a.of(0)[0].chunk_index, 0u);
+  EXPECT_EQ(a.of(0)[0].byte_start, 0u);
+  EXPECT_EQ(a.of(0)[0].byte_end, x1.sizes[0]);
+  EXPECT_FALSE(a.of(0)[0].keyed);
+  ASSERT_EQ(a.of(1).size(), 1u);
+  EXPECT_EQ(a.of(1)[0].chunk_index, 49u);
+  EXPECT_EQ(a.of(1)[0].byte_start, x1.byte_start(49));
+  ASSERT_EQ(a.of(2).size(), 1u);
+  EXPECT_EQ(a.of(2)[0].xorb, x2.hash);
+  EXPECT_EQ(a.of(3).size(), 0u);
+  ASSERT_EQ(a.shards(a.of(0)[0]).size(), 1u);
+  EXPECT_EQ(a.shards(a.of(0)[0])[0].shard, s.hash);
+  EXPECT_EQ(holders(a, a.of(0)[0]), std::vector<std::string>{"host-a"});
+
+  auto st = r->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st) << st.error().to_string();
+  EXPECT_EQ(st->shards, 1u);
+  EXPECT_EQ(st->entries, 57u);
+  EXPECT_EQ(st->xorbs, 2u);
+  EXPECT_FALSE(st->standby);
+  ASSERT_EQ(st->hosts.size(), 1u);
+  EXPECT_EQ(st->hosts[0].name, "host-a");
+  EXPECT_EQ(st->hosts[0].holds, 1u);
+  EXPECT_TRUE(st->hosts[0].last_contact.has_value());
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "57");
+}
+
+TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
+  auto a = writer(url_, "a");
+  auto b = writer(url_, "b");
+  auto r = reader(url_);
+  ASSERT_TRUE(a && b && r);
+  GenXorb x = index::gen::gen_xorb(3, 10);
+  auto s = make_shard({&x}, 1);
+  EXPECT_EQ(publish(*a, s).result, PublishResult::added);
+  auto second = publish(*b, s);
+  EXPECT_EQ(second.result, PublishResult::new_holder);
+  EXPECT_EQ(second.new_chunk_entries, 0u);
+  std::vector<Hash> q = {x.raw[5]};
+  auto ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"a,b"});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "1");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "10");
+
+  // A lets go: B still holds it.
+  auto dropped = a->drop_hold(s.hash);
+  ASSERT_TRUE(dropped);
+  EXPECT_TRUE(*dropped);
+  ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"b"});
+  // Twice is harmless.
+  dropped = a->drop_hold(s.hash);
+  ASSERT_TRUE(dropped);
+  EXPECT_FALSE(*dropped);
+  // The last holder's drop takes the entries out.
+  dropped = b->drop_hold(s.hash);
+  ASSERT_TRUE(dropped);
+  EXPECT_TRUE(*dropped);
+  ans = lookup(*r, q);
+  EXPECT_EQ(ans.of(0).size(), 0u);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+TEST_F(FleetTest, EntriesSharedByShardsStayWhileOneHoldsThem) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb shared = index::gen::gen_xorb(4, 20), only1 = index::gen::gen_xorb(5, 3);
+  auto s1 = make_shard({&shared, &only1}, 1);
+  auto s2 = make_shard({&shared}, 2);
+  publish(*w, s1);
+  auto second = publish(*w, s2);
+  EXPECT_EQ(second.result, PublishResult::added);
+  EXPECT_EQ(second.new_xorbs, 0u);
+  std::vector<Hash> q = {shared.raw[0], only1.raw[0]};
+  auto a = lookup(*r, q);
+  ASSERT_EQ(a.of(0).size(), 1u);
+  EXPECT_EQ(a.shards(a.of(0)[0]).size(), 2u);
+
+  ASSERT_TRUE(w->drop_hold(s1.hash));
+  a = lookup(*r, q);
+  ASSERT_EQ(a.of(0).size(), 1u);
+  EXPECT_EQ(a.shards(a.of(0)[0]).size(), 1u);
+  EXPECT_EQ(a.shards(a.of(0)[0])[0].shard, s2.hash);
+  EXPECT_EQ(a.of(1).size(), 0u);
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "20");
+  ASSERT_TRUE(w->drop_hold(s2.hash));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+}
+
+TEST_F(FleetTest, ExpiryTakesOutShardsPastTheirKeyExpiryOnce) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb x1 = index::gen::gen_xorb(6, 4), x2 = index::gen::gen_xorb(7, 4);
+  Key key = index::gen::hash_of_seed(77);
+  auto expiring = make_shard({&x1}, 1, key, 1000);
+  auto forever = make_shard({&x2}, 2);
+  publish(*w, expiring);
+  publish(*w, forever);
+  auto n = w->expire(999);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 0u);
+  std::vector<Hash> q = {x1.raw[1], x2.raw[1]};
+  auto a = lookup(*r, q);
+  EXPECT_EQ(a.of(0).size(), 1u);
+  n = w->expire(1000);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 1u);
+  n = w->expire(1000);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 0u);
+  a = lookup(*r, q);
+  EXPECT_EQ(a.of(0).size(), 0u);
+  EXPECT_EQ(a.of(1).size(), 1u);
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk_key WHERE shards > 0"), "0");
+}
+
+TEST_F(FleetTest, ForgetHostDropsItsHoldsAndWhatOnlyItHeld) {
+  auto a = writer(url_, "a");
+  auto b = writer(url_, "b");
+  auto r = reader(url_);
+  ASSERT_TRUE(a && b && r);
+  GenXorb x1 = index::gen::gen_xorb(8, 5), x2 = index::gen::gen_xorb(9, 5);
+  auto alone = make_shard({&x1}, 1);
+  auto both = make_shard({&x2}, 2);
+  publish(*a, alone);
+  publish(*a, both);
+  publish(*b, both);
+  auto f = b->forget_host("a");
+  ASSERT_TRUE(f) << f.error().to_string();
+  EXPECT_TRUE(*f);
+  std::vector<Hash> q = {x1.raw[0], x2.raw[0]};
+  auto ans = lookup(*r, q);
+  EXPECT_EQ(ans.of(0).size(), 0u);
+  ASSERT_EQ(ans.of(1).size(), 1u);
+  EXPECT_EQ(holders(ans, ans.of(1)[0]), std::vector<std::string>{"b"});
+  f = b->forget_host("a");
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(*f);
+  auto st = r->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->hosts.size(), 1u);
+  EXPECT_EQ(st->hosts[0].name, "b");
+}
+
+TEST_F(FleetTest, KeyedShardsAreFoundByRawHashUnderEachLiveKey) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb raw = index::gen::gen_xorb(10, 6), k1x = index::gen::gen_xorb(11, 6), k2x = index::gen::gen_xorb(12, 6);
+  Key k1 = index::gen::hash_of_seed(1001), k2 = index::gen::hash_of_seed(1002);
+  publish(*w, make_shard({&raw}, 1));
+  // The reader knows no key yet: the answer's key list makes it ask again.
+  std::vector<Hash> q = {raw.raw[0], k1x.raw[2], k2x.raw[3]};
+  auto before = lookup(*r, q);
+  EXPECT_EQ(before.of(1).size(), 0u);
+  publish(*w, make_shard({&k1x}, 2, k1, 5000));
+  publish(*w, make_shard({&k2x}, 3, k2, 5000));
+  auto a = lookup(*r, q);
+  ASSERT_EQ(a.of(0).size(), 1u);
+  EXPECT_FALSE(a.of(0)[0].keyed);
+  ASSERT_EQ(a.of(1).size(), 1u);
+  EXPECT_TRUE(a.of(1)[0].keyed);
+  EXPECT_EQ(a.of(1)[0].key, k1);
+  EXPECT_EQ(a.of(1)[0].xorb, k1x.hash);
+  EXPECT_EQ(a.of(1)[0].chunk_index, 2u);
+  ASSERT_EQ(a.of(2).size(), 1u);
+  EXPECT_EQ(a.of(2)[0].key, k2);
+  // The same xorb stored raw and keyed is two forms.
+  publish(*w, make_shard({&k1x}, 4));
+  auto xa = r->xorb(k1x.hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(xa);
+  ASSERT_TRUE(xa->has_value());
+  EXPECT_EQ((*xa)->forms.size(), 2u);
+  std::vector<Hash> q1 = {k1x.raw[2]};
+  EXPECT_EQ(lookup(*r, q1).of(0).size(), 2u);
+}
+
+TEST_F(FleetTest, XorbFileAndSha256Answers) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb x = index::gen::gen_xorb(13, 8);
+  auto file = index::gen::gen_file(13, x, 0, 8, true, true);
+  auto s = make_shard({&x}, 1, {}, {}, {file});
+  auto out = publish(*w, s);
+  EXPECT_EQ(out.new_files, 1u);
+  auto xa = r->xorb(x.hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(xa) << xa.error().to_string();
+  ASSERT_TRUE(xa->has_value());
+  ASSERT_EQ((*xa)->forms.size(), 1u);
+  const auto& form = (*xa)->forms[0];
+  EXPECT_FALSE(form.keyed);
+  EXPECT_EQ(form.cas_block.size(), 48u * 9);
+  shard::XorbBlock block(form.cas_block.data(), 0);
+  EXPECT_EQ(block.hash(), x.hash);
+  EXPECT_EQ(block.chunk(7).chunk_hash, x.raw[7]);
+  ASSERT_EQ(form.shards.size(), 1u);
+  EXPECT_EQ(form.shards[0].holders, std::vector<std::string>{"a"});
+
+  auto fa = r->file(file.header.file_hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(fa) << fa.error().to_string();
+  ASSERT_TRUE(fa->has_value());
+  shard::FileBlock fb((*fa)->block.data(), 0);
+  EXPECT_EQ(fb.hash(), file.header.file_hash);
+  EXPECT_EQ(fb.num_terms(), 1u);
+  EXPECT_EQ(fb.term(0).xorb_hash, x.hash);
+  ASSERT_TRUE((*fa)->sha256.has_value());
+  EXPECT_EQ(*(*fa)->sha256, file.metadata_ext->hash);
+  auto by_sha = r->files_with_sha256(file.metadata_ext->hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(by_sha);
+  EXPECT_EQ(*by_sha, std::vector<Hash>{file.header.file_hash});
+
+  auto none = r->xorb(index::gen::hash_of_seed(5), Deadline::in(kDeadline));
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(w->drop_hold(s.hash));
+  auto gone = r->file(file.header.file_hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(gone->has_value());
+}
+
+TEST_F(FleetTest, ALookupBlockedOnTheServerReturnsTimeout) {
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(14, 3);
+  publish(*w, make_shard({&x}, 1));
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  // Another session holds a lock the lookup needs: the server is slow.
+  Admin locker(url_);
+  locker.one("BEGIN");
+  locker.one("LOCK TABLE dedupd.xorb IN ACCESS EXCLUSIVE MODE");
+  std::vector<Hash> q = {x.raw[0]};
+  ChunkAnswers out;
+  auto res = r->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(200)));
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.error().rule, kRuleTimeout);
+  locker.one("ROLLBACK");
+  // The next call connects again and answers.
+  auto a = lookup(*r, q);
+  EXPECT_EQ(a.of(0).size(), 1u);
+}
+
+TEST_F(FleetTest, ReadsOnTheHotStandby) {
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(15, 9);
+  publish(*w, make_shard({&x}, 1));
+  Cluster::shared().wait_standby_caught_up();
+  auto r = reader(Cluster::shared().standby_url(db_));
+  ASSERT_TRUE(r);
+  auto st = r->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st) << st.error().to_string();
+  EXPECT_TRUE(st->standby);
+  EXPECT_EQ(st->entries, 9u);
+  std::vector<Hash> q = {x.raw[8]};
+  auto a = lookup(*r, q);
+  ASSERT_EQ(a.of(0).size(), 1u);
+  EXPECT_EQ(holders(a, a.of(0)[0]), std::vector<std::string>{"a"});
+  // With both hosts listed, reads prefer the standby.
+  auto both = reader(Cluster::shared().both_url(db_));
+  ASSERT_TRUE(both);
+  st = both->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st);
+  EXPECT_TRUE(st->standby);
+}
+
+// Tests that stop or promote servers run on a cluster of their own.
+TEST(FleetOutage, AStoppedServerCostsAtMostTheDeadline) {
+  Cluster own = Cluster::start_own();
+  std::string url = own.primary_url("postgres");
+  auto w = writer(url, "a");
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(16, 3);
+  publish(*w, make_shard({&x}, 1));
+  auto r = reader(url);
+  ASSERT_TRUE(r);
+  auto pids = own.primary_pids();
+  ASSERT_GE(pids.size(), 2u);
+  for (int pid : pids) ::kill(pid, SIGSTOP);
+  std::vector<Hash> q = {x.raw[0]};
+  ChunkAnswers out;
+  auto res = r->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(100)));
+  // A new connection to the stopped server is bounded the same way.
+  auto fresh = Reader::lazy(options(url, "r2"));
+  auto res2 = fresh->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(100)));
+  for (int pid : pids) ::kill(pid, SIGCONT);
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.error().rule, kRuleTimeout);
+  ASSERT_FALSE(res2);
+  EXPECT_EQ(res2.error().rule, kRuleTimeout);
+  // With a retry pause, the next call answers unavailable without waiting.
+  auto o = options(url, "r3");
+  o.retry_after = std::chrono::hours(1);
+  auto paused = Reader::lazy(o);
+  for (int pid : pids) ::kill(pid, SIGSTOP);
+  auto first = paused->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(50)));
+  auto second = paused->lookup_chunks(q, out, Deadline::in(std::chrono::hours(1)));
+  for (int pid : pids) ::kill(pid, SIGCONT);
+  ASSERT_FALSE(first);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().rule, kRuleUnavailable);
+  // Continued: answers again.
+  EXPECT_EQ(lookup(*r, q).of(0).size(), 1u);
+}
+
+TEST(FleetFailover, PublishingContinuesOnThePromotedStandby) {
+  Cluster own = Cluster::start_own();
+  own.add_standby();
+  std::string url = own.both_url("postgres");
+  auto w = writer(url, "a");
+  ASSERT_TRUE(w);
+  GenXorb x1 = index::gen::gen_xorb(17, 5), x2 = index::gen::gen_xorb(18, 5);
+  auto s1 = make_shard({&x1}, 1);
+  auto s2 = make_shard({&x2}, 2);
+  publish(*w, s1);
+  own.wait_standby_caught_up();
+  own.stop_primary();
+  own.promote();
+  // The first call finds its connection gone; the publisher's retry (same
+  // shard, idempotent) reaches the new primary.
+  auto p = w->publish(*s2.view, s2.hash);
+  if (!p) p = w->publish(*s2.view, s2.hash);
+  ASSERT_TRUE(p) << p.error().to_string();
+  EXPECT_EQ(p->result, PublishResult::added);
+  auto r = reader(own.standby_url("postgres"));
+  ASSERT_TRUE(r);
+  std::vector<Hash> q = {x1.raw[0], x2.raw[0]};
+  auto a = lookup(*r, q);
+  EXPECT_EQ(a.of(0).size(), 1u);
+  EXPECT_EQ(a.of(1).size(), 1u);
+  auto st = r->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st);
+  EXPECT_FALSE(st->standby);
+  EXPECT_EQ(st->shards, 2u);
+}
+
+}  // namespace
+}  // namespace dedupd::fleet

@@ -1,0 +1,139 @@
+#include "tests/unit/fleet/pg_support.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace dedupd::fleet::test {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string out = s.str();
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+void run_script(const std::string& cmd, const std::string& pointer) {
+  std::string line = std::string(DEDUPD_PG_CLUSTER) + " " + cmd + " '" + pointer + "'";
+  if (std::system(line.c_str()) != 0) {
+    ADD_FAILURE() << "failed: " << line;
+    std::abort();
+  }
+}
+
+std::string url_for(const std::string& dir, const std::string& port_file, const std::string& db) {
+  return "host=" + dir + "/sock port=" + read_file(dir + "/" + port_file) + " dbname=" + db + " user=fleet_admin";
+}
+
+}  // namespace
+
+Cluster::Cluster(std::string pointer, bool own) : pointer_(std::move(pointer)), dir_(read_file(pointer_)), own_(own) {}
+
+Cluster::Cluster(Cluster&& o) noexcept : pointer_(std::move(o.pointer_)), dir_(std::move(o.dir_)), own_(o.own_) {
+  o.own_ = false;
+}
+
+Cluster::~Cluster() {
+  if (own_) {
+    std::string line = std::string(DEDUPD_PG_CLUSTER) + " stop '" + pointer_ + "'";
+    if (std::system(line.c_str()) != 0) ADD_FAILURE() << "failed: " << line;
+  }
+}
+
+Cluster& Cluster::shared() {
+  const char* pointer = std::getenv("DEDUPD_FLEET_PG");
+  if (!pointer) {
+    ADD_FAILURE() << "DEDUPD_FLEET_PG is not set: run the fleet tests through ctest (fixture fleet_pg)";
+    std::abort();
+  }
+  static Cluster c(pointer, false);
+  return c;
+}
+
+Cluster Cluster::start_own() {
+  char tmpl[] = "/tmp/dedupd-fleet-pointer-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) std::abort();
+  ::close(fd);
+  run_script("start", tmpl);
+  return Cluster(tmpl, true);
+}
+
+void Cluster::add_standby() { run_script("standby", pointer_); }
+void Cluster::promote() { run_script("promote", pointer_); }
+void Cluster::stop_primary() { run_script("stop-primary", pointer_); }
+
+std::string Cluster::primary_url(const std::string& db) const { return url_for(dir_, "primary.port", db); }
+std::string Cluster::standby_url(const std::string& db) const { return url_for(dir_, "standby.port", db); }
+std::string Cluster::both_url(const std::string& db) const {
+  return "host=" + dir_ + "/sock," + dir_ + "/sock port=" + read_file(dir_ + "/primary.port") + "," +
+         read_file(dir_ + "/standby.port") + " dbname=" + db + " user=fleet_admin";
+}
+
+std::string Cluster::new_database() const {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = "t_" + std::string(info->test_suite_name()) + "_" + info->name();
+  for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? char(std::tolower(ch)) : '_';
+  Admin admin(primary_url("postgres"));
+  admin.try_exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+  EXPECT_EQ(admin.try_exec("CREATE DATABASE " + name), "");
+  return name;
+}
+
+void Cluster::wait_standby_caught_up() const {
+  Admin primary(primary_url("postgres"));
+  std::string lsn = primary.one("SELECT pg_current_wal_lsn()");
+  Admin standby(standby_url("postgres"));
+  // Replay progress decides; the bound only stops a broken standby hanging the test.
+  for (int i = 0; i < 6000; ++i) {
+    if (standby.one("SELECT pg_last_wal_replay_lsn() >= '" + lsn + "'::pg_lsn") == "t") return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "the standby did not replay " << lsn;
+}
+
+std::vector<int> Cluster::primary_pids() const {
+  std::vector<int> pids;
+  int postmaster = std::atoi(read_file(dir_ + "/primary/postmaster.pid").c_str());
+  if (postmaster <= 0) return pids;
+  pids.push_back(postmaster);
+  std::string children =
+      read_file("/proc/" + std::to_string(postmaster) + "/task/" + std::to_string(postmaster) + "/children");
+  std::istringstream in(children);
+  for (int pid; in >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+Admin::Admin(const std::string& url) : c_(PQconnectdb(url.c_str())) {
+  if (PQstatus(c_) != CONNECTION_OK) ADD_FAILURE() << "admin connection: " << PQerrorMessage(c_);
+}
+Admin::~Admin() { PQfinish(c_); }
+
+std::string Admin::one(const std::string& sql) {
+  PGresult* r = PQexec(c_, sql.c_str());
+  std::string out;
+  auto st = PQresultStatus(r);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) ADD_FAILURE() << sql << ": " << PQresultErrorMessage(r);
+  else if (st == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) out = PQgetvalue(r, 0, 0);
+  PQclear(r);
+  return out;
+}
+
+std::string Admin::try_exec(const std::string& sql) {
+  PGresult* r = PQexec(c_, sql.c_str());
+  auto st = PQresultStatus(r);
+  std::string out = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? "" : PQresultErrorMessage(r);
+  PQclear(r);
+  return out;
+}
+
+}  // namespace dedupd::fleet::test
