@@ -7,6 +7,7 @@
 
 #include "cli/bundle_verbs.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/fleet_verbs.hpp"
 #include "cli/snapshot_verbs.hpp"
 #include "cli/verbs.hpp"
 
@@ -38,6 +39,7 @@ int run(const std::vector<std::string>& args, Io& io) {
   add_admin_verbs(app, action);
   add_bundle_verbs(app, action);
   add_snapshot_verbs(app, action);
+  add_fleet_verbs(app, action);
 
   // CLI11 wants argv; keep the strings alive in `args`.
   std::vector<const char*> argv{"dedupctl"};

@@ -16,6 +16,7 @@
 #include "api/routes.hpp"
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
+#include "cli/fleet_verbs.hpp"
 #include "cli/output.hpp"
 #include "cli/verbs.hpp"
 #include "shard/keys.hpp"
@@ -35,6 +36,7 @@ std::string route(std::string_view prefix, std::string_view arg = {}) { return s
 
 void check_shard_ref(const json& s, std::string_view what) {
   need_hash(s, "shard", what);
+  if (is_fleet_ref(s)) return (void)need_array(s, "holders", what);
   need_time(s, "expiry", what);
   if (!need(s, "keyed", what).is_boolean())
     throw CliError(kProtocol, std::string(what) + ": \"keyed\" is not a boolean");
@@ -86,7 +88,7 @@ void check_stats(const json& s, std::string_view what) {
 std::optional<std::uint64_t> lives_until(const json& loc) {
   std::optional<std::uint64_t> latest = 0;
   for (const auto& s : loc["shards"]) {
-    if (s["expiry"].is_null()) return std::nullopt;
+    if (is_fleet_ref(s) || s["expiry"].is_null()) return std::nullopt;
     latest = std::max(*latest, s["expiry"].get<std::uint64_t>());
   }
   return latest;
@@ -117,6 +119,10 @@ void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
       chunk += ", eligible for global dedup";
     f.add("Chunk", chunk);
     for (const auto& sh : loc["shards"]) {
+      if (is_fleet_ref(sh)) {
+        f.add("Shard", fleet_ref_text(sh), Color::none);
+        continue;
+      }
       std::optional<std::uint64_t> exp;
       if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
       const bool expired = exp && *exp <= now;
@@ -158,7 +164,7 @@ void print_results_table(Context& ctx, const json& results, std::uint64_t found,
 
 // ---- verbs ------------------------------------------------------------
 
-int query(Context& ctx, const std::vector<std::string>& args) {
+int query(Context& ctx, const std::vector<std::string>& args, bool local_only) {
   auto [hashes, from_stdin] = chunk_hash_args(ctx, args);
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::uint64_t now = now_s();
@@ -169,7 +175,8 @@ int query(Context& ctx, const std::vector<std::string>& args) {
     const std::string& h = hashes[0];
     const std::string what = "query " + h;
     bool not_found = false;
-    json doc = call(client, "GET", route(api::kChunk, h), what, &not_found);
+    json doc = call(client, "GET", route(api::kChunk, h) + local_only_query(local_only), what, &not_found);
+    warn_if_fleet_unavailable(ctx, doc);
     if (not_found) {
       doc = {{"hash", h}, {"found", false}, {"locations", json::array()}};
     } else {
@@ -197,7 +204,8 @@ int query(Context& ctx, const std::vector<std::string>& args) {
     }
     body += "]}";
     const std::string what = "query (batch of " + std::to_string(n) + ")";
-    json doc = call(client, "POST", std::string(api::kChunkBatch), what, nullptr, body);
+    json doc = call(client, "POST", std::string(api::kChunkBatch) + local_only_query(local_only), what, nullptr, body);
+    warn_if_fleet_unavailable(ctx, doc);
     need_array(doc, "results", what);
     json& batch = doc["results"];
     if (batch.size() != n)
@@ -224,6 +232,7 @@ int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, co
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   bool not_found = false;
   json doc = call(client, "GET", route(prefix, key), what, &not_found);
+  warn_if_fleet_unavailable(ctx, doc);
   if (not_found) {
     if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
     if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": not found\n";
@@ -236,6 +245,7 @@ int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, co
 }
 
 std::string shard_ref_text(const json& sh, std::uint64_t now) {
+  if (is_fleet_ref(sh)) return fleet_ref_text(sh);
   std::optional<std::uint64_t> exp;
   if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
   return sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
@@ -468,6 +478,7 @@ int status(Context& ctx) {
     if (doc.contains("watch") && doc["watch"].is_array())
       for (const auto& w : doc["watch"]) f.add("Watching", w.is_string() ? w.get<std::string>() : w.dump());
     if (ready) add_stats_fields(f, doc["stats"], now_s());
+    if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
     f.print(ctx.out(), ctx.style);
   }
   return ready ? kOk : kUnavailable;
@@ -552,9 +563,13 @@ int dedup_shard(Context& ctx, const std::string& arg, const std::string& output)
 void add_lookup_verbs(CLI::App& app, Action& action) {
   {
     auto hashes = std::make_shared<std::vector<std::string>>();
+    auto local_only = std::make_shared<bool>(false);
     auto* q = app.add_subcommand("query", "Where does a chunk live? (raw chunk hashes; - reads stdin)");
     q->add_option("HASH", *hashes, "Chunk hashes in Xet string form, or - for one per line on stdin")->required();
-    q->callback([&action, hashes] { action = [hashes](Context& ctx) { return query(ctx, *hashes); }; });
+    q->add_flag("--local-only", *local_only, "Ask this host's index only, not the fleet");
+    q->callback([&action, hashes, local_only] {
+      action = [hashes, local_only](Context& ctx) { return query(ctx, *hashes, *local_only); };
+    });
   }
   {
     auto h = std::make_shared<std::string>();

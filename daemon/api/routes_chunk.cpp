@@ -3,6 +3,7 @@
 
 #include "api/routes.hpp"
 #include "daemon/api/batch_request.hpp"
+#include "daemon/api/fleet_json.hpp"
 #include "daemon/api/json_shapes.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/route_util.hpp"
@@ -18,7 +19,10 @@ Response get_chunk(Context& ctx, Request& req) {
   if (!idx) return not_ready();
   auto locations = idx->lookup(*hash);
   if (!locations) return index_failure(req, locations.error());
-  bool found = !locations->empty();
+  // Not here: the fleet's locations, within the lookup bound (fleet_json.hpp).
+  fleet_link::FleetMisses remote;
+  if (locations->empty() && !local_only(req)) ctx.service.fleet_misses(std::span(&*hash, 1), {}, remote);
+  bool found = !locations->empty() || !remote.of(0).empty();
   ctx.metrics.count_lookups(1, found ? 1 : 0);
 
   std::string body;
@@ -29,7 +33,12 @@ Response get_chunk(Context& ctx, Request& req) {
     if (i) out.ch(',');
     write_location(out, (*locations)[i]);
   }
+  for (std::size_t i = 0; i < remote.of(0).size(); ++i) {
+    if (i) out.ch(',');
+    write_fleet_location(out, remote.of(0)[i], remote.answers.shards(remote.of(0)[i]));
+  }
   out.ch(']');
+  write_fleet_reach(out, remote.reach);
   // A 404 still has the lookup's shape, plus the error every 4xx carries.
   if (!found) out.raw(R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
   out.ch('}');
@@ -48,6 +57,9 @@ Response post_chunk_batch(Context& ctx, Request& req) {
   // no per-hash transaction cost.
   index::BatchResult result;
   if (auto st = idx->lookup_batch(hashes, result); !st) return index_failure(req, st.error());
+  // The local misses go to the fleet together, in one round trip.
+  fleet_link::FleetMisses remote;
+  if (!local_only(req)) ctx.service.fleet_misses(hashes, result, remote);
 
   std::string body;
   body.reserve(64 + 110 * hashes.size() + 320 * result.locations.size());
@@ -56,7 +68,8 @@ Response post_chunk_batch(Context& ctx, Request& req) {
   out.raw("{").key("results").ch('[');
   for (std::size_t i = 0; i < hashes.size(); ++i) {
     auto locations = result.of(i);
-    bool hit = !locations.empty();
+    auto remote_locations = remote.of(std::uint32_t(i));
+    bool hit = !locations.empty() || !remote_locations.empty();
     found += hit;
     if (i) out.ch(',');
     out.raw("{").key("hash").hash(hashes[i]).raw(",").key("found").boolean(hit).raw(",").key("locations").ch('[');
@@ -64,9 +77,15 @@ Response post_chunk_batch(Context& ctx, Request& req) {
       if (j) out.ch(',');
       write_location(out, locations[j], result.shards(locations[j]));
     }
+    for (std::size_t j = 0; j < remote_locations.size(); ++j) {
+      if (j) out.ch(',');
+      write_fleet_location(out, remote_locations[j], remote.answers.shards(remote_locations[j]));
+    }
     out.raw("]}");
   }
-  out.raw("],").key("found").num(found).raw(",").key("missing").num(hashes.size() - found).ch('}');
+  out.raw("],").key("found").num(found).raw(",").key("missing").num(hashes.size() - found);
+  write_fleet_reach(out, remote.reach);
+  out.ch('}');
   ctx.metrics.count_lookups(hashes.size(), found);
   return json(std::move(body));
 }
