@@ -29,8 +29,7 @@ Response get_status(Context& ctx, Request& req) {
     doc["ready"] = true;
     doc["stats"] = stats_json(*stats);
   }
-  auto fleet = ctx.service.fleet_state();
-  doc["fleet"] = fleet ? publisher_json(*fleet) : Json(nullptr);
+  if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = publisher_json(*fleet);
   return json(dump(doc));
 }
 

@@ -17,7 +17,17 @@ enum class Reach : std::uint8_t {
   answered,     // the fleet answered within the bound
   unavailable,  // down, slow or unreachable: "fleet": "unavailable"
 };
-const char* to_string(Reach r);
+inline const char* to_string(Reach r) {
+  switch (r) {
+    case Reach::off:
+      return "off";
+    case Reach::answered:
+      return "answered";
+    case Reach::unavailable:
+      return "unavailable";
+  }
+  return "unknown";
+}
 
 // The fleet's locations of the chunks a batch did not find locally.
 struct FleetMisses {

@@ -2,18 +2,6 @@
 
 namespace dedupd::daemon::fleet_link {
 
-const char* to_string(Reach r) {
-  switch (r) {
-    case Reach::off:
-      return "off";
-    case Reach::answered:
-      return "answered";
-    case Reach::unavailable:
-      return "unavailable";
-  }
-  return "unknown";
-}
-
 namespace {
 // Idle connections kept for the HTTP threads; more are made when needed
 // and closed when given back over this.

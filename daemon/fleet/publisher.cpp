@@ -22,20 +22,6 @@ constexpr auto kFirstBackoff = 250ms;
 constexpr auto kMaxBackoff = std::chrono::milliseconds(30s);
 }  // namespace
 
-const char* to_string(LinkState s) {
-  switch (s) {
-    case LinkState::off:
-      return "off";
-    case LinkState::connecting:
-      return "connecting";
-    case LinkState::connected:
-      return "connected";
-    case LinkState::unavailable:
-      return "unavailable";
-  }
-  return "unknown";
-}
-
 Publisher::Publisher(index::Index& index, fleet::ConnectOptions options) : index_(index), options_(std::move(options)) {
   state_.state = LinkState::connecting;
   state_.host = options_.host_name;

@@ -14,7 +14,19 @@ enum class LinkState : std::uint8_t {
   connected,    // the last call to the primary worked
   unavailable,  // the last call failed; retrying with backoff
 };
-const char* to_string(LinkState s);
+inline const char* to_string(LinkState s) {
+  switch (s) {
+    case LinkState::off:
+      return "off";
+    case LinkState::connecting:
+      return "connecting";
+    case LinkState::connected:
+      return "connected";
+    case LinkState::unavailable:
+      return "unavailable";
+  }
+  return "unknown";
+}
 
 struct PublisherState {
   LinkState state = LinkState::off;

@@ -234,6 +234,33 @@ TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
 }
 
+// SIGHUP applies a changed url; the url (it may carry a password) is never
+// written to the log, whatever happens with it.
+TEST_F(Fleet, SighupAppliesAChangedUrlAndTheUrlIsNeverLogged) {
+  Cluster& pg = Cluster::shared();
+  std::string db = pg.new_database();
+  std::string good = pg.primary_url(db) + " password=s3cret-in-url";
+  // Nothing listens there: the publisher keeps retrying, ingest goes on.
+  std::string bad = "host=" + (root / "nowhere").string() + " port=1 dbname=x user=y password=s3cret-in-url";
+  Host& a = add_host("host-a", bad);
+  Host& c = add_host("host-c", good);
+  a.start();
+  c.start();
+  MadeShard s = make_shard({.seed = 1308, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] { return a.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).status == 200; }));
+  ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "unavailable"; }));
+  EXPECT_EQ(a.outbox_depth(), 1u);
+  a.write_config(good);
+  a.process.signal(SIGHUP);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(c, s.first_chunks[0]) == std::set<std::string>{"host-a"}; }));
+  EXPECT_EQ(a.outbox_depth(), 0u);
+  for (Host* h : {&a, &c}) {
+    std::string log = h->log_text();
+    EXPECT_EQ(log.find("s3cret"), std::string::npos) << h->name << " logged the url";
+  }
+}
+
 // Restarts a stopped primary of a private cluster (pg_cluster stops it).
 void start_primary(const Cluster& pg) {
   std::string dir = pg.dir();
