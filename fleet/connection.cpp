@@ -52,20 +52,6 @@ std::uint64_t Rows::affected() const {
   return *n ? std::strtoull(n, nullptr, 10) : 0;
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& url, Role role,
-                                                     std::chrono::milliseconds connect_timeout) {
-  // libpq takes whole seconds and treats 1 as 2.
-  auto seconds = std::max<long long>(2, (connect_timeout.count() + 999) / 1000);
-  PGconn* c = start(url, role, std::to_string(seconds), false);
-  if (!c) return make_error(kRuleConnect, "out of memory starting a connection");
-  if (PQstatus(c) != CONNECTION_OK) {
-    std::string m = trimmed(PQerrorMessage(c));
-    PQfinish(c);
-    return make_error(kRuleConnect, "cannot connect to the fleet database: " + m);
-  }
-  return std::unique_ptr<Connection>(new Connection(c));
-}
-
 Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& url, Role role,
                                                            Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now()).count();
@@ -86,9 +72,20 @@ Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& ur
   return conn;
 }
 
-Connection::~Connection() { PQfinish(c_); }
+Connection::~Connection() {
+  if (c_) PQfinish(c_);
+}
 
-bool Connection::broken() const { return PQstatus(c_) != CONNECTION_OK; }
+bool Connection::broken() const { return poisoned_ || !c_ || PQstatus(c_) != CONNECTION_OK; }
+
+Error Connection::timed_out(const char* what) {
+  // Closed at once: the server aborts the statement's transaction when it
+  // next reads, and nothing can be read from a connection mid-answer.
+  poisoned_ = true;
+  PQfinish(c_);
+  c_ = nullptr;
+  return make_error(kRuleTimeout, what);
+}
 
 Error Connection::fail(const char* rule, std::string_view what, const PGresult* r) {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
@@ -98,27 +95,27 @@ Error Connection::fail(const char* rule, std::string_view what, const PGresult* 
   return make_error(rule, std::string(what) + ": " + m);
 }
 
+Clock::time_point Connection::statement_deadline() const {
+  if (statement_timeout_.count() <= 0) return Clock::time_point::max();
+  return Clock::now() + statement_timeout_;
+}
+
 Result<Rows> Connection::exec(const char* sql, const wire::Params& params) {
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  std::vector<unsigned> types;
-  params.materialize(values, lengths, formats, types);
-  PGresult* r = PQexecParams(c_, sql, params.count(), types.data(), values.data(), lengths.data(), formats.data(), 1);
-  Rows rows(r);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return fail(kRuleQuery, "statement failed", r);
-  sqlstate_.clear();
-  return rows;
+  return exec_until(sql, params, statement_deadline());
+}
+
+void Connection::rollback() {
+  std::string keep = sqlstate_;
+  (void)exec("ROLLBACK");
+  sqlstate_ = std::move(keep);
 }
 
 Result<Ok> Connection::exec_script(const char* sql) {
-  // PQexec runs every statement of the script and returns the last result;
-  // the first error stops it and is that result.
-  PGresult* r = PQexec(c_, sql);
-  Rows keep(r);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return fail(kRuleQuery, "script failed", r);
-  sqlstate_.clear();
+  // The simple protocol runs every statement of the script; the first error
+  // stops it.
+  if (!PQsendQuery(c_, sql)) return fail(kRuleConnect, "cannot send the script", nullptr);
+  auto r = finish_until(statement_deadline());
+  if (!r) return r.error();
   return Ok{};
 }
 
@@ -129,12 +126,33 @@ Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params,
   params.materialize(values, lengths, formats, types);
   if (!PQsendQueryParams(c_, sql, params.count(), types.data(), values.data(), lengths.data(), formats.data(), 1))
     return fail(kRuleConnect, "cannot send the statement", nullptr);
+  return finish_until(deadline);
+}
+
+Result<Ok> Connection::prepare_until(const char* name, const char* sql, int n_params, Clock::time_point deadline) {
+  if (!PQsendPrepare(c_, name, sql, n_params, nullptr)) return fail(kRuleConnect, "cannot send the statement", nullptr);
+  auto r = finish_until(deadline);
+  if (!r) return r.error();
+  return Ok{};
+}
+
+Result<Rows> Connection::exec_prepared_until(const char* name, const wire::Params& params, Clock::time_point deadline) {
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  std::vector<unsigned> types;
+  params.materialize(values, lengths, formats, types);
+  if (!PQsendQueryPrepared(c_, name, params.count(), values.data(), lengths.data(), formats.data(), 1))
+    return fail(kRuleConnect, "cannot send the statement", nullptr);
+  return finish_until(deadline);
+}
+
+Result<Rows> Connection::finish_until(Clock::time_point deadline) {
   // Send everything, then read until libpq has the whole answer.
   for (;;) {
     int f = PQflush(c_);
     if (f < 0) return fail(kRuleConnect, "cannot send the statement", nullptr);
     if (f == 0) break;
-    if (!wait_socket(c_, true, deadline)) return make_error(kRuleTimeout, "the fleet database did not answer in time");
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not answer in time");
     if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
   }
   Rows keep;
@@ -142,8 +160,7 @@ Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params,
   Error error = make_error(kRuleQuery, "");
   for (;;) {
     while (PQisBusy(c_)) {
-      if (!wait_socket(c_, false, deadline))
-        return make_error(kRuleTimeout, "the fleet database did not answer in time");
+      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
       if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
     PGresult* r = PQgetResult(c_);
@@ -163,30 +180,42 @@ Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params,
 }
 
 Result<Ok> Connection::copy_in(const char* copy_sql, std::span<const std::uint8_t> body) {
-  {
-    PGresult* r = PQexec(c_, copy_sql);
-    Rows keep(r);
-    if (!r || PQresultStatus(r) != PGRES_COPY_IN) return fail(kRuleQuery, "COPY did not start", r);
-  }
-  // Blocking connection: PQputCopyData returns once libpq has the bytes.
-  constexpr std::size_t kPiece = 1 << 20;
-  for (std::size_t off = 0; off < body.size(); off += kPiece) {
-    std::size_t n = std::min(kPiece, body.size() - off);
-    if (PQputCopyData(c_, reinterpret_cast<const char*>(body.data() + off), int(n)) != 1)
-      return fail(kRuleConnect, "COPY data not sent", nullptr);
-  }
-  if (PQputCopyEnd(c_, nullptr) != 1) return fail(kRuleConnect, "COPY end not sent", nullptr);
-  bool failed = false;
-  Error error = make_error(kRuleQuery, "");
-  while (PGresult* r = PQgetResult(c_)) {
-    Rows keep(r);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && !failed) {
-      error = fail(kRuleQuery, "COPY failed", r);
-      failed = true;
+  auto deadline = statement_deadline();
+  if (!PQsendQuery(c_, copy_sql)) return fail(kRuleConnect, "cannot send COPY", nullptr);
+  for (;;) {  // wait for the server to enter COPY IN
+    while (PQisBusy(c_)) {
+      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
+      if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
+    PGresult* r = PQgetResult(c_);
+    Rows keep(r);
+    if (r && PQresultStatus(r) == PGRES_COPY_IN) break;
+    Error e = fail(kRuleQuery, "COPY did not start", r);
+    while (PGresult* rest = PQgetResult(c_)) PQclear(rest);
+    return e;
   }
-  if (failed) return error;
-  sqlstate_.clear();
+  // Non-blocking: libpq takes what fits, 0 means wait until the socket drains.
+  constexpr std::size_t kPiece = 1 << 18;
+  std::size_t off = 0;
+  while (off < body.size()) {
+    std::size_t n = std::min(kPiece, body.size() - off);
+    int put = PQputCopyData(c_, reinterpret_cast<const char*>(body.data() + off), int(n));
+    if (put < 0) return fail(kRuleConnect, "COPY data not sent", nullptr);
+    if (put == 1) {
+      off += n;
+      continue;
+    }
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+    if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
+  }
+  for (;;) {
+    int end = PQputCopyEnd(c_, nullptr);
+    if (end < 0) return fail(kRuleConnect, "COPY end not sent", nullptr);
+    if (end == 1) break;
+    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+  }
+  auto r = finish_until(deadline);
+  if (!r) return r.error();
   return Ok{};
 }
 

@@ -1,7 +1,8 @@
-// One libpq connection with the two ways dedupd talks to PostgreSQL: a
-// blocking statement (the publisher's own thread may wait) and a statement
-// bounded by a deadline (a lookup: poll on the socket, and past the deadline
-// the caller drops the connection instead of reading the rest).
+// One non-blocking libpq connection. Every statement is bounded: a lookup
+// by its caller's deadline, a write by the connection's statement timeout.
+// It polls on the socket, and past the deadline the caller drops the
+// connection instead of reading the rest (PQcancel would block on a stopped
+// server: PostgreSQL 15's libpq has no non-blocking cancel).
 #pragma once
 
 #include <libpq-fe.h>
@@ -17,6 +18,7 @@
 
 #include "fleet/errors.hpp"
 #include "fleet/wire.hpp"
+#include "shard/hash.hpp"
 
 namespace dedupd::fleet::detail {
 
@@ -24,16 +26,23 @@ struct PgResultFree {
   void operator()(PGresult* r) const { PQclear(r); }
 };
 
-// A finished statement's rows, binary format (see wire.hpp).
+// A finished statement's rows, binary format (see wire.hpp). A cell of the
+// wrong length (NULL, or a schema not ours) reads as 0 / false / the zero
+// hash, never past its bytes: the schema's CHECKs keep that from happening.
 class Rows {
  public:
   Rows() = default;
   explicit Rows(PGresult* r) : r_(r) {}
   int size() const { return r_ ? PQntuples(r_.get()) : 0; }
   bool null(int row, int col) const { return PQgetisnull(r_.get(), row, col); }
-  std::int64_t int8(int row, int col) const { return wire::load_be64(cell(row, col)); }
-  std::int32_t int4(int row, int col) const { return std::int32_t(wire::load_be32(cell(row, col))); }
-  bool boolean(int row, int col) const { return cell(row, col)[0] != 0; }
+  std::int64_t int8(int row, int col) const { return sized(row, col, 8) ? wire::load_be64(cell(row, col)) : 0; }
+  std::int32_t int4(int row, int col) const {
+    return sized(row, col, 4) ? std::int32_t(wire::load_be32(cell(row, col))) : 0;
+  }
+  bool boolean(int row, int col) const { return sized(row, col, 1) && cell(row, col)[0] != 0; }
+  shard::Hash hash(int row, int col) const {
+    return sized(row, col, 32) ? shard::Hash::from_bytes(bytes(row, col)) : shard::Hash{};
+  }
   std::span<const std::uint8_t> bytes(int row, int col) const {
     return {cell(row, col), std::size_t(PQgetlength(r_.get(), row, col))};
   }
@@ -44,6 +53,7 @@ class Rows {
   std::uint64_t affected() const;
 
  private:
+  bool sized(int row, int col, int n) const { return PQgetlength(r_.get(), row, col) == n; }
   const std::uint8_t* cell(int row, int col) const {
     return reinterpret_cast<const std::uint8_t*>(PQgetvalue(r_.get(), row, col));
   }
@@ -54,9 +64,6 @@ enum class Role : std::uint8_t { primary, prefer_standby };
 
 class Connection {
  public:
-  // Blocking connect (the writer): libpq's connect_timeout bounds each host.
-  static Result<std::unique_ptr<Connection>> open(const std::string& url, Role role,
-                                                  std::chrono::milliseconds connect_timeout);
   // Non-blocking connect polled until the deadline (the reader).
   static Result<std::unique_ptr<Connection>> open_until(const std::string& url, Role role,
                                                         std::chrono::steady_clock::time_point deadline);
@@ -64,24 +71,42 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // Lost, or left mid-statement by a timeout: make a new one.
   bool broken() const;
-  // Blocking statement.
+  // Bounds every exec, exec_script and copy_in (0: unbounded). On
+  // fleet.timeout the connection is left mid-statement: drop it.
+  void set_statement_timeout(std::chrono::milliseconds t) { statement_timeout_ = t; }
   Result<Rows> exec(const char* sql, const wire::Params& params = {});
   // Simple-protocol script (several statements, no parameters).
   Result<Ok> exec_script(const char* sql);
   // Statement bounded by the deadline. On fleet.timeout the connection is
   // left mid-statement: the caller must drop it.
   Result<Rows> exec_until(const char* sql, const wire::Params& params, std::chrono::steady_clock::time_point deadline);
+  // Prepares a named statement, bounded by the deadline.
+  Result<Ok> prepare_until(const char* name, const char* sql, int n_params,
+                           std::chrono::steady_clock::time_point deadline);
+  // Runs a prepared statement, bounded by the deadline (as exec_until).
+  Result<Rows> exec_prepared_until(const char* name, const wire::Params& params,
+                                   std::chrono::steady_clock::time_point deadline);
   // COPY ... FROM STDIN (FORMAT binary) of a body built by wire::CopyBody.
   Result<Ok> copy_in(const char* copy_sql, std::span<const std::uint8_t> body);
+  // ROLLBACK, keeping last_sqlstate() of the statement that failed.
+  void rollback();
   // The SQLSTATE of the last failed statement ("" if none).
   const std::string& last_sqlstate() const { return sqlstate_; }
 
  private:
   explicit Connection(PGconn* c) : c_(c) {}
   Error fail(const char* rule, std::string_view what, const PGresult* r);
+  // Marks the connection unusable (mid-statement) and names the timeout.
+  Error timed_out(const char* what);
+  // Sends what libpq holds and reads every result of the statement sent.
+  Result<Rows> finish_until(std::chrono::steady_clock::time_point deadline);
+  std::chrono::steady_clock::time_point statement_deadline() const;
   PGconn* c_;
   std::string sqlstate_;
+  std::chrono::milliseconds statement_timeout_{0};
+  bool poisoned_ = false;
 };
 
 }  // namespace dedupd::fleet::detail

@@ -32,6 +32,9 @@ struct ConnectOptions {
   // once for this long instead of trying again, so an outage costs each
   // request nothing rather than a deadline each.
   std::chrono::milliseconds retry_after{1000};
+  // Bounds each statement of a Writer (a whole shard's COPY included), so a
+  // stopped primary costs the publisher this long, not forever. 0: unbounded.
+  std::chrono::milliseconds statement_timeout{60000};
 };
 
 // Bounds how long a call waits on the server.
@@ -55,6 +58,11 @@ enum class PublishResult : std::uint8_t {
   already_held,  // this host held it already (a replay)
 };
 const char* to_string(PublishResult r);
+
+// Connects to the primary, creates or upgrades the schema and reports what
+// it did (`dedupd --fleet-migrate`); registers no host. A newer schema is
+// refused naming both versions (fleet.schema_newer).
+Result<MigrateOutcome> migrate(const ConnectOptions& options);
 
 struct PublishOutcome {
   PublishResult result = PublishResult::added;

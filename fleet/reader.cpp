@@ -5,8 +5,10 @@
 // carries the live key list too, so a key published since the last call is
 // noticed in the same round trip (and the block asked again for it).
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
+#include "fleet/answer_text.hpp"
 #include "fleet/connection.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/host_name.hpp"
@@ -22,6 +24,8 @@ using wire::Params;
 using Clock = std::chrono::steady_clock;
 
 std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
+
+constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
 
 const std::string& lookup_sql() {
   static const std::string sql = [] {
@@ -47,41 +51,6 @@ const std::string& lookup_sql() {
            "WHERE shards > 0)";
   }();
   return sql;
-}
-
-// "hex=hostA,hostB hex2=" -> refs.
-Result<std::vector<FleetShardRef>> parse_shards(std::string_view s) {
-  std::vector<FleetShardRef> out;
-  while (!s.empty()) {
-    auto end = s.find(' ');
-    std::string_view item = s.substr(0, end);
-    s = end == std::string_view::npos ? std::string_view() : s.substr(end + 1);
-    auto eq = item.find('=');
-    if (eq == std::string_view::npos) return make_error(kRuleProtocol, "shard list without '='");
-    auto h = Hash::parse_hex_bytes(item.substr(0, eq));
-    if (!h) return make_error(kRuleProtocol, "shard hash in a list: " + h.error().message);
-    FleetShardRef ref{*h, {}};
-    std::string_view hosts = item.substr(eq + 1);
-    while (!hosts.empty()) {
-      auto comma = hosts.find(',');
-      ref.holders.emplace_back(hosts.substr(0, comma));
-      hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
-    }
-    out.push_back(std::move(ref));
-  }
-  return out;
-}
-
-Result<std::vector<Key>> parse_keys(std::string_view s) {
-  std::vector<Key> keys;
-  while (!s.empty()) {
-    auto comma = s.find(',');
-    auto k = Hash::parse_hex_bytes(s.substr(0, comma));
-    if (!k) return make_error(kRuleProtocol, "live key list: " + k.error().message);
-    keys.push_back(*k);
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-  }
-  return keys;
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -138,6 +107,19 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     return make_error(kRuleSchema, "the fleet database has schema version " + std::to_string(found) +
                                        " and this dedupd needs version " + std::to_string(known_schema_version()));
   }
+  // The lookup is planned once per connection, for any arrays: planning it
+  // with each block's constants (16 arrays of thousands) cost more than
+  // running it.
+  auto set = conn_->exec_until("SET plan_cache_mode = force_generic_plan", {}, deadline.at);
+  if (!set) {
+    drop_connection();
+    return set.error();
+  }
+  auto prepared = conn_->prepare_until(kLookupStatement, lookup_sql().c_str(), schema::kChunkPartitions, deadline.at);
+  if (!prepared) {
+    drop_connection();
+    return prepared.error();
+  }
   return refresh_keys(deadline);
 }
 
@@ -150,7 +132,7 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
     return r.error();
   }
   std::string digest(r->text(0, 0));
-  auto keys = parse_keys(digest);
+  auto keys = parse_key_list(digest);
   if (!keys) return keys.error();
   keys_ = std::move(*keys);
   keys_digest_ = std::move(digest);
@@ -176,7 +158,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     }
     Params params;
     for (auto& p : by_partition) params.int8_array(p);
-    auto rows = conn_->exec_until(lookup_sql().c_str(), params, deadline.at);
+    auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline.at);
     if (!rows) {
       if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
       return rows.error();
@@ -186,7 +168,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     if (n == 0 || !rows->null(n - 1, 0)) return make_error(kRuleProtocol, "lookup answer without the key list");
     std::string_view digest = rows->text(n - 1, 5);
     if (digest != keys_digest_ && round == 0) {
-      auto keys = parse_keys(digest);
+      auto keys = parse_key_list(digest);
       if (!keys) return keys.error();
       keys_ = std::move(*keys);
       keys_digest_ = std::string(digest);
@@ -203,7 +185,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       std::int64_t prefix = rows->int8(r, 0);
       auto entry = rows->bytes(r, 4);
       if (entry.size() != shard::kEntrySize) return make_error(kRuleProtocol, "chunk entry of the wrong size");
-      Key key = rows->null(r, 3) ? Key{} : Hash::from_bytes(rows->bytes(r, 3));
+      Key key = rows->null(r, 3) ? Key{} : rows->hash(r, 3);
       auto [lo, hi] = forms.equal_range(prefix);
       for (auto it = lo; it != hi; ++it) {
         const Form& f = it->second;
@@ -211,7 +193,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         if (f.key != key || std::memcmp(f.stored.data(), entry.data(), 32) != 0) continue;
         shard::ChunkEntry e = shard::ChunkEntry::decode(entry.data());
         ChunkLocation loc;
-        loc.xorb = Hash::from_bytes(rows->bytes(r, 2));
+        loc.xorb = rows->hash(r, 2);
         loc.chunk_index = std::uint32_t(rows->int4(r, 1));
         loc.byte_start = e.byte_start;
         loc.unpacked_bytes = e.unpacked_bytes;
@@ -222,7 +204,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         std::string shards_text = rows->null(r, 5) ? std::string() : std::string(rows->text(r, 5));
         auto [set, inserted] = sets.emplace(shards_text, std::uint32_t(out.shard_sets.size()));
         if (inserted) {
-          auto refs = parse_shards(shards_text);
+          auto refs = parse_shard_list(shards_text);
           if (!refs) return refs.error();
           out.shard_sets.push_back(std::move(*refs));
         }
@@ -264,11 +246,15 @@ Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline d
   for (int r = 0; r < rows->size(); ++r) {
     XorbForm form;
     form.keyed = !rows->null(r, 0);
-    if (form.keyed) form.key = Hash::from_bytes(rows->bytes(r, 0));
+    if (form.keyed) form.key = rows->hash(r, 0);
     auto block = rows->bytes(r, 1);
+    // Published from a validated shard; checked again so a reader of the
+    // answer (shard::XorbBlock) never runs off its end.
+    if (block.size() < shard::kEntrySize || block.size() != shard::XorbBlock(block.data(), 0).byte_size())
+      return make_error(kRuleProtocol, "stored CAS block of xorb " + xorb_hash.to_string() + " has the wrong size");
     form.cas_block.assign(block.begin(), block.end());
     if (!rows->null(r, 2)) {
-      auto refs = parse_shards(rows->text(r, 2));
+      auto refs = parse_shard_list(rows->text(r, 2));
       if (!refs) return refs.error();
       form.shards = std::move(*refs);
     }
@@ -291,10 +277,12 @@ Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline d
   FileAnswer answer;
   answer.hash = file_hash;
   auto block = rows->bytes(0, 0);
+  if (block.size() < shard::kEntrySize || block.size() != shard::FileBlock(block.data(), 0).byte_size())
+    return make_error(kRuleProtocol, "stored block of file " + file_hash.to_string() + " has the wrong size");
   answer.block.assign(block.begin(), block.end());
-  if (!rows->null(0, 1)) answer.sha256 = Hash::from_bytes(rows->bytes(0, 1));
+  if (!rows->null(0, 1)) answer.sha256 = rows->hash(0, 1);
   if (!rows->null(0, 2)) {
-    auto refs = parse_shards(rows->text(0, 2));
+    auto refs = parse_shard_list(rows->text(0, 2));
     if (!refs) return refs.error();
     answer.shards = std::move(*refs);
   }
@@ -310,7 +298,7 @@ Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline
     return rows.error();
   }
   std::vector<Hash> out;
-  for (int r = 0; r < rows->size(); ++r) out.push_back(Hash::from_bytes(rows->bytes(r, 0)));
+  for (int r = 0; r < rows->size(); ++r) out.push_back(rows->hash(r, 0));
   return out;
 }
 

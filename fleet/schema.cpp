@@ -86,7 +86,7 @@ Result<MigrateOutcome> migrate(detail::Connection& c) {
   auto out = run();
   if (!out) {
     std::string state = c.last_sqlstate();
-    (void)c.exec("ROLLBACK");
+    if (!c.broken()) c.rollback();
     if (state == "42501") {  // insufficient_privilege
       auto found = read_version(c);
       return older(found ? *found : 0, out.error().message);

@@ -35,11 +35,22 @@ Result<T> in_transaction(Connection& c, Fn&& fn) {
   if (auto b = c.exec("BEGIN"); !b) return b.error();
   Result<T> out = fn();
   if (!out) {
-    if (!c.broken()) (void)c.exec("ROLLBACK");
+    if (!c.broken()) c.rollback();
     return out;
   }
   if (auto e = c.exec("COMMIT"); !e) return e.error();
   return out;
+}
+
+// in_transaction, again after a deadlock or serialization failure (two
+// writers touching shared xorbs in different orders): the loser's work is
+// rolled back whole, so doing it again is safe.
+template <class T, class Fn>
+Result<T> retrying(Connection& c, Fn&& fn) {
+  for (int attempt = 0;; ++attempt) {
+    auto r = in_transaction<T>(c, fn);
+    if (r || attempt >= 4 || !retryable(c.last_sqlstate())) return r;
+  }
 }
 
 // Decrements what the locked shard `shard_id` contributed and deletes what
@@ -130,6 +141,14 @@ const char* to_string(PublishResult r) {
   return "?";
 }
 
+Result<MigrateOutcome> migrate(const ConnectOptions& options) {
+  auto c = Connection::open_until(options.url, detail::Role::primary,
+                                  std::chrono::steady_clock::now() + options.connect_timeout);
+  if (!c) return c.error();
+  (*c)->set_statement_timeout(options.statement_timeout);
+  return schema::migrate(**c);
+}
+
 Writer::Writer(ConnectOptions options) : options_(std::move(options)) {}
 Writer::~Writer() = default;
 
@@ -145,8 +164,10 @@ Result<std::unique_ptr<Writer>> Writer::connect(const ConnectOptions& options) {
 Result<Ok> Writer::ensure_connected() {
   if (conn_ && !conn_->broken()) return Ok{};
   conn_.reset();
-  auto c = Connection::open(options_.url, detail::Role::primary, options_.connect_timeout);
+  auto c = Connection::open_until(options_.url, detail::Role::primary,
+                                  std::chrono::steady_clock::now() + options_.connect_timeout);
   if (!c) return c.error();
+  (*c)->set_statement_timeout(options_.statement_timeout);
   auto m = schema::migrate(**c);
   if (!m) return m.error();
   auto host = (*c)->exec(kUpsertHost, Params().text(options_.host_name));
@@ -160,8 +181,10 @@ Result<MigrateOutcome> Writer::migrate() {
   if (!conn_ || conn_->broken()) {
     // Connect without the automatic migration, to report what this one did.
     conn_.reset();
-    auto c = Connection::open(options_.url, detail::Role::primary, options_.connect_timeout);
+    auto c = Connection::open_until(options_.url, detail::Role::primary,
+                                    std::chrono::steady_clock::now() + options_.connect_timeout);
     if (!c) return c.error();
+    (*c)->set_statement_timeout(options_.statement_timeout);
     conn_ = std::move(*c);
   }
   auto m = schema::migrate(*conn_);
@@ -257,8 +280,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
           Params().bytea_array(hashes).int4_array(counts).bytea_array(blocks).int4(key_id.value_or(0)));
       if (!ins) return ins.error();
       std::unordered_map<Hash, std::pair<std::int32_t, bool>> by_hash;
-      for (int r = 0; r < ins->size(); ++r)
-        by_hash[Hash::from_bytes(ins->bytes(r, 1))] = {ins->int4(r, 0), ins->boolean(r, 2)};
+      for (int r = 0; r < ins->size(); ++r) by_hash[ins->hash(r, 1)] = {ins->int4(r, 0), ins->boolean(r, 2)};
       wire::CopyBody copy;
       std::uint64_t rows = 0;
       for (const auto& x : xorbs) {
@@ -339,7 +361,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
 Result<bool> Writer::drop_hold(const Hash& shard_hash) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
-  return in_transaction<bool>(c, [&]() -> Result<bool> {
+  return retrying<bool>(c, [&]() -> Result<bool> {
     auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(bytes_of(shard_hash)));
     if (!s) return s.error();
     if (s->size() == 0) return false;
@@ -358,7 +380,7 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
     std::int64_t id = due->int8(r, 0);
     // Each shard on its own: another host expiring the same ones at once
     // finds them gone and skips them.
-    auto one = in_transaction<bool>(c, [&]() -> Result<bool> {
+    auto one = retrying<bool>(c, [&]() -> Result<bool> {
       auto s =
           c.exec("SELECT id FROM dedupd.shard WHERE id = $1 AND expiry <= $2 FOR UPDATE", Params().int8(id).int8(at));
       if (!s) return s.error();
@@ -375,7 +397,7 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
 Result<bool> Writer::forget_host(std::string_view host_name) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
-  auto r = in_transaction<bool>(c, [&]() -> Result<bool> {
+  auto r = retrying<bool>(c, [&]() -> Result<bool> {
     auto h = c.exec("SELECT id FROM dedupd.host WHERE name = $1 FOR UPDATE", Params().text(host_name));
     if (!h) return h.error();
     if (h->size() == 0) return false;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <thread>
+
 #include "fleet/fleet.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -24,6 +26,7 @@ ConnectOptions options(const std::string& url, const std::string& host) {
   o.url = url;
   o.host_name = host;
   o.retry_after = std::chrono::milliseconds(0);
+  o.connect_timeout = kDeadline;  // a busy CI machine is not an outage
   return o;
 }
 
@@ -106,6 +109,18 @@ TEST_F(FleetTest, MigrateCreatesThenIsANoOpAndANewerSchemaIsRefused) {
   EXPECT_EQ(refused_reader.error().rule, kRuleSchemaNewer);
 }
 
+TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
+  auto first = migrate(options(url_, "unused"));
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_EQ(first->from, 0u);
+  EXPECT_EQ(first->to, known_schema_version());
+  auto again = migrate(options(url_, "unused"));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->changed());
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0");
+}
+
 TEST_F(FleetTest, FreshMigrationReportsFromZero) {
   auto w = Writer::connect(options(url_, "a"));
   ASSERT_TRUE(w);
@@ -179,6 +194,35 @@ TEST_F(FleetTest, PublishIsIdempotentAndLookupsFindEveryChunk) {
   EXPECT_TRUE(st->hosts[0].last_contact.has_value());
   Admin admin(url_);
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "57");
+}
+
+TEST_F(FleetTest, AShardWithNothingInItIsPublishedAndDropped) {
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  auto empty = make_shard({}, 1);
+  auto out = publish(*w, empty);
+  EXPECT_EQ(out.result, PublishResult::added);
+  EXPECT_EQ(out.new_chunk_entries, 0u);
+  auto dropped = w->drop_hold(empty.hash);
+  ASSERT_TRUE(dropped) << dropped.error().to_string();
+  EXPECT_TRUE(*dropped);
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+TEST_F(FleetTest, AReaderBeforeAnySchemaIsToldSo) {
+  auto r = Reader::connect(options(url_, "r"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().rule, kRuleSchema);
+}
+
+TEST_F(FleetTest, AnEmptyBlockIsAnEmptyAnswer) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  auto a = lookup(*r, {});
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_TRUE(a.locations.empty());
 }
 
 TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
@@ -384,6 +428,75 @@ TEST_F(FleetTest, XorbFileAndSha256Answers) {
   EXPECT_FALSE(gone->has_value());
 }
 
+TEST_F(FleetTest, ConcurrentPublishersAndDroppersSharingXorbsLeaveNoStrayRow) {
+  // A pool of xorbs; each host publishes shards of overlapping subsets in
+  // its own order, then drops them, all at once.
+  std::vector<GenXorb> pool;
+  for (int i = 0; i < 12; ++i) pool.push_back(index::gen::gen_xorb(100 + i, 16));
+  auto shards_for = [&](int host) {
+    std::vector<OwnedShard> out;
+    for (int s = 0; s < 10; ++s) {
+      std::vector<const GenXorb*> xs;
+      for (int k = 0; k < 4; ++k) xs.push_back(&pool[(s * 3 + k * (host + 1)) % pool.size()]);
+      out.push_back(make_shard(xs, 1000 + s * 7 + (s % 2 ? 0 : host)));  // even: the hosts' own shards
+    }
+    return out;
+  };
+  std::vector<OwnedShard> mine[2] = {shards_for(0), shards_for(1)};
+  std::vector<std::string> failures[2];
+  auto run = [&](int host) {
+    auto w = Writer::connect(options(url_, host ? "b" : "a"));
+    if (!w) {
+      failures[host].push_back(w.error().to_string());
+      return;
+    }
+    for (const auto& s : mine[host])
+      if (auto r = (*w)->publish(*s.view, s.hash); !r) failures[host].push_back(r.error().to_string());
+    for (const auto& s : mine[host])
+      if (auto r = (*w)->drop_hold(s.hash); !r) failures[host].push_back(r.error().to_string());
+  };
+  std::thread t0(run, 0), t1(run, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(failures[0], std::vector<std::string>{});
+  EXPECT_EQ(failures[1], std::vector<std::string>{});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+}
+
+TEST_F(FleetTest, ConcurrentPublishersKeepEveryChunkOnce) {
+  std::vector<GenXorb> pool;
+  for (int i = 0; i < 8; ++i) pool.push_back(index::gen::gen_xorb(200 + i, 16));
+  std::vector<OwnedShard> shards;
+  for (int s = 0; s < 8; ++s) shards.push_back(make_shard({&pool[s], &pool[(s + 1) % 8], &pool[(s + 3) % 8]}, 50 + s));
+  std::vector<std::string> failures[2];
+  auto run = [&](int host) {
+    auto w = Writer::connect(options(url_, host ? "b" : "a"));
+    if (!w) {
+      failures[host].push_back(w.error().to_string());
+      return;
+    }
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      const auto& s = shards[host ? shards.size() - 1 - i : i];
+      if (auto r = (*w)->publish(*s.view, s.hash); !r) failures[host].push_back(r.error().to_string());
+    }
+  };
+  std::thread t0(run, 0), t1(run, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(failures[0], std::vector<std::string>{});
+  EXPECT_EQ(failures[1], std::vector<std::string>{});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "8");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "16");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "8");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), std::to_string(8 * 16));
+  EXPECT_EQ(admin.one("SELECT string_agg(refs::text, ',') FROM dedupd.xorb"), "3,3,3,3,3,3,3,3");
+}
+
 TEST_F(FleetTest, ALookupBlockedOnTheServerReturnsTimeout) {
   auto w = writer(url_, "a");
   ASSERT_TRUE(w);
@@ -404,6 +517,64 @@ TEST_F(FleetTest, ALookupBlockedOnTheServerReturnsTimeout) {
   // The next call connects again and answers.
   auto a = lookup(*r, q);
   EXPECT_EQ(a.of(0).size(), 1u);
+}
+
+TEST_F(FleetTest, AWriteBlockedOnTheServerReturnsTimeoutAndTheNextOneWorks) {
+  ASSERT_TRUE(migrate(options(url_, "a")));  // the schema first, without the short bound
+  auto o = options(url_, "a");
+  o.statement_timeout = std::chrono::milliseconds(200);
+  auto w = Writer::connect(o);
+  ASSERT_TRUE(w) << w.error().to_string();
+  GenXorb x = index::gen::gen_xorb(19, 3);
+  auto s = make_shard({&x}, 1);
+  Admin locker(url_);
+  locker.one("BEGIN");
+  locker.one("LOCK TABLE dedupd.shard IN ACCESS EXCLUSIVE MODE");
+  auto blocked = (*w)->publish(*s.view, s.hash);
+  ASSERT_FALSE(blocked);
+  EXPECT_EQ(blocked.error().rule, kRuleTimeout);
+  locker.one("ROLLBACK");
+  auto again = (*w)->publish(*s.view, s.hash);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(again->result, PublishResult::added);
+}
+
+TEST_F(FleetTest, APublishCutOffHalfwayLeavesNothingAndIsDoneWholeAgain) {
+  ASSERT_TRUE(migrate(options(url_, "a")));
+  auto o = options(url_, "a");
+  o.statement_timeout = std::chrono::milliseconds(300);
+  auto w = Writer::connect(o);
+  ASSERT_TRUE(w) << w.error().to_string();
+  GenXorb x = index::gen::gen_xorb(20, 40);
+  auto s = make_shard({&x}, 1, {}, {}, {index::gen::gen_file(20, x, 0, 40, true, true)});
+  // The xorbs and their chunk rows go in, then the file insert waits on a
+  // lock past the bound: the connection is dropped mid-transaction.
+  Admin locker(url_);
+  locker.one("BEGIN");
+  locker.one("LOCK TABLE dedupd.file IN ACCESS EXCLUSIVE MODE");
+  auto cut = (*w)->publish(*s.view, s.hash);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().rule, kRuleTimeout);
+  locker.one("ROLLBACK");
+  // The writer closed its connection; the abandoned server session rolls
+  // back when it next reads from it. Progress decides, the bound only stops
+  // a hang.
+  Admin admin(url_);
+  for (int i = 0; i < 3000; ++i) {
+    if (admin.one("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                  "application_name = 'dedupd'") == "0")
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+  auto again = (*w)->publish(*s.view, s.hash);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(again->result, PublishResult::added);
+  EXPECT_EQ(again->new_chunk_entries, 40u);
+  EXPECT_EQ(again->new_files, 1u);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "40");
 }
 
 TEST_F(FleetTest, ReadsOnTheHotStandby) {

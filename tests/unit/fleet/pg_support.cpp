@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -83,6 +85,7 @@ std::string Cluster::new_database() const {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = "t_" + std::string(info->test_suite_name()) + "_" + info->name();
   for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? char(std::tolower(ch)) : '_';
+  name.resize(std::min<std::size_t>(name.size(), 63));  // PostgreSQL's identifier limit
   Admin admin(primary_url("postgres"));
   admin.try_exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
   EXPECT_EQ(admin.try_exec("CREATE DATABASE " + name), "");

@@ -1,0 +1,319 @@
+// Fleet benchmark: prints a table, asserts nothing but right answers. Starts
+// a throwaway PostgreSQL (tests/fleet/pg_cluster) and, in the same run:
+//   publish (chunk entries/s) through fleet::Writer vs a bare binary COPY of
+//     the same chunk rows into a plain indexed table, one transaction per
+//     shard for both;
+//   batch lookup of misses (raw hashes/s, blocks of --block) through
+//     fleet::Reader vs a bare "SELECT prefix ... WHERE prefix = ANY($1)" of
+//     the same keys (every form the reader asks: raw + one per live key);
+//   bytes per chunk entry: pg_total_relation_size of the fleet schema's
+//     tables (with their indexes and TOAST) / entries, and the bare table's.
+//
+//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL] [--quick]
+// Default N = 10,000,000 (xorbs of 4096 chunks, shards of 16 xorbs = 65,536
+// entries; a tenth of the shards keyed under K = 4 keys). --quick (the ctest
+// smoke) runs 200,000. --url: an existing, empty database instead of a
+// throwaway server (left as the run leaves it).
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet.hpp"
+#include "fleet/wire.hpp"
+#include "tests/unit/index/gen.hpp"
+
+namespace {
+
+using namespace dedupd;
+using index::gen::GenXorb;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kChunksPerXorb = 4096;
+constexpr std::size_t kXorbsPerShard = 16;
+
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "bench_fleet: %s\n", what.c_str());
+  std::exit(1);
+}
+
+std::string num(double v, int prec = 0) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  std::string s = b;
+  auto dot = s.find('.');
+  std::size_t int_end = dot == std::string::npos ? s.size() : dot;
+  for (std::ptrdiff_t i = std::ptrdiff_t(int_end) - 3; i > (s[0] == '-' ? 1 : 0); i -= 3) s.insert(std::size_t(i), ",");
+  return s;
+}
+
+void row(const std::string& name, const std::string& value, const std::string& note = "") {
+  std::printf("  %-46s %16s  %s\n", name.c_str(), value.c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+// The throwaway cluster, stopped and deleted however the run ends.
+struct Cluster {
+  std::string pointer;
+  std::string dir;
+  std::string given_url;
+  explicit Cluster(std::string url) : given_url(std::move(url)) {
+    if (!given_url.empty()) return;
+    // Sized as a database host would be: the prefix index (~300 MB at 10 M)
+    // in shared buffers, checkpoints not forced by WAL volume every shard.
+    if (!std::getenv("PG_CLUSTER_CONF"))
+      ::setenv("PG_CLUSTER_CONF", "shared_buffers=1GB;max_wal_size=8GB;checkpoint_timeout=30min", 1);
+    char tmpl[] = "/tmp/dedupd-bench-fleet-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    if (fd < 0) die("mkstemp");
+    ::close(fd);
+    pointer = tmpl;
+    if (std::system((std::string(DEDUPD_PG_CLUSTER) + " start " + pointer).c_str()) != 0)
+      die("could not start PostgreSQL");
+    dir = read_line(pointer);
+  }
+  ~Cluster() {
+    if (given_url.empty()) (void)std::system((std::string(DEDUPD_PG_CLUSTER) + " stop " + pointer).c_str());
+  }
+  std::string url() const { return given_url.empty() ? read_line(dir + "/url") : given_url; }
+};
+
+struct Pg {
+  PGconn* c;
+  explicit Pg(const std::string& url) : c(PQconnectdb(url.c_str())) {
+    if (PQstatus(c) != CONNECTION_OK) die(std::string("connect: ") + PQerrorMessage(c));
+  }
+  ~Pg() { PQfinish(c); }
+  std::string one(const std::string& sql) {
+    PGresult* r = PQexec(c, sql.c_str());
+    auto st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) die(sql + ": " + PQresultErrorMessage(r));
+    std::string out = (st == PGRES_TUPLES_OK && PQntuples(r) && !PQgetisnull(r, 0, 0)) ? PQgetvalue(r, 0, 0) : "";
+    PQclear(r);
+    return out;
+  }
+  void copy(std::span<const std::uint8_t> body) {
+    PGresult* r = PQexec(c, "COPY bare_chunk (prefix, xorb_id, chunk_index) FROM STDIN (FORMAT binary)");
+    if (PQresultStatus(r) != PGRES_COPY_IN) die(std::string("bare COPY: ") + PQresultErrorMessage(r));
+    PQclear(r);
+    if (PQputCopyData(c, reinterpret_cast<const char*>(body.data()), int(body.size())) != 1 ||
+        PQputCopyEnd(c, nullptr) != 1)
+      die(std::string("bare COPY data: ") + PQerrorMessage(c));
+    while ((r = PQgetResult(c))) {
+      if (PQresultStatus(r) != PGRES_COMMAND_OK) die(std::string("bare COPY: ") + PQresultErrorMessage(r));
+      PQclear(r);
+    }
+  }
+  // prepared: the same statement planned once, generic (as the reader does).
+  std::size_t any(const fleet::wire::Params& p, bool prepared) {
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+    std::vector<unsigned> types;
+    p.materialize(values, lengths, formats, types);
+    PGresult* r = prepared ? PQexecPrepared(c, "bare_any", 1, values.data(), lengths.data(), formats.data(), 1)
+                           : PQexecParams(c, "SELECT prefix FROM bare_chunk WHERE prefix = ANY ($1)", 1, types.data(),
+                                          values.data(), lengths.data(), formats.data(), 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) die(std::string("bare SELECT: ") + PQresultErrorMessage(r));
+    std::size_t n = std::size_t(PQntuples(r));
+    PQclear(r);
+    return n;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t entries = 10'000'000, keys = 4, block = 10'000;
+  std::string url_option;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::size_t {
+      if (i + 1 >= argc) die(a + " needs a value");
+      return std::stoull(argv[++i]);
+    };
+    if (a == "--entries") entries = next();
+    else if (a == "--keys") keys = next();
+    else if (a == "--block") block = next();
+    else if (a == "--url" && i + 1 < argc) url_option = argv[++i];
+    else if (a == "--quick") entries = 200'000;
+    else die("unknown option " + a + " (--entries N --keys K --block B --quick)");
+  }
+  const std::size_t per_shard = kChunksPerXorb * kXorbsPerShard;
+  const std::size_t shards = std::max<std::size_t>(1, (entries + per_shard - 1) / per_shard);
+  entries = shards * per_shard;
+
+  Cluster cluster(url_option);
+  const std::string url = cluster.url();
+  fleet::ConnectOptions options;
+  options.url = url;
+  options.host_name = "bench";
+  auto writer = fleet::Writer::connect(options);
+  if (!writer) die(writer.error().to_string());
+  Pg bare(url);
+  bare.one("CREATE TABLE bare_chunk (prefix bigint NOT NULL, xorb_id integer NOT NULL, chunk_index integer NOT NULL)");
+  bare.one("CREATE INDEX bare_chunk_prefix ON bare_chunk (prefix)");
+
+  std::vector<shard::Key> key_set;
+  for (std::size_t k = 0; k < keys; ++k) key_set.push_back(index::gen::hash_of_seed(0xBEEF00 + k));
+
+  std::printf("bench_fleet: %s entries in %zu shards of %zu xorbs x %zu chunks, %zu keys, %zu-hash blocks\n",
+              num(double(entries)).c_str(), shards, kXorbsPerShard, kChunksPerXorb, keys, block);
+  double fleet_s = 0, bare_s = 0;
+  std::vector<shard::Hash> sample;  // known raw hashes, for a correctness check
+  std::int32_t bare_xorb = 0;
+  std::set<shard::Key> live_keys;  // the keys some shard uses: the reader asks under these
+  for (std::size_t s = 0; s < shards; ++s) {
+    std::vector<GenXorb> xorbs;
+    std::vector<const GenXorb*> ptrs;
+    for (std::size_t x = 0; x < kXorbsPerShard; ++x)
+      xorbs.push_back(index::gen::gen_xorb(s * kXorbsPerShard + x + 1, kChunksPerXorb));
+    for (const auto& x : xorbs) ptrs.push_back(&x);
+    index::gen::ShardSpec spec;
+    spec.xorbs = ptrs;
+    spec.created = 1700000000 + s;
+    if (keys && s % 10 == 3) {
+      spec.key = key_set[(s / 10) % keys];
+      live_keys.insert(spec.key);
+      spec.expiry = 4000000000ull;
+    }
+    auto owned = index::gen::own(index::gen::build_shard(spec));
+    sample.push_back(xorbs[s % kXorbsPerShard].raw[s % kChunksPerXorb]);
+
+    auto t0 = Clock::now();
+    auto out = (*writer)->publish(*owned.view, owned.hash);
+    auto t1 = Clock::now();
+    if (!out) die(out.error().to_string());
+    if (out->new_chunk_entries != per_shard) die("publish added " + std::to_string(out->new_chunk_entries));
+    fleet_s += secs(t0, t1);
+
+    // The bare baseline: the same rows, built and copied the same way.
+    t0 = Clock::now();
+    fleet::wire::CopyBody body;
+    body.reserve(per_shard * 30);
+    for (const auto& x : owned.view->xorbs()) {
+      ++bare_xorb;
+      for (std::uint32_t i = 0; i < x.num_chunks(); ++i) {
+        body.begin_row(3);
+        body.int8(fleet::wire::prefix_of(x.chunk_hash_bytes(i)));
+        body.int4(bare_xorb);
+        body.int4(std::int32_t(i));
+      }
+    }
+    bare.one("BEGIN");
+    bare.copy(body.finish());
+    bare.one("COMMIT");
+    t1 = Clock::now();
+    bare_s += secs(t0, t1);
+    if ((s + 1) % 16 == 0 || s + 1 == shards)
+      std::fprintf(stderr, "  published %zu/%zu shards (fleet %.1f s, bare %.1f s)\n", s + 1, shards, fleet_s, bare_s);
+  }
+  bare.one("VACUUM ANALYZE");
+
+  std::printf("\n  live keys: %zu (each hash is asked in %zu forms)\n", live_keys.size(), 1 + live_keys.size());
+  std::printf("\n  %-46s %16s  %s\n", "measure", "value", "baseline / goal");
+  double fleet_rate = double(entries) / fleet_s, bare_rate = double(entries) / bare_s;
+  row("publish, entries/s", num(fleet_rate),
+      "bare COPY " + num(bare_rate) + " (" + num(fleet_rate / bare_rate, 2) + " x; goal >= 100,000 and >= 0.5 x)");
+
+  // Lookups of misses: random raw hashes, in blocks.
+  auto reader = fleet::Reader::connect(options);
+  if (!reader) die(reader.error().to_string());
+  std::mt19937_64 rng(42);
+  const std::size_t total_queries = std::max<std::size_t>(block * 20, 200'000);
+  std::vector<shard::Hash> queries(total_queries);
+  for (auto& h : queries)
+    for (int w = 0; w < 4; ++w) shard::store_u64(h.bytes.data() + 8 * w, rng());
+  // Warm both once (plans, caches) on a block that is not timed.
+  fleet::ChunkAnswers answers;
+  auto far = [] { return fleet::Deadline::in(std::chrono::minutes(5)); };
+  if (auto ok = (*reader)->lookup_chunks(std::span(queries).first(block), answers, far()); !ok)
+    die(ok.error().to_string());
+  bare.one("SET plan_cache_mode = force_generic_plan");
+  {
+    PGresult* r =
+        PQprepare(bare.c, "bare_any", "SELECT prefix FROM bare_chunk WHERE prefix = ANY ($1::int8[])", 1, nullptr);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) die(std::string("prepare: ") + PQresultErrorMessage(r));
+    PQclear(r);
+  }
+  double fleet_lookup_s = 0, bare_lookup_s = 0, bare_prepared_s = 0;
+  std::size_t found = 0, bare_found = 0;
+  for (std::size_t off = 0; off < total_queries; off += block) {
+    auto part = std::span(queries).subspan(off, std::min(block, total_queries - off));
+    auto t0 = Clock::now();
+    auto ok = (*reader)->lookup_chunks(part, answers, far());
+    auto t1 = Clock::now();
+    if (!ok) die(ok.error().to_string());
+    found += answers.locations.size();
+    fleet_lookup_s += secs(t0, t1);
+
+    // Bare: the same keys the reader sends (raw + each live key's form).
+    t0 = Clock::now();
+    std::vector<std::int64_t> prefixes;
+    prefixes.reserve(part.size() * (1 + live_keys.size()));
+    for (const auto& h : part) {
+      prefixes.push_back(fleet::wire::prefix_of(h.data()));
+      for (const auto& k : live_keys) prefixes.push_back(fleet::wire::prefix_of(shard::keyed_chunk_hash(k, h).data()));
+    }
+    fleet::wire::Params p;
+    p.int8_array(prefixes);
+    auto t_hashed = Clock::now();
+    bare_found += bare.any(p, false);
+    t1 = Clock::now();
+    bare_lookup_s += secs(t0, t1);
+    auto t2 = Clock::now();
+    bare_found += bare.any(p, true);
+    auto t3 = Clock::now();
+    bare_prepared_s += secs(t0, t_hashed) + secs(t2, t3);
+  }
+  double lookup_rate = double(total_queries) / fleet_lookup_s, bare_lookup_rate = double(total_queries) / bare_lookup_s;
+  row("batch lookup of misses, hashes/s", num(lookup_rate),
+      "bare SELECT = ANY " + num(bare_lookup_rate) + " (" + num(lookup_rate / bare_lookup_rate, 2) +
+          " x; goal >= 100,000 and >= 0.5 x)");
+  double bare_prepared_rate = double(total_queries) / bare_prepared_s;
+  row("", "",
+      "bare prepared (generic plan) " + num(bare_prepared_rate) + " (" + num(lookup_rate / bare_prepared_rate, 2) +
+          " x)");
+  row("  index probes/s (forms of the hashes)", num(lookup_rate * double(1 + live_keys.size())), "");
+  if (found != 0) std::printf("  (random queries found %zu locations, bare %zu prefix matches)\n", found, bare_found);
+
+  // Right answers: every sampled known hash is found.
+  {
+    auto ok = (*reader)->lookup_chunks(sample, answers, far());
+    if (!ok) die(ok.error().to_string());
+    for (std::size_t i = 0; i < sample.size(); ++i)
+      if (answers.of(i).empty()) die("a published chunk was not found: " + sample[i].to_string());
+  }
+
+  Pg admin(url);
+  admin.one("VACUUM ANALYZE");
+  double fleet_bytes = std::stod(admin.one(
+      "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+      "WHERE n.nspname = 'dedupd' AND c.relkind = 'r'"));
+  double chunk_bytes = std::stod(admin.one(
+      "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+      "WHERE n.nspname = 'dedupd' AND c.relname LIKE 'chunk\\_p%' AND c.relkind = 'r'"));
+  double xorb_bytes = std::stod(admin.one("SELECT pg_total_relation_size('dedupd.xorb')"));
+  double bare_bytes = std::stod(admin.one("SELECT pg_total_relation_size('bare_chunk')"));
+  row("bytes per entry (tables + indexes + TOAST)", num(fleet_bytes / double(entries), 1),
+      "goal <= 160; bare chunk table " + num(bare_bytes / double(entries), 1));
+  row("  of which chunk rows + prefix index", num(chunk_bytes / double(entries), 1), "");
+  row("  of which xorb CAS blocks", num(xorb_bytes / double(entries), 1), "48 B of chunk entry each");
+  return 0;
+}
