@@ -14,12 +14,8 @@ int run_fleet_migrate(const Config& config) {
   fleet::ConnectOptions o;
   o.url = config.fleet.url;
   o.host_name = config.fleet.host;
-  auto writer = fleet::Writer::connect(o);
-  if (!writer) {
-    std::fprintf(stderr, "dedupd: --fleet-migrate: %s\n", writer.error().to_string().c_str());
-    return 1;
-  }
-  auto m = (*writer)->migrate();
+  // Registers no host: the machine running this need not be one of the fleet.
+  auto m = fleet::migrate(o);
   if (!m) {
     std::fprintf(stderr, "dedupd: --fleet-migrate: %s\n", m.error().to_string().c_str());
     return 1;

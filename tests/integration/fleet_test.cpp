@@ -261,6 +261,34 @@ TEST_F(Fleet, SighupAppliesAChangedUrlAndTheUrlIsNeverLogged) {
   }
 }
 
+// Runs a program; returns its exit code and what it printed.
+int run(const std::string& cmd, std::string& out) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  out.clear();
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST_F(Fleet, FleetMigrateCreatesTheSchemaThenHasNothingToDo) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  std::string out;
+  const std::string cmd = dedupd_binary() + " --fleet-migrate --config " + a.config.string();
+  EXPECT_EQ(run(cmd, out), 0) << out;
+  EXPECT_NE(out.find("created at version"), std::string::npos) << out;
+  EXPECT_EQ(run(cmd, out), 0) << out;
+  EXPECT_NE(out.find("already"), std::string::npos) << out;
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0") << "--fleet-migrate registered a host";
+  // Without a fleet section: exit 2, saying so.
+  std::ofstream(a.config) << "state_dir: " << (a.dir / "state").string() << "\n";
+  EXPECT_EQ(run(cmd, out), 2) << out;
+  EXPECT_NE(out.find("no fleet section"), std::string::npos) << out;
+}
+
 // Restarts a stopped primary of a private cluster (pg_cluster stops it).
 void start_primary(const Cluster& pg) {
   std::string dir = pg.dir();
@@ -323,13 +351,18 @@ TEST_F(Fleet, KilledWhilePublishingEveryShardEndsUpPublishedOnce) {
   // The publisher creates the schema when it first connects.
   ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "connected"; }));
   Admin admin(url);
-  constexpr int kShards = 24;
   std::mt19937 rng(1305);
   std::vector<MadeShard> made;
-  for (int i = 0; i < kShards; ++i)
+  // More kills for a long run: DEDUPD_FLEET_KILL_ROUNDS (shards are dropped
+  // six per round).
+  const char* rounds_env = std::getenv("DEDUPD_FLEET_KILL_ROUNDS");
+  const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 4;
+  made.clear();
+  for (int i = 0; i < rounds * 6; ++i)
     made.push_back(make_shard({.seed = 1400 + std::uint64_t(i), .xorbs = 4, .chunks_per_xorb = 200}));
+  const int kShards = rounds * 6;
   int next = 0;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     // Drop a few, wait until the fleet holds a random number of them, kill.
     int until = next + 6;
     for (; next < until; ++next) drop_file(a.incoming, made[next].file_name(), made[next].bytes);
