@@ -21,12 +21,17 @@ inline constexpr std::string_view kStats = "/v1/stats";       // GET
 inline constexpr std::string_view kStatus = "/v1/status";     // GET
 inline constexpr std::string_view kHealth = "/healthz";       // GET
 inline constexpr std::string_view kMetrics = "/metrics";      // GET, Prometheus text
+// The fleet as its database sees it: hosts, shards, entries (docs/FLEET.md).
+inline constexpr std::string_view kFleetStatus = "/v1/fleet/status";  // GET
+// Lookups (chunk, xorb, file, sha256) take ?local_only=1 to leave the fleet out.
+inline constexpr std::string_view kLocalOnly = "local_only";
 
 // Admin routes: root or a member of admin_group (SO_PEERCRED), else 403.
 inline constexpr std::string_view kRescan = "/v1/admin/rescan";  // POST
 inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_run=1]
 inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
 inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format=swh-shard -> file bytes
+inline constexpr std::string_view kFleetForgetHost = "/v1/admin/fleet/forget-host/";  // POST + <host name>
 
 // Xet global-dedup endpoint, as the Hugging Face server answers it; the
 // JavaScript client uses the "default" prefix, the docs "default-merkledb".

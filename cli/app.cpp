@@ -7,6 +7,7 @@
 
 #include "cli/bundle_verbs.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/fleet_verbs.hpp"
 #include "cli/scan_verbs.hpp"
 #include "cli/snapshot_verbs.hpp"
 #include "cli/verbs.hpp"
@@ -40,6 +41,7 @@ int run(const std::vector<std::string>& args, Io& io) {
   add_bundle_verbs(app, action);
   add_snapshot_verbs(app, action);
   add_scan_verbs(app, action);
+  add_fleet_verbs(app, action);
 
   // CLI11 wants argv; keep the strings alive in `args`.
   std::vector<const char*> argv{"dedupctl"};

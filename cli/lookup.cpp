@@ -18,6 +18,7 @@
 #include "cli/atomic_file.hpp"
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
+#include "cli/fleet_verbs.hpp"
 #include "cli/lookup_print.hpp"
 #include "cli/lookup_shapes.hpp"
 #include "cli/output.hpp"
@@ -44,6 +45,7 @@ struct QueryArgs {
   std::string format;               // --format; "" = table, or json with --json
   bool json_lines = false;
   std::string fields;
+  bool local_only = false;  // --local-only
 };
 
 QueryFormat query_format(Context& ctx, const QueryArgs& q) {
@@ -62,7 +64,7 @@ int query(Context& ctx, const QueryArgs& q) {
   const std::vector<std::string>& args = q.hashes;
   const bool dash = std::find(args.begin(), args.end(), "-") != args.end();
   const QueryFormat format = query_format(ctx, q);
-  QueryStreamOptions stream{format, q.fields};
+  QueryStreamOptions stream{format, q.fields, q.local_only};
   if (dash || !q.from.empty()) {
     if (args.size() > (dash ? 1u : 0u) || (dash && !q.from.empty()))
       throw CliError(kUsage, "give hashes as arguments, or with - (stdin) or --from FILE, one of them");
@@ -90,7 +92,8 @@ int query(Context& ctx, const QueryArgs& q) {
     const std::string& h = hashes[0];
     const std::string what = "query " + h;
     bool not_found = false;
-    json doc = call(client, "GET", route(api::kChunk, h), what, &not_found);
+    json doc = call(client, "GET", route(api::kChunk, h) + local_only_query(q.local_only), what, &not_found);
+    warn_if_fleet_unavailable(ctx, doc);
     if (not_found) {
       doc = {{"hash", h}, {"found", false}, {"locations", json::array()}};
     } else {
@@ -118,7 +121,9 @@ int query(Context& ctx, const QueryArgs& q) {
     }
     body += "]}";
     const std::string what = "query (batch of " + std::to_string(n) + ")";
-    json doc = call(client, "POST", std::string(api::kChunkBatch), what, nullptr, body);
+    json doc =
+        call(client, "POST", std::string(api::kChunkBatch) + local_only_query(q.local_only), what, nullptr, body);
+    warn_if_fleet_unavailable(ctx, doc);
     need_array(doc, "results", what);
     json& batch = doc["results"];
     if (batch.size() != n)
@@ -145,6 +150,7 @@ int lookup_one(Context& ctx, std::string_view prefix, const std::string& key, co
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   bool not_found = false;
   json doc = call(client, "GET", route(prefix, key), what, &not_found);
+  warn_if_fleet_unavailable(ctx, doc);
   if (not_found) {
     if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
     if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": not found\n";
@@ -341,6 +347,7 @@ int status(Context& ctx) {
     if (doc.contains("watch") && doc["watch"].is_array())
       for (const auto& w : doc["watch"]) f.add("Watching", w.is_string() ? w.get<std::string>() : w.dump());
     if (ready) add_stats_fields(f, doc["stats"], now_s());
+    if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
     f.print(ctx.out(), ctx.style);
   }
   return ready ? kOk : kUnavailable;
@@ -416,7 +423,8 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     q->add_flag("--json-lines", args->json_lines, "One JSON object per hash, in input order (--format json-lines)");
     q->add_option("--fields", args->fields,
                   "Fields of each result: hash,found,locations or xorb,chunk_index,byte_start,byte_end,"
-                  "unpacked_bytes,flags,shards (not with the table)");
+                  "unpacked_bytes,flags,shards,origin (not with the table)");
+    q->add_flag("--local-only", args->local_only, "Ask this host's index only, not the fleet");
     q->callback([&action, args] { action = [args](Context& ctx) { return query(ctx, *args); }; });
   }
   {

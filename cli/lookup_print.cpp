@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "cli/daemon_verbs.hpp"
+#include "cli/fleet_verbs.hpp"
 
 namespace dedupctl {
 
@@ -15,7 +16,7 @@ std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
 std::optional<std::uint64_t> lives_until(const json& loc) {
   std::optional<std::uint64_t> latest = 0;
   for (const auto& s : loc["shards"]) {
-    if (s["expiry"].is_null()) return std::nullopt;
+    if (is_fleet_ref(s) || s["expiry"].is_null()) return std::nullopt;
     latest = std::max(*latest, s["expiry"].get<std::uint64_t>());
   }
   return latest;
@@ -46,6 +47,10 @@ void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
       chunk += ", eligible for global dedup";
     f.add("Chunk", chunk);
     for (const auto& sh : loc["shards"]) {
+      if (is_fleet_ref(sh)) {
+        f.add("Shard", fleet_ref_text(sh), Color::none);
+        continue;
+      }
       std::optional<std::uint64_t> exp;
       if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
       const bool expired = exp && *exp <= now;
@@ -86,6 +91,7 @@ void print_results_table(Context& ctx, const json& results, std::uint64_t found,
 }
 
 std::string shard_ref_text(const json& sh, std::uint64_t now) {
+  if (is_fleet_ref(sh)) return fleet_ref_text(sh);
   std::optional<std::uint64_t> exp;
   if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
   return sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +

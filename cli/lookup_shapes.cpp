@@ -1,9 +1,12 @@
 #include "cli/lookup_shapes.hpp"
 
+#include "cli/fleet_verbs.hpp"
+
 namespace dedupctl {
 
 void check_shard_ref(const json& s, std::string_view what) {
   need_hash(s, "shard", what);
+  if (is_fleet_ref(s)) return (void)need_array(s, "holders", what);
   need_time(s, "expiry", what);
   if (!need(s, "keyed", what).is_boolean())
     throw CliError(kProtocol, std::string(what) + ": \"keyed\" is not a boolean");

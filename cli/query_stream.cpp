@@ -8,6 +8,7 @@
 #include "api/routes.hpp"
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
+#include "cli/fleet_verbs.hpp"
 #include "cli/output.hpp"
 #include "shard/hash.hpp"
 
@@ -216,11 +217,13 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
   // order check read them.
   std::string path(dedupd::api::kChunkBatch);
   if (!fields.empty()) path += "?fields=hash,found," + fields;
+  if (options.local_only) path += (fields.empty() ? "?" : "&") + std::string(dedupd::api::kLocalOnly) + "=1";
 
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   OrderDigest sent, received;
   HashReader reader(in, source, sent);
   std::uint64_t found = 0, missing = 0;
+  bool fleet_unavailable = false;
   std::string out;
   out.reserve(kFlushBytes + 4096);
   const bool quiet = ctx.opt.quiet;
@@ -237,6 +240,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
     auto head = read_head(line);
     if (!head) throw CliError(kProtocol, what + ": dedupd sent a line that is not a lookup result");
     received.add(head->hash);
+    if (!fleet_unavailable && line.find(R"("fleet":"unavailable")") != std::string_view::npos) fleet_unavailable = true;
     (head->found ? found : missing) += 1;
     if (!quiet) switch (format) {
         case QueryFormat::json_lines:
@@ -264,6 +268,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
                                   std::to_string(reader.count()) + " hashes");
   if (sent.value != received.value)
     throw CliError(kProtocol, what + ": dedupd's answers are not in the order of the hashes");
+  if (fleet_unavailable) warn_if_fleet_unavailable(ctx, json{{"fleet", "unavailable"}});
   if (!quiet && format == QueryFormat::json)
     out += "\n],\"found\":" + std::to_string(found) + ",\"missing\":" + std::to_string(missing) + "}\n";
   if (!quiet && format == QueryFormat::table)

@@ -15,7 +15,8 @@ enum class QueryFormat { table, json, json_lines, short_text };
 
 struct QueryStreamOptions {
   QueryFormat format = QueryFormat::table;
-  std::string fields;  // --fields, empty: the format's default
+  std::string fields;       // --fields, empty: the format's default
+  bool local_only = false;  // --local-only: this host's index, not the fleet
 };
 
 // `source` names the input in messages ("stdin", the file's path).

@@ -51,6 +51,8 @@ Daemon::Daemon(DaemonOptions options)
 
 Daemon::~Daemon() {
   if (server_) server_->stop();
+  std::lock_guard lock(fleet_mu_);
+  publisher_.reset();  // before the index it drains closes
 }
 
 StatusInfo Daemon::status() const {
@@ -104,6 +106,7 @@ int Daemon::run() {
     spdlog::critical("{}", e.what());
     return 1;
   }
+  fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout);
   ingester_ = std::make_unique<Ingester>(*index_, counters_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   apply_config(config_, true);
@@ -385,6 +388,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
   expiry_->set_config(config_.expiry);
   key_store_->set_rotation(config_.global_dedup.key_rotation);
   if (server_) server_->set_admin_gid(admin_gid_of(config_.admin_group));
+  apply_fleet(initial);
   if (watch_changed) {
     watcher_.set_roots(config_.watch);
     if (!initial) {
@@ -398,6 +402,53 @@ void Daemon::apply_config(const Config& next, bool initial) {
     expiry_pass_wanted_ = true;  // a shorter grace or a cap may make files due now
     next_safety_scan_ = unix_now() + std::uint64_t(config_.expiry.check_interval.count());
   }
+}
+
+// ---- the fleet ----------------------------------------------------------------
+
+fleet::ConnectOptions Daemon::fleet_options() const {
+  std::lock_guard lock(config_mutex_);
+  fleet::ConnectOptions o;
+  o.url = config_.fleet.url;
+  o.host_name = config_.fleet.host;
+  return o;
+}
+
+bool Daemon::fleet_enabled() const {
+  std::lock_guard lock(config_mutex_);
+  return config_.fleet.enabled();
+}
+
+std::optional<fleet_link::PublisherState> Daemon::fleet_state() const {
+  std::lock_guard lock(fleet_mu_);
+  if (!publisher_) return std::nullopt;
+  return publisher_->state();
+}
+
+// Loop thread. Never logs the url: it may carry a password.
+void Daemon::apply_fleet(bool initial) {
+  fleet::ConnectOptions o = fleet_options();
+  fleet_lookup_->configure(o, config_.fleet.lookup_timeout);
+  std::lock_guard lock(fleet_mu_);
+  if (!config_.fleet.enabled()) {
+    if (!publisher_ && !initial) return;
+    publisher_.reset();
+    // Nobody drains the outbox now; a later fleet starts from every live shard.
+    if (auto r = index_->set_outbox(false, unix_now()); !r)
+      spdlog::error("fleet: turning the outbox off: {}", r.error());
+    if (!initial) spdlog::info("fleet: off");
+    return;
+  }
+  if (auto r = index_->set_outbox(true, unix_now()); !r) {
+    spdlog::error("fleet: turning the outbox on: {}; not publishing", r.error());
+    return;
+  }
+  if (publisher_) {
+    publisher_->configure(std::move(o));
+    return;
+  }
+  spdlog::info("fleet: on, this host is {}", o.host_name);
+  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, std::move(o));
 }
 
 // ---- admin actions (loop thread) --------------------------------------------

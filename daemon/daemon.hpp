@@ -19,6 +19,8 @@
 #include "daemon/counters.hpp"
 #include "daemon/expiry/runner.hpp"
 #include "daemon/filter_builder.hpp"
+#include "daemon/fleet/lookup.hpp"
+#include "daemon/fleet/publisher.hpp"
 #include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
@@ -65,6 +67,12 @@ class Daemon {
   PurgeResult purge(bool dry_run);
   RemoveResult remove(const shard::Hash& shard);
   IngestResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
+  // The fleet: the lookup side (any thread; off without a fleet) and the
+  // publisher's state (nullopt without a fleet).
+  fleet_link::FleetLookup& fleet_lookup() { return *fleet_lookup_; }
+  std::optional<fleet_link::PublisherState> fleet_state() const;
+  bool fleet_enabled() const;
+  fleet::ConnectOptions fleet_options() const;
 
  private:
   bool open_index();
@@ -74,6 +82,7 @@ class Daemon {
   void on_timer();
   void reload();
   void apply_config(const Config& next, bool initial);
+  void apply_fleet(bool initial);
   void queue(std::vector<Candidate> files);
   void process_pending(std::chrono::milliseconds budget);
   FileOutcome ingest_one(const Candidate& c);
@@ -99,6 +108,11 @@ class Daemon {
   std::unique_ptr<Ingester> ingester_;
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<GlobalDedupKeyStore> key_store_;
+  // The fleet: the lookup side lives as long as the server; the publisher
+  // (under fleet_mu_, replaced on SIGHUP) stops before the index closes.
+  std::unique_ptr<fleet_link::FleetLookup> fleet_lookup_;
+  mutable std::mutex fleet_mu_;
+  std::unique_ptr<fleet_link::Publisher> publisher_;
   std::unique_ptr<ServiceImpl> service_;
   std::unique_ptr<ApiServer> server_;
 

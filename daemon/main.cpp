@@ -10,6 +10,7 @@
 
 #include "daemon/config/load.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/fleet/migrate.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
 
@@ -23,18 +24,20 @@ namespace fs = std::filesystem;
 using namespace dedupd::daemon;
 
 constexpr const char* kUsage =
-    "usage: dedupd [--config PATH | --state-dir DIR] [--check-config]\n"
+    "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate]\n"
     "\n"
     "  --config PATH    read the configuration from PATH (YAML); SIGHUP re-reads it\n"
     "  --state-dir DIR  no config file: index in DIR/index, watch DIR/incoming,\n"
     "                   socket DIR/dedupd.sock (default DIR: ./local)\n"
     "  --check-config   validate the configuration, print \"ok\" or every error, exit 0/1\n"
+    "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit\n"
     "  --version        print the version\n";
 
 struct Args {
   std::optional<fs::path> config;
   std::optional<fs::path> state_dir;
   bool check = false;
+  bool fleet_migrate = false;
 };
 
 // Exit code 2 for a usage error, like most tools.
@@ -61,6 +64,8 @@ std::optional<Args> parse_args(int argc, char** argv) {
       a.state_dir = *v;
     } else if (arg == "--check-config") {
       a.check = true;
+    } else if (arg == "--fleet-migrate") {
+      a.fleet_migrate = true;
     } else if (arg == "--version") {
       std::printf("dedupd %s\n", DEDUPD_VERSION);
       std::exit(0);
@@ -105,6 +110,7 @@ int main(int argc, char** argv) {
     std::puts("ok");
     return 0;
   }
+  if (args->fleet_migrate) return fleet_link::run_fleet_migrate(options.config);
 
   setup_logging(options.config.log_level);
   try {

@@ -23,6 +23,16 @@ class ServiceImpl final : public Service {
   RemoveResult remove(const shard::Hash& shard) override;
   IngestResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
+  // The fleet half of answers (daemon/fleet/service.cpp).
+  fleet_link::Reach fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
+                                 fleet_link::FleetMisses& out) override;
+  fleet_link::Reach fleet_xorb(const shard::Hash& h, std::optional<fleet::XorbAnswer>& out) override;
+  fleet_link::Reach fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) override;
+  fleet_link::Reach fleet_sha256(const shard::Hash& h, std::vector<shard::Hash>& out) override;
+  std::optional<fleet_link::PublisherState> fleet_state() const override;
+  fleet_link::Reach fleet_status(fleet::Status& out, std::string& error) override;
+  bool fleet_forget_host(const std::string& name) override;
+
  private:
   Daemon& daemon_;
 };

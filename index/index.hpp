@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "index/observer.hpp"
+#include "index/outbox.hpp"
 #include "index/status.hpp"
 #include "index/types.hpp"
 #include "shard/reader.hpp"
@@ -103,6 +104,20 @@ class Index {
   Status record_rejected(const RejectInfo& reject);
   // Forgets a source path (its file is gone). Shards stay as they are.
   Status forget_source(const std::string& path);
+
+  // ---- the fleet outbox (outbox.hpp) ----------------------------------------
+  // Turns queuing on or off. On: every live shard is queued for publishing
+  // (the fleet has not heard of any yet). Off: the queue is emptied.
+  Status set_outbox(bool on, std::uint64_t now);
+  // The oldest `max` entries, in order.
+  Result<std::vector<OutboxEntry>> outbox_next(std::size_t max) const;
+  // Removes every entry up to and including `through_seq`.
+  Status outbox_ack(std::uint64_t through_seq);
+  Result<OutboxStats> outbox_stats() const;
+  // A live shard's content rebuilt from the index (its xorbs, files, key and
+  // expiry; the bytes differ from the file's, the entries do not), so a shard
+  // can be published after its file is gone. nullopt: not live.
+  Result<std::optional<std::vector<std::uint8_t>>> rebuild_shard(const Hash& shard_hash) const;
 
   // ---- reads ----------------------------------------------------------------
   // Every live location of a RAW chunk hash (keyed shards are searched with

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/outbox_txn.hpp"
 #include "index/tuning.hpp"
 #include "shard/keys.hpp"
 
@@ -416,6 +417,7 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
   rec.state = ShardState::live;
   if ((rc = put_record(im, txn, h, rec)) || (rc = count_transition(ShardState::live))) return rc;
   out.outcome = IngestOutcome::added;
+  if ((rc = outbox_enqueue(im, txn, OutboxOp::publish, h, opt.now))) return rc;
   return put_source(im, txn, accepted(source, h, opt.now));
 }
 

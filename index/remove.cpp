@@ -5,6 +5,7 @@
 #include <span>
 
 #include "index/impl.hpp"
+#include "index/outbox_txn.hpp"
 #include "index/tuning.hpp"
 
 namespace dedupd::index {
@@ -180,7 +181,7 @@ TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& h, ShardState
     return rc;
   out.outcome = RemoveOutcome::removed;
   out.shard = to_info(h, *rec);
-  return 0;
+  return outbox_enqueue(im, txn, OutboxOp::drop_hold, h, now);
 }
 
 }  // namespace detail

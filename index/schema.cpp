@@ -34,6 +34,7 @@ const Table kTables[] = {
     {"file_shards", kDup, &Dbs::file_shards},
     {"sha256", kDup, &Dbs::sha256},
     {"sources", 0, &Dbs::sources},
+    {"outbox", 0, &Dbs::outbox},
 };
 
 // The chunk tables are searched more than anything else, and LMDB's default
@@ -107,7 +108,7 @@ Result<Dbs> open(lmdb::Env& env) {
         MDB_dbi main;
         if (int rc = mdb_dbi_open(txn, nullptr, 0, &main)) return rc;
         int rc = mdb_dbi_open(txn, "meta", 0, &dbs.meta);
-        bool fresh = false;
+        bool fresh = false, upgrade = false;
         if (rc == MDB_NOTFOUND) {
           MDB_stat st;
           if ((rc = mdb_stat(txn, main, &st))) return rc;
@@ -131,7 +132,10 @@ Result<Dbs> open(lmdb::Env& env) {
           if (rc != 0) return rc;
           std::uint32_t found;
           std::memcpy(&found, v.mv_data, 4);
-          if (found != kVersion) {
+          // An older layout this code can upgrade: the missing tables are
+          // created below and the version written, in this transaction.
+          upgrade = found == 1 && kVersion == 2;
+          if (found != kVersion && !upgrade) {
             return not_ours("the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
                             std::to_string(kVersion) +
                             (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
@@ -152,7 +156,7 @@ Result<Dbs> open(lmdb::Env& env) {
           if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) ||
               (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
             return rc;
-        if (!fresh) return 0;
+        if (!fresh && !upgrade) return 0;
         std::uint32_t version = kVersion;
         v = records::val(&version, 4);
         return mdb_put(txn, dbs.meta, &k, &v, 0);

@@ -19,6 +19,7 @@
 //   file_shards  file hash -> dup shard hash
 //   sha256       sha256 -> dup file hash
 //   sources      blake3(path) -> Source (accepted or rejected file)
+//   outbox       u64 BE sequence -> what the fleet must still learn (outbox.hpp)
 //
 // Refcounts are not numbers that could drift: an entry lives while its
 // (entry, shard) duplicates exist, and the last one removed takes it along.
@@ -35,12 +36,13 @@
 namespace dedupd::index::schema {
 
 // 1: first layout (records.hpp).
-inline constexpr std::uint32_t kVersion = 1;
+// 2: + outbox. Version 1 is upgraded in place when opened (one transaction).
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr unsigned kMaxDbs = 16;
 
 struct Dbs {
   MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
-      file_shards, sha256, sources;
+      file_shards, sha256, sources, outbox;
 };
 
 // Creates the tables in a new environment, or checks the version of an

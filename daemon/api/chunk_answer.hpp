@@ -12,7 +12,12 @@
 #include "daemon/api/hash_spool.hpp"
 #include "daemon/api/http.hpp"
 #include "daemon/api/lookup_fields.hpp"
+#include "daemon/fleet/answers.hpp"
 #include "index/index.hpp"
+
+namespace dedupd::daemon {
+class Service;
+}  // namespace dedupd::daemon
 
 namespace dedupd::daemon::http {
 
@@ -21,8 +26,10 @@ class Metrics;
 class ChunkAnswer : public BodyStream {
  public:
   enum class Shape { document, lines };
+  // `fleet`: where each block's local misses are asked of the fleet (null:
+  // this host's index alone).
   ChunkAnswer(const index::Index& index, std::shared_ptr<HashSpool> hashes, LookupFields fields, Shape shape,
-              Metrics& metrics);
+              Metrics& metrics, Service* fleet = nullptr);
 
   shard::Result<std::size_t> read(char* buf, std::size_t max) override;
 
@@ -36,6 +43,9 @@ class ChunkAnswer : public BodyStream {
   LookupFields fields_;
   Shape shape_;
   Metrics& metrics_;
+  Service* fleet_;
+  fleet_link::FleetMisses remote_;
+  fleet_link::Reach reach_ = fleet_link::Reach::off;  // the worst of the blocks so far
   std::span<const shard::Hash> block_;
   std::size_t next_ = 0;  // in block_
   index::BatchResult result_;

@@ -58,6 +58,8 @@ void write_location_fields(JsonOut& out, const L& loc) {
       .key("flags")
       .num(loc.flags)
       .raw(",")
+      .key("origin")
+      .raw("\"local\",")
       .key("shards");
 }
 }  // namespace
@@ -149,6 +151,7 @@ Json xorb_json(const index::XorbInfo& x) {
       {"bytes_in_xorb", x.header.bytes_in_xorb},
       {"bytes_on_disk", x.header.bytes_on_disk},
       {"keyed", x.keyed},
+      {"origin", "local"},
       {"chunks", std::move(chunks)},
       {"shards", std::move(shards)},
   };
@@ -169,6 +172,7 @@ Json file_json(const index::FileInfo& f) {
       {"sha256", f.sha256 ? Json(f.sha256->to_string()) : Json(nullptr)},
       {"verification", !f.verification.empty()},
       {"terms", std::move(terms)},
+      {"origin", "local"},
       {"shards", hashes(f.shards)},
   };
 }

@@ -11,7 +11,7 @@ namespace dedupd::daemon::http {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::uint8_t>, 7> kLocationFields{{
+constexpr std::array<std::pair<std::string_view, std::uint8_t>, 8> kLocationFields{{
     {"xorb", LookupFields::kXorb},
     {"chunk_index", LookupFields::kChunkIndex},
     {"byte_start", LookupFields::kByteStart},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<std::string_view, std::uint8_t>, 7> kLocationFiel
     {"unpacked_bytes", LookupFields::kUnpackedBytes},
     {"flags", LookupFields::kFlags},
     {"shards", LookupFields::kShards},
+    {"origin", LookupFields::kOrigin},
 }};
 
 }  // namespace
@@ -48,7 +49,7 @@ std::variant<LookupFields, std::string> LookupFields::parse(std::string_view lis
       if (!known)
         return fmt::format(
             "unknown field '{}' in fields: choose from hash, found, locations, xorb, chunk_index, byte_start, "
-            "byte_end, unpacked_bytes, flags, shards",
+            "byte_end, unpacked_bytes, flags, shards, origin",
             name.substr(0, 40));
     }
   }
@@ -56,8 +57,54 @@ std::variant<LookupFields, std::string> LookupFields::parse(std::string_view lis
   return f;
 }
 
+namespace {
+
+// One location with the chosen fields; `shards` writes its shard list.
+template <class Location, class WriteShards>
+void write_location_fields(JsonOut& out, std::uint8_t want, const Location& loc, const char* origin,
+                           WriteShards&& shards) {
+  out.ch('{');
+  bool first_field = true;
+  auto field = [&](std::string_view name) -> JsonOut& {
+    if (!first_field) out.ch(',');
+    first_field = false;
+    return out.key(name);
+  };
+  if (want & LookupFields::kXorb) field("xorb").hash(loc.xorb);
+  if (want & LookupFields::kChunkIndex) field("chunk_index").num(loc.chunk_index);
+  if (want & LookupFields::kByteStart) field("byte_start").num(loc.byte_start);
+  if (want & LookupFields::kByteEnd) field("byte_end").num(loc.byte_end);
+  if (want & LookupFields::kUnpackedBytes) field("unpacked_bytes").num(loc.unpacked_bytes);
+  if (want & LookupFields::kFlags) field("flags").num(loc.flags);
+  if (want & LookupFields::kOrigin) field("origin").ch('"').raw(origin).ch('"');
+  if (want & LookupFields::kShards) shards(field("shards"));
+  out.ch('}');
+}
+
+// "shards":[{"shard","keyed","holders":[...]}] of a fleet location.
+void write_fleet_shards(JsonOut& out, const fleet::ChunkLocation& loc, const std::vector<fleet::FleetShardRef>& refs) {
+  out.ch('[');
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    if (i) out.ch(',');
+    out.raw("{").key("shard").hash(refs[i].shard).raw(",").key("keyed").boolean(loc.keyed).raw(",");
+    out.key("holders").ch('[');
+    for (std::size_t h = 0; h < refs[i].holders.size(); ++h) {
+      if (h) out.ch(',');
+      // Host names are [A-Za-z0-9._-] (fleet/host_name.hpp): nothing to escape.
+      out.ch('"').raw(refs[i].holders[h]).ch('"');
+    }
+    out.raw("]}");
+  }
+  out.ch(']');
+}
+
+}  // namespace
+
 void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
-                         std::span<const index::BatchLocation> locations, const index::BatchResult& result) {
+                         std::span<const index::BatchLocation> locations, const index::BatchResult& result,
+                         const FleetPart* fleet) {
+  std::span<const fleet::ChunkLocation> remote;
+  if (fleet) remote = fleet->misses.of(fleet->query);
   out.ch('{');
   bool first = true;
   auto sep = [&] {
@@ -70,33 +117,22 @@ void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::
   }
   if (fields.found) {
     sep();
-    out.key("found").boolean(!locations.empty());
+    out.key("found").boolean(!locations.empty() || !remote.empty());
   }
   if (fields.location) {
     sep();
     out.key("locations").ch('[');
     const std::uint8_t want = fields.location;
     for (std::size_t j = 0; j < locations.size(); ++j) {
-      const index::BatchLocation& loc = locations[j];
       if (j) out.ch(',');
-      out.ch('{');
-      bool first_field = true;
-      auto field = [&](std::string_view name) -> JsonOut& {
-        if (!first_field) out.ch(',');
-        first_field = false;
-        return out.key(name);
-      };
-      if (want & LookupFields::kXorb) field("xorb").hash(loc.xorb);
-      if (want & LookupFields::kChunkIndex) field("chunk_index").num(loc.chunk_index);
-      if (want & LookupFields::kByteStart) field("byte_start").num(loc.byte_start);
-      if (want & LookupFields::kByteEnd) field("byte_end").num(loc.byte_end);
-      if (want & LookupFields::kUnpackedBytes) field("unpacked_bytes").num(loc.unpacked_bytes);
-      if (want & LookupFields::kFlags) field("flags").num(loc.flags);
-      if (want & LookupFields::kShards) {
-        field("shards");
-        write_shard_refs(out, result.shards(loc));
-      }
-      out.ch('}');
+      write_location_fields(out, want, locations[j], "local",
+                            [&](JsonOut& o) { write_shard_refs(o, result.shards(locations[j])); });
+    }
+    for (std::size_t j = 0; j < remote.size(); ++j) {
+      if (j || !locations.empty()) out.ch(',');
+      write_location_fields(out, want, remote[j], "fleet", [&](JsonOut& o) {
+        write_fleet_shards(o, remote[j], fleet->misses.answers.shards(remote[j]));
+      });
     }
     out.ch(']');
   }

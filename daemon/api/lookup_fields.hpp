@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "daemon/api/json_out.hpp"
+#include "daemon/fleet/answers.hpp"
 #include "index/types.hpp"
 
 namespace dedupd::daemon::http {
@@ -24,7 +25,8 @@ struct LookupFields {
     kUnpackedBytes = 16,
     kFlags = 32,
     kShards = 64,
-    kAll = 127,
+    kOrigin = 128,
+    kAll = 255,
   };
   bool hash = true;
   bool found = true;
@@ -34,8 +36,17 @@ struct LookupFields {
   static std::variant<LookupFields, std::string> parse(std::string_view list);
 };
 
-// {"hash": ..., "found": ..., "locations": [...]} with the chosen fields.
+// What the fleet answered for the local misses of one block of hashes;
+// `query` is the hash's index in that block.
+struct FleetPart {
+  const fleet_link::FleetMisses& misses;
+  std::uint32_t query;
+};
+
+// {"hash": ..., "found": ..., "locations": [...]} with the chosen fields:
+// the local locations first ("origin": "local"), then the fleet's.
 void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
-                         std::span<const index::BatchLocation> locations, const index::BatchResult& result);
+                         std::span<const index::BatchLocation> locations, const index::BatchResult& result,
+                         const FleetPart* fleet = nullptr);
 
 }  // namespace dedupd::daemon::http

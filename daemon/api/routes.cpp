@@ -24,6 +24,8 @@ std::vector<Route> api_routes() {
       {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
       {"ingest", p::kIngest, false, {{"POST", post_ingest, admin, Body::upload}}},
       {"export", p::kExport, false, {{"POST", post_export, admin}}},
+      {"fleet_status", p::kFleetStatus, false, {{"GET", get_fleet_status}}},
+      {"fleet_forget_host", p::kFleetForgetHost, true, {{"POST", post_fleet_forget_host, admin}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup}}},
   };

@@ -32,6 +32,9 @@ Response post_purge(Context&, Request&);
 Response post_ingest(Context&, Request&);
 // routes_export.cpp
 Response post_export(Context&, Request&);
+// routes_fleet.cpp
+Response get_fleet_status(Context&, Request&);
+Response post_fleet_forget_host(Context&, Request&);  // admin
 // routes_global_dedup.cpp
 Response get_global_dedup(Context&, Request&);
 

@@ -5,6 +5,7 @@
 #include "api/routes.hpp"
 #include "daemon/api/batch_request.hpp"
 #include "daemon/api/chunk_answer.hpp"
+#include "daemon/api/fleet_json.hpp"
 #include "daemon/api/hash_spool.hpp"
 #include "daemon/api/json_shapes.hpp"
 #include "daemon/api/lookup_fields.hpp"
@@ -22,7 +23,10 @@ Response get_chunk(Context& ctx, Request& req) {
   if (!idx) return not_ready();
   auto locations = idx->lookup(*hash);
   if (!locations) return index_failure(req, locations.error());
-  bool found = !locations->empty();
+  // Not here: the fleet's locations, within the lookup bound (fleet_json.hpp).
+  fleet_link::FleetMisses remote;
+  if (locations->empty() && !local_only(req)) ctx.service.fleet_misses(std::span(&*hash, 1), {}, remote);
+  bool found = !locations->empty() || !remote.of(0).empty();
   ctx.metrics.count_lookups(1, found ? 1 : 0);
 
   std::string body;
@@ -33,7 +37,12 @@ Response get_chunk(Context& ctx, Request& req) {
     if (i) out.ch(',');
     write_location(out, (*locations)[i]);
   }
+  for (std::size_t i = 0; i < remote.of(0).size(); ++i) {
+    if (i) out.ch(',');
+    write_fleet_location(out, remote.of(0)[i], remote.answers.shards(remote.of(0)[i]));
+  }
   out.ch(']');
+  write_fleet_reach(out, remote.reach);
   // A 404 still has the lookup's shape, plus the error every 4xx carries.
   if (!found) out.raw(R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
   out.ch('}');
@@ -65,8 +74,10 @@ Response post_chunk_batch(Context& ctx, Request& req) {
   if (!idx) return not_ready();
   Response r;
   r.content_type = lines ? kNdjson : kJson;
-  r.stream = std::make_shared<ChunkAnswer>(
-      *idx, std::move(hashes), fields, lines ? ChunkAnswer::Shape::lines : ChunkAnswer::Shape::document, ctx.metrics);
+  // The local misses of each block go to the fleet together, in one round trip.
+  r.stream = std::make_shared<ChunkAnswer>(*idx, std::move(hashes), fields,
+                                           lines ? ChunkAnswer::Shape::lines : ChunkAnswer::Shape::document,
+                                           ctx.metrics, local_only(req) ? nullptr : &ctx.service);
   return r;
 }
 

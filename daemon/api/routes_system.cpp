@@ -1,6 +1,7 @@
 // GET /v1/stats, /v1/status, /healthz, /metrics.
 #include <fmt/format.h>
 
+#include "daemon/api/fleet_json.hpp"
 #include "daemon/api/json_shapes.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/route_util.hpp"
@@ -28,6 +29,7 @@ Response get_status(Context& ctx, Request& req) {
     doc["ready"] = true;
     doc["stats"] = stats_json(*stats);
   }
+  if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = publisher_json(*fleet);
   return json(dump(doc));
 }
 
@@ -84,6 +86,22 @@ Response get_metrics(Context& ctx, Request& req) {
     gauge("dedupd_map_size_bytes", "LMDB map size.", s.map_size);
     gauge("dedupd_map_used_bytes", "LMDB map in use.", s.map_used);
     if (s.next_expiry) gauge("dedupd_next_expiry_seconds", "Unix time of the next shard expiry.", *s.next_expiry);
+  }
+  if (auto fleet = ctx.service.fleet_state()) {
+    w.family("dedupd_fleet_connected", "gauge", "1 while the fleet primary answers the publisher.");
+    w.sample("dedupd_fleet_connected", "", std::uint64_t(fleet->state == fleet_link::LinkState::connected));
+    w.family("dedupd_fleet_outbox_depth", "gauge", "Outbox entries not yet in the fleet.");
+    w.sample("dedupd_fleet_outbox_depth", "", fleet->outbox_depth);
+    w.family("dedupd_fleet_outbox_oldest_age_seconds", "gauge", "Age of the oldest outbox entry (0: empty).");
+    w.sample("dedupd_fleet_outbox_oldest_age_seconds", "", fleet->outbox_oldest_age_s.value_or(0));
+    counter("dedupd_fleet_published_total", "Shards published to the fleet.", fleet->published);
+    counter("dedupd_fleet_replays_total", "Publishes the fleet already had (replays after a crash).", fleet->replays);
+    counter("dedupd_fleet_drops_total", "Holds dropped in the fleet.", fleet->drops);
+    counter("dedupd_fleet_failures_total", "Failed calls to the fleet primary.", fleet->failures);
+    if (fleet->last_contact) {
+      w.family("dedupd_fleet_last_contact_seconds", "gauge", "Unix time of the last successful call to the primary.");
+      w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
+    }
   }
   ctx.metrics.render(out);
   return r;

@@ -10,10 +10,15 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "daemon/fleet/answers.hpp"
+#include "daemon/fleet/state.hpp"
+#include "index/types.hpp"
 #include "shard/hash.hpp"
 #include "shard/keys.hpp"
 #include "shard/result.hpp"
@@ -105,6 +110,38 @@ class Service {
   // `name` is the uploaded file's name (?name=), possibly empty; it tells a
   // bundle (".caf") from a shard and names the source in logs and records.
   virtual IngestResult ingest(std::vector<std::uint8_t> bytes, std::string name) = 0;
+
+  // ---- the fleet (daemon/fleet/): what a daemon without one answers ----------
+  // Each waits at most the configured lookup bound, any thread.
+  // For the queries of `raw` without a local location: the fleet's, in one round trip.
+  virtual fleet_link::Reach fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
+                                         fleet_link::FleetMisses& out) {
+    (void)raw, (void)local;
+    out = {};
+    return fleet_link::Reach::off;
+  }
+  virtual fleet_link::Reach fleet_xorb(const shard::Hash&, std::optional<fleet::XorbAnswer>&) {
+    return fleet_link::Reach::off;
+  }
+  virtual fleet_link::Reach fleet_file(const shard::Hash&, std::optional<fleet::FileAnswer>&) {
+    return fleet_link::Reach::off;
+  }
+  virtual fleet_link::Reach fleet_sha256(const shard::Hash&, std::vector<shard::Hash>&) {
+    return fleet_link::Reach::off;
+  }
+  // The publisher's state; nullopt without a fleet.
+  virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
+  // The whole fleet as the database sees it (a longer bound: an operator asks).
+  virtual fleet_link::Reach fleet_status(fleet::Status&, std::string& error) {
+    error = "no fleet configured";
+    return fleet_link::Reach::off;
+  }
+  // Admin: drops every hold of a host that is gone for good. True when the
+  // host was known. May throw std::exception when the fleet cannot be reached.
+  virtual bool fleet_forget_host(const std::string& name) {
+    (void)name;
+    throw std::runtime_error("no fleet configured");
+  }
 };
 
 }  // namespace dedupd::daemon

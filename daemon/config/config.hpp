@@ -48,6 +48,18 @@ struct GlobalDedupConfig {
   std::uint64_t reply_max_bytes = 64ull << 20;
 };
 
+// The fleet index on PostgreSQL (docs/FLEET.md). Off while url is empty.
+// The url may carry a password: it is never logged or printed.
+struct FleetConfig {
+  std::string url;   // libpq conninfo or URI, several hosts allowed
+  std::string host;  // this host's name in the fleet (default: the hostname)
+  // How long an answer waits for the fleet part before it goes out as the
+  // local answer marked "fleet": "unavailable".
+  std::chrono::milliseconds lookup_timeout{50};
+  bool enabled() const { return !url.empty(); }
+  bool operator==(const FleetConfig&) const = default;
+};
+
 struct Config {
   std::filesystem::path state_dir;  // the LMDB index lives in state_dir/index
   std::filesystem::path socket;
@@ -58,6 +70,7 @@ struct Config {
   std::string log_level = "info";
   LimitsConfig limits;
   GlobalDedupConfig global_dedup;
+  FleetConfig fleet;
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }
   std::filesystem::path key_file() const { return state_dir / "global-dedup.key"; }

@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -21,6 +24,20 @@ std::string ConfigError::to_string(const std::string& file) const {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The rule fleet::valid_host_name checks (fleet/host_name.hpp).
+bool fleet_host_name_ok(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+  return true;
+}
+
+std::string this_host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
@@ -48,10 +65,11 @@ class Loader {
       else if (name == "log_level") log_level(name, v, c.log_level);
       else if (name == "limits") limits(name, v, c.limits);
       else if (name == "global_dedup") global_dedup(name, v, c.global_dedup);
+      else if (name == "fleet") fleet(name, v, c.fleet);
       else
         unknown(name, it->first,
                 "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                "limits, global_dedup");
+                "limits, global_dedup, fleet");
     }
   }
 
@@ -243,6 +261,63 @@ class Loader {
       else if (name == "reply_max_bytes") size(k, it->second, out.reply_max_bytes, kMinReplyBytes);
       else unknown(k, it->first, kKnown);
     }
+  }
+
+  void fleet(const std::string& key, const YAML::Node& v, FleetConfig& out) {
+    if (v.IsNull()) return;  // "fleet:" alone: off
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (url, host, lookup_timeout)");
+    const int section_line = key_line_;
+    bool has_url = false;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      const YAML::Node val = it->second;
+      if (name == "url") {
+        // Never echo the value: it may hold a password.
+        has_url = true;
+        scalar(k, val, "a libpq connection string or URI", out.url);
+      } else if (name == "host") {
+        std::string s;
+        if (!scalar(k, val, "a host name", s)) continue;
+        if (!fleet_host_name_ok(s))
+          fail(k, val, "\"" + s + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
+        else out.host = s;
+      } else if (name == "lookup_timeout") {
+        milliseconds(k, val, out.lookup_timeout);
+      } else {
+        unknown(k, it->first, "url, host, lookup_timeout");
+      }
+    }
+    if (!has_url) {
+      errors.push_back({key + ".url", section_line, "the fleet section needs a url (or leave fleet out)"});
+      out.url.clear();
+    }
+    if (out.host.empty()) {
+      out.host = this_host_name();
+      if (!fleet_host_name_ok(out.host))
+        errors.push_back({key + ".host", section_line,
+                          "this machine's hostname \"" + out.host + "\" cannot name it in the fleet: set fleet.host"});
+    }
+  }
+  // "50ms", or any duration parse_duration takes; 1 ms to 60 s.
+  void milliseconds(const std::string& key, const YAML::Node& v, std::chrono::milliseconds& out) {
+    std::string s;
+    if (!scalar(key, v, "a duration such as \"50ms\" or \"1s\"", s)) return;
+    std::chrono::milliseconds ms{};
+    if (s.size() > 2 && s.ends_with("ms")) {
+      std::uint64_t n = 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size() - 2, n);
+      if (ec != std::errc{} || ptr != s.data() + s.size() - 2 || n > 60000)
+        return fail(key, v, "expected a duration such as \"50ms\" or \"1s\", got \"" + s + "\"");
+      ms = std::chrono::milliseconds(n);
+    } else {
+      auto d = parse_duration(s);
+      if (auto* e = std::get_if<ParseError>(&d)) return fail(key, v, e->message + " (or milliseconds: \"50ms\")");
+      ms = std::get<std::chrono::seconds>(d);
+    }
+    if (ms < std::chrono::milliseconds(1) || ms > std::chrono::seconds(60))
+      return fail(key, v, "must be between 1ms and 60s");
+    out = ms;
   }
 
   void log_level(const std::string& key, const YAML::Node& v, std::string& out) {

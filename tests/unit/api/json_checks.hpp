@@ -75,7 +75,7 @@ inline const std::vector<std::pair<std::string, T>> kShardRefShape = {
 
 inline const std::vector<std::pair<std::string, T>> kLocationShape = {
     {"xorb", T::hash},           {"chunk_index", T::uint}, {"byte_start", T::uint}, {"byte_end", T::uint},
-    {"unpacked_bytes", T::uint}, {"flags", T::uint},       {"shards", T::array}};
+    {"unpacked_bytes", T::uint}, {"flags", T::uint},       {"origin", T::string},   {"shards", T::array}};
 
 inline const std::vector<std::pair<std::string, T>> kShardSummaryShape = {
     {"hash", T::hash},     {"state", T::string},         {"paths", T::array},

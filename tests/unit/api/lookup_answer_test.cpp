@@ -80,7 +80,10 @@ TEST(LookupAnswer, FieldsPickWhatIsWritten) {
   json some = write(fields("hash,xorb,chunk_index"), 0);
   EXPECT_FALSE(some.contains("found"));
   EXPECT_EQ(some["locations"][0], json({{"xorb", hash_of(0xAB).to_string()}, {"chunk_index", 3}}));
-  EXPECT_EQ(write(fields("locations"), 0)["locations"][0].size(), 7u);
+  // xorb, chunk_index, byte_start, byte_end, unpacked_bytes, flags, origin, shards
+  json all = write(fields("locations"), 0)["locations"][0];
+  EXPECT_EQ(all.size(), 8u);
+  EXPECT_EQ(all["origin"], "local");
 }
 
 TEST(LookupAnswer, BadFieldListsAreRefused) {

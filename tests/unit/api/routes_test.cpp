@@ -174,6 +174,7 @@ TEST_F(RoutesTest, XorbShape) {
                      {"bytes_in_xorb", T::uint},
                      {"bytes_on_disk", T::uint},
                      {"keyed", T::boolean},
+                     {"origin", T::string},
                      {"chunks", T::array},
                      {"shards", T::array}});
   EXPECT_EQ(doc["num_chunks"], xorb0().raw.size());
@@ -213,6 +214,7 @@ TEST_F(RoutesTest, FileShapeAndSha256) {
                      {"sha256", T::string_or_null},
                      {"verification", T::boolean},
                      {"terms", T::array},
+                     {"origin", T::string},
                      {"shards", T::array}});
   EXPECT_TRUE(doc["verification"]);
   ASSERT_TRUE(doc["sha256"].is_string());

@@ -1,0 +1,145 @@
+#include "cli/fleet_verbs.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <ctime>
+#include <memory>
+#include <ostream>
+
+#include "api/routes.hpp"
+#include "cli/client.hpp"
+#include "cli/context.hpp"
+#include "cli/daemon_verbs.hpp"
+#include "cli/exit_codes.hpp"
+
+namespace dedupctl {
+
+namespace api = dedupd::api;
+
+std::string local_only_query(bool local_only) {
+  return local_only ? "?" + std::string(api::kLocalOnly) + "=1" : std::string();
+}
+
+void warn_if_fleet_unavailable(Context& ctx, const json& doc) {
+  if (!doc.is_object() || !doc.contains("fleet") || doc["fleet"] != "unavailable") return;
+  ctx.err() << "dedupctl: warning: the fleet did not answer in time; this is the local answer only\n";
+}
+
+bool is_fleet_ref(const json& ref) { return ref.is_object() && ref.contains("holders"); }
+
+std::string fleet_ref_text(const json& ref) {
+  std::string text = ref.value("shard", std::string("?")) + "  fleet, held by ";
+  bool first = true;
+  if (ref["holders"].is_array())
+    for (const auto& h : ref["holders"]) {
+      text += (first ? "" : ", ") + (h.is_string() ? h.get<std::string>() : h.dump());
+      first = false;
+    }
+  return first ? text + "nobody" : text;
+}
+
+void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
+  if (!fl.is_object()) return;
+  const std::string state = fl.value("state", std::string("?"));
+  f.add("Fleet", state + " as host " + fl.value("host", std::string("?")),
+        state == "connected"     ? Color::green
+        : state == "unavailable" ? Color::red
+                                 : Color::yellow);
+  if (fl.contains("outbox") && fl["outbox"].is_object()) {
+    const json& ob = fl["outbox"];
+    std::string text = std::to_string(ob.value("depth", std::uint64_t(0))) + " queued";
+    if (ob.contains("oldest_age_s") && ob["oldest_age_s"].is_number_unsigned())
+      text += ", oldest " + std::to_string(ob["oldest_age_s"].get<std::uint64_t>()) + " s";
+    f.add("Outbox", text);
+  }
+  if (fl.contains("last_contact") && fl["last_contact"].is_number_unsigned())
+    f.add("Last contact", time_text(fl["last_contact"].get<std::uint64_t>(), now));
+  if (fl.contains("last_error") && fl["last_error"].is_string())
+    f.add("Last error", fl["last_error"].get<std::string>(), Color::red);
+}
+
+namespace {
+
+std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
+
+int fleet_status(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "fleet status";
+  bool not_found = false;
+  json doc = call(client, "GET", std::string(api::kFleetStatus), what, &not_found);
+  if (not_found) throw CliError(kUnavailable, "dedupd has no fleet configured (the fleet section of dedupd.yaml)");
+  need(doc, "this_host", what);
+  const bool answered = doc.value("fleet", std::string()) == "ok";
+  if (answered) {
+    need_u64(doc, "shards", what);
+    need_u64(doc, "entries", what);
+    for (const auto& h : need_array(doc, "hosts", what)) {
+      need_str(h, "name", what);
+      need_time(h, "last_contact", what);
+      need_u64(h, "shards", what);
+    }
+  }
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+  } else if (!ctx.opt.quiet) {
+    const std::uint64_t now = now_s();
+    Fields f;
+    add_fleet_status_fields(f, doc["this_host"], now);
+    if (answered) {
+      f.add("Fleet index", grouped(doc["shards"]) + " shards, " + grouped(doc["entries"]) + " chunk entries" +
+                               (doc.value("standby", false) ? " (as a standby sees it)" : ""));
+    } else {
+      f.add("Fleet index", "unavailable: " + doc.value("error", std::string("no answer")), Color::red);
+    }
+    f.print(ctx.out(), ctx.style);
+    if (answered) {
+      ctx.out() << '\n';
+      Table t({{"HOST"}, {"SHARDS", Table::right}, {"LAST CONTACT"}});
+      for (const auto& h : doc["hosts"]) {
+        std::optional<std::uint64_t> last;
+        if (h["last_contact"].is_number_unsigned()) last = h["last_contact"].get<std::uint64_t>();
+        t.add({h["name"].get<std::string>(), grouped(h["shards"]), time_text(last, now)});
+      }
+      t.print(ctx.out(), ctx.style);
+    }
+  }
+  if (!answered) {
+    if (!ctx.opt.quiet) ctx.err() << "dedupctl: warning: the fleet database did not answer\n";
+    return kUnavailable;
+  }
+  return kOk;
+}
+
+int forget_host(Context& ctx, const std::string& name) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "fleet forget-host " + name;
+  bool not_found = false;
+  json doc = call(client, "POST", std::string(api::kFleetForgetHost) + name, what, &not_found);
+  if (ctx.opt.json) print_json(ctx.out(), doc);
+  if (not_found) {
+    if (!ctx.opt.quiet)
+      ctx.err() << "dedupctl: " << what << ": "
+                << (doc.contains("error") && doc["error"].is_object()
+                        ? doc["error"].value("message", std::string("no such host"))
+                        : std::string("no such host"))
+                << '\n';
+    return kNotFound;
+  }
+  if (ctx.human()) ctx.out() << "host " << name << " forgotten: its holds are dropped\n";
+  return kOk;
+}
+
+}  // namespace
+
+void add_fleet_verbs(CLI::App& app, Action& action) {
+  auto* fleet = app.add_subcommand("fleet", "The fleet index shared by several hosts (docs/FLEET.md)");
+  fleet->require_subcommand(1);
+  fleet->add_subcommand("status", "Hosts, their last contact, fleet shards and entries, this host's outbox")
+      ->callback([&action] { action = fleet_status; });
+  auto name = std::make_shared<std::string>();
+  auto* forget = fleet->add_subcommand("forget-host", "Drop every hold of a host gone for good (admin)");
+  forget->add_option("NAME", *name, "The host's name in the fleet")->required();
+  forget->callback([&action, name] { action = [name](Context& ctx) { return forget_host(ctx, *name); }; });
+}
+
+}  // namespace dedupctl

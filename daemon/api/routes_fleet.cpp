@@ -1,0 +1,52 @@
+// GET /v1/fleet/status and POST /v1/admin/fleet/forget-host/<name>.
+#include "api/routes.hpp"
+#include "daemon/api/fleet_json.hpp"
+#include "daemon/api/route_util.hpp"
+#include "daemon/api/routes.hpp"
+#include "fleet/host_name.hpp"
+
+namespace dedupd::daemon::http {
+
+Response get_fleet_status(Context& ctx, Request&) {
+  auto publisher = ctx.service.fleet_state();
+  if (!publisher) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+  Json doc = {{"this_host", publisher_json(*publisher)}};
+  fleet::Status s;
+  std::string problem;
+  fleet_link::Reach reach = ctx.service.fleet_status(s, problem);
+  mark_fleet(doc, reach);
+  if (reach != fleet_link::Reach::answered) {
+    doc["error"] = problem;
+    return json(dump(doc));
+  }
+  Json hosts = Json::array();
+  for (const auto& h : s.hosts)
+    hosts.push_back({{"name", h.name},
+                     {"last_contact", h.last_contact ? Json(*h.last_contact) : Json(nullptr)},
+                     {"shards", h.holds}});
+  doc["schema_version"] = s.schema_version;
+  doc["standby"] = s.standby;
+  doc["hosts"] = std::move(hosts);
+  doc["shards"] = s.shards;
+  doc["xorbs"] = s.xorbs;
+  doc["files"] = s.files;
+  doc["entries"] = s.entries;
+  doc["live_keys"] = s.live_keys;
+  return json(dump(doc));
+}
+
+Response post_fleet_forget_host(Context& ctx, Request& req) {
+  const std::string name = req.tail;
+  if (!fleet::valid_host_name(name))
+    return error(kBadRequest, "\"" + name + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
+  if (!ctx.service.fleet_state()) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+  bool known = ctx.service.fleet_forget_host(name);
+  Json doc = {{"host", name}, {"forgotten", known}};
+  if (!known) {
+    doc["error"] = {{"code", error_code(kNotFound)}, {"message", "no such host in the fleet"}};
+    return json(dump(doc), kNotFound);
+  }
+  return json(dump(doc));
+}
+
+}  // namespace dedupd::daemon::http

@@ -1,0 +1,66 @@
+// ServiceImpl's fleet methods: the merge of local and fleet answers happens
+// here, below the HTTP layer. A batch asks the fleet only for its local
+// misses, all of them in one round trip; everything waits at most the
+// configured bound (FleetLookup), and a fleet that is off costs nothing.
+#include "daemon/daemon.hpp"
+#include "daemon/service_impl.hpp"
+
+namespace dedupd::daemon {
+
+using fleet_link::Reach;
+
+fleet_link::Reach ServiceImpl::fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
+                                            fleet_link::FleetMisses& out) {
+  out.queries.clear();
+  out.answers.clear();
+  out.reach = Reach::off;
+  if (!daemon_.fleet_enabled()) return Reach::off;
+  std::vector<shard::Hash> misses;
+  for (std::uint32_t i = 0; i < raw.size(); ++i)
+    if (i >= local.size() || local.of(i).empty()) {
+      out.queries.push_back(i);
+      misses.push_back(raw[i]);
+    }
+  if (misses.empty()) return out.reach = Reach::answered;
+  out.reach = daemon_.fleet_lookup().chunks(misses, out.answers);
+  if (out.reach == Reach::answered && out.answers.size() != misses.size()) out.reach = Reach::unavailable;
+  return out.reach;
+}
+
+fleet_link::Reach ServiceImpl::fleet_xorb(const shard::Hash& h, std::optional<fleet::XorbAnswer>& out) {
+  if (!daemon_.fleet_enabled()) return Reach::off;
+  return daemon_.fleet_lookup().xorb(h, out);
+}
+
+fleet_link::Reach ServiceImpl::fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) {
+  if (!daemon_.fleet_enabled()) return Reach::off;
+  return daemon_.fleet_lookup().file(h, out);
+}
+
+fleet_link::Reach ServiceImpl::fleet_sha256(const shard::Hash& h, std::vector<shard::Hash>& out) {
+  if (!daemon_.fleet_enabled()) return Reach::off;
+  return daemon_.fleet_lookup().files_with_sha256(h, out);
+}
+
+std::optional<fleet_link::PublisherState> ServiceImpl::fleet_state() const { return daemon_.fleet_state(); }
+
+fleet_link::Reach ServiceImpl::fleet_status(fleet::Status& out, std::string& error) {
+  if (!daemon_.fleet_enabled()) {
+    error = "no fleet configured";
+    return Reach::off;
+  }
+  return daemon_.fleet_lookup().status(out, error);
+}
+
+bool ServiceImpl::fleet_forget_host(const std::string& name) {
+  if (!daemon_.fleet_enabled()) throw std::runtime_error("no fleet configured");
+  // Its own short-lived connection to the primary: an admin action, rare,
+  // and it must not wait behind the publisher's backlog.
+  auto w = fleet::Writer::connect(daemon_.fleet_options());
+  if (!w) throw std::runtime_error("cannot reach the fleet primary: " + w.error().to_string());
+  auto r = (*w)->forget_host(name);
+  if (!r) throw std::runtime_error("forgetting host " + name + ": " + r.error().to_string());
+  return *r;
+}
+
+}  // namespace dedupd::daemon

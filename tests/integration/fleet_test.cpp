@@ -1,0 +1,416 @@
+// Three real dedupd processes sharing one fleet index on a real PostgreSQL
+// (the fleet_pg ctest fixture, or a private cluster for tests that stop or
+// promote servers). Each host has its own state dir, socket and watched dir;
+// tests wait for progress (what the fleet or a host answers), never for time.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness/daemon_process.hpp"
+#include "harness/daemon_test.hpp"
+#include "harness/http_client.hpp"
+#include "harness/make_shard.hpp"
+#include "tests/unit/fleet/pg_support.hpp"
+
+namespace dedupd::itest {
+namespace {
+
+namespace fs = std::filesystem;
+using fleet::test::Admin;
+using fleet::test::Cluster;
+using nlohmann::json;
+
+bool eventually(const std::function<bool()>& pred, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return pred();
+}
+
+// One dedupd of the fleet.
+struct Host {
+  std::string name;
+  fs::path dir, incoming, socket, config, log;
+  DaemonProcess process;
+  std::unique_ptr<HttpClient> client;
+
+  Host(const fs::path& root, std::string host_name) : name(std::move(host_name)) {
+    dir = root / name;
+    incoming = dir / "incoming";
+    fs::create_directories(incoming);
+    socket = dir / "dedupd.sock";
+    config = dir / "dedupd.yaml";
+    log = dir / "dedupd.log";
+  }
+  void write_config(const std::string& url, const std::string& extra = "") {
+    std::ofstream f(config);
+    f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
+      << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name
+      << "\n  lookup_timeout: 200ms\n"
+      << extra;
+  }
+  void start() {
+    LaunchOptions o;
+    o.args = {"--config", config.string()};
+    o.log_file = log;
+    o.work_dir = dir;
+    process.start(o);
+    client = std::make_unique<HttpClient>(socket.string());
+    ASSERT_TRUE(eventually([&] { return !process.running() || client->get("/healthz").status == 200; }) &&
+                process.running())
+        << name << " did not start:\n"
+        << log_text();
+  }
+  HttpClient& http() { return *client; }
+  json status() { return http().get("/v1/status").json(); }
+  std::uint64_t outbox_depth() {
+    json s = status();
+    return s["fleet"]["outbox"]["depth"].get<std::uint64_t>();
+  }
+  std::string log_text() const {
+    std::ifstream f(log);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+};
+
+std::string dedupctl_binary() { return DEDUPCTL_BINARY; }
+
+// Runs dedupctl; returns its exit code and stdout.
+int dedupctl(const Host& h, const std::vector<std::string>& args, std::string* out = nullptr,
+             std::string* err = nullptr) {
+  std::string cmd = dedupctl_binary() + " --socket " + h.socket.string();
+  for (const auto& a : args) cmd += " '" + a + "'";
+  fs::path err_file = h.dir / "dedupctl.err";
+  cmd += " 2>" + err_file.string();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string text;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) text.append(buf.data(), n);
+  int rc = ::pclose(p);
+  if (out) *out = text;
+  if (err) {
+    std::ifstream f(err_file);
+    std::stringstream s;
+    s << f.rdbuf();
+    *err = s.str();
+  }
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The holders the fleet names for a chunk this host does not have locally.
+std::optional<std::set<std::string>> fleet_holders(Host& h, const shard::Hash& chunk) {
+  auto r = h.http().get("/v1/chunk/" + chunk.to_string());
+  if (r.status != 200) return std::nullopt;
+  json doc = r.json();
+  std::set<std::string> holders;
+  for (const auto& loc : doc["locations"]) {
+    if (loc["origin"] != "fleet") continue;
+    for (const auto& s : loc["shards"])
+      for (const auto& host : s["holders"]) holders.insert(host.get<std::string>());
+  }
+  if (holders.empty()) return std::nullopt;
+  return holders;
+}
+
+class Fleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "dedupd-fleet-it-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root = tmpl;
+  }
+  void TearDown() override {
+    for (auto& h : hosts) {
+      h->process.kill_hard();
+      if (HasFailure()) std::fprintf(stderr, "---- %s log ----\n%s\n", h->name.c_str(), h->log_text().c_str());
+    }
+    hosts.clear();
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  Host& add_host(const std::string& name, const std::string& url) {
+    hosts.push_back(std::make_unique<Host>(root, name));
+    hosts.back()->write_config(url);
+    return *hosts.back();
+  }
+  fs::path root;
+  std::vector<std::unique_ptr<Host>> hosts;
+};
+
+TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  Host& c = add_host("host-c", url);
+  for (Host* h : {&a, &b, &c}) h->start();
+
+  MadeShard s = make_shard({.seed = 1301, .xorbs = 3, .chunks_per_xorb = 5});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  for (Host* h : {&b, &c})
+    ASSERT_TRUE(eventually([&] { return fleet_holders(*h, s.first_chunks[1]) == std::set<std::string>{"host-a"}; }))
+        << h->name << " never saw host-a's shard";
+  // A answers from its own index, marked local.
+  json local = a.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).json();
+  EXPECT_EQ(local["locations"][0]["origin"], "local");
+  // dedupctl on C: found (exit 0) with origin fleet, holder host-a.
+  std::string out, err;
+  EXPECT_EQ(dedupctl(c, {"query", "--json", s.first_chunks[2].to_string()}, &out, &err), 0) << err;
+  json doc = json::parse(out);
+  EXPECT_EQ(doc["locations"][0]["origin"], "fleet");
+  EXPECT_EQ(doc["locations"][0]["shards"][0]["holders"], json::array({"host-a"}));
+  EXPECT_EQ(doc["locations"][0]["xorb"], s.xorbs[2].to_string());
+  // --local-only leaves the fleet out: C itself has nothing.
+  EXPECT_EQ(dedupctl(c, {"query", "--local-only", s.first_chunks[2].to_string()}), 1);
+  // A batch: local misses asked in one go, hits and misses both right.
+  MadeShard unknown = make_shard({.seed = 1399, .xorbs = 1, .chunks_per_xorb = 1});
+  json batch = c.http()
+                   .post("/v1/chunk",
+                         json{{"hashes", {s.first_chunks[0].to_string(), unknown.first_chunks[0].to_string()}}}.dump())
+                   .json();
+  EXPECT_EQ(batch["found"], 1);
+  EXPECT_EQ(batch["fleet"], "ok");
+  EXPECT_EQ(batch["results"][0]["locations"][0]["origin"], "fleet");
+  // xorb and file lookups fall back to the fleet too.
+  json x = c.http().get("/v1/xorb/" + s.xorbs[0].to_string()).json();
+  EXPECT_EQ(x["origin"], "fleet");
+  EXPECT_EQ(x["num_chunks"], 5);
+
+  // The same shard on B: one fleet shard, two holders.
+  drop_file(b.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] {
+    return fleet_holders(c, s.first_chunks[0]) == std::set<std::string>{"host-a", "host-b"};
+  }));
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "1");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "2");
+
+  // Remove on A: B still holds it, so C still finds it.
+  EXPECT_EQ(a.http().del("/v1/shard/" + s.file_hash.to_string()).status, 200);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(c, s.first_chunks[0]) == std::set<std::string>{"host-b"}; }));
+  // And on B: the last holder is gone, so are its entries.
+  EXPECT_EQ(b.http().del("/v1/shard/" + s.file_hash.to_string()).status, 200);
+  ASSERT_TRUE(eventually([&] { return c.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).status == 404; }));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+
+  // dedupctl fleet status lists the three hosts.
+  EXPECT_EQ(dedupctl(a, {"fleet", "status", "--json"}, &out, &err), 0) << err;
+  json fs = json::parse(out);
+  EXPECT_EQ(fs["hosts"].size(), 3u);
+  EXPECT_EQ(fs["this_host"]["host"], "host-a");
+}
+
+TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& c = add_host("host-c", url);
+  a.start();
+  c.start();
+  // Expires a few seconds from now: A indexes it live, then its expiry
+  // timer removes it and the hold goes with it.
+  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 4;
+  MadeShard s = make_shard({.seed = 1302, .xorbs = 1, .chunks_per_xorb = 3, .expiry = expiry});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  bool seen = eventually([&] { return fleet_holders(c, s.first_chunks[0]).has_value(); }, std::chrono::seconds(3));
+  ASSERT_TRUE(eventually([&] { return c.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).status == 404; }));
+  EXPECT_GE(std::uint64_t(std::time(nullptr)), expiry) << "gone before it expired";
+  (void)seen;  // it may have expired before C looked: the end state is what counts
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+// SIGHUP applies a changed url; the url (it may carry a password) is never
+// written to the log, whatever happens with it.
+TEST_F(Fleet, SighupAppliesAChangedUrlAndTheUrlIsNeverLogged) {
+  Cluster& pg = Cluster::shared();
+  std::string db = pg.new_database();
+  std::string good = pg.primary_url(db) + " password=s3cret-in-url";
+  // Nothing listens there: the publisher keeps retrying, ingest goes on.
+  std::string bad = "host=" + (root / "nowhere").string() + " port=1 dbname=x user=y password=s3cret-in-url";
+  Host& a = add_host("host-a", bad);
+  Host& c = add_host("host-c", good);
+  a.start();
+  c.start();
+  MadeShard s = make_shard({.seed = 1308, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] { return a.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).status == 200; }));
+  ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "unavailable"; }));
+  EXPECT_EQ(a.outbox_depth(), 1u);
+  a.write_config(good);
+  a.process.signal(SIGHUP);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(c, s.first_chunks[0]) == std::set<std::string>{"host-a"}; }));
+  EXPECT_EQ(a.outbox_depth(), 0u);
+  for (Host* h : {&a, &c}) {
+    std::string log = h->log_text();
+    EXPECT_EQ(log.find("s3cret"), std::string::npos) << h->name << " logged the url";
+  }
+}
+
+// Runs a program; returns its exit code and what it printed.
+int run(const std::string& cmd, std::string& out) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  out.clear();
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST_F(Fleet, FleetMigrateCreatesTheSchemaThenHasNothingToDo) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  std::string out;
+  const std::string cmd = dedupd_binary() + " --fleet-migrate --config " + a.config.string();
+  EXPECT_EQ(run(cmd, out), 0) << out;
+  EXPECT_NE(out.find("created at version"), std::string::npos) << out;
+  EXPECT_EQ(run(cmd, out), 0) << out;
+  EXPECT_NE(out.find("already"), std::string::npos) << out;
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0") << "--fleet-migrate registered a host";
+  // Without a fleet section: exit 2, saying so.
+  std::ofstream(a.config) << "state_dir: " << (a.dir / "state").string() << "\n";
+  EXPECT_EQ(run(cmd, out), 2) << out;
+  EXPECT_NE(out.find("no fleet section"), std::string::npos) << out;
+}
+
+// Restarts a stopped primary of a private cluster (pg_cluster stops it).
+void start_primary(const Cluster& pg) {
+  std::string dir = pg.dir();
+  std::ifstream pf(dir + "/primary.port");
+  std::string port;
+  pf >> port;
+  std::string bindir;
+  for (const auto& e : fs::directory_iterator("/usr/lib/postgresql"))
+    if (fs::exists(e.path() / "bin/pg_ctl")) bindir = (e.path() / "bin").string();
+  std::string cmd = bindir + "/pg_ctl -D " + dir + "/primary -l " + dir + "/primary.log -w -t 60 -o '-p " + port +
+                    "' start >/dev/null";
+  if (::getuid() == 0) cmd = "runuser -u postgres -- " + cmd;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+}
+
+TEST_F(Fleet, WithTheDatabaseDownLocalAnswersKeepComingAndTheOutboxDrainsAfter) {
+  Cluster pg = Cluster::start_own();
+  std::string db = pg.new_database();
+  std::string url = pg.primary_url(db);
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  a.start();
+  b.start();
+  MadeShard first = make_shard({.seed = 1303, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, first.file_name(), first.bytes);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, first.first_chunks[0]).has_value(); }));
+
+  pg.stop_primary();
+  // A indexes while the database is down: locally at once, the fleet later.
+  MadeShard second = make_shard({.seed = 1304, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, second.file_name(), second.bytes);
+  ASSERT_TRUE(
+      eventually([&] { return a.http().get("/v1/chunk/" + second.first_chunks[0].to_string()).status == 200; }));
+  EXPECT_GE(a.outbox_depth(), 1u);
+  // B's answers keep coming, marked: its own misses say the fleet is unavailable.
+  auto r = b.http().get("/v1/chunk/" + second.first_chunks[0].to_string());
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.json()["fleet"], "unavailable");
+  std::string out, err;
+  EXPECT_EQ(dedupctl(b, {"query", second.first_chunks[0].to_string()}, &out, &err), 1);
+  EXPECT_NE(err.find("fleet did not answer"), std::string::npos) << err;
+  // A's local hit answers as it always does.
+  EXPECT_EQ(dedupctl(a, {"query", second.first_chunks[0].to_string()}, &out, &err), 0);
+  ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "unavailable"; }));
+
+  start_primary(pg);
+  ASSERT_TRUE(eventually([&] { return a.outbox_depth() == 0; }));
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, second.first_chunks[0]) == std::set<std::string>{"host-a"}; }));
+  EXPECT_EQ(a.status()["fleet"]["state"], "connected");
+}
+
+// kill -9 of a publishing dedupd at instants picked by progress (how many
+// shards the fleet holds so far): the fleet never holds a part of a shard,
+// and after the restart every local shard is held exactly once.
+TEST_F(Fleet, KilledWhilePublishingEveryShardEndsUpPublishedOnce) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  a.start();
+  // The publisher creates the schema when it first connects.
+  ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "connected"; }));
+  Admin admin(url);
+  std::mt19937 rng(1305);
+  std::vector<MadeShard> made;
+  // More kills for a long run: DEDUPD_FLEET_KILL_ROUNDS (shards are dropped
+  // six per round).
+  const char* rounds_env = std::getenv("DEDUPD_FLEET_KILL_ROUNDS");
+  const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 4;
+  made.clear();
+  for (int i = 0; i < rounds * 6; ++i)
+    made.push_back(make_shard({.seed = 1400 + std::uint64_t(i), .xorbs = 4, .chunks_per_xorb = 200}));
+  const int kShards = rounds * 6;
+  int next = 0;
+  for (int round = 0; round < rounds; ++round) {
+    // Drop a few, wait until the fleet holds a random number of them, kill.
+    int until = next + 6;
+    for (; next < until; ++next) drop_file(a.incoming, made[next].file_name(), made[next].bytes);
+    int target = int(rng() % 6);
+    std::string held_before = admin.one("SELECT count(*) FROM dedupd.hold");
+    ASSERT_TRUE(eventually(
+        [&] { return std::stoi(admin.one("SELECT count(*) FROM dedupd.hold")) >= std::stoi(held_before) + target; }));
+    a.process.kill_hard();
+    // Never a half shard: each fleet shard has all the chunk entries it claims.
+    EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard s WHERE s.chunks <> (SELECT coalesce(sum(x.chunks), 0) "
+                        "FROM dedupd.xorb x WHERE x.id = ANY(s.xorb_ids))"),
+              "0");
+    a.start();
+  }
+  ASSERT_TRUE(eventually(
+      [&] { return a.outbox_depth() == 0 && a.http().get("/v1/stats").json()["shards"]["live"] == json(kShards); }));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), std::to_string(kShards));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold h JOIN dedupd.host o ON o.id = h.host_id WHERE o.name = "
+                      "'host-a'"),
+            std::to_string(kShards));
+  EXPECT_EQ(admin.one("SELECT sum(chunks) FROM dedupd.shard"), std::to_string(kShards * 4 * 200));
+}
+
+TEST_F(Fleet, AfterTheStandbyIsPromotedPublishingResumesWithNothingLost) {
+  Cluster pg = Cluster::start_own();
+  std::string db = pg.new_database();
+  pg.add_standby();
+  std::string url = pg.both_url(db);
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  a.start();
+  b.start();
+  MadeShard before = make_shard({.seed = 1306, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, before.file_name(), before.bytes);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, before.first_chunks[0]).has_value(); }));
+  pg.wait_standby_caught_up();
+  pg.stop_primary();
+  MadeShard during = make_shard({.seed = 1307, .xorbs = 1, .chunks_per_xorb = 3});
+  drop_file(a.incoming, during.file_name(), during.bytes);
+  ASSERT_TRUE(
+      eventually([&] { return a.http().get("/v1/chunk/" + during.first_chunks[0].to_string()).status == 200; }));
+  pg.promote();
+  ASSERT_TRUE(eventually([&] { return a.outbox_depth() == 0; }));
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, during.first_chunks[0]) == std::set<std::string>{"host-a"}; }));
+  EXPECT_TRUE(fleet_holders(b, before.first_chunks[0]).has_value()) << "lost in the failover";
+  Admin promoted(pg.standby_url(db));
+  EXPECT_EQ(promoted.one("SELECT count(*) FROM dedupd.shard"), "2");
+}
+
+}  // namespace
+}  // namespace dedupd::itest

@@ -1,0 +1,276 @@
+// The fleet outbox: queued in the transaction of the change it reports,
+// drained in order, and the schema-1 index of the previous release upgraded
+// in place to carry it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "shard/mapped_file.hpp"
+#include "tests/unit/index/support.hpp"
+
+namespace dedupd::index {
+namespace {
+
+using gen::IndexFixture;
+using gen::OwnedShard;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class Outbox : public IndexFixture {
+ protected:
+  std::vector<OutboxEntry> entries() {
+    auto r = idx->outbox_next(1000);
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? *r : std::vector<OutboxEntry>{};
+  }
+  OutboxStats outbox() {
+    auto r = idx->outbox_stats();
+    EXPECT_TRUE(r);
+    return r ? *r : OutboxStats{};
+  }
+  gen::GenXorb x1 = gen::gen_xorb(1, 40), x2 = gen::gen_xorb(2, 30), x3 = gen::gen_xorb(3, 20);
+  OwnedShard shard_of(std::vector<const gen::GenXorb*> xs, std::uint64_t created,
+                      std::optional<std::uint64_t> expiry = {}, Key key = {}) {
+    gen::ShardSpec spec{std::move(xs)};
+    spec.created = created;
+    spec.expiry = expiry;
+    spec.key = key;
+    return gen::own(gen::build_shard(spec));
+  }
+};
+
+TEST_F(Outbox, OffQueuesNothing) {
+  auto a = shard_of({&x1}, 1);
+  ingest(a);
+  ASSERT_TRUE(idx->remove(a.hash, 5));
+  EXPECT_FALSE(outbox().enabled);
+  EXPECT_EQ(outbox().depth, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(Outbox, TurningOnQueuesEveryLiveShardOnce) {
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2), c = shard_of({&x3}, 3);
+  ingest(a), ingest(b), ingest(c);
+  ASSERT_TRUE(idx->remove(b.hash, 5));
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  ASSERT_TRUE(idx->set_outbox(true, 200));  // already on: nothing more
+  auto e = entries();
+  ASSERT_EQ(e.size(), 2u);
+  std::set<Hash> queued{e[0].shard, e[1].shard};
+  EXPECT_EQ(queued, (std::set<Hash>{a.hash, c.hash}));
+  EXPECT_EQ(e[0].op, OutboxOp::publish);
+  EXPECT_EQ(e[0].queued_at, 100u);
+  EXPECT_LT(e[0].seq, e[1].seq);
+  EXPECT_TRUE(outbox().enabled);
+  EXPECT_THAT(problems(), IsEmpty());
+  ASSERT_TRUE(idx->set_outbox(false, 300));
+  EXPECT_EQ(outbox().depth, 0u);
+  EXPECT_FALSE(outbox().enabled);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(Outbox, ChangesQueueTheirEntryAndAcksDrainInOrder) {
+  ASSERT_TRUE(idx->set_outbox(true, 1));
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2, 5000);
+  IngestOptions o;
+  o.now = 1000;
+  ingest(a, "/a", o);
+  ingest(a, "/a-again", o);  // the same shard: nothing new for the fleet
+  ingest(b, "/b", o);
+  ASSERT_TRUE(idx->remove(a.hash, 2000));
+  ASSERT_TRUE(idx->remove(a.hash, 2001));  // not live any more: no second drop
+  auto expired = idx->expire(6000);
+  ASSERT_TRUE(expired);
+  ASSERT_THAT(*expired, ElementsAre(b.hash));
+  auto e = entries();
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0].op, OutboxOp::publish);
+  EXPECT_EQ(e[0].shard, a.hash);
+  EXPECT_EQ(e[0].queued_at, 1000u);
+  EXPECT_EQ(e[1].op, OutboxOp::publish);
+  EXPECT_EQ(e[1].shard, b.hash);
+  EXPECT_EQ(e[2].op, OutboxOp::drop_hold);
+  EXPECT_EQ(e[2].shard, a.hash);
+  EXPECT_EQ(e[2].queued_at, 2000u);
+  EXPECT_EQ(e[3].op, OutboxOp::drop_hold);
+  EXPECT_EQ(e[3].shard, b.hash);
+  EXPECT_EQ(e[3].queued_at, 6000u);
+  EXPECT_EQ(outbox().depth, 4u);
+  EXPECT_EQ(outbox().oldest_queued, 1000u);
+
+  ASSERT_TRUE(idx->outbox_ack(e[1].seq));
+  auto rest = entries();
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].seq, e[2].seq);
+  EXPECT_EQ(outbox().oldest_queued, 2000u);
+  ASSERT_TRUE(idx->outbox_ack(e[1].seq));  // again: harmless
+  EXPECT_EQ(entries().size(), 2u);
+  // Survives a reopen: it is in the index, not in memory.
+  reopen();
+  EXPECT_EQ(entries().size(), 2u);
+  ASSERT_TRUE(idx->outbox_ack(e[3].seq));
+  EXPECT_EQ(outbox().depth, 0u);
+  EXPECT_FALSE(outbox().oldest_queued);
+  // Sequence numbers keep growing after the queue ran empty.
+  auto c = shard_of({&x3}, 3);
+  ingest(c);
+  auto last = entries();
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_GT(last[0].seq, e[3].seq);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+TEST_F(Outbox, RevivedShardIsPublishedAgain) {
+  ASSERT_TRUE(idx->set_outbox(true, 1));
+  auto a = shard_of({&x1}, 1);
+  ingest(a);
+  ASSERT_TRUE(idx->remove(a.hash, 2));
+  IngestOptions o;
+  o.revive = true;
+  ingest(a, "", o);
+  auto e = entries();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[2].op, OutboxOp::publish);
+  EXPECT_EQ(e[2].shard, a.hash);
+}
+
+// What the publisher hands the fleet when the file is gone: the same
+// xorbs, chunks, files, key and expiry as the shard that was indexed.
+TEST_F(Outbox, RebuiltShardCarriesTheSameEntries) {
+  gen::ShardSpec spec{{&x1, &x2}};
+  spec.key = gen::hash_of_seed(77);
+  spec.expiry = 4000000000;
+  spec.files.push_back(gen::gen_file(11, x1, 0, 40, true, true));
+  spec.files.push_back(gen::gen_file(12, x2, 0, 30, true, false));
+  auto a = gen::own(gen::build_shard(spec));
+  ingest(a);
+  auto rebuilt = idx->rebuild_shard(a.hash);
+  ASSERT_TRUE(rebuilt) << rebuilt.error().to_string();
+  ASSERT_TRUE(*rebuilt);
+  auto view = shard::ShardView::parse(**rebuilt);
+  ASSERT_TRUE(view) << view.error().to_string();
+  EXPECT_EQ(view->chunk_key(), a.view->chunk_key());
+  EXPECT_EQ(view->expiry(), a.view->expiry());
+  EXPECT_EQ(view->stats().xorbs, 2u);
+  EXPECT_EQ(view->stats().chunks, 70u);
+  EXPECT_EQ(view->stats().files, 2u);
+  // Indexed elsewhere, it answers exactly as the original does here.
+  gen::TempDir other;
+  Options o;
+  o.dir = other.sub("idx");
+  auto idx2 = Index::open(o);
+  ASSERT_TRUE(idx2);
+  ASSERT_TRUE((*idx2)->ingest(*view, SourceInfo{}));
+  for (const auto* x : {&x1, &x2})
+    for (const Hash& raw : x->raw) {
+      auto here = idx->lookup(raw), there = (*idx2)->lookup(raw);
+      ASSERT_TRUE(here && there);
+      ASSERT_EQ(here->size(), 1u);
+      ASSERT_EQ(there->size(), 1u);
+      EXPECT_EQ((*here)[0].xorb, (*there)[0].xorb);
+      EXPECT_EQ((*here)[0].chunk_index, (*there)[0].chunk_index);
+      EXPECT_EQ((*here)[0].byte_start, (*there)[0].byte_start);
+      EXPECT_EQ((*here)[0].byte_end, (*there)[0].byte_end);
+    }
+  auto f = (*idx2)->file(spec.files[0].header.file_hash);
+  ASSERT_TRUE(f && *f);
+  EXPECT_EQ((*f)->verification.size(), 1u);
+  EXPECT_TRUE((*f)->sha256);
+  // Gone shards have nothing to publish.
+  ASSERT_TRUE(idx->remove(a.hash, 9));
+  auto none = idx->rebuild_shard(a.hash);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  auto unknown = idx->rebuild_shard(gen::hash_of_seed(5));
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(*unknown);
+}
+
+std::uint32_t schema_version_on_disk(const std::string& dir) {
+  MDB_env* env = nullptr;
+  EXPECT_EQ(mdb_env_create(&env), 0);
+  mdb_env_set_maxdbs(env, 32);
+  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
+  MDB_txn* txn = nullptr;
+  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+  MDB_dbi meta;
+  std::uint32_t version = 0;
+  if (mdb_dbi_open(txn, "meta", 0, &meta) == 0) {
+    MDB_val k{14, const_cast<char*>("schema_version")}, v;
+    if (mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
+  }
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return version;
+}
+
+// tests/fixtures/index-v1/README.md says how the index was written (by the
+// release before the outbox, with these same generated shards).
+TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
+  gen::TempDir tmp;
+  std::string dir = tmp.sub("idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  ASSERT_EQ(schema_version_on_disk(dir), 1u);
+
+  Options o;
+  o.dir = dir;
+  auto opened = Index::open(o);
+  ASSERT_TRUE(opened) << opened.error().to_string();
+  auto& idx = **opened;
+  auto problems = idx.check_invariants();
+  ASSERT_TRUE(problems);
+  EXPECT_THAT(*problems, IsEmpty());
+  auto st = idx.stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->shards_live, 4u);
+  EXPECT_EQ(st->shards_removed, 1u);
+  EXPECT_EQ(st->keys, 2u);  // gpt2's and the generated keyed shard's
+
+  // The same answers the previous release gave.
+  auto x1 = gen::gen_xorb(1, 40), x2 = gen::gen_xorb(2, 30), x3 = gen::gen_xorb(3, 20);
+  for (const auto* x : {&x1, &x2, &x3})
+    for (std::size_t i = 0; i < x->raw.size(); ++i) {
+      auto r = idx.lookup(x->raw[i]);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->size(), 1u) << "chunk " << i;
+      EXPECT_EQ((*r)[0].xorb, x->hash);
+      EXPECT_EQ((*r)[0].chunk_index, i);
+      EXPECT_EQ((*r)[0].byte_start, x->byte_start(i));
+    }
+  auto x2_holders = idx.lookup(x2.raw[0]);
+  ASSERT_TRUE(x2_holders);
+  EXPECT_EQ((*x2_holders)[0].shards.size(), 2u);  // the raw shard and the one sharing x2
+  auto gpt2 = idx.xorb(*Hash::parse("16fe54ff57e667703a42fee0714b243eabd2d219773fb88446da2795c901dc0d"));
+  ASSERT_TRUE(gpt2);
+  ASSERT_EQ(gpt2->size(), 1u);
+  EXPECT_TRUE((*gpt2)[0].keyed);
+  EXPECT_EQ(idx.shards(ShardState::removed)->size(), 1u);
+
+  // The outbox came with the upgrade, off, and works.
+  auto ob = idx.outbox_stats();
+  ASSERT_TRUE(ob);
+  EXPECT_FALSE(ob->enabled);
+  EXPECT_EQ(ob->depth, 0u);
+  ASSERT_TRUE(idx.set_outbox(true, 1));
+  EXPECT_EQ(idx.outbox_stats()->depth, 4u);
+  auto queued = idx.outbox_next(10);
+  ASSERT_TRUE(queued);
+  for (const auto& e : *queued) {
+    auto rebuilt = idx.rebuild_shard(e.shard);
+    ASSERT_TRUE(rebuilt);
+    ASSERT_TRUE(*rebuilt);
+  }
+  opened->reset();
+  EXPECT_EQ(schema_version_on_disk(dir), 2u);
+  // And opens again as it is.
+  auto again = Index::open(o);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ((*again)->outbox_stats()->depth, 4u);
+}
+
+}  // namespace
+}  // namespace dedupd::index
