@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "shard/reader.hpp"
 #include "shard/writer.hpp"
 
 namespace dedupd::daemon::http {
@@ -104,6 +105,51 @@ class ReplyFiller {
   bool full_ = false;
 };
 
+// The reply's bytes: xorbs in plan order, their chunk hashes keyed with the
+// plan's key when the sources are raw; the footer says key and expiry.
+class ReplyShard {
+ public:
+  explicit ReplyShard(const ReplyPlan& plan) : plan_(plan) {}
+
+  void add(shard::XorbRecord rec) {
+    if (plan_.rekey)
+      for (shard::ChunkEntry& c : rec.chunks) c.chunk_hash = shard::keyed_chunk_hash(plan_.key, c.chunk_hash);
+    on_disk_ += rec.header.bytes_on_disk;
+    in_xorbs_ += rec.header.bytes_in_xorb;
+    ++xorbs_;
+    writer_.add_xorb(std::move(rec));
+  }
+
+  // nullopt when no xorb went in (every source went away).
+  std::optional<std::vector<std::uint8_t>> write(std::uint64_t now) const {
+    if (xorbs_ == 0) return std::nullopt;
+    shard::WriteOptions options;
+    options.with_footer = true;
+    // As the server: no lookup tables, all their offsets = footer_offset.
+    options.lookup_tables = shard::LookupTables::none_server_style;
+    options.footer.creation_timestamp = now;
+    options.footer.chunk_hash_key = plan_.key;
+    options.footer.key_expiry = plan_.expiry;
+    options.footer.stored_bytes_on_disk = on_disk_;
+    options.footer.stored_bytes = in_xorbs_;
+    options.footer.materialized_bytes = 0;  // no files in a reply
+    return writer_.write(options);
+  }
+
+ private:
+  const ReplyPlan& plan_;
+  shard::ShardWriter writer_;
+  std::uint64_t on_disk_ = 0, in_xorbs_ = 0, xorbs_ = 0;
+};
+
+// A CAS block as the fleet stores it (checked to be whole by fleet::Reader).
+shard::XorbRecord record_of(const shard::XorbBlock& block) {
+  shard::XorbRecord rec{block.header(), {}};
+  rec.chunks.reserve(block.num_chunks());
+  for (std::size_t i = 0; i < block.num_chunks(); ++i) rec.chunks.push_back(block.chunk(i));
+  return rec;
+}
+
 }  // namespace
 
 shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
@@ -118,8 +164,7 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
   std::optional<ReplyPlan> plan = plan_reply(holders, settings);
   if (!plan) return Out();
 
-  shard::ShardWriter writer;
-  std::uint64_t on_disk = 0, in_xorbs = 0, xorbs = 0;
+  ReplyShard reply(*plan);
   ReplyFiller filler(settings.bounds);
   for (const SourceShard& source : plan->sources) {
     auto records = idx.shard_xorbs(source.shard.shard, [&](std::span<const index::Index::XorbHead> heads) {
@@ -127,29 +172,33 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
     });
     if (!records) return records.error();
     if (!*records) continue;  // removed since the lookup
-    for (shard::XorbRecord& rec : **records) {
-      if (plan->rekey)
-        for (shard::ChunkEntry& c : rec.chunks) c.chunk_hash = shard::keyed_chunk_hash(plan->key, c.chunk_hash);
-      on_disk += rec.header.bytes_on_disk;
-      in_xorbs += rec.header.bytes_in_xorb;
-      ++xorbs;
-      writer.add_xorb(std::move(rec));
-    }
+    for (shard::XorbRecord& rec : **records) reply.add(std::move(rec));
     if (filler.full()) break;
   }
-  if (xorbs == 0) return Out();  // every holder went away since the lookup
+  return Out(reply.write(settings.now));
+}
 
-  shard::WriteOptions options;
-  options.with_footer = true;
-  // As the server: no lookup tables, all their offsets = footer_offset.
-  options.lookup_tables = shard::LookupTables::none_server_style;
-  options.footer.creation_timestamp = settings.now;
-  options.footer.chunk_hash_key = plan->key;
-  options.footer.key_expiry = plan->expiry;
-  options.footer.stored_bytes_on_disk = on_disk;
-  options.footer.stored_bytes = in_xorbs;
-  options.footer.materialized_bytes = 0;  // no files in a reply
-  return Out(writer.write(options));
+std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(std::span<const fleet::XorbAnswer> xorbs,
+                                                                        const ReplySettings& settings) {
+  // Raw forms only, re-keyed and valid as long as a raw local source: the
+  // fleet keeps no key expiry for a keyed form, a reply under it could
+  // outlive it. Each form is a source of one xorb, in the fleet's order.
+  ReplyPlan plan;
+  plan.rekey = true;
+  plan.key = settings.key;
+  plan.expiry = reply_expiry(index::ShardRef{}, settings);
+  ReplyShard reply(plan);
+  ReplyFiller filler(settings.bounds);
+  for (const fleet::XorbAnswer& answer : xorbs) {
+    for (const fleet::XorbForm& form : answer.forms) {
+      if (form.keyed || form.cas_block.size() < shard::kEntrySize) continue;
+      shard::XorbBlock block(form.cas_block.data(), 0);
+      index::Index::XorbHead head{block.hash(), block.num_chunks()};
+      if (!filler.choose(std::span(&head, 1), head.hash).empty()) reply.add(record_of(block));
+      if (filler.full()) return reply.write(settings.now);
+    }
+  }
+  return reply.write(settings.now);
 }
 
 }  // namespace dedupd::daemon::http

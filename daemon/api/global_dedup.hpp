@@ -22,6 +22,9 @@
 //   re-served as stored, under its own key, for no longer than its expiry.
 //   The shard valid longest wins; other shards holding the chunk fill the
 //   room left when they share the reply's key and do not shorten its life.
+// - A chunk this index lacks is answered from the fleet (daemon/fleet/):
+//   the fleet's raw forms of the xorbs holding it stand for source shards
+//   of one xorb each, re-keyed and bounded as above.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,7 @@
 #include <span>
 #include <vector>
 
+#include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/format.hpp"
 #include "shard/keys.hpp"
@@ -84,5 +88,11 @@ std::vector<std::size_t> xorb_order(std::size_t count, std::size_t first);
 shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
                                                                                  const shard::Hash& raw_chunk,
                                                                                  const ReplySettings& settings);
+
+// The reply for a chunk this index lacks, from the fleet's forms of the
+// xorbs holding it (FleetLookup::xorb answers); keyed forms are left out.
+// nullopt when no raw form is given.
+std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(std::span<const fleet::XorbAnswer> xorbs,
+                                                                        const ReplySettings& settings);
 
 }  // namespace dedupd::daemon::http

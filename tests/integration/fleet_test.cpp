@@ -4,22 +4,29 @@
 // tests wait for progress (what the fleet or a host answers), never for time.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "harness/daemon_process.hpp"
 #include "harness/daemon_test.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
+#include "shard/keys.hpp"
+#include "shard/reader.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 
 namespace dedupd::itest {
@@ -126,6 +133,56 @@ std::optional<std::set<std::string>> fleet_holders(Host& h, const shard::Hash& c
   return holders;
 }
 
+// The status and X-Dedupd-Fleet header (empty when absent) of a GET over
+// the host's socket, read by hand: the harness client keeps no headers.
+std::pair<int, std::string> status_and_fleet_header(const Host& h, const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, h.socket.c_str(), sizeof(addr.sun_path) - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (fd >= 0) ::close(fd);
+    return {0, ""};
+  }
+  std::string request = "GET " + path + " HTTP/1.1\r\nHost: dedupd\r\nConnection: close\r\n\r\n";
+  bool sent = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == ssize_t(request.size());
+  std::string text;
+  std::array<char, 4096> buf;
+  while (sent) {
+    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    text.append(buf.data(), std::size_t(n));
+  }
+  ::close(fd);
+  std::string head = text.substr(0, text.find("\r\n\r\n"));
+  int status = head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
+  std::string lower = head;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string name = "\r\nx-dedupd-fleet:";
+  auto at = lower.find(name);
+  if (at == std::string::npos) return {status, ""};
+  std::string value = head.substr(at + name.size(), head.find("\r\n", at + 2) - at - name.size());
+  value.erase(0, value.find_first_not_of(' '));
+  return {status, value};
+}
+
+// A global-dedup reply holds `xorb` with `raw_chunk` keyed under the footer key.
+void expect_reply_answers(const std::string& body, const shard::Hash& xorb, const shard::Hash& raw_chunk) {
+  auto view = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(body.data()), body.size()});
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  EXPECT_TRUE(view->keyed());
+  EXPECT_TRUE(view->expiry().has_value());
+  shard::Hash keyed = shard::keyed_chunk_hash(view->chunk_key(), raw_chunk);
+  bool xorb_found = false, chunk_found = false;
+  for (auto x : view->xorbs()) {
+    if (x.hash() != xorb) continue;
+    xorb_found = true;
+    for (std::size_t i = 0; i < x.num_chunks(); ++i) chunk_found |= x.chunk(i).chunk_hash == keyed;
+  }
+  EXPECT_TRUE(xorb_found) << "the chunk's xorb is not in the reply";
+  EXPECT_TRUE(chunk_found) << "the chunk is not keyed under the reply's key";
+}
+
 class Fleet : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -189,6 +246,16 @@ TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
   json x = c.http().get("/v1/xorb/" + s.xorbs[0].to_string()).json();
   EXPECT_EQ(x["origin"], "fleet");
   EXPECT_EQ(x["num_chunks"], 5);
+  // The Xet global-dedup endpoint on B answers A's chunk with a reply shard
+  // built from the fleet's xorb, keyed with B's key; --local-only: 404.
+  const std::string gd = "/v1/chunks/default-merkledb/" + s.first_chunks[1].to_string();
+  auto reply = b.http().get(gd);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  expect_reply_answers(reply.body, s.xorbs[1], s.first_chunks[1]);
+  EXPECT_EQ(status_and_fleet_header(b, gd), std::make_pair(200, std::string("ok")));
+  EXPECT_EQ(status_and_fleet_header(b, gd + "?local_only=1"), std::make_pair(404, std::string()));
+  EXPECT_EQ(status_and_fleet_header(b, "/v1/chunks/default/" + unknown.first_chunks[0].to_string()),
+            std::make_pair(404, std::string("ok")));
 
   // The same shard on B: one fleet shard, two holders.
   drop_file(b.incoming, s.file_name(), s.bytes);
@@ -327,6 +394,9 @@ TEST_F(Fleet, WithTheDatabaseDownLocalAnswersKeepComingAndTheOutboxDrainsAfter) 
   auto r = b.http().get("/v1/chunk/" + second.first_chunks[0].to_string());
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.json()["fleet"], "unavailable");
+  // The global-dedup endpoint too: the local answer (404), the fleet said unavailable.
+  EXPECT_EQ(status_and_fleet_header(b, "/v1/chunks/default-merkledb/" + second.first_chunks[0].to_string()),
+            std::make_pair(404, std::string("unavailable")));
   std::string out, err;
   EXPECT_EQ(dedupctl(b, {"query", second.first_chunks[0].to_string()}, &out, &err), 1);
   EXPECT_NE(err.find("fleet did not answer"), std::string::npos) << err;

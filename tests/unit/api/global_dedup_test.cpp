@@ -319,5 +319,55 @@ TEST(GlobalDedupPlan, KeyedShardsOfTheReplyKeyJoinOnlyWhenTheyDoNotShortenIt) {
   EXPECT_FALSE(plan_reply({}, settings(key_of(1))).has_value());
 }
 
+// ---- a chunk answered from the fleet's stored CAS blocks -------------------
+
+std::vector<std::uint8_t> cas_block_of(const shard::XorbRecord& rec) {
+  shard::ShardWriter w;
+  w.add_xorb(rec);
+  auto bytes = w.write({});
+  auto view = ShardView::parse(bytes);
+  EXPECT_TRUE(view.ok());
+  for (auto block : view->xorbs()) return {block.raw().begin(), block.raw().end()};
+  return {};
+}
+
+fleet::XorbAnswer fleet_answer(const st::TestXorb& x, bool keyed = false, const Key& key = Key{}) {
+  fleet::XorbForm form{keyed, key, cas_block_of(x.record), {{st::seeded_hash(4242), {"host-a"}}}};
+  return {x.record.header.xorb_hash, {std::move(form)}};
+}
+
+TEST(GlobalDedupFleetReply, RawFormsAreRekeyedWithTheReplyKeyAndKeyedOnesLeftOut) {
+  st::TestXorb own = st::make_xorb(71, 5), other = st::make_xorb(72, 3);
+  st::TestXorb keyed = st::make_xorb(71, 5, key_of(9));
+  std::vector<fleet::XorbAnswer> answers = {fleet_answer(own), fleet_answer(other)};
+  answers[0].forms.push_back(fleet_answer(keyed, true, key_of(9)).forms[0]);
+  const Key key = key_of(2);
+
+  auto bytes = build_fleet_global_dedup_reply(answers, settings(key));
+  ASSERT_TRUE(bytes);
+  auto view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  EXPECT_EQ(view->chunk_key(), key);
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
+  EXPECT_EQ(view->stats().files, 0u);
+  // Each xorb once (the keyed form of the first is not repeated), the asked one first.
+  EXPECT_EQ(xorb_hashes(*view), (std::vector<Hash>{own.record.header.xorb_hash, other.record.header.xorb_hash}));
+  EXPECT_EQ(bytes->size(), kReplyFramingBytes + xorb_block_bytes(5) + xorb_block_bytes(3));
+  EXPECT_TRUE(reply_has_chunk(*view, own.raw[3]));
+  EXPECT_TRUE(reply_has_chunk(*view, other.raw[0]));
+
+  // The bounds hold as for local sources: the first xorb always goes in.
+  auto one = build_fleet_global_dedup_reply(answers, settings(key, {.max_xorbs = 1, .max_bytes = 1}));
+  ASSERT_TRUE(one);
+  auto one_view = ShardView::parse(*one);
+  ASSERT_TRUE(one_view.ok());
+  EXPECT_EQ(xorb_hashes(*one_view), (std::vector<Hash>{own.record.header.xorb_hash}));
+
+  // Only keyed forms, or nothing: no reply (the route answers 404).
+  std::vector<fleet::XorbAnswer> keyed_only = {fleet_answer(keyed, true, key_of(9))};
+  EXPECT_FALSE(build_fleet_global_dedup_reply(keyed_only, settings(key)).has_value());
+  EXPECT_FALSE(build_fleet_global_dedup_reply({}, settings(key)).has_value());
+}
+
 }  // namespace
 }  // namespace dedupd::daemon::http
