@@ -14,7 +14,6 @@
 #include <string>
 #include <unordered_set>
 
-#include "daemon/api/service.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/counters.hpp"
 #include "daemon/expiry/runner.hpp"
@@ -25,6 +24,7 @@
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/loop/timer.hpp"
+#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 
@@ -63,8 +63,8 @@ class Daemon {
   // Loop thread only.
   RescanResult rescan();
   PurgeResult purge(bool dry_run);
-  RemoveResult remove(const shard::Hash& shard);
-  IngestResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
+  index::RemoveOutcome remove(const shard::Hash& shard);
+  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
 
  private:
   bool open_index();

@@ -96,7 +96,7 @@ TEST_F(LimitsTest, EachRouteHasTheBodyLimitOfWhatItReads) {
   // The upload route takes the same body.
   EXPECT_CALL(service_, ingest(_, _)).WillOnce([](std::vector<std::uint8_t> bytes, std::string) {
     EXPECT_EQ(bytes.size(), std::size_t(1) << 20);
-    return IngestResult(std::vector<IngestedShard>{});
+    return UploadResult(std::vector<IngestedShard>{});
   });
   r = client_->post(std::string(api::kIngest), std::string(1 << 20, 'x'));
   EXPECT_EQ(r.status, 200) << r.body;
