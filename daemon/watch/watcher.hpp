@@ -57,9 +57,9 @@ class Watcher {
     std::filesystem::path path;
     bool recursive;
   };
-  // Adds a watch on `dir` and, scanning it, on its subdirectories when
+  // Adds a watch on `top` and, scanning it, on its subdirectories when
   // recursive; appends the candidate files found to `out` (if given).
-  void add_tree(const std::filesystem::path& dir, bool recursive, std::vector<Candidate>* out);
+  void add_tree(const std::filesystem::path& top, bool recursive, std::vector<Candidate>* out);
   bool add_watch(const std::filesystem::path& dir, bool recursive);
   void forget_subtree(const std::filesystem::path& dir);
   void drop_all_watches();
