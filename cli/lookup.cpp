@@ -56,7 +56,7 @@ QueryFormat query_format(Context& ctx, const QueryArgs& q) {
   }
   if (q.format == "json-lines") return QueryFormat::json_lines;
   if (q.format == "short") return QueryFormat::short_text;
-  if (q.format == "json" || (q.format.empty() && ctx.opt.json)) return QueryFormat::json;
+  if (q.format == "json" || (q.format.empty() && ctx.opt.json)) return QueryFormat::json_document;
   return QueryFormat::table;
 }
 

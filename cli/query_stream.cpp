@@ -232,7 +232,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
     out.clear();
   };
   if (!quiet && format == QueryFormat::table) out += table_header(ctx.style);
-  if (!quiet && format == QueryFormat::json) out += "{\"results\":[\n";
+  if (!quiet && format == QueryFormat::json_document) out += "{\"results\":[\n";
 
   const std::string what = "query (" + source + ")";
   Client::Producer produce = [&](char* buf, std::size_t max) { return reader.produce(buf, max); };
@@ -246,7 +246,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
         case QueryFormat::json_lines:
           out.append(line).push_back('\n');
           break;
-        case QueryFormat::json:
+        case QueryFormat::json_document:
           if (found + missing > 1) out += ",\n";
           out.append(line);
           break;
@@ -269,7 +269,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
   if (sent.value != received.value)
     throw CliError(kProtocol, what + ": dedupd's answers are not in the order of the hashes");
   if (fleet_unavailable) warn_if_fleet_unavailable(ctx, json{{"fleet", "unavailable"}});
-  if (!quiet && format == QueryFormat::json)
+  if (!quiet && format == QueryFormat::json_document)
     out += "\n],\"found\":" + std::to_string(found) + ",\"missing\":" + std::to_string(missing) + "}\n";
   if (!quiet && format == QueryFormat::table)
     out += "\n" + ctx.style.paint(grouped(found) + " found", found ? Color::green : Color::none) + ", " +

@@ -11,7 +11,7 @@
 
 namespace dedupctl {
 
-enum class QueryFormat { table, json, json_lines, short_text };
+enum class QueryFormat { table, json_document, json_lines, short_text };
 
 struct QueryStreamOptions {
   QueryFormat format = QueryFormat::table;

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "daemon/api/service.hpp"
+#include "daemon/status.hpp"
 
 namespace dedupd::daemon {
 

@@ -287,11 +287,7 @@ FileOutcome Daemon::ingest_one(const Candidate& c) {
 
 void Daemon::expiry_pass() {
   expiry_pass_wanted_ = false;
-  try {
-    expiry_->run(unix_now(), false);
-  } catch (const std::exception& e) {
-    spdlog::error("expiry: {}", e.what());
-  }
+  if (auto r = expiry_->run(unix_now(), false); !r) spdlog::error("expiry: {}", r.error());
   rearm_timer();
   publish_status(true);
 }
@@ -470,24 +466,25 @@ RescanResult Daemon::rescan() {
 }
 
 PurgeResult Daemon::purge(bool dry_run) {
-  PurgeResult r = expiry_->run(unix_now(), dry_run);
+  auto r = expiry_->run(unix_now(), dry_run);
   if (!dry_run) rearm_timer();
-  return r;
+  // The API seam answers an internal failure as 500 (daemon/api/service.hpp).
+  if (!r) throw std::runtime_error("purge: " + r.error().to_string());
+  return std::move(r).value();
 }
 
-RemoveResult Daemon::remove(const shard::Hash& shard) {
+index::RemoveOutcome Daemon::remove(const shard::Hash& shard) {
   auto r = index_->remove(shard, unix_now());
   if (!r) throw std::runtime_error("removing shard " + shard.to_string() + ": " + r.error().to_string());
-  if (r->outcome == index::RemoveOutcome::not_live) return RemoveResult::not_live;
-  if (r->outcome != index::RemoveOutcome::removed) return RemoveResult::not_found;
+  if (r->outcome != index::RemoveOutcome::removed) return r->outcome;
   counters_.shards_removed++;
   spdlog::info("shard {} removed on request", shard);
   timer_rearm_wanted_ = true;
-  return RemoveResult::removed;
+  return r->outcome;
 }
 
-IngestResult Daemon::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
-  IngestResult r = ingester_->ingest_upload(bytes, name, unix_now());
+UploadResult Daemon::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  UploadResult r = ingester_->ingest_upload(bytes, name, unix_now());
   timer_rearm_wanted_ = true;
   return r;
 }

@@ -14,7 +14,6 @@
 #include <string>
 #include <unordered_set>
 
-#include "daemon/api/service.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/counters.hpp"
 #include "daemon/expiry/runner.hpp"
@@ -27,6 +26,7 @@
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/loop/timer.hpp"
+#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 
@@ -65,8 +65,8 @@ class Daemon {
   // Loop thread only.
   RescanResult rescan();
   PurgeResult purge(bool dry_run);
-  RemoveResult remove(const shard::Hash& shard);
-  IngestResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
+  index::RemoveOutcome remove(const shard::Hash& shard);
+  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
   // The fleet: the lookup side (any thread; off without a fleet) and the
   // publisher's state (nullopt without a fleet).
   fleet_link::FleetLookup& fleet_lookup() { return *fleet_lookup_; }

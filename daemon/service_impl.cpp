@@ -21,16 +21,16 @@ PurgeResult ServiceImpl::purge(bool dry_run) {
   return d.loop().call<PurgeResult>([&d, dry_run] { return d.purge(dry_run); }, d.admin_timeout());
 }
 
-RemoveResult ServiceImpl::remove(const shard::Hash& shard) {
+index::RemoveOutcome ServiceImpl::remove(const shard::Hash& shard) {
   Daemon& d = daemon_;
-  return d.loop().call<RemoveResult>([&d, shard] { return d.remove(shard); }, d.admin_timeout());
+  return d.loop().call<index::RemoveOutcome>([&d, shard] { return d.remove(shard); }, d.admin_timeout());
 }
 
-IngestResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string name) {
+UploadResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string name) {
   Daemon& d = daemon_;
   // Shared so a task that outlives a timed-out wait still owns its bytes.
   auto body = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
-  return d.loop().call<IngestResult>([&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); },
+  return d.loop().call<UploadResult>([&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); },
                                      d.admin_timeout());
 }
 

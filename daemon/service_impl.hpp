@@ -20,8 +20,8 @@ class ServiceImpl final : public Service {
 
   RescanResult rescan() override;
   PurgeResult purge(bool dry_run) override;
-  RemoveResult remove(const shard::Hash& shard) override;
-  IngestResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
+  index::RemoveOutcome remove(const shard::Hash& shard) override;
+  UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
   // The fleet half of answers (daemon/fleet/service.cpp).
   fleet_link::Reach fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,

@@ -68,11 +68,11 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
       batch.assign(static_cast<const std::uint8_t*>(v.mv_data),
                    static_cast<const std::uint8_t*>(v.mv_data) + v.mv_size);
       // The page in one call (MDB_MULTIPLE): the key is found once for all.
-      std::size_t n = batch.size() / kChunkValueBytes;
-      if (n == 0) continue;
-      MDB_val mk = val(key.data(), key.size()), mv[2] = {val(batch.data(), kChunkValueBytes), MDB_val{n, nullptr}};
+      std::size_t values = batch.size() / kChunkValueBytes;
+      if (values == 0) continue;
+      MDB_val mk = val(key.data(), key.size()), mv[2] = {val(batch.data(), kChunkValueBytes), MDB_val{values, nullptr}};
       if (int r2 = mdb_cursor_put(main.get(), &mk, mv, MDB_MULTIPLE)) return r2;
-      if (mv[1].mv_size != n) return MDB_CORRUPTED;
+      if (mv[1].mv_size != values) return MDB_CORRUPTED;
     }
     if (rc != MDB_NOTFOUND) return rc;
     MDB_val dk = val(key.data(), key.size()), dv;

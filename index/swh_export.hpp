@@ -12,7 +12,7 @@
 #include <string>
 
 #include "index/index.hpp"
-#include "swh/read_shard.hpp"
+#include "swh/write_shard.hpp"
 
 namespace dedupd::index {
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "shard/bytes.hpp"
+
 namespace dedupd::shard::caf {
 namespace {
 
@@ -15,10 +17,6 @@ using json = nlohmann::json;
 
 Error err(std::string rule, std::uint64_t offset, std::string message) {
   return Error{std::move(rule), offset, std::move(message)};
-}
-
-std::uint32_t load_le32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
 }
 
 // Decodes one UTF-8 sequence at s[i]; returns its length, 0 when invalid.
@@ -97,7 +95,7 @@ Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
   if (size < kFooterSize) {
     return err("footer.truncated", 0, "bundle is " + std::to_string(size) + " bytes, shorter than its 4-byte footer");
   }
-  const std::uint64_t index_size = load_le32(bytes.data() + size - kFooterSize);
+  const std::uint64_t index_size = load_u32(bytes.data() + size - kFooterSize);
   if (index_size > size - kFooterSize) {
     return err("footer.index_size", size - kFooterSize,
                "index size " + std::to_string(index_size) + " exceeds the " + std::to_string(size - kFooterSize) +

@@ -1,4 +1,4 @@
-// Chunk Archive Format (CAF, seed 004): a bundle of files, here of MDB shards.
+// Chunk Archive Format (CAF): a bundle of files, here of MDB shards.
 //
 //   [ member data, concatenated ][ JSON index ][ u32 LE index size ]
 //

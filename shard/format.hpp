@@ -6,8 +6,8 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
+#include "shard/bytes.hpp"
 #include "shard/hash.hpp"
 
 namespace dedupd::shard {
@@ -28,19 +28,6 @@ inline constexpr std::uint32_t kFileFlagWithVerification = 1u << 31;
 inline constexpr std::uint32_t kFileFlagWithMetadataExt = 1u << 30;
 inline constexpr std::uint32_t kChunkFlagGlobalDedupEligible = 1u << 31;
 inline constexpr std::uint64_t kNoExpiry = UINT64_MAX;
-
-inline std::uint32_t load_u32(const std::uint8_t* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline std::uint64_t load_u64(const std::uint8_t* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-inline void store_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, 4); }
-inline void store_u64(std::uint8_t* p, std::uint64_t v) { std::memcpy(p, &v, 8); }
 
 // True for the 48-byte section terminator: 32 x 0xFF then 16 x 0x00.
 bool is_bookend(const std::uint8_t* entry);

@@ -1,20 +1,4 @@
-// The Software Heritage read-only shard (seed 003), byte for byte as the
-// original C implementation writes it (SoftwareHeritage/swh-perfecthash,
-// src/_shard/shard.c and shard.h):
-//
-//   0    magic area, 32 bytes: "SWHShard\0" (9 bytes written), rest zero
-//   32   header, 7 x u64 BIG-endian: version (1), objects_count,
-//        objects_position (512), objects_size, index_position, index_size,
-//        hash_position
-//   88   zero up to objects_position
-//   512  objects in insertion order: u64 BE size, then the bytes
-//   ip   index = objects_position + objects_size: cmph_size() entries of
-//        40 bytes: 32-byte key, u64 BE absolute offset of the object's size
-//        prefix; unused slots (and deleted objects) are a zero key with
-//        offset UINT64_MAX
-//   hp   index_position + index_size: the hash function as cmph_dump writes
-//        it (CMPH_CHD_PH, graphsize 0.99, keys_per_bin 1, b 4, cmph's
-//        default Jenkins hash; cmph's own fields are native = little-endian)
+// Reads a Software Heritage read-only shard (layout: swh/format.hpp).
 //
 // A perfect hash maps any absent key to some slot, so lookup() compares the
 // slot's stored key with the query; a UINT64_MAX offset means "no object"
@@ -33,90 +17,15 @@
 //                  object's size runs past it (reported by lookup)
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "shard/mapped_file.hpp"
-#include "shard/result.hpp"
+#include "swh/format.hpp"
 
 namespace dedupd::swh {
-
-using shard::Error;
-using shard::Result;
-
-inline constexpr std::uint64_t kMagicAreaSize = 32;
-inline constexpr char kMagic[] = "SWHShard";  // written with its NUL: 9 bytes
-inline constexpr std::uint64_t kMagicWritten = sizeof(kMagic);
-inline constexpr std::uint64_t kHeaderOffset = 32;
-inline constexpr std::uint64_t kHeaderSize = 7 * 8;
-inline constexpr std::uint64_t kObjectsOffset = 512;  // SHARD_OFFSET_HEADER
-inline constexpr std::uint64_t kVersion = 1;
-inline constexpr std::uint64_t kKeySize = 32;
-inline constexpr std::uint64_t kIndexEntrySize = kKeySize + 8;
-inline constexpr std::uint64_t kNoObject = UINT64_MAX;
-
-using Key = std::array<std::uint8_t, kKeySize>;
-
-struct Header {
-  std::uint64_t version = kVersion;
-  std::uint64_t objects_count = 0;
-  std::uint64_t objects_position = kObjectsOffset;
-  std::uint64_t objects_size = 0;
-  std::uint64_t index_position = 0;
-  std::uint64_t index_size = 0;
-  std::uint64_t hash_position = 0;
-};
-
-struct IndexEntry {
-  Key key{};
-  std::uint64_t object_offset = kNoObject;
-  bool empty() const { return object_offset == kNoObject; }
-};
-
-// Streams objects to the file through a 1 MiB buffer (nothing but 40 bytes per
-// key stays in memory: the key and its object offset, which cmph and the index
-// need), then
-// finish() builds the hash, writes the index, the dump, the header and the
-// magic, fsyncs and renames the temporary file onto `path`. Nothing is left at
-// `path` unless finish() succeeds; the destructor removes the temporary file.
-class Writer {
- public:
-  static Result<Writer> create(const std::string& path);
-  Writer(Writer&&) noexcept;
-  Writer& operator=(Writer&&) noexcept;
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
-  ~Writer();
-
-  // Appends one object; returns its offset in the file. Rule swh.io on I/O
-  // failure (offset = where the write was attempted).
-  Result<std::uint64_t> add(const Key& key, std::span<const std::uint8_t> value);
-  std::uint64_t count() const { return records_.size(); }
-  // Rules: swh.duplicate (two objects with one key), swh.too_many (cmph
-  // counts keys in 32 bits), swh.cmph (cmph could not build), swh.io.
-  Result<Header> finish();
-
- private:
-  Writer() = default;
-  struct Record {
-    Key key;
-    std::uint64_t offset;
-  };
-  void discard();
-  bool flush();
-  std::string path_;
-  std::string tmp_path_;
-  int fd_ = -1;
-  std::uint64_t pos_ = kObjectsOffset;
-  std::vector<Record> records_;
-  std::vector<std::uint8_t> buffer_;  // objects not yet written, ending at pos_
-  bool finished_ = false;
-};
 
 class Reader {
  public:

@@ -133,10 +133,10 @@ Json stats_json(const index::Stats& s) {
   };
 }
 
-Json xorb_json(const index::XorbInfo& x) {
+Json xorb_json(const index::XorbInfo& form) {
   Json chunks = Json::array();
-  for (std::size_t i = 0; i < x.chunks.size(); ++i) {
-    const auto& c = x.chunks[i];
+  for (std::size_t i = 0; i < form.chunks.size(); ++i) {
+    const auto& c = form.chunks[i];
     chunks.push_back({{"index", i},
                       {"hash", c.chunk_hash.to_string()},
                       {"byte_start", c.byte_start},
@@ -144,13 +144,13 @@ Json xorb_json(const index::XorbInfo& x) {
                       {"flags", c.flags}});
   }
   Json shards = Json::array();
-  for (const auto& s : x.shards) shards.push_back(shard_ref_json(s));
+  for (const auto& s : form.shards) shards.push_back(shard_ref_json(s));
   return {
-      {"xorb", x.hash.to_string()},
-      {"num_chunks", x.chunks.size()},
-      {"bytes_in_xorb", x.header.bytes_in_xorb},
-      {"bytes_on_disk", x.header.bytes_on_disk},
-      {"keyed", x.keyed},
+      {"xorb", form.hash.to_string()},
+      {"num_chunks", form.chunks.size()},
+      {"bytes_in_xorb", form.header.bytes_in_xorb},
+      {"bytes_on_disk", form.header.bytes_on_disk},
+      {"keyed", form.keyed},
       {"origin", "local"},
       {"chunks", std::move(chunks)},
       {"shards", std::move(shards)},

@@ -50,8 +50,9 @@ Response post_ingest(Context& ctx, Request& req) {
     return error(kBadRequest, "name must be a file name, not a path");
   if (!open_index(ctx)) return not_ready();
 
-  IngestResult result = ctx.service.ingest(std::move(req.body), std::move(name));
-  if (auto* e = std::get_if<shard::Error>(&result)) {
+  UploadResult result = ctx.service.ingest(std::move(req.body), std::move(name));
+  if (!result) {
+    const shard::Error* e = &result.error();
     Json doc = {{"error",
                  {{"code", error_code(kUnprocessable)},
                   {"message", e->to_string()},
@@ -60,7 +61,7 @@ Response post_ingest(Context& ctx, Request& req) {
     return json(dump(doc), kUnprocessable);
   }
   Json shards = Json::array();
-  for (const auto& s : std::get<std::vector<IngestedShard>>(result))
+  for (const auto& s : *result)
     shards.push_back({{"hash", s.hash.to_string()},
                       {"added", s.added},
                       {"xorbs", s.xorbs},

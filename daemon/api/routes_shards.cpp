@@ -74,11 +74,11 @@ Response delete_shard(Context& ctx, Request& req) {
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
   switch (ctx.service.remove(*hash)) {
-    case RemoveResult::not_found:
+    case index::RemoveOutcome::not_found:
       return error(kNotFound, "shard not known");
-    case RemoveResult::not_live:
+    case index::RemoveOutcome::not_live:
       return error(kNotFound, "shard is not live (already removed or expired)");
-    case RemoveResult::removed:
+    case index::RemoveOutcome::removed:
       break;
   }
   auto info = idx->shard(*hash);

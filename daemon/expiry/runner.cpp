@@ -15,10 +15,10 @@ namespace dedupd::daemon::expiry {
 
 namespace {
 
-template <class T>
-T value_or_throw(index::Result<T> r, const char* what) {
-  if (!r) throw std::runtime_error(std::string(what) + ": " + r.error().to_string());
-  return std::move(r).value();
+// An index failure, with what the runner was doing.
+shard::Error failed(const char* what, shard::Error e) {
+  e.message = std::string(what) + ": " + e.message;
+  return e;
 }
 
 ShardRecord to_record(const index::ShardInfo& s) {
@@ -27,27 +27,33 @@ ShardRecord to_record(const index::ShardInfo& s) {
 
 }  // namespace
 
-std::vector<ShardRecord> Runner::expired_records(std::vector<shard::Hash> also_due) const {
+shard::Result<std::vector<ShardRecord>> Runner::expired_records(std::vector<shard::Hash> also_due) const {
+  auto expired = index_.shards(index::ShardState::expired);
+  if (!expired) return failed("listing expired shards", expired.error());
   std::vector<ShardRecord> out;
-  for (const auto& s : value_or_throw(index_.shards(index::ShardState::expired), "listing expired shards"))
-    out.push_back(to_record(s));
+  for (const auto& s : *expired) out.push_back(to_record(s));
   // A dry run treats what is due now as if it had expired already.
   for (const auto& h : also_due) {
-    auto s = value_or_throw(index_.shard(h), "reading a shard record");
-    if (!s) continue;
-    auto r = to_record(*s);
+    auto s = index_.shard(h);
+    if (!s) return failed("reading a shard record", s.error());
+    if (!*s) continue;
+    auto r = to_record(**s);
     r.live = false;
     out.push_back(std::move(r));
   }
   return out;
 }
 
-PurgeResult Runner::run(std::uint64_t now, bool dry_run) {
+shard::Result<PurgeResult> Runner::run(std::uint64_t now, bool dry_run) {
   PurgeResult out;
   if (dry_run) {
-    out.expired = value_or_throw(index_.due(now), "listing due shards");
+    auto due = index_.due(now);
+    if (!due) return failed("listing due shards", due.error());
+    out.expired = std::move(due).value();
   } else {
-    out.expired = value_or_throw(index_.expire(now), "expiring shards");
+    auto expired = index_.expire(now);
+    if (!expired) return failed("expiring shards", expired.error());
+    out.expired = std::move(expired).value();
     for (const auto& h : out.expired) {
       counters_.shards_expired++;
       spdlog::info("shard {} expired; its entries left the index", h);
@@ -55,11 +61,14 @@ PurgeResult Runner::run(std::uint64_t now, bool dry_run) {
   }
 
   auto records = expired_records(dry_run ? out.expired : std::vector<shard::Hash>{});
-  for (const auto& f : files_past_grace(records, now, config_.delete_after))
+  if (!records) return records.error();
+  for (const auto& f : files_past_grace(*records, now, config_.delete_after))
     if (delete_file(f.shard, f.path, dry_run)) out.deleted_files.push_back(f.path);
 
-  if (config_.max_bytes) enforce_cap(now, dry_run, out);
-  if (!dry_run) next_deletion_ = next_deletion(records, now, config_.delete_after);
+  if (config_.max_bytes) {
+    if (auto capped = enforce_cap(now, dry_run, out); !capped) return capped.error();
+  }
+  if (!dry_run) next_deletion_ = next_deletion(*records, now, config_.delete_after);
   return out;
 }
 
@@ -93,11 +102,14 @@ bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool
   return true;
 }
 
-void Runner::enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out) {
+shard::Result<std::monostate> Runner::enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out) {
   std::vector<index::ShardInfo> shards;
-  for (auto state : {index::ShardState::live, index::ShardState::expired})
-    for (auto& s : value_or_throw(index_.shards(state), "listing shards"))
+  for (auto state : {index::ShardState::live, index::ShardState::expired}) {
+    auto listed = index_.shards(state);
+    if (!listed) return failed("listing shards", listed.error());
+    for (auto& s : *listed)
       if (s.expiry) shards.push_back(std::move(s));
+  }
 
   std::vector<ShardBytes> sizes;
   for (const auto& s : shards) {
@@ -113,13 +125,15 @@ void Runner::enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out) {
     auto it = std::find_if(shards.begin(), shards.end(), [&](const auto& s) { return s.hash == h; });
     spdlog::info("shard {}: over expiry.max_bytes, evicting (oldest first)", h);
     if (it->state == index::ShardState::live && !dry_run) {
-      auto r = value_or_throw(index_.remove(h, now), "removing a shard over the size cap");
-      if (r.outcome == index::RemoveOutcome::removed) counters_.shards_removed++;
+      auto r = index_.remove(h, now);
+      if (!r) return failed("removing a shard over the size cap", r.error());
+      if (r->outcome == index::RemoveOutcome::removed) counters_.shards_removed++;
     }
     if (it->state == index::ShardState::live) out.expired.push_back(h);
     for (const auto& p : it->paths)
       if (delete_file(h, p, dry_run)) out.deleted_files.push_back(p);
   }
+  return std::monostate{};
 }
 
 std::optional<std::uint64_t> Runner::next_due(std::uint64_t) const {

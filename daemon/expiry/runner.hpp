@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <optional>
+#include <variant>
+#include <vector>
 
-#include "daemon/api/service.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/counters.hpp"
 #include "daemon/expiry/policy.hpp"
+#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 
@@ -23,18 +25,19 @@ class Runner {
 
   void set_config(const ExpiryConfig& c) { config_ = c; }
 
-  // Does (or, dry_run, only reports) everything due at `now`.
-  PurgeResult run(std::uint64_t now, bool dry_run);
+  // Does (or, dry_run, only reports) everything due at `now`. An index
+  // failure stops the pass where it happened (what was done stays done).
+  [[nodiscard]] shard::Result<PurgeResult> run(std::uint64_t now, bool dry_run);
 
   // The earliest moment something becomes due after the last run: an index
   // expiry or a file's end of grace.
   std::optional<std::uint64_t> next_due(std::uint64_t now) const;
 
  private:
-  std::vector<ShardRecord> expired_records(std::vector<shard::Hash> also_due) const;
+  shard::Result<std::vector<ShardRecord>> expired_records(std::vector<shard::Hash> also_due) const;
   // Checks and, unless dry_run, deletes one file; true when it is (or would be) gone.
   bool delete_file(const shard::Hash& shard, const std::string& path, bool dry_run);
-  void enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out);
+  [[nodiscard]] shard::Result<std::monostate> enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out);
 
   index::Index& index_;
   const Watcher& watcher_;

@@ -200,7 +200,7 @@ FileOutcome Ingester::record(const index::IngestResult& r, const fs::path& path,
   return FileOutcome::failed;
 }
 
-IngestResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now) {
+UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now) {
   // The shards of the body: the body itself, or a bundle's *.mdb members.
   struct Part {
     std::string name;

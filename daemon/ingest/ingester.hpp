@@ -10,8 +10,8 @@
 #include <span>
 #include <string>
 
-#include "daemon/api/service.hpp"
 #include "daemon/counters.hpp"
+#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 
@@ -39,7 +39,7 @@ class Ingester {
 
   // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
   // An explicit upload brings back a shard removed earlier (unless expired).
-  IngestResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now);
+  UploadResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now);
 
  private:
   FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);

@@ -91,9 +91,12 @@ void Watcher::add_tree(const fs::path& top, bool recursive, std::vector<Candidat
       if (ec) continue;
       if (fs::is_directory(st)) {
         if (recursive) pending.push_back(it->path());
+      } else if (fs::is_symlink(st)) {
+        note_skipped(it->path(), true);
       } else if (fs::is_regular_file(st) && out) {
         FileKind kind = file_kind(it->path().filename().native());
         if (kind != FileKind::ignored) out->push_back({it->path(), kind});
+        else note_skipped(it->path(), false);
       }
     }
   }
@@ -167,13 +170,32 @@ WatchBatch Watcher::read_events() {
         else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && dir.recursive) add_tree(full, true, &batch.ready);
         continue;
       }
+      if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+        std::error_code ec;
+        if (fs::is_symlink(fs::symlink_status(full, ec))) {
+          note_skipped(full, true);
+          continue;
+        }
+      }
       if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) {
         FileKind kind = file_kind(ev->name);
         if (kind != FileKind::ignored) batch.ready.push_back({std::move(full), kind});
+        else note_skipped(full, false);
       }
     }
   }
   return batch;
+}
+
+void Watcher::note_skipped(const fs::path& path, bool symlink) {
+  const std::string name = path.filename().native();
+  if (name.empty() || name.front() == '.') return;  // in progress or hidden
+  // Bounded: a directory of many other files costs a few lines, not memory.
+  constexpr std::size_t kRemembered = 4096;
+  if (skipped_.size() >= kRemembered || !skipped_.insert(path.native()).second) return;
+  if (symlink) spdlog::info("skipping {}: a symlink (dedupd does not follow symlinks; see dedupd(8))", path);
+  else spdlog::info("skipping {}: not a shard (*.mdb) or bundle (*.caf)", path);
+  if (skipped_.size() == kRemembered) spdlog::info("more skipped files are not logged");
 }
 
 bool Watcher::inside_roots(const fs::path& path) const {

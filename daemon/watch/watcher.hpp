@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/config/config.hpp"
@@ -56,17 +57,22 @@ class Watcher {
     std::filesystem::path path;
     bool recursive;
   };
-  // Adds a watch on `dir` and, scanning it, on its subdirectories when
+  // Adds a watch on `top` and, scanning it, on its subdirectories when
   // recursive; appends the candidate files found to `out` (if given).
-  void add_tree(const std::filesystem::path& dir, bool recursive, std::vector<Candidate>* out);
+  void add_tree(const std::filesystem::path& top, bool recursive, std::vector<Candidate>* out);
   bool add_watch(const std::filesystem::path& dir, bool recursive);
   void forget_subtree(const std::filesystem::path& dir);
   void drop_all_watches();
+  // Says once per path, at info, why a file someone may expect to be taken
+  // is not: a symlink (never followed: the tree is what dedupd may delete
+  // from), or a name that is not *.mdb or *.caf. Dot-files stay silent.
+  void note_skipped(const std::filesystem::path& path, bool symlink);
 
   int fd_ = -1;
   std::vector<WatchDir> roots_;
   std::unordered_map<int, Dir> dirs_;  // by watch descriptor
   std::vector<std::string> warned_missing_;
+  std::unordered_set<std::string> skipped_;  // paths note_skipped has told of
 };
 
 }  // namespace dedupd::daemon

@@ -90,7 +90,9 @@ struct Cluster {
     dir = read_line(pointer);
   }
   ~Cluster() {
-    if (given_url.empty()) (void)std::system((std::string(DEDUPD_PG_CLUSTER) + " stop " + pointer).c_str());
+    // A failed stop leaves a cluster behind; nothing a destructor can do more.
+    if (given_url.empty() && std::system((std::string(DEDUPD_PG_CLUSTER) + " stop " + pointer).c_str()) != 0)
+      std::fprintf(stderr, "bench_fleet: stopping the PostgreSQL cluster failed\n");
   }
   std::string url() const { return given_url.empty() ? read_line(dir + "/url") : given_url; }
 };

@@ -190,23 +190,23 @@ int main(int argc, char** argv) {
       // The same hashes as the index got (same generator), so the lookups
       // below ask both for the same keys.
       std::size_t xorbs = shard_no + 1 == nshards ? last_xorbs : kXorbsPerShard;
-      std::vector<shard::Hash> keys;
-      keys.reserve(xorbs * kChunksPerXorb);
+      std::vector<shard::Hash> shard_keys;
+      shard_keys.reserve(xorbs * kChunksPerXorb);
       for (std::size_t i = 0; i < xorbs; ++i) {
         auto x = index::gen::gen_xorb((shard_no + 1) * 4096 + i, kChunksPerXorb);
-        keys.insert(keys.end(), x.raw.begin(), x.raw.end());
+        shard_keys.insert(shard_keys.end(), x.raw.begin(), x.raw.end());
       }
       auto t0 = Clock::now();
       MDB_txn* txn;
       check(mdb_txn_begin(env, nullptr, 0, &txn), "begin");
       check(mdb_dbi_open(txn, nullptr, 0, &dbi), "dbi");
-      for (const auto& k : keys) {
+      for (const auto& k : shard_keys) {
         MDB_val kv{32, const_cast<std::uint8_t*>(k.data())}, vv{16, value};
         check(mdb_put(txn, dbi, &kv, &vv, 0), "put");
       }
       check(mdb_txn_commit(txn), "commit");
       bare_s += secs(t0, Clock::now());
-      done += keys.size();
+      done += shard_keys.size();
       ++shard_no;
     }
     MDB_stat st;

@@ -32,6 +32,7 @@
 #include "index/index.hpp"
 #include "shard/keys.hpp"
 #include "shard/writer.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace dedupd;
 using namespace dedupd::daemon;
@@ -120,12 +121,12 @@ class FakeService : public Service {
   GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
   RescanResult rescan() override { return {3, 2, 1}; }
   PurgeResult purge(bool) override { return {shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}}; }
-  RemoveResult remove(const shard::Hash& h) override {
+  index::RemoveOutcome remove(const shard::Hash& h) override {
     for (const auto& s : shards)
-      if (s == h) return RemoveResult::removed;
-    return RemoveResult::not_found;
+      if (s == h) return index::RemoveOutcome::removed;
+    return index::RemoveOutcome::not_found;
   }
-  IngestResult ingest(std::vector<std::uint8_t> bytes, std::string) override {
+  UploadResult ingest(std::vector<std::uint8_t> bytes, std::string) override {
     if (bytes.size() < 8) return shard::Error{"header.magic", 0, "too short"};
     return std::vector<IngestedShard>{{shards.empty() ? shard::Hash{} : shards[0], bytes.size() % 2 == 0, 1, 4, 0}};
   }
@@ -152,9 +153,7 @@ void cleanup() {
 World& the_world() {
   if (world) return *world;
   world = new World;
-  std::string tmpl = (std::filesystem::temp_directory_path() / "fuzz-http-XXXXXX").string();
-  require(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp");
-  world->dir = tmpl;
+  world->dir = tests::make_temp_dir("fuzz-http");
   std::atexit(cleanup);
   auto idx = index::Index::open(index::Options{.dir = (world->dir / "index").string(), .map_size = 8ull << 20});
   require(idx.ok(), "index open");

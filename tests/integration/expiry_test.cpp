@@ -1,6 +1,7 @@
 // Expiry with the real fixture under faketime, and the timer while running.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -71,9 +72,16 @@ TEST_F(Expiry, AShardExpiredWhenFoundIsNotIndexedAndKeptWithGraceNever) {
 TEST_F(Expiry, TheTimerTakesAShardOutAtItsExpiryWhileRunning) {
   write_config("expiry:\n  delete_after: 0s\n");
   start();
-  // Expires a few seconds from now: long enough to be indexed first on a
-  // busy machine, short enough to keep the test quick.
-  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 10;
+  // Paced by this daemon's speed now, not a fixed guess: a first shard
+  // (never expiring) shows how long indexing one takes here; the test's
+  // shard expires several of those from now, at least 3 s (the expiry is in
+  // whole seconds), so it is indexed first even on a busy machine.
+  auto probe = make_shard({.seed = 40});
+  const auto t0 = std::chrono::steady_clock::now();
+  drop_file(incoming, probe.file_name(), probe.bytes);
+  ASSERT_TRUE(eventually([&] { return chunk_found(probe.first_chunks[0].to_string()); }, 120s));
+  const auto took_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+  std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + std::uint64_t(std::max<long long>(3, 5 * (took_s + 1)));
   auto shard = make_shard({.seed = 41, .expiry = expiry, .created = expiry - 100});
   auto path = drop_file(incoming, shard.file_name(), shard.bytes);
   std::string chunk = shard.first_chunks[0].to_string();
@@ -88,6 +96,7 @@ TEST_F(Expiry, TheTimerTakesAShardOutAtItsExpiryWhileRunning) {
   EXPECT_GE(std::uint64_t(now.count()), expiry) << "taken out before its expiry";
   EXPECT_TRUE(eventually([&] { return !fs::exists(path); }));
   EXPECT_EQ(shard_count("expired"), 1u);
+  EXPECT_TRUE(chunk_found(probe.first_chunks[0].to_string())) << "the shard that does not expire went too";
 }
 
 TEST_F(Expiry, SizeCapEvictsTheOldestExpiringShards) {

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
@@ -74,6 +76,41 @@ TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {
   EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(1));
   // state_dir, socket, watch (2 lines), log_level, expiry: -> line 7
   EXPECT_NE(daemon_log().find("dedupd.yaml:7: expiry.delete_after: bad duration"), std::string::npos) << daemon_log();
+}
+
+// dedupd --check: the index a running daemon wrote passes, next to the daemon
+// and after it stopped; a directory without an index is an error, not a new
+// empty index.
+TEST_F(Lifecycle, CheckVerifiesAnIndexOffline) {
+  start();
+  auto one = make_shard({.seed = 1}), two = make_shard({.seed = 2});
+  drop_file(incoming, one.file_name(), one.bytes);
+  drop_file(incoming, two.file_name(), two.bytes);
+  ASSERT_TRUE(eventually([&] { return shard_count("live") == 2; }));
+  const fs::path index_dir = dir / "state" / "index";
+  auto check = [&](const fs::path& target, const std::string& log_name) {
+    DaemonProcess checker;
+    LaunchOptions o;
+    o.args = {"--check", target.string()};
+    o.log_file = dir / log_name;
+    checker.start(o);
+    auto code = checker.wait_exit(60s);
+    std::ifstream in(o.log_file);
+    return std::make_pair(code, std::string(std::istreambuf_iterator<char>(in), {}));
+  };
+  auto [live_code, live_out] = check(index_dir, "check-live.log");
+  EXPECT_EQ(live_code, std::optional<int>(0)) << live_out;
+  EXPECT_NE(live_out.find("ok"), std::string::npos) << live_out;
+
+  EXPECT_EQ(daemon.stop(), 0);
+  auto [stopped_code, stopped_out] = check(index_dir, "check-stopped.log");
+  EXPECT_EQ(stopped_code, std::optional<int>(0)) << stopped_out;
+
+  fs::create_directories(dir / "empty");
+  auto [empty_code, empty_out] = check(dir / "empty", "check-empty.log");
+  EXPECT_EQ(empty_code, std::optional<int>(1)) << empty_out;
+  EXPECT_NE(empty_out.find("no index here"), std::string::npos) << empty_out;
+  EXPECT_FALSE(fs::exists(dir / "empty" / "data.mdb"));
 }
 
 TEST_F(Lifecycle, ASecondDaemonRefusesASocketALiveOneAnswersOn) {

@@ -8,7 +8,7 @@ Starts `dedupd --state-dir DIR` on a fresh temporary DIR with the clock at
 2025-08-08), drops the fixture into DIR/incoming the way a Xet client does
 (written under a dot-name, renamed into place), waits until it is indexed,
 then runs every dedupctl verb in both output modes and checks the exit codes
-the man page promises. The issue's acceptance check is the first assertion:
+the man page promises. The acceptance check is the first assertion:
 `dedupctl --json query <raw chunk>` -> locations[0] is xorb #1, chunk 0.
 """
 import json
@@ -130,7 +130,7 @@ def run_checks(ctl, daemon, state, fixture):
     if failures:
         raise RuntimeError("the fixture was not indexed")
 
-    # The issue's acceptance check.
+    # The acceptance check.
     code, doc, err = ctl.json("query", RAW_CHUNK)
     loc = (doc or {}).get("locations", [{}])[0] if (doc or {}).get("locations") else {}
     check(code == 0 and loc.get("xorb") == XORB1 and loc.get("chunk_index") == 0,

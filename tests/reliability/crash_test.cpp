@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -46,6 +48,32 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
   const auto index_dir = dir / "state" / "index";
   itest::NotifySocket notify(dir / "notify.sock");
 
+  // The kills are paced by this machine's speed now, measured once per run
+  // (a sanitized daemon on a busy machine is many times slower than a plain
+  // one on an idle machine): how long the daemon takes to get ready, and to
+  // ingest one shard of the kind the rounds make.
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  start();
+  const auto ready_time = Clock::now() - t0;
+  {
+    auto s = make();
+    all.push_back(known(s));
+    t0 = Clock::now();
+    itest::drop_file(incoming, s.file_name(), s.bytes);
+    ASSERT_TRUE(eventually([&] { return shard_count("live") == 1; }, 120s));
+  }
+  const auto ingest_time = Clock::now() - t0;
+  ASSERT_EQ(daemon.stop(), 0);
+  std::printf("crash test: ready in %lld ms, one shard ingested in %lld ms\n",
+              (long long)std::chrono::duration_cast<std::chrono::milliseconds>(ready_time).count(),
+              (long long)std::chrono::duration_cast<std::chrono::milliseconds>(ingest_time).count());
+  // A random instant in [0, span).
+  auto some_time_within = [&](Clock::duration span) {
+    auto us = std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::microseconds>(span).count());
+    return std::chrono::microseconds(std::int64_t(rng() % std::uint64_t(us)));
+  };
+
   std::size_t max_live = 0, kills_in_flux = 0, kills_mid_progress = 0;
   for (long k = 0; k < kills; ++k) {
     int mode = int(k % 3);
@@ -61,8 +89,8 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
     std::thread uploader;
     std::optional<std::string> upload_hash;
     bool upload_ok = false;
-    if (mode == 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 60'000));
+    if (mode == 0) {  // during the start, its scan, or the two ingests
+      std::this_thread::sleep_for(some_time_within(ready_time + 2 * ingest_time));
     } else {
       ASSERT_TRUE(notify.wait_for("READY=1", 30s)) << "no READY after kill " << k;
       if (mode == 1) {  // files appearing while it runs: inotify
@@ -84,8 +112,8 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
       // Files: mostly inside the ingest, now and then late enough that it is
       // done. Uploads wait behind the files already queued: a wider window,
       // so some are acknowledged before the kill and some are not.
-      std::uint64_t window_us = mode == 2 ? 300'000 : k % 4 == 3 ? 400'000 : 40'000;
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % window_us));
+      const int ingests = mode == 2 ? 8 : k % 4 == 3 ? 10 : 2;
+      std::this_thread::sleep_for(some_time_within(ingests * ingest_time));
     }
     daemon.kill_hard();
     if (uploader.joinable()) uploader.join();

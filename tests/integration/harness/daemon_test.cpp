@@ -7,14 +7,14 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace dedupd::itest {
 
 namespace fs = std::filesystem;
 
 void DaemonTest::SetUp() {
-  std::string tmpl = (fs::temp_directory_path() / "dedupd-it-XXXXXX").string();
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-  dir = tmpl;
+  dir = tests::make_temp_dir("it");
   // Reachable by other users: one test talks to the socket as "nobody".
   ::chmod(dir.c_str(), 0755);
   incoming = dir / "incoming";

@@ -19,8 +19,8 @@ HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 Response HttpClient::get(const std::string& path) { return perform("GET", path, nullptr, ""); }
 Response HttpClient::del(const std::string& path) { return perform("DELETE", path, nullptr, ""); }
-Response HttpClient::post(const std::string& path, const std::string& body, const std::string& ct) {
-  return perform("POST", path, &body, ct);
+Response HttpClient::post(const std::string& path, const std::string& body, const std::string& content_type) {
+  return perform("POST", path, &body, content_type);
 }
 
 Response HttpClient::perform(const char* method, const std::string& path, const std::string* body,

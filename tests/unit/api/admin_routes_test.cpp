@@ -57,7 +57,7 @@ TEST_F(AdminRoutesTest, PurgeRendersSummariesAndHonoursDryRun) {
 TEST_F(AdminRoutesTest, DeleteShard) {
   EXPECT_CALL(service_, remove(shard_)).WillOnce([this](const Hash& h) {
     EXPECT_TRUE(index_->remove(h, kNow).ok());
-    return RemoveResult::removed;
+    return index::RemoveOutcome::removed;
   });
   auto r = client_->request("DELETE", std::string(api::kShard) + shard_.to_string());
   ASSERT_EQ(r.status, 200) << r.body;
@@ -66,7 +66,7 @@ TEST_F(AdminRoutesTest, DeleteShard) {
   EXPECT_EQ(r.json()["removed"]["state"], "removed");
 
   Hash unknown = st::seeded_hash(9);
-  EXPECT_CALL(service_, remove(unknown)).WillOnce(Return(RemoveResult::not_found));
+  EXPECT_CALL(service_, remove(unknown)).WillOnce(Return(index::RemoveOutcome::not_found));
   r = client_->request("DELETE", std::string(api::kShard) + unknown.to_string());
   EXPECT_EQ(r.status, 404);
   expect_error(r.json(), "not_found");
@@ -78,7 +78,7 @@ TEST_F(AdminRoutesTest, DeleteShard) {
 TEST_F(AdminRoutesTest, IngestPassesTheBodyAndName) {
   std::vector<std::uint8_t> bytes = small_.writer.write({});
   EXPECT_CALL(service_, ingest(bytes, std::string("up.mdb")))
-      .WillOnce(Return(IngestResult(std::vector<IngestedShard>{{shard_, false, 2, 17, 2}})));
+      .WillOnce(Return(UploadResult(std::vector<IngestedShard>{{shard_, false, 2, 17, 2}})));
   auto r = client_->post(std::string(api::kIngest) + "?name=up.mdb", std::string(bytes.begin(), bytes.end()));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
@@ -91,7 +91,7 @@ TEST_F(AdminRoutesTest, IngestPassesTheBodyAndName) {
 
 TEST_F(AdminRoutesTest, InvalidUploadIs422WithRuleAndOffset) {
   EXPECT_CALL(service_, ingest(_, _))
-      .WillOnce(Return(IngestResult(shard::Error{"header.magic", 0, "not an MDB shard"})));
+      .WillOnce(Return(UploadResult(shard::Error{"header.magic", 0, "not an MDB shard"})));
   auto r = client_->post(std::string(api::kIngest), "garbage");
   ASSERT_EQ(r.status, 422) << r.body;
   auto doc = r.json();

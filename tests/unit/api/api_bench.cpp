@@ -17,6 +17,7 @@
 #include "daemon/api/routes.hpp"
 #include "daemon/api/server.hpp"
 #include "index/index.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
 using namespace dedupd;
@@ -33,8 +34,8 @@ class StaticService : public daemon::Service {
   daemon::GlobalDedupKey global_dedup_key() const override { return {}; }
   daemon::RescanResult rescan() override { return {}; }
   daemon::PurgeResult purge(bool) override { return {}; }
-  daemon::RemoveResult remove(const shard::Hash&) override { return daemon::RemoveResult::not_found; }
-  daemon::IngestResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
+  index::RemoveOutcome remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
+  daemon::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
 
  private:
   const index::Index* idx_;
@@ -61,8 +62,8 @@ double process_cpu() { return cpu_now(CLOCK_PROCESS_CPUTIME_ID); }
 int main(int argc, char** argv) {
   std::size_t total = argc > 1 ? std::stoul(argv[1]) : 1'000'000;
   double found_fraction = argc > 2 ? std::stod(argv[2]) : 0.5;
-  char tmpl[] = "/tmp/dedupd-api-bench-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  tests::TempDir tmp("api-bench");
+  const std::string& dir = tmp.path();
 
   index::Options o;
   o.dir = dir + "/index";
@@ -202,5 +203,4 @@ int main(int argc, char** argv) {
   curl_slist_free_all(headers);
   curl_easy_cleanup(c);
   server.stop();
-  std::filesystem::remove_all(dir);
 }

@@ -126,17 +126,6 @@ std::string read_reply(int fd, int timeout_ms) {
   }
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/dedupd-api-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 void ApiTest::SetUp() {
   using ::testing::Return;
   socket_path_ = dir_.path() + "/api.sock";

@@ -13,6 +13,7 @@
 #include "daemon/api/server.hpp"
 #include "daemon/api/service.hpp"
 #include "index/index.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
 namespace dedupd::daemon::testing {
@@ -25,8 +26,8 @@ class MockService : public Service {
   MOCK_METHOD(GlobalDedupKey, global_dedup_key, (), (const, override));
   MOCK_METHOD(RescanResult, rescan, (), (override));
   MOCK_METHOD(PurgeResult, purge, (bool dry_run), (override));
-  MOCK_METHOD(RemoveResult, remove, (const shard::Hash& shard), (override));
-  MOCK_METHOD(IngestResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
+  MOCK_METHOD(index::RemoveOutcome, remove, (const shard::Hash& shard), (override));
+  MOCK_METHOD(UploadResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
 };
 
 struct HttpReply {
@@ -64,16 +65,7 @@ std::string read_until_closed(int fd, int timeout_ms, bool* closed);
 // the connection open; "" when none is complete within timeout_ms.
 std::string read_reply(int fd, int timeout_ms);
 
-// The fixture's temp dir, removed recursively afterwards.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using dedupd::tests::TempDir;
 
 inline constexpr std::uint64_t kNow = 1'760'000'000;
 
@@ -87,7 +79,7 @@ class ApiTest : public ::testing::Test {
   // Ingests writer bytes into the index; returns the shard hash.
   shard::Hash ingest(const std::vector<std::uint8_t>& bytes, std::uint64_t now = kNow);
 
-  TempDir dir_;
+  TempDir dir_{"api"};
   std::string socket_path_;
   std::unique_ptr<index::Index> index_;
   ::testing::NiceMock<MockService> service_;

@@ -94,7 +94,7 @@ TEST_F(LimitsTest, EachRouteHasTheBodyLimitOfWhatItReads) {
   // The upload route takes the same body.
   EXPECT_CALL(service_, ingest(_, _)).WillOnce([](std::vector<std::uint8_t> bytes, std::string) {
     EXPECT_EQ(bytes.size(), std::size_t(1) << 20);
-    return IngestResult(std::vector<IngestedShard>{});
+    return UploadResult(std::vector<IngestedShard>{});
   });
   r = client_->post(std::string(api::kIngest), std::string(1 << 20, 'x'));
   EXPECT_EQ(r.status, 200) << r.body;
@@ -279,10 +279,10 @@ TEST_F(LimitsTest, RequestHeadersMustArriveInTime) {
 }
 
 TEST_F(LimitsTest, GarbageOnTheSocketGetsA4xxAndTheServerStaysUp) {
-  for (std::string junk : {std::string("\x16\x03\x01\x02\x00", 5), std::string("GET\r\n\r\n"),
-                           std::string("GET /healthz HTTP/9.9\r\n\r\n"),
-                           std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
-                           std::string(100'000, 'A') + "\r\n\r\n"}) {
+  for (const std::string& junk : {std::string("\x16\x03\x01\x02\x00", 5), std::string("GET\r\n\r\n"),
+                                  std::string("GET /healthz HTTP/9.9\r\n\r\n"),
+                                  std::string("POST /v1/chunk HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+                                  std::string(100'000, 'A') + "\r\n\r\n"}) {
     int fd = connect_unix(socket_path_);
     ASSERT_GE(fd, 0);
     send_all(fd, junk);

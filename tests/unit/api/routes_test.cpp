@@ -322,8 +322,8 @@ TEST_F(RoutesTest, StatsAndStatus) {
 
 TEST_F(RoutesTest, NotReadyIs503ButStatusStillAnswers) {
   ON_CALL(service_, index()).WillByDefault(Return(nullptr));
-  for (std::string p : {std::string(api::kHealth), std::string(api::kStats), path(api::kChunk, xorb0().raw[0]),
-                        std::string(api::kShards), path(api::kGlobalDedup, xorb0().raw[0])}) {
+  for (const std::string& p : {std::string(api::kHealth), std::string(api::kStats), path(api::kChunk, xorb0().raw[0]),
+                               std::string(api::kShards), path(api::kGlobalDedup, xorb0().raw[0])}) {
     auto r = client_->get(p);
     EXPECT_EQ(r.status, 503) << p;
     expect_error(r.json(), "not_ready");

@@ -12,6 +12,7 @@
 #include "support.hpp"
 #include "swh/location.hpp"
 #include "swh/read_shard.hpp"
+#include "swh/write_shard.hpp"
 
 namespace dedupctl {
 namespace {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shard/hash.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupctl::testing {
 
@@ -25,20 +26,7 @@ Outcome run_cli(const std::vector<std::string>& args, const RunOptions& options 
 
 std::string fixture(const std::string& name);
 std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& bytes);
-
-// A fresh directory under $TMPDIR, removed with its contents at destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using dedupd::tests::TempDir;
+using dedupd::tests::write_file;
 
 }  // namespace dedupctl::testing

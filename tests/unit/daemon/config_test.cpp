@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/config/load.hpp"
-#include "temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon {
 namespace {
@@ -208,12 +208,12 @@ TEST(ConfigErrors, MessageFormatNamesFileLineAndKey) {
 }
 
 TEST(ConfigFile, RelativePathsAreRelativeToTheFile) {
-  testing::TempDir dir;
-  testing::write_file(dir / "d.yaml", "state_dir: state\nwatch: [in]\n");
+  tests::TempDir dir;
+  tests::write_file(dir / "d.yaml", "state_dir: state\nwatch: [in]\n");
   auto r = load_config_file(dir / "d.yaml");
   ASSERT_TRUE(std::holds_alternative<Config>(r));
-  EXPECT_EQ(std::get<Config>(r).state_dir, dir.path() / "state");
-  EXPECT_EQ(std::get<Config>(r).watch.at(0).path, dir.path() / "in");
+  EXPECT_EQ(std::get<Config>(r).state_dir, std::filesystem::path(dir / "state"));
+  EXPECT_EQ(std::get<Config>(r).watch.at(0).path, std::filesystem::path(dir / "in"));
 }
 
 TEST(ConfigFile, MissingFileIsAnError) {

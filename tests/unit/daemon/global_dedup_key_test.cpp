@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon {
 namespace {
@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 constexpr std::uint64_t kNow = 1'750'000'000;
 
 TEST(GlobalDedupKey, CreatedOnceAndSurvivesARestart) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   GlobalDedupKeyStore first(dir / "k", 24h);
   first.load_or_create(kNow);
   EXPECT_FALSE(first.current().is_zero());
@@ -27,7 +27,7 @@ TEST(GlobalDedupKey, CreatedOnceAndSurvivesARestart) {
 }
 
 TEST(GlobalDedupKey, RotatesWhenDue) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   GlobalDedupKeyStore store(dir / "k", 1h);
   store.load_or_create(kNow);
   auto k1 = store.current();
@@ -39,7 +39,7 @@ TEST(GlobalDedupKey, RotatesWhenDue) {
 }
 
 TEST(GlobalDedupKey, AnExpiredStoredKeyIsReplacedAtStart) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   GlobalDedupKeyStore old(dir / "k", 1h);
   old.load_or_create(kNow);
   GlobalDedupKeyStore later(dir / "k", 1h);
@@ -48,8 +48,8 @@ TEST(GlobalDedupKey, AnExpiredStoredKeyIsReplacedAtStart) {
 }
 
 TEST(GlobalDedupKey, AGarbledFileIsReplaced) {
-  testing::TempDir dir;
-  testing::write_file(dir / "k", "not a key\n");
+  tests::TempDir dir;
+  tests::write_file(dir / "k", "not a key\n");
   GlobalDedupKeyStore store(dir / "k", 1h);
   store.load_or_create(kNow);
   EXPECT_FALSE(store.current().is_zero());

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include "temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon {
 namespace {
@@ -20,12 +20,12 @@ class ReadLeaseTest : public ::testing::Test {
  protected:
   // A lease break sends SIGIO, which would end the test process.
   void SetUp() override { ::signal(SIGIO, SIG_IGN); }
-  testing::TempDir dir;
+  tests::TempDir dir;
 };
 
 TEST_F(ReadLeaseTest, ATruncatingWriterWaitsUntilTheLeaseIsReleased) {
   auto file = dir / "s.mdb";
-  testing::write_file(file, "shard bytes");
+  tests::write_file(file, "shard bytes");
   std::atomic<bool> opened{false};
   std::thread writer;
   {
@@ -46,7 +46,7 @@ TEST_F(ReadLeaseTest, ATruncatingWriterWaitsUntilTheLeaseIsReleased) {
 
 TEST_F(ReadLeaseTest, AFileOpenForWritingIsBusy) {
   auto file = dir / "w.mdb";
-  testing::write_file(file, "partial");
+  tests::write_file(file, "partial");
   int fd = ::open(file.c_str(), O_WRONLY);
   ASSERT_GE(fd, 0);
   ReadLease lease(file);

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon {
 namespace {
@@ -29,7 +29,7 @@ class WatcherTest : public ::testing::Test {
   void SetUp() override { watcher.set_roots({WatchDir{dir.path(), true}}); }
   std::vector<std::string> ready() { return names(watcher.read_events().ready, dir.path()); }
 
-  testing::TempDir dir;
+  tests::TempDir dir;
   Watcher watcher;
 };
 
@@ -48,7 +48,7 @@ TEST_F(WatcherTest, FileWrittenSlowlyIsTakenOnlyWhenClosed) {
 }
 
 TEST_F(WatcherTest, TempFileRenamedIntoPlaceIsTakenOnce) {
-  testing::write_file(dir / ".5f0c-uuid.mdb_temp", "shard bytes");
+  tests::write_file(dir / ".5f0c-uuid.mdb_temp", "shard bytes");
   EXPECT_EQ(ready(), Names{});
   fs::rename(dir / ".5f0c-uuid.mdb_temp", dir / "abc.mdb");
   EXPECT_EQ(ready(), Names{"abc.mdb"});
@@ -56,17 +56,17 @@ TEST_F(WatcherTest, TempFileRenamedIntoPlaceIsTakenOnce) {
 }
 
 TEST_F(WatcherTest, FileMovedInFromOutsideIsTaken) {
-  testing::TempDir outside;
-  testing::write_file(outside / "b.mdb", "x");
+  tests::TempDir outside;
+  tests::write_file(outside / "b.mdb", "x");
   fs::rename(outside / "b.mdb", dir / "b.mdb");
   EXPECT_EQ(ready(), Names{"b.mdb"});
 }
 
 TEST_F(WatcherTest, IgnoresHiddenTemporaryAndForeignFiles) {
-  testing::write_file(dir / ".hidden.mdb", "x");
-  testing::write_file(dir / "x.mdb_temp", "x");
-  testing::write_file(dir / "notes.txt", "x");
-  testing::write_file(dir / "bundle.caf", "x");
+  tests::write_file(dir / ".hidden.mdb", "x");
+  tests::write_file(dir / "x.mdb_temp", "x");
+  tests::write_file(dir / "notes.txt", "x");
+  tests::write_file(dir / "bundle.caf", "x");
   auto batch = watcher.read_events();
   ASSERT_EQ(batch.ready.size(), 1u);
   EXPECT_EQ(batch.ready[0].path.filename(), "bundle.caf");
@@ -77,23 +77,23 @@ TEST_F(WatcherTest, NewSubdirectoriesAreWatchedAndTheirEarlyFilesFound) {
   // Everything here happens before the watcher reads the mkdir event, so
   // only a scan of the new directories can find these files.
   fs::create_directories(dir / "hf/shard-cache");
-  testing::write_file(dir / "hf/shard-cache/early.mdb", "x");
+  tests::write_file(dir / "hf/shard-cache/early.mdb", "x");
   EXPECT_EQ(ready(), (Names{"hf/shard-cache/early.mdb"}));
   // And later files in them arrive through their own watches.
-  testing::write_file(dir / "hf/shard-cache/late.mdb", "x");
+  tests::write_file(dir / "hf/shard-cache/late.mdb", "x");
   fs::create_directories(dir / "hf/shard-cache/deeper");
   EXPECT_EQ(ready(), (Names{"hf/shard-cache/late.mdb"}));
-  testing::write_file(dir / "hf/shard-cache/deeper/d.mdb", "x");
+  tests::write_file(dir / "hf/shard-cache/deeper/d.mdb", "x");
   EXPECT_EQ(ready(), (Names{"hf/shard-cache/deeper/d.mdb"}));
 }
 
 TEST_F(WatcherTest, DirectoryMovedInIsScanned) {
-  testing::TempDir outside;
+  tests::TempDir outside;
   fs::create_directories(outside / "tree/sub");
-  testing::write_file(outside / "tree/sub/m.mdb", "x");
+  tests::write_file(outside / "tree/sub/m.mdb", "x");
   fs::rename(outside / "tree", dir / "tree");
   EXPECT_EQ(ready(), (Names{"tree/sub/m.mdb"}));
-  testing::write_file(dir / "tree/sub/n.mdb", "x");
+  tests::write_file(dir / "tree/sub/n.mdb", "x");
   EXPECT_EQ(ready(), (Names{"tree/sub/n.mdb"}));
 }
 
@@ -102,29 +102,29 @@ TEST_F(WatcherTest, DirectoryRenamedWithinTheTreeKeepsCorrectPaths) {
   (void)ready();
   fs::rename(dir / "old", dir / "new");
   (void)ready();
-  testing::write_file(dir / "new/x.mdb", "x");
+  tests::write_file(dir / "new/x.mdb", "x");
   EXPECT_EQ(ready(), (Names{"new/x.mdb"}));
 }
 
 TEST_F(WatcherTest, DirectoryMovedOutIsForgotten) {
-  testing::TempDir outside;
+  tests::TempDir outside;
   fs::create_directories(dir / "leaving");
   (void)ready();
   std::size_t before = watcher.watch_count();
   fs::rename(dir / "leaving", outside / "gone");
   (void)ready();
   EXPECT_EQ(watcher.watch_count(), before - 1);
-  testing::write_file(outside / "gone/x.mdb", "x");
+  tests::write_file(outside / "gone/x.mdb", "x");
   EXPECT_EQ(ready(), Names{});
 }
 
 TEST(Watcher, NonRecursiveRootIgnoresSubdirectories) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   fs::create_directories(dir / "sub");
   Watcher w;
   w.set_roots({WatchDir{dir.path(), false}});
-  testing::write_file(dir / "sub/s.mdb", "x");
-  testing::write_file(dir / "top.mdb", "x");
+  tests::write_file(dir / "sub/s.mdb", "x");
+  tests::write_file(dir / "top.mdb", "x");
   EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"top.mdb"});
   EXPECT_EQ(names(w.scan(), dir.path()), Names{"top.mdb"});
   EXPECT_TRUE(w.inside_roots(dir / "top.mdb"));
@@ -132,53 +132,69 @@ TEST(Watcher, NonRecursiveRootIgnoresSubdirectories) {
 }
 
 TEST(Watcher, ScanFindsExistingFilesSortedAndWatchesThem) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   fs::create_directories(dir / "a/b");
-  testing::write_file(dir / "z.mdb", "x");
-  testing::write_file(dir / "a/b/y.mdb", "x");
-  testing::write_file(dir / "a/.tmp.mdb_temp", "x");
+  tests::write_file(dir / "z.mdb", "x");
+  tests::write_file(dir / "a/b/y.mdb", "x");
+  tests::write_file(dir / "a/.tmp.mdb_temp", "x");
   Watcher w;
   w.set_roots({WatchDir{dir.path(), true}});
   EXPECT_EQ(names(w.scan(), dir.path()), (Names{"a/b/y.mdb", "z.mdb"}));
-  testing::write_file(dir / "a/b/new.mdb", "x");
+  tests::write_file(dir / "a/b/new.mdb", "x");
   EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"a/b/new.mdb"});
 }
 
 TEST(Watcher, MissingRootIsPickedUpByALaterScan) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   Watcher w;
   w.set_roots({WatchDir{dir / "later", true}});
   EXPECT_TRUE(w.scan().empty());
   fs::create_directories(dir / "later");
-  testing::write_file(dir / "later/x.mdb", "x");
+  tests::write_file(dir / "later/x.mdb", "x");
   EXPECT_EQ(names(w.scan(), dir / "later"), Names{"x.mdb"});
-  testing::write_file(dir / "later/y.mdb", "x");
+  tests::write_file(dir / "later/y.mdb", "x");
   EXPECT_EQ(names(w.read_events().ready, dir / "later"), Names{"y.mdb"});
 }
 
 TEST(Watcher, ChangingRootsStopsWatchingTheOldOnes) {
-  testing::TempDir a, b;
+  tests::TempDir a, b;
   Watcher w;
   w.set_roots({WatchDir{a.path(), true}});
   w.set_roots({WatchDir{b.path(), true}});
-  testing::write_file(a / "old.mdb", "x");
-  testing::write_file(b / "new.mdb", "x");
+  tests::write_file(a / "old.mdb", "x");
+  tests::write_file(b / "new.mdb", "x");
   auto batch = w.read_events();
   ASSERT_EQ(batch.ready.size(), 1u);
   EXPECT_EQ(batch.ready[0].path, b / "new.mdb");
 }
 
 TEST(Watcher, SymlinkedDirectoriesAreNotFollowed) {
-  testing::TempDir dir, outside;
-  testing::write_file(outside / "o.mdb", "x");
+  tests::TempDir dir, outside;
+  tests::write_file(outside / "o.mdb", "x");
   fs::create_directory_symlink(outside.path(), dir / "link");
   Watcher w;
   w.set_roots({WatchDir{dir.path(), true}});
   EXPECT_TRUE(w.scan().empty());
 }
 
+TEST(Watcher, SymlinkedFilesAreNotTaken) {
+  tests::TempDir dir, outside;
+  tests::write_file(outside / "o.mdb", "x");
+  fs::create_symlink(outside / "o.mdb", dir / "before.mdb");
+  Watcher w;
+  w.set_roots({WatchDir{dir.path(), true}});
+  EXPECT_TRUE(w.scan().empty());
+  fs::create_symlink(outside / "o.mdb", dir / "after.mdb");
+  fs::create_symlink(outside / "o.mdb", outside / "moved.mdb");
+  fs::rename(outside / "moved.mdb", dir / "moved.mdb");
+  tests::write_file(dir / "real.mdb", "x");  // the events after the links have come
+  auto batch = w.read_events();
+  ASSERT_EQ(batch.ready.size(), 1u);
+  EXPECT_EQ(batch.ready[0].path, dir / "real.mdb");
+}
+
 TEST(Watcher, InsideRootsIsLexicalAndStrict) {
-  testing::TempDir dir;
+  tests::TempDir dir;
   Watcher w;
   w.set_roots({WatchDir{dir.path(), true}});
   EXPECT_TRUE(w.inside_roots(dir / "a/b.mdb"));
@@ -192,11 +208,11 @@ TEST(Watcher, QueueOverflowIsReported) {
   std::ifstream limit_file("/proc/sys/fs/inotify/max_queued_events");
   long limit = 0;
   if (!(limit_file >> limit) || limit > 100000) GTEST_SKIP() << "inotify queue too large to fill";
-  testing::TempDir dir;
+  tests::TempDir dir;
   Watcher w;
   w.set_roots({WatchDir{dir.path(), true}});
-  testing::write_file(dir / "a.mdb", "");
-  testing::write_file(dir / "b.mdb", "");
+  tests::write_file(dir / "a.mdb", "");
+  tests::write_file(dir / "b.mdb", "");
   // Each open for writing queues an IN_CLOSE_WRITE; alternating names keeps
   // the kernel from merging them with the previous one.
   for (long i = 0; i <= limit; ++i) {

@@ -14,7 +14,9 @@
 
 #include "swh/location.hpp"
 #include "swh/read_shard.hpp"
+#include "swh/write_shard.hpp"
 #include "test_support.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::swh {
 namespace {
@@ -22,24 +24,12 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "dedupd-swh-XXXXXX").string();
-    std::vector<char> buf(t.begin(), t.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp");
-    path_ = buf.data();
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-  }
+using tests::TempDir;
 
- private:
-  std::string path_;
-};
+// Files in `dir`: a writer must leave no temporary behind.
+std::size_t entries(const TempDir& dir) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()));
+}
 
 Bytes read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -62,7 +52,7 @@ Key vector_key(unsigned i) {
 Bytes vector_value(unsigned i) { return Bytes(42, static_cast<std::uint8_t>(65 + i)); }
 
 std::string write_vector(const TempDir& dir) {
-  std::string path = dir.file("small.shard");
+  std::string path = dir / "small.shard";
   auto w = Writer::create(path);
   EXPECT_TRUE(w.ok());
   for (unsigned i = 0; i < 16; ++i) EXPECT_TRUE(w->add(vector_key(i), vector_value(i)).ok());
@@ -190,7 +180,7 @@ Key key_of(const shard::Hash& h) {
 
 TEST(SwhShard, ExportThenLookupEveryKeyOf100k) {
   TempDir dir;
-  const std::string path = dir.file("export.shard");
+  const std::string path = dir / "export.shard";
   constexpr std::uint64_t kCount = 100'000;
   {
     auto w = Writer::create(path);
@@ -209,7 +199,7 @@ TEST(SwhShard, ExportThenLookupEveryKeyOf100k) {
     // cmph CHD_PH at load factor 0.99: the next prime above m / 0.99.
     EXPECT_EQ(h->index_size / 40, 101'021u);
   }
-  EXPECT_EQ(dir.entries(), 1u);  // no temporary left behind
+  EXPECT_EQ(entries(dir), 1u);  // no temporary left behind
 
   auto r = Reader::open(path);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -240,7 +230,7 @@ TEST(SwhShard, ExportThenLookupEveryKeyOf100k) {
 TEST(SwhShard, DuplicateKeyFailsAndLeavesNothing) {
   TempDir dir;
   {
-    auto w = Writer::create(dir.file("dup.shard"));
+    auto w = Writer::create(dir / "dup.shard");
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(w->add(vector_key(1), vector_value(1)).ok());
     ASSERT_TRUE(w->add(vector_key(1), vector_value(2)).ok());
@@ -248,12 +238,12 @@ TEST(SwhShard, DuplicateKeyFailsAndLeavesNothing) {
     ASSERT_FALSE(h.ok());
     EXPECT_EQ(h.error().rule, "swh.duplicate");
   }
-  EXPECT_EQ(dir.entries(), 0u);
+  EXPECT_EQ(entries(dir), 0u);
 }
 
 TEST(SwhShard, ZeroKeysIsAnError) {
   TempDir dir;
-  auto w = Writer::create(dir.file("empty.shard"));
+  auto w = Writer::create(dir / "empty.shard");
   ASSERT_TRUE(w.ok());
   auto h = w->finish();
   ASSERT_FALSE(h.ok());
@@ -262,7 +252,7 @@ TEST(SwhShard, ZeroKeysIsAnError) {
 
 TEST(SwhShard, OneKey) {
   TempDir dir;
-  std::string path = dir.file("one.shard");
+  std::string path = dir / "one.shard";
   auto w = Writer::create(path);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w->add(vector_key(0), vector_value(0)).ok());
@@ -276,7 +266,7 @@ TEST(SwhShard, OneKey) {
 
 TEST(SwhShard, EmptyAndLargeObjectsAroundTheWriteBuffer) {
   TempDir dir;
-  std::string path = dir.file("mixed.shard");
+  std::string path = dir / "mixed.shard";
   const std::vector<std::size_t> sizes = {0, 1, (1u << 20) - 8, 3u << 20, 100, 0, (1u << 20) + 1, 7};
   auto value = [](std::size_t i, std::size_t n) {
     Bytes v(n);

@@ -102,7 +102,7 @@ TEST_F(ChunkFilterIndex, AWriteByAnotherProcessTurnsTheFilterOffUntilRebuilt) {
   ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
   ASSERT_TRUE(idx->build_chunk_filter());
   constexpr std::uint64_t kOther = 1001;  // a raw (unkeyed) shard of the crash sequence
-  another_process_ingests(tmp.sub("idx"), kOther);
+  another_process_ingests(tmp / "idx", kOther);
   CrashShard other = crash_shard(kOther);
   const GenXorb& y = other.own;
   // The filter never saw y's entries: a reader of the newer snapshot must

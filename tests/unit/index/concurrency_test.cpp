@@ -11,10 +11,12 @@
 #include <thread>
 
 #include "index/index.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/unit/index/gen.hpp"
-#include "tests/unit/index/tmpdir.hpp"
 
 namespace dedupd::index::gen {
+
+using tests::TempDir;
 namespace {
 
 constexpr int kShards = 24;

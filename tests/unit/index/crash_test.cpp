@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -18,12 +20,14 @@
 #include <thread>
 
 #include "index/index.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/unit/index/crash_common.hpp"
-#include "tests/unit/index/tmpdir.hpp"
 
 extern char** environ;
 
 namespace dedupd::index::gen {
+
+using tests::TempDir;
 namespace {
 
 struct Round {
@@ -32,7 +36,47 @@ struct Round {
   std::string exit_note;
 };
 
-Round run_child(const std::string& dir, std::uint64_t start, std::chrono::microseconds after) {
+// Where a round's kill lands, paced by the child's progress rather than the
+// clock (a sanitized child on a busy machine may take a second to open the
+// index): after its first acknowledgement and `more_acks` further ones, at
+// `fraction` of the mean time between those acknowledgements, so mostly
+// inside the next write.
+struct KillPoint {
+  int more_acks = 1;
+  double fraction = 0.5;  // in [0, 1)
+};
+
+// Reads acknowledgement lines ("A 12\n") from the child as they come.
+class AckStream {
+ public:
+  explicit AckStream(int fd) : fd_(fd) {}
+  // Blocks until `lines` lines in all have come; false at end of stream (the
+  // child exited or was killed).
+  bool wait_for(std::size_t lines) {
+    char buf[4096];
+    while (lines_ < lines) {
+      ssize_t n = read(fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      text_.append(buf, std::size_t(n));
+      lines_ += std::size_t(std::count(buf, buf + n, '\n'));
+    }
+    return true;
+  }
+  // Everything left, once the child is gone.
+  const std::string& rest() {
+    while (wait_for(lines_ + 1)) {
+    }
+    return text_;
+  }
+
+ private:
+  int fd_;
+  std::string text_;
+  std::size_t lines_ = 0;
+};
+
+Round run_child(const std::string& dir, std::uint64_t start, KillPoint at) {
   int out[2];
   EXPECT_EQ(pipe(out), 0);
   posix_spawn_file_actions_t fa;
@@ -51,18 +95,21 @@ Round run_child(const std::string& dir, std::uint64_t start, std::chrono::micros
     close(out[0]);
     return r;
   }
-  std::this_thread::sleep_for(after);
+  AckStream acks(out[0]);
+  if (acks.wait_for(1)) {
+    const auto first = std::chrono::steady_clock::now();
+    if (acks.wait_for(1 + std::size_t(at.more_acks))) {
+      const auto per_ack = (std::chrono::steady_clock::now() - first) / at.more_acks;
+      std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(per_ack * at.fraction));
+    }
+  }
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
   r.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   if (!r.killed) r.exit_note = "child exited by itself with status " + std::to_string(WEXITSTATUS(status));
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, std::size_t(n));
+  std::istringstream in(acks.rest());
   close(out[0]);
-  std::istringstream in(text);
   char what;
   std::uint64_t i;
   while (in >> what >> i) r.acks.push_back({what, i});
@@ -91,11 +138,12 @@ std::optional<bool> whole_or_absent(const Index& idx, std::uint64_t i, const Cra
 
 TEST(IndexCrash, KillNineAtRandomMomentsLeavesWholeShards) {
   TempDir tmp;
-  const std::string dir = tmp.sub("idx");
+  const std::string dir = tmp / "idx";
   const unsigned seed = unsigned(std::random_device{}());
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> delay_us(1000, 60000);
+  std::uniform_int_distribution<int> more_acks(1, 6);
+  std::uniform_real_distribution<double> fraction(0.0, 1.0);
 
   std::map<std::uint64_t, bool> acked;  // i -> live after its last acknowledged write
   std::uint64_t next = 0, total_acks = 0;
@@ -103,7 +151,7 @@ TEST(IndexCrash, KillNineAtRandomMomentsLeavesWholeShards) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
   for (int round = 0; round < 150 && (kills < 100 || round < 110); ++round) {
     if (std::chrono::steady_clock::now() > deadline && kills >= 100) break;
-    Round r = run_child(dir, next, std::chrono::microseconds(delay_us(rng)));
+    Round r = run_child(dir, next, KillPoint{more_acks(rng), fraction(rng)});
     ASSERT_TRUE(r.killed) << r.exit_note;
     ++kills;
     std::uint64_t hi = next;  // the last shard the child may have touched

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "index/env.hpp"
-#include "tests/unit/index/tmpdir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace dedupd::index::lmdb {
 namespace {
@@ -15,7 +15,7 @@ class EnvWrite : public ::testing::Test {
  protected:
   void SetUp() override {
     EnvOptions o;
-    o.dir = tmp.sub("env");
+    o.dir = (tmp / "env");
     o.map_size = 1 << 20;
     o.max_map_size = 1ull << 30;
     o.max_readers = 8;
@@ -38,7 +38,7 @@ class EnvWrite : public ::testing::Test {
     return mdb_get(r->get(), dbi, &k, &v) == 0;
   }
 
-  gen::TempDir tmp;
+  dedupd::tests::TempDir tmp{"index-env"};
   std::unique_ptr<Env> env;
   MDB_dbi dbi = 0;
 };

@@ -75,7 +75,7 @@ class ExportTest : public IndexFixture {
       out.push_back({l.xorb, l.chunk_index, l.byte_start, l.byte_end, l.unpacked_bytes, l.flags});
     }
     std::sort(out.begin(), out.end(), [](const RawLocation& x, const RawLocation& y) {
-      if (int c = std::memcmp(x.xorb.data(), y.xorb.data(), 32)) return c < 0;
+      if (int order = std::memcmp(x.xorb.data(), y.xorb.data(), 32)) return order < 0;
       return x.chunk_index < y.chunk_index;
     });
     return out;
@@ -150,7 +150,7 @@ TEST_F(ExportTest, AVisitorErrorStopsTheWalk) {
 
 TEST_F(ExportTest, SwhShardAnswersEveryRawChunkAndNothingKeyed) {
   fill(true);
-  const std::string path = tmp.sub("snapshot.swh");
+  const std::string path = tmp / "snapshot.swh";
   auto e = export_swh_shard(*idx, path);
   ASSERT_TRUE(e) << e.error().to_string();
   EXPECT_EQ(e->keys, 73u);
@@ -187,7 +187,7 @@ TEST_F(ExportTest, SwhShardAnswersEveryRawChunkAndNothingKeyed) {
 TEST_F(ExportTest, AnIndexWithoutRawChunksExportsNothing) {
   k = gen_xorb(4, 12);
   ingest(own(build_shard({.xorbs = {&k}, .key = hash_of_seed(7), .expiry = 2200000000})));
-  const std::string path = tmp.sub("empty.swh");
+  const std::string path = tmp / "empty.swh";
   auto e = export_swh_shard(*idx, path);
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().rule, kRuleSwhEmpty);

@@ -49,9 +49,9 @@ class IndexTest : public IndexFixture, public ::testing::WithParamInterface<Layo
 INSTANTIATE_TEST_SUITE_P(Tables, IndexTest,
                          ::testing::Values(Layout{false, false}, Layout{true, false}, Layout{false, true},
                                            Layout{true, true}),
-                         [](const auto& info) {
-                           return std::string(info.param.merged ? "merged" : "recent") +
-                                  (info.param.filtered ? "_filtered" : "");
+                         [](const auto& test) {
+                           return std::string(test.param.merged ? "merged" : "recent") +
+                                  (test.param.filtered ? "_filtered" : "");
                          });
 
 TEST_P(IndexTest, NewIndexIsEmptyAndConsistent) {
@@ -301,7 +301,7 @@ TEST_P(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
 
   // Nothing left but the two small shard records, their sources and meta.
   idx.reset();
-  auto items = table_items(tmp.sub("idx"));
+  auto items = table_items(tmp / "idx");
   for (const auto& [name, n] : items) {
     if (name == "shards" || name == "sources") {
       EXPECT_EQ(n, 2u) << name;
@@ -672,7 +672,7 @@ TEST_P(IndexTest, DataSurvivesReopen) {
 
 TEST_P(IndexTest, SecondOpenInTheSameProcessIsRefused) {
   Options o;
-  o.dir = tmp.sub("idx");
+  o.dir = tmp / "idx";
   auto second = Index::open(o);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().rule, kRuleAlreadyOpen);
@@ -699,9 +699,9 @@ void set_schema_version(const std::string& dir, std::uint32_t version) {
 
 TEST_P(IndexTest, AnotherSchemaVersionIsAClearError) {
   idx.reset();
-  set_schema_version(tmp.sub("idx"), 99);
+  set_schema_version(tmp / "idx", 99);
   Options o;
-  o.dir = tmp.sub("idx");
+  o.dir = tmp / "idx";
   auto r = Index::open(o);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().rule, kRuleSchema);
@@ -709,8 +709,8 @@ TEST_P(IndexTest, AnotherSchemaVersionIsAClearError) {
   EXPECT_THAT(r.error().message, HasSubstr("reads version 2"));
   EXPECT_THAT(r.error().message, HasSubstr("newer dedupd"));
   // Refusing must not have touched it.
-  EXPECT_EQ(table_items(tmp.sub("idx"))["meta"], 1u);
-  set_schema_version(tmp.sub("idx"), 0);
+  EXPECT_EQ(table_items(tmp / "idx")["meta"], 1u);
+  set_schema_version(tmp / "idx", 0);
   r = Index::open(o);
   ASSERT_FALSE(r);
   EXPECT_THAT(r.error().message, HasSubstr("no upgrade path"));

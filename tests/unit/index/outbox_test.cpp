@@ -160,7 +160,7 @@ TEST_F(Outbox, RebuiltShardCarriesTheSameEntries) {
   // Indexed elsewhere, it answers exactly as the original does here.
   gen::TempDir other;
   Options o;
-  o.dir = other.sub("idx");
+  o.dir = (other / "idx");
   auto idx2 = Index::open(o);
   ASSERT_TRUE(idx2);
   ASSERT_TRUE((*idx2)->ingest(*view, SourceInfo{}));
@@ -211,7 +211,7 @@ std::uint32_t schema_version_on_disk(const std::string& dir) {
 // release before the outbox, with these same generated shards).
 TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
   gen::TempDir tmp;
-  std::string dir = tmp.sub("idx");
+  std::string dir = (tmp / "idx");
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
   ASSERT_EQ(schema_version_on_disk(dir), 1u);

@@ -10,10 +10,12 @@
 #include <string>
 
 #include "index/index.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/unit/index/gen.hpp"
-#include "tests/unit/index/tmpdir.hpp"
 
 namespace dedupd::index::gen {
+
+using tests::TempDir;
 
 inline const char* const kTables[] = {"meta",        "shards", "shard_refs",  "expiry", "keys",
                                       "xorb_ids",    "xorbs",  "xorb_shards", "chunks", "files",
@@ -51,7 +53,7 @@ class IndexFixture : public ::testing::Test {
 
   void reopen(Options o = {}) {
     idx.reset();
-    o.dir = tmp.sub("idx");
+    o.dir = tmp / "idx";
     o.merge_threshold = merge_threshold;
     auto r = Index::open(o);
     ASSERT_TRUE(r) << r.error().to_string();

@@ -46,7 +46,7 @@ class IngestRuns : public IndexFixture, public ::testing::WithParamInterface<boo
   std::size_t saved_ = 0;
 };
 INSTANTIATE_TEST_SUITE_P(Filter, IngestRuns, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "filtered" : "unfiltered"; });
+                         [](const auto& test) { return test.param ? "filtered" : "unfiltered"; });
 
 TEST_P(IngestRuns, AShardOfManyRunsLandsWhole) {
   auto x1 = gen_xorb(101, 3000), x2 = gen_xorb(102, 700);
@@ -161,7 +161,7 @@ TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
   // 6000 entries of a key are six MDB_MULTIPLE blocks.
   TempDir tmp;
   Options o;
-  o.dir = tmp.sub("idx");
+  o.dir = tmp / "idx";
   o.merge_threshold = 1u << 30;
   auto idx = Index::open(o);
   ASSERT_TRUE(idx) << idx.error().to_string();
@@ -200,7 +200,7 @@ TEST(MergeSteps, AStepStopsTakingKeysPastItsEntries) {
   const std::uint64_t saved = detail::g_merge_step_entries;
   TempDir tmp;
   Options o;
-  o.dir = tmp.sub("idx");
+  o.dir = tmp / "idx";
   o.merge_threshold = 1u << 30;  // merged only when asked
   auto a = skewed_xorb(110, 300, 0x10), b = skewed_xorb(111, 300, 0x20), c = skewed_xorb(112, 300, 0x30);
   auto merge_in_steps = [&](const OwnedShard& s) {

@@ -65,7 +65,7 @@ TEST(HashString, RandomRoundTrips) {
 }
 
 TEST(HashParse, WrongLengthSaysSo) {
-  for (std::string text : {std::string(), std::string(63, '0'), std::string(65, '0')}) {
+  for (const std::string& text : {std::string(), std::string(63, '0'), std::string(65, '0')}) {
     auto h = Hash::parse(text);
     ASSERT_FALSE(h.ok());
     EXPECT_EQ(h.error().rule, "hash.length");

@@ -1,0 +1,75 @@
+// The daemon's own values that its HTTP layer shows: status, counters and the
+// outcomes of admin actions. They belong to the daemon (the work loop makes
+// them); daemon/api renders them and never the reverse.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shard/hash.hpp"
+#include "shard/keys.hpp"
+#include "shard/result.hpp"
+
+namespace dedupd::daemon {
+
+// GET /v1/status, minus the stats (the route reads those from the index).
+struct StatusInfo {
+  std::string version;
+  pid_t pid = 0;
+  std::uint64_t uptime_s = 0;
+  std::string socket;
+  std::string state_dir;
+  std::vector<std::string> watch;  // watched directories, as configured
+};
+
+// Counters the daemon keeps for /metrics (monotonic since start).
+struct DaemonCounters {
+  std::uint64_t shards_ingested = 0;   // new shards written to the index
+  std::uint64_t shards_duplicate = 0;  // valid, already indexed (idempotent)
+  std::uint64_t shards_rejected = 0;   // failed validation
+  std::uint64_t shards_expired = 0;    // entries dropped at expiry
+  std::uint64_t shards_removed = 0;    // explicit removals
+  std::uint64_t files_deleted = 0;     // shard files deleted after the grace
+  std::uint64_t chunks_ingested = 0;   // chunk entries of new shards
+  std::uint64_t rescans = 0;
+};
+
+// POST /v1/admin/rescan
+struct RescanResult {
+  std::uint64_t scanned = 0;   // files seen
+  std::uint64_t ingested = 0;  // newly indexed
+  std::uint64_t rejected = 0;
+};
+
+// POST /v1/admin/purge: shards due now (dry run: that would be) and the files
+// deleted. The route renders each shard as a summary read from the index.
+struct PurgeResult {
+  std::vector<shard::Hash> expired;
+  std::vector<std::string> deleted_files;
+};
+
+// POST /v1/admin/ingest: one outcome per shard (a .caf bundle holds several).
+struct IngestedShard {
+  shard::Hash hash;
+  bool added = false;  // false: the same content was already indexed
+  std::uint64_t xorbs = 0;
+  std::uint64_t chunks = 0;
+  std::uint64_t files = 0;
+};
+// The outcomes, or the first validation problem (rule, offset, message),
+// which the route answers with 422. Nothing is indexed on an error.
+using UploadResult = shard::Result<std::vector<IngestedShard>>;
+
+// The key global-dedup replies are keyed with, and how long a reply stays
+// valid for the client (its footer expiry = now + reply_lifetime_s).
+struct GlobalDedupKey {
+  shard::Key key;
+  std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
+  std::uint64_t reply_max_xorbs = 8192;        // xorbs of the source shard one reply may carry
+  std::uint64_t reply_max_bytes = 64ull << 20;  // one reply: a whole 64 MiB upload shard fits
+};
+
+}  // namespace dedupd::daemon
