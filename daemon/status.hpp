@@ -68,7 +68,7 @@ using UploadResult = shard::Result<std::vector<IngestedShard>>;
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
-  std::uint64_t reply_max_xorbs = 8192;        // xorbs of the source shard one reply may carry
+  std::uint64_t reply_max_xorbs = 8192;         // xorbs of the source shard one reply may carry
   std::uint64_t reply_max_bytes = 64ull << 20;  // one reply: a whole 64 MiB upload shard fits
 };
 

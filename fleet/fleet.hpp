@@ -167,7 +167,7 @@ class Writer {
   // The whole shard in ONE transaction, idempotent by shard hash: the same
   // shard from two hosts is one fleet shard with two holders. Stores entries
   // as the shard stores them (keyed forms and the key).
-  Result<PublishOutcome> publish(const shard::ShardView& shard, const Hash& shard_hash);
+  Result<PublishOutcome> publish(const shard::ShardView& view, const Hash& shard_hash);
   // This host lets go of the shard; the last holder's drop takes its entries
   // out. False when this host did not hold it.
   Result<bool> drop_hold(const Hash& shard_hash);

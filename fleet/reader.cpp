@@ -19,7 +19,6 @@ namespace dedupd::fleet {
 namespace {
 
 using detail::Connection;
-using detail::Rows;
 using wire::Params;
 using Clock = std::chrono::steady_clock;
 

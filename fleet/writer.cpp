@@ -15,7 +15,6 @@ namespace dedupd::fleet {
 namespace {
 
 using detail::Connection;
-using detail::Rows;
 using wire::Params;
 
 std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }

@@ -63,7 +63,7 @@ class Index {
   // Indexes one shard in one transaction: all of it or nothing. The same
   // content twice is one shard (the second source is recorded). A source
   // path previously recorded as rejected becomes accepted.
-  Result<IngestResult> ingest(const shard::ShardView& shard, const SourceInfo& source,
+  Result<IngestResult> ingest(const shard::ShardView& view, const SourceInfo& source,
                               const IngestOptions& options = {});
 
   struct BatchItem {

@@ -11,7 +11,6 @@
 namespace dedupd::index {
 
 using namespace records;
-using detail::Cursor;
 
 namespace detail {
 
