@@ -17,31 +17,9 @@ void mark_fleet(Json& doc, Reach reach) {
   if (reach != Reach::off) doc["fleet"] = reach == Reach::answered ? "ok" : "unavailable";
 }
 
-void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,
-                          const std::vector<fleet::FleetShardRef>& shards) {
-  out.raw("{")
-      .key("xorb")
-      .hash(loc.xorb)
-      .raw(",")
-      .key("chunk_index")
-      .num(loc.chunk_index)
-      .raw(",")
-      .key("byte_start")
-      .num(loc.byte_start)
-      .raw(",")
-      .key("byte_end")
-      .num(loc.byte_end)
-      .raw(",")
-      .key("unpacked_bytes")
-      .num(loc.unpacked_bytes)
-      .raw(",")
-      .key("flags")
-      .num(loc.flags)
-      .raw(",")
-      .key("origin")
-      .raw("\"fleet\",")
-      .key("shards")
-      .ch('[');
+void write_fleet_shard_refs(JsonOut& out, const fleet::ChunkLocation& loc,
+                            const std::vector<fleet::FleetShardRef>& shards) {
+  out.ch('[');
   for (std::size_t i = 0; i < shards.size(); ++i) {
     if (i) out.ch(',');
     out.raw("{").key("shard").hash(shards[i].shard).raw(",").key("keyed").boolean(loc.keyed).raw(",");
@@ -53,7 +31,14 @@ void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,
     }
     out.raw("]}");
   }
-  out.raw("]}");
+  out.ch(']');
+}
+
+void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,
+                          const std::vector<fleet::FleetShardRef>& shards) {
+  write_location_head(out, loc, "fleet");
+  write_fleet_shard_refs(out, loc, shards);
+  out.ch('}');
 }
 
 Json fleet_shard_refs_json(const std::vector<fleet::FleetShardRef>& shards) {

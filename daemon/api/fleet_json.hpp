@@ -16,6 +16,9 @@ namespace dedupd::daemon::http {
 void write_fleet_reach(JsonOut& out, fleet_link::Reach reach);
 void mark_fleet(Json& doc, fleet_link::Reach reach);
 
+// "shards":[...] of a fleet location: {"shard","keyed","holders":[...]} each.
+void write_fleet_shard_refs(JsonOut& out, const fleet::ChunkLocation& loc,
+                            const std::vector<fleet::FleetShardRef>& shards);
 // A chunk location the fleet gave: the local location's fields, then
 // "origin":"fleet" and "shards":[{"shard","keyed","holders":[...]}].
 void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,

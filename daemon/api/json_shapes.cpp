@@ -36,42 +36,14 @@ void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards) 
   out.ch(']');
 }
 
-namespace {
-template <class L>
-void write_location_fields(JsonOut& out, const L& loc) {
-  out.raw("{")
-      .key("xorb")
-      .hash(loc.xorb)
-      .raw(",")
-      .key("chunk_index")
-      .num(loc.chunk_index)
-      .raw(",")
-      .key("byte_start")
-      .num(loc.byte_start)
-      .raw(",")
-      .key("byte_end")
-      .num(loc.byte_end)
-      .raw(",")
-      .key("unpacked_bytes")
-      .num(loc.unpacked_bytes)
-      .raw(",")
-      .key("flags")
-      .num(loc.flags)
-      .raw(",")
-      .key("origin")
-      .raw("\"local\",")
-      .key("shards");
-}
-}  // namespace
-
 void write_location(JsonOut& out, const index::Location& loc) {
-  write_location_fields(out, loc);
+  write_location_head(out, loc, "local");
   write_shard_refs(out, loc.shards);
   out.ch('}');
 }
 
 void write_location(JsonOut& out, const index::BatchLocation& loc, const std::vector<index::ShardRef>& shards) {
-  write_location_fields(out, loc);
+  write_location_head(out, loc, "local");
   write_shard_refs(out, shards);
   out.ch('}');
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/api/json_out.hpp"
@@ -20,6 +21,17 @@ std::string dump(const Json& doc);
 
 // Location: {"xorb", "chunk_index", "byte_start", "byte_end",
 // "unpacked_bytes", "flags", "shards": [{"shard", "expiry", "keyed"}...]}
+// The fields a chunk location has wherever it came from, up to "shards":
+// {"xorb",...,"flags","origin":"<origin>","shards": — the caller writes
+// the shard list and the closing brace.
+template <class Location>
+void write_location_head(JsonOut& out, const Location& loc, std::string_view origin) {
+  out.raw("{").key("xorb").hash(loc.xorb).raw(",").key("chunk_index").num(loc.chunk_index);
+  out.raw(",").key("byte_start").num(loc.byte_start).raw(",").key("byte_end").num(loc.byte_end);
+  out.raw(",").key("unpacked_bytes").num(loc.unpacked_bytes).raw(",").key("flags").num(loc.flags);
+  out.raw(",").key("origin").ch('"').raw(origin).raw("\",").key("shards");
+}
+
 void write_location(JsonOut& out, const index::Location& loc);
 void write_location(JsonOut& out, const index::BatchLocation& loc, const std::vector<index::ShardRef>& shards);
 void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards);

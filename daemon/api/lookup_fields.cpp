@@ -5,6 +5,7 @@
 #include <array>
 #include <utility>
 
+#include "daemon/api/fleet_json.hpp"
 #include "daemon/api/json_shapes.hpp"
 
 namespace dedupd::daemon::http {
@@ -81,23 +82,6 @@ void write_location_fields(JsonOut& out, std::uint8_t want, const Location& loc,
   out.ch('}');
 }
 
-// "shards":[{"shard","keyed","holders":[...]}] of a fleet location.
-void write_fleet_shards(JsonOut& out, const fleet::ChunkLocation& loc, const std::vector<fleet::FleetShardRef>& refs) {
-  out.ch('[');
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    if (i) out.ch(',');
-    out.raw("{").key("shard").hash(refs[i].shard).raw(",").key("keyed").boolean(loc.keyed).raw(",");
-    out.key("holders").ch('[');
-    for (std::size_t h = 0; h < refs[i].holders.size(); ++h) {
-      if (h) out.ch(',');
-      // Host names are [A-Za-z0-9._-] (fleet/host_name.hpp): nothing to escape.
-      out.ch('"').raw(refs[i].holders[h]).ch('"');
-    }
-    out.raw("]}");
-  }
-  out.ch(']');
-}
-
 }  // namespace
 
 void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
@@ -131,7 +115,7 @@ void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::
     for (std::size_t j = 0; j < remote.size(); ++j) {
       if (j || !locations.empty()) out.ch(',');
       write_location_fields(out, want, remote[j], "fleet", [&](JsonOut& o) {
-        write_fleet_shards(o, remote[j], fleet->misses.answers.shards(remote[j]));
+        write_fleet_shard_refs(o, remote[j], fleet->misses.answers.shards(remote[j]));
       });
     }
     out.ch(']');

@@ -11,42 +11,17 @@
 
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
+#include "harness/program_run.hpp"
 
 namespace dedupd::itest {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CtlRun {
-  int code = -1;
-  std::string out;
-};
+using CtlRun = ProgramRun;
 
 // dedupctl with args; stdout captured, stderr left to the test log.
-CtlRun dedupctl(const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {};
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipefd[1], 1);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    std::vector<char*> argv{const_cast<char*>(DEDUPCTL_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
-  ::close(pipefd[1]);
-  CtlRun r;
-  std::array<char, 4096> buf;
-  for (ssize_t n; (n = ::read(pipefd[0], buf.data(), buf.size())) > 0;) r.out.append(buf.data(), std::size_t(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CtlRun dedupctl(const std::vector<std::string>& args) { return run_program(DEDUPCTL_BINARY, args); }
 
 using Export = DaemonTest;
 

@@ -15,6 +15,7 @@
 
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
+#include "harness/program_run.hpp"
 
 namespace dedupd::itest {
 namespace {
@@ -45,26 +46,13 @@ long peak_rss_kib(pid_t pid) {
 // arrives (nothing is kept here either).
 template <class OnLine>
 CtlRun dedupctl_streaming(const std::vector<std::string>& args, const fs::path& input, OnLine on_line) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {};
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int in = ::open(input.c_str(), O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(pipefd[1], 1);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    std::vector<char*> argv{const_cast<char*>(DEDUPCTL_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
-  ::close(pipefd[1]);
+  SpawnedProgram p = spawn_program(DEDUPCTL_BINARY, args, input.string());
+  if (p.pid < 0) return {};
+  const pid_t pid = p.pid;
   std::string partial;
   char buf[1 << 16];
   long peak = 0;
-  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) {
+  for (ssize_t n; (n = ::read(p.out_fd, buf, sizeof buf)) > 0;) {
     peak = std::max(peak, peak_rss_kib(pid));
     std::string_view rest(buf, std::size_t(n));
     for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
@@ -74,11 +62,8 @@ CtlRun dedupctl_streaming(const std::vector<std::string>& args, const fs::path& 
     }
     partial.append(rest);
   }
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
   CtlRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = wait_program(p);
   r.max_rss_kib = peak;
   return r;
 }

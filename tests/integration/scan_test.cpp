@@ -15,6 +15,7 @@
 #include "chunk/sha256.hpp"
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
+#include "harness/program_run.hpp"
 #include "shard/writer.hpp"
 #include "tests/unit/chunk/seeded_bytes.hpp"
 
@@ -24,37 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct CtlRun {
-  int code = -1;
-  std::string out;
-};
+using CtlRun = ProgramRun;
 
-// dedupctl with args; stdout captured (not a terminal: no progress bar),
-// stderr left to the test log.
-CtlRun dedupctl(const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {};
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipefd[1], 1);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    std::vector<char*> argv{const_cast<char*>(DEDUPCTL_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
-  ::close(pipefd[1]);
-  CtlRun r;
-  std::array<char, 4096> buf;
-  for (ssize_t n; (n = ::read(pipefd[0], buf.data(), buf.size())) > 0;) r.out.append(buf.data(), std::size_t(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+// dedupctl with args; stdout captured (not a terminal: no progress bar), stderr left to the test log.
+CtlRun dedupctl(const std::vector<std::string>& args) { return run_program(DEDUPCTL_BINARY, args); }
 
 std::vector<std::uint8_t> seeded(std::uint32_t seed, std::size_t n) {
   chunk::testing::Generator g;
