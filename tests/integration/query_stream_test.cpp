@@ -68,6 +68,17 @@ CtlRun dedupctl_streaming(const std::vector<std::string>& args, const fs::path& 
   return r;
 }
 
+// The client's goal is 64 MB whatever the count. Under AddressSanitizer its
+// allocator and shadow memory add their own (about 120 MiB for this test,
+// against 14 MiB in a plain build), so there the bound only tells a client
+// that keeps its answers (2 M results would be hundreds of MB) from one
+// that streams; bench_e2e reports the plain figure.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr long kMaxClientRssKib = 256 * 1024;
+#else
+constexpr long kMaxClientRssKib = 64 * 1024;
+#endif
+
 using QueryStream = DaemonTest;
 
 TEST_F(QueryStream, TwoMillionHashesHalfUnknownThroughDedupctl) {
@@ -119,7 +130,7 @@ TEST_F(QueryStream, TwoMillionHashesHalfUnknownThroughDedupctl) {
   EXPECT_EQ(missing, expect_hash.size() - made.raw_chunks.size());
   EXPECT_EQ(out_of_order, 0u);
   EXPECT_GT(r.max_rss_kib, 0);
-  EXPECT_LE(r.max_rss_kib, 64 * 1024) << "dedupctl's peak RSS follows the count";
+  EXPECT_LE(r.max_rss_kib, kMaxClientRssKib) << "dedupctl's peak RSS follows the count";
 
   // Only the known ones: exit 0, as NDJSON.
   const fs::path known = dir / "known.txt";
