@@ -281,11 +281,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(known_status(r.status), "status is one docs/API.md lists", std::to_string(r.status));
   if (r.content_type == http::kNdjson) {
     for (std::size_t at = 0; at < r.body.size();) {
-      std::size_t nl = r.body.find('\n', at);
-      require(nl != std::string::npos, "every NDJSON line ends with a newline", r.body);
-      require(!nlohmann::json::parse(r.body.substr(at, nl - at), nullptr, false).is_discarded(), "a line parses",
+      std::size_t line_end = r.body.find('\n', at);
+      require(line_end != std::string::npos, "every NDJSON line ends with a newline", r.body);
+      require(!nlohmann::json::parse(r.body.substr(at, line_end - at), nullptr, false).is_discarded(), "a line parses",
               r.body);
-      at = nl + 1;
+      at = line_end + 1;
     }
   }
   if (r.content_type == http::kJson) {
