@@ -61,6 +61,7 @@
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/notify_socket.hpp"
+#include "harness/program_run.hpp"
 #include "shard/mapped_file.hpp"
 #include "shard/reader.hpp"
 #include "tests/bench/proc_stats.hpp"
@@ -73,6 +74,7 @@ using bench::cpu_of;
 using bench::rss_anon_of;
 using Clock = std::chrono::steady_clock;
 using itest::HttpClient;
+using itest::program_peak_rss_kib;
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
@@ -292,19 +294,6 @@ struct StreamRun {
   int code = -1;
 };
 
-long peak_rss_of(pid_t pid) {
-  // Between fork and exec the child is a copy of this process: only count
-  // it once it runs dedupctl.
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  if (!std::getline(comm, name) || name != "dedupctl") return 0;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  return 0;
-}
-
 std::uint64_t count_lines(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::uint64_t n = 0;
@@ -333,7 +322,7 @@ StreamRun run_dedupctl(const std::vector<std::string>& args, const fs::path& inp
   }
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
-    r.client_peak_kib = std::max(r.client_peak_kib, peak_rss_of(pid));
+    r.client_peak_kib = std::max(r.client_peak_kib, program_peak_rss_kib(pid, "dedupctl"));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   r.seconds = secs(t0, Clock::now());

@@ -27,21 +27,6 @@ struct CtlRun {
   long max_rss_kib = 0;  // the client's peak RSS, as last seen while it ran
 };
 
-// VmHWM of a running process (kB), 0 once it is gone. Not getrusage: a
-// forked child's ru_maxrss counts the parent's pages it had before exec.
-long peak_rss_kib(pid_t pid) {
-  // Between fork and exec the child is a copy of this process: only count
-  // it once it runs dedupctl.
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  if (!std::getline(comm, name) || name != "dedupctl") return 0;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  return 0;
-}
-
 // dedupctl with stdin from `input`; each stdout line goes to `on_line` as it
 // arrives (nothing is kept here either).
 template <class OnLine>
@@ -53,7 +38,7 @@ CtlRun dedupctl_streaming(const std::vector<std::string>& args, const fs::path& 
   char buf[1 << 16];
   long peak = 0;
   for (ssize_t n; (n = ::read(p.out_fd, buf, sizeof buf)) > 0;) {
-    peak = std::max(peak, peak_rss_kib(pid));
+    peak = std::max(peak, program_peak_rss_kib(pid, "dedupctl"));
     std::string_view rest(buf, std::size_t(n));
     for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
       partial.append(rest.substr(0, nl));

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
+#include <fstream>
 
 namespace dedupd::itest {
 
@@ -45,6 +47,17 @@ int wait_program(SpawnedProgram& p) {
   ::waitpid(p.pid, &status, 0);
   p.pid = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+long program_peak_rss_kib(pid_t pid, const std::string& name) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string running;
+  if (!std::getline(comm, running) || running != name) return 0;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
 }
 
 ProgramRun run_program(const std::string& binary, const std::vector<std::string>& args, const std::string& stdin_path) {

@@ -28,6 +28,11 @@ SpawnedProgram spawn_program(const std::string& binary, const std::vector<std::s
 // Closes out_fd and reaps the program: its exit status, -1 when killed.
 int wait_program(SpawnedProgram& p);
 
+// VmHWM (kB) of a running program named `name`, 0 before it has exec'd
+// (between fork and exec the child is a copy of the caller) or once it is
+// gone. Not getrusage: a forked child's ru_maxrss counts the parent's pages.
+long program_peak_rss_kib(pid_t pid, const std::string& name);
+
 // spawn_program + the whole of stdout + wait_program.
 ProgramRun run_program(const std::string& binary, const std::vector<std::string>& args,
                        const std::string& stdin_path = {});
