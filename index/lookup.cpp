@@ -8,7 +8,8 @@
 // the filter blocks they fall in are prefetched; then the forms are tested
 // and only those that may be present are searched. The filter probes are
 // cache misses at any index size; issued together they overlap instead of
-// each waiting for memory in turn.
+// each waiting for memory in turn, and the first pass runs a block ahead of
+// the second so that the lines have arrived when they are tested.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -64,43 +65,80 @@ class ChunkReader {
 
   // Appends the locations of each raw hash to out_, in order.
   int query(std::span<const Hash> raws) {
-    const std::size_t per_query = 1 + hashers_.size();
-    forms_.resize(kBlock * per_query);
-    for (std::size_t at = 0; at < raws.size(); at += kBlock) {
-      auto block = raws.subspan(at, std::min(kBlock, raws.size() - at));
-      // Pass 1: every stored form of the block, its filter blocks on their way.
-      for (std::size_t i = 0; i < block.size(); ++i) {
-        Form* f = &forms_[i * per_query];
-        f[0].hash = block[i];
-        for (std::size_t k = 0; k < hashers_.size(); ++k) f[1 + k].hash = hashers_[k](block[i]);
-        for (std::size_t k = 0; k < per_query; ++k) prefetch(f[k].hash);
-      }
-      // Pass 2: test them all, then search only what may be present.
-      for (std::size_t i = 0; i < block.size() * per_query; ++i) classify(forms_[i]);
-      for (std::size_t i = 0; i < block.size(); ++i) {
-        std::uint32_t begin = std::uint32_t(out_.locations.size());
-        const Form* f = &forms_[i * per_query];
-        for (std::size_t k = 0; k < per_query; ++k) {
-          const Key* key = k == 0 ? nullptr : &hashers_[k - 1].key();
-          if (f[k].in_recent)
-            if (int rc = probe(recent_, f[k].hash, key, begin)) return rc;
-          if (f[k].in_main)
-            if (int rc = probe(chunks_, f[k].hash, key, begin)) return rc;
-        }
-        out_.first.push_back(std::uint32_t(out_.locations.size()));
-      }
-    }
+    for (std::size_t at = 0; at < raws.size(); at += kSortSpan)
+      if (int rc = query_span(raws.subspan(at, std::min(kSortSpan, raws.size() - at)))) return rc;
     return 0;
   }
 
  private:
-  // Queries per block: their forms (5 with 4 keys) and filter lines stay in
-  // L1 between the passes.
+  // Queries whose searches are made in the order of their stored hashes
+  // (about 16 per chunk-table key at the most, so neighbours share pages).
+  static constexpr std::size_t kSortSpan = 4096;
+  // Queries per block of the first passes: their forms (5 with 4 keys) and
+  // filter lines stay in L1 between them.
   static constexpr std::size_t kBlock = 32;
+
+  // A search to make: a stored form the filters let through.
+  struct Search {
+    std::uint64_t order_key;  // the stored hash's first bytes: the search order
+    std::uint32_t form;       // query * forms per query + which form
+    bool recent;              // the recent table, else the main one
+    Hash stored;
+  };
+  // A duplicate a search found; `rank` keeps the answer's order: by query,
+  // form, recent table before main, then the duplicates' own order.
+  struct Candidate {
+    std::uint64_t rank;
+    std::uint32_t search;  // in searches_
+    std::uint32_t xorb;
+    std::uint32_t index;
+  };
+
+  int query_span(std::span<const Hash> raws) {
+    const std::size_t per_query = 1 + hashers_.size();
+    const std::size_t blocks = (raws.size() + kBlock - 1) / kBlock;
+    forms_.resize(2 * kBlock * per_query);
+    searches_.clear();
+    candidates_.clear();
+    auto block_at = [&](std::size_t b) { return raws.subspan(b * kBlock, std::min(kBlock, raws.size() - b * kBlock)); };
+    auto forms_of = [&](std::size_t b) { return &forms_[(b & 1) * kBlock * per_query]; };
+    // Passes 1 and 2 a block at a time: the forms, then which to search.
+    // The next block's forms are computed, and their filter lines sent for,
+    // before this block's are tested: its lines then had a whole block of
+    // hashing to arrive.
+    if (blocks) compute_forms(block_at(0), forms_of(0));
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (b + 1 < blocks) compute_forms(block_at(b + 1), forms_of(b + 1));
+      const Form* forms = forms_of(b);
+      const std::size_t first_form = b * kBlock * per_query;
+      for (std::size_t i = 0; i < block_at(b).size() * per_query; ++i) {
+        auto [in_recent, in_main] = classify(forms[i]);
+        const auto order_key = load_be64(forms[i].hash.data());
+        if (in_recent) searches_.push_back({order_key, std::uint32_t(first_form + i), true, forms[i].hash});
+        if (in_main) searches_.push_back({order_key, std::uint32_t(first_form + i), false, forms[i].hash});
+      }
+    }
+    // Pass 3: the searches in hash order.
+    std::sort(searches_.begin(), searches_.end(),
+              [](const Search& a, const Search& b) { return a.order_key < b.order_key; });
+    for (std::uint32_t s = 0; s < searches_.size(); ++s)
+      if (int rc = search(s)) return rc;
+    // Pass 4: what they found, checked and written in the order of the queries.
+    std::sort(candidates_.begin(), candidates_.end(),
+              [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+    const Candidate* c = candidates_.data();
+    const Candidate* end = c + candidates_.size();
+    for (std::size_t q = 0; q < raws.size(); ++q) {
+      const std::uint32_t begin = std::uint32_t(out_.locations.size());
+      for (; c != end && searches_[c->search].form / per_query == q; ++c)
+        if (int rc = check(*c, per_query, begin)) return rc;
+      out_.first.push_back(std::uint32_t(out_.locations.size()));
+    }
+    return 0;
+  }
 
   struct Form {
     Hash hash;
-    bool in_recent, in_main;  // which tables to search
   };
 
   struct Cached {
@@ -108,35 +146,59 @@ class ChunkReader {
     std::uint32_t shard_set;
   };
 
+  // Every stored form of each query of `block` (one BLAKE3 compression per
+  // key), their filter lines on their way.
+  void compute_forms(std::span<const Hash> block, Form* forms) {
+    const std::size_t per_query = 1 + hashers_.size();
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      Form* f = &forms[i * per_query];
+      f[0].hash = block[i];
+      for (std::size_t k = 0; k < hashers_.size(); ++k) f[1 + k].hash = hashers_[k](block[i]);
+      for (std::size_t k = 0; k < per_query; ++k) prefetch(f[k].hash);
+    }
+  }
+
   void prefetch(const Hash& stored) const {
     if (filters_.all) filters_.all->prefetch(stored.data());
     if (filters_.recent && !recent_empty_) filters_.recent->prefetch(stored.data());
   }
 
-  void classify(Form& f) const {
-    f.in_recent = f.in_main = false;
-    if (filters_.all && !filters_.all->may_contain(f.hash.data())) return;
-    f.in_recent = !recent_empty_ && (!filters_.recent || filters_.recent->may_contain(f.hash.data()));
-    f.in_main = true;
+  // Which tables may hold the stored form: {recent, main}.
+  std::pair<bool, bool> classify(const Form& f) const {
+    if (filters_.all && !filters_.all->may_contain(f.hash.data())) return {false, false};
+    return {!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(f.hash.data())), true};
   }
 
-  int probe(MDB_cursor* table, const Hash& stored, const Key* key, std::uint32_t begin) {
-    auto probe_value = chunk_probe(stored.data());
-    MDB_val k = val(stored.data(), kChunkKeyBytes), v = val(probe_value.data(), probe_value.size());
+  // Every duplicate of search `s` whose 48 bits match, as candidates.
+  int search(std::uint32_t s) {
+    const Search& what = searches_[s];
+    auto probe_value = chunk_probe(what.stored.data());
+    MDB_val k = val(what.stored.data(), kChunkKeyBytes), v = val(probe_value.data(), probe_value.size());
+    MDB_cursor* table = what.recent ? recent_ : chunks_;
+    std::uint64_t rank = (std::uint64_t(what.form) * 2 + (what.recent ? 0 : 1)) << 32;
     int rc = mdb_cursor_get(table, &k, &v, MDB_GET_BOTH_RANGE);
     while (rc == 0) {
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
-      if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, stored.data())) break;
-      std::uint32_t index = chunk_value_index(dup);
-      const Cached* x;
-      if ((rc = xorb(chunk_value_xorb(dup), x))) return rc;
-      // The full 32 bytes decide; the key must be the one we hashed with.
-      if (x && index < x->rec.num_chunks() && std::memcmp(x->rec.chunk_hash_bytes(index), stored.data(), 32) == 0 &&
-          (key ? std::memcmp(x->rec.key_bytes(), key->data(), 32) == 0 : !x->rec.keyed()))
-        emit(*x, index, begin);
+      if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, what.stored.data())) break;
+      candidates_.push_back({rank++, s, chunk_value_xorb(dup), chunk_value_index(dup)});
       rc = mdb_cursor_get(table, &k, &v, MDB_NEXT_DUP);
     }
     return rc == MDB_NOTFOUND ? 0 : rc;
+  }
+
+  // A candidate is a location when its xorb says so: the full 32 bytes
+  // decide, and the key must be the one its form was hashed with.
+  int check(const Candidate& c, std::size_t per_query, std::uint32_t begin) {
+    const Search& what = searches_[c.search];
+    const std::size_t form = what.form % per_query;
+    const Key* key = form == 0 ? nullptr : &hashers_[form - 1].key();
+    const Cached* x;
+    if (int rc = xorb(c.xorb, x)) return rc;
+    if (x && c.index < x->rec.num_chunks() &&
+        std::memcmp(x->rec.chunk_hash_bytes(c.index), what.stored.data(), 32) == 0 &&
+        (key ? std::memcmp(x->rec.key_bytes(), key->data(), 32) == 0 : !x->rec.keyed()))
+      emit(*x, c.index, begin);
+    return 0;
   }
 
   void emit(const Cached& x, std::uint32_t index, std::uint32_t begin) {
@@ -234,6 +296,8 @@ class ChunkReader {
   bool recent_empty_ = false;
   std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
   std::vector<Form> forms_;
+  std::vector<Search> searches_;
+  std::vector<Candidate> candidates_;
   std::unordered_map<XorbId, Cached> cache_;
   std::unordered_map<Hash, std::uint32_t> single_sets_;  // shard -> the set of its xorbs that only it holds
   std::vector<Hash> shards_;                             // scratch of shard_set_of

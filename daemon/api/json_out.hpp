@@ -4,8 +4,10 @@
 // it emits needs escaping.
 #pragma once
 
+#include <array>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +17,13 @@
 namespace dedupd::daemon::http {
 
 class JsonOut {
+  static constexpr std::array<char, 512> kHexPairs = [] {
+    std::array<char, 512> t{};
+    constexpr char kDigits[] = "0123456789abcdef";
+    for (int i = 0; i < 256; ++i) t[2 * i] = kDigits[i >> 4], t[2 * i + 1] = kDigits[i & 15];
+    return t;
+  }();
+
  public:
   explicit JsonOut(std::string& out) : out_(out) {}
 
@@ -42,19 +51,16 @@ class JsonOut {
   }
   JsonOut& opt_num(const std::optional<std::uint64_t>& v) { return v ? num(*v) : raw("null"); }
   JsonOut& boolean(bool v) { return raw(v ? "true" : "false"); }
-  // A hash in the Xet string form, quoted.
+  // A hash in the Xet string form, quoted: each word's bytes most
+  // significant first, two digits a byte from one table.
   JsonOut& hash(const shard::Hash& h) {
-    static constexpr char kDigits[] = "0123456789abcdef";
     std::size_t at = out_.size();
     out_.resize(at + 66);
     char* p = out_.data() + at;
     *p++ = '"';
     for (int w = 0; w < 4; ++w) {
       std::uint64_t v = h.word(w);
-      for (int d = 15; d >= 0; --d) {
-        p[d] = kDigits[v & 0xF];
-        v >>= 4;
-      }
+      for (int b = 7; b >= 0; --b, v >>= 8) std::memcpy(p + 2 * b, kHexPairs.data() + 2 * (v & 0xFF), 2);
       p += 16;
     }
     *p = '"';

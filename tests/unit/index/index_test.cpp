@@ -660,6 +660,34 @@ TEST_P(IndexTest, BatchLookupKeepsRequestOrder) {
   EXPECT_EQ(out.size(), 1u);
 }
 
+// Searches are made in hash order, a span of queries at a time; the
+// answers must still come back in the order of the queries, across spans.
+TEST_P(IndexTest, BatchLookupLongerThanASortSpanKeepsRequestOrder) {
+  auto x = gen_xorb(82, 100);
+  auto y = gen_xorb(83, 10);
+  ingest(own(build_shard({.xorbs = {&x}})));
+  ingest(own(build_shard({.xorbs = {&y}, .key = hash_of_seed(8282)})));
+  std::vector<Hash> q;
+  for (std::uint64_t i = 0; i < 9000; ++i) {
+    if (i % 3 == 0) q.push_back(x.raw[i % 100]);
+    else if (i % 3 == 1) q.push_back(hash_of_seed(2000000 + i));
+    else q.push_back(y.raw[i % 10]);
+  }
+  BatchResult out;
+  ASSERT_TRUE(idx->lookup_batch(q, out));
+  ASSERT_EQ(out.size(), q.size());
+  for (std::uint64_t i = 0; i < q.size(); ++i) {
+    auto hit = out.of(i);
+    if (i % 3 == 1) {
+      EXPECT_TRUE(hit.empty()) << i;
+      continue;
+    }
+    ASSERT_EQ(hit.size(), 1u) << i;
+    EXPECT_EQ(hit[0].xorb, i % 3 == 0 ? x.hash : y.hash) << i;
+    EXPECT_EQ(hit[0].chunk_index, std::uint32_t(i % 3 == 0 ? i % 100 : i % 10)) << i;
+  }
+}
+
 TEST_P(IndexTest, DataSurvivesReopen) {
   auto x = gen_xorb(90, 40);
   auto s = own(build_shard({.xorbs = {&x}, .expiry = 5000}));
