@@ -3,13 +3,16 @@
 // and keyed with each live key) is searched only when the chunk filter
 // allows it, so a miss usually costs no B-tree search and no allocation.
 //
-// A batch goes through in blocks of queries, in two passes: first every
-// stored form of the block is computed (one BLAKE3 compression per key) and
-// the filter blocks they fall in are prefetched; then the forms are tested
-// and only those that may be present are searched. The filter probes are
-// cache misses at any index size; issued together they overlap instead of
-// each waiting for memory in turn, and the first pass runs a block ahead of
-// the second so that the lines have arrived when they are tested.
+// A batch goes through in blocks of queries: first every stored form of a
+// block is computed (one BLAKE3 compression per key, sixteen hashes to a
+// pass) and the filter blocks they fall in are prefetched; then the forms
+// are tested. The filter probes are cache misses at any index size; issued
+// together they overlap instead of each waiting for memory in turn, and the
+// first pass runs a block ahead of the second so that the lines have
+// arrived when they are tested. The forms that may be present are then
+// searched a span of queries at a time in the order of their stored hashes
+// (neighbouring searches share pages), and what they find is checked and
+// written in the order of the queries.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -101,6 +104,7 @@ class ChunkReader {
     searches_.clear();
     candidates_.clear();
     auto block_at = [&](std::size_t b) { return raws.subspan(b * kBlock, std::min(kBlock, raws.size() - b * kBlock)); };
+    // A block's forms: form k of query i at [k * kBlock + i].
     auto forms_of = [&](std::size_t b) { return &forms_[(b & 1) * kBlock * per_query]; };
     // Passes 1 and 2 a block at a time: the forms, then which to search.
     // The next block's forms are computed, and their filter lines sent for,
@@ -109,14 +113,17 @@ class ChunkReader {
     if (blocks) compute_forms(block_at(0), forms_of(0));
     for (std::size_t b = 0; b < blocks; ++b) {
       if (b + 1 < blocks) compute_forms(block_at(b + 1), forms_of(b + 1));
-      const Form* forms = forms_of(b);
-      const std::size_t first_form = b * kBlock * per_query;
-      for (std::size_t i = 0; i < block_at(b).size() * per_query; ++i) {
-        auto [in_recent, in_main] = classify(forms[i]);
-        const auto order_key = load_be64(forms[i].hash.data());
-        if (in_recent) searches_.push_back({order_key, std::uint32_t(first_form + i), true, forms[i].hash});
-        if (in_main) searches_.push_back({order_key, std::uint32_t(first_form + i), false, forms[i].hash});
-      }
+      const Hash* forms = forms_of(b);
+      const std::size_t n = block_at(b).size();
+      for (std::size_t k = 0; k < per_query; ++k)
+        for (std::size_t i = 0; i < n; ++i) {
+          const Hash& stored = forms[k * kBlock + i];
+          auto [in_recent, in_main] = classify(stored);
+          const auto order_key = load_be64(stored.data());
+          const auto form = std::uint32_t((b * kBlock + i) * per_query + k);
+          if (in_recent) searches_.push_back({order_key, form, true, stored});
+          if (in_main) searches_.push_back({order_key, form, false, stored});
+        }
     }
     // Pass 3: the searches in hash order.
     std::sort(searches_.begin(), searches_.end(),
@@ -137,25 +144,18 @@ class ChunkReader {
     return 0;
   }
 
-  struct Form {
-    Hash hash;
-  };
-
   struct Cached {
     XorbRecordView rec;
     std::uint32_t shard_set;
   };
 
-  // Every stored form of each query of `block` (one BLAKE3 compression per
-  // key), their filter lines on their way.
-  void compute_forms(std::span<const Hash> block, Form* forms) {
-    const std::size_t per_query = 1 + hashers_.size();
-    for (std::size_t i = 0; i < block.size(); ++i) {
-      Form* f = &forms[i * per_query];
-      f[0].hash = block[i];
-      for (std::size_t k = 0; k < hashers_.size(); ++k) f[1 + k].hash = hashers_[k](block[i]);
-      for (std::size_t k = 0; k < per_query; ++k) prefetch(f[k].hash);
-    }
+  // Every stored form of each query of `block` (the keyed ones sixteen
+  // queries at a time per key), their filter lines on their way.
+  void compute_forms(std::span<const Hash> block, Hash* forms) {
+    std::copy(block.begin(), block.end(), forms);
+    for (std::size_t k = 0; k < hashers_.size(); ++k) hashers_[k].hash_many(block, forms + (k + 1) * kBlock);
+    for (std::size_t k = 0; k <= hashers_.size(); ++k)
+      for (std::size_t i = 0; i < block.size(); ++i) prefetch(forms[k * kBlock + i]);
   }
 
   void prefetch(const Hash& stored) const {
@@ -164,9 +164,9 @@ class ChunkReader {
   }
 
   // Which tables may hold the stored form: {recent, main}.
-  std::pair<bool, bool> classify(const Form& f) const {
-    if (filters_.all && !filters_.all->may_contain(f.hash.data())) return {false, false};
-    return {!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(f.hash.data())), true};
+  std::pair<bool, bool> classify(const Hash& stored) const {
+    if (filters_.all && !filters_.all->may_contain(stored.data())) return {false, false};
+    return {!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(stored.data())), true};
   }
 
   // Every duplicate of search `s` whose 48 bits match, as candidates.
@@ -295,7 +295,7 @@ class ChunkReader {
   Index::Impl::Filters filters_;
   bool recent_empty_ = false;
   std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
-  std::vector<Form> forms_;
+  std::vector<Hash> forms_;
   std::vector<Search> searches_;
   std::vector<Candidate> candidates_;
   std::unordered_map<XorbId, Cached> cache_;

@@ -31,6 +31,9 @@ class KeyedChunkHasher {
  public:
   explicit KeyedChunkHasher(const Key& key);
   Hash operator()(const Hash& raw) const;
+  // out[i] = (*this)(raw[i]), many at once (keyed_many.cpp): several times
+  // faster per hash on a block of them.
+  void hash_many(std::span<const Hash> raw, Hash* out) const;
   const Key& key() const { return key_; }
 
  private:
