@@ -465,17 +465,24 @@ RescanResult Daemon::rescan() {
   return r;
 }
 
-PurgeResult Daemon::purge(bool dry_run) {
+shard::Result<PurgeResult> Daemon::purge(bool dry_run) {
   auto r = expiry_->run(unix_now(), dry_run);
   if (!dry_run) rearm_timer();
-  // The API seam answers an internal failure as 500 (daemon/api/service.hpp).
-  if (!r) throw std::runtime_error("purge: " + r.error().to_string());
+  if (!r) {
+    shard::Error e = r.error();
+    e.message = "purge: " + e.message;
+    return e;
+  }
   return std::move(r).value();
 }
 
-index::RemoveOutcome Daemon::remove(const shard::Hash& shard) {
+shard::Result<index::RemoveOutcome> Daemon::remove(const shard::Hash& shard) {
   auto r = index_->remove(shard, unix_now());
-  if (!r) throw std::runtime_error("removing shard " + shard.to_string() + ": " + r.error().to_string());
+  if (!r) {
+    shard::Error e = r.error();
+    e.message = "removing shard " + shard.to_string() + ": " + e.message;
+    return e;
+  }
   if (r->outcome != index::RemoveOutcome::removed) return r->outcome;
   counters_.shards_removed++;
   spdlog::info("shard {} removed on request", shard);
