@@ -182,15 +182,18 @@ Response Client::post_stream(std::string_view path, std::string_view content_typ
   return perform("POST", path, {}, content_type, true);
 }
 
-bool is_busy(const Response& r) {
-  if (r.status != 503) return false;
+namespace {
+bool error_code_is(const Response& r, std::string_view code) {
   try {
     auto doc = json::parse(r.body);
-    return doc.at("error").at("code") == "busy";
+    return doc.at("error").at("code") == code;
   } catch (const std::exception&) {
     return false;
   }
 }
+}  // namespace
+
+bool is_busy(const Response& r) { return r.status == 503 && error_code_is(r, "busy"); }
 
 Response Client::perform(std::string_view method, std::string_view path, std::span<const std::uint8_t> body,
                          std::string_view content_type, bool expect_continue) {
@@ -421,7 +424,15 @@ CliError status_error(const Response& r, std::string_view what) {
       if (is_busy(r))
         return CliError(kUnavailable, w + ": dedupd is busy: " + msg,
                         "it stayed busy through " + std::to_string(kBusyRetries) + " retries; try again later");
+      if (error_code_is(r, "in_progress"))
+        return CliError(kUnavailable, w + ": dedupd did not finish in time: " + msg,
+                        "it still runs; see `dedupctl status` or the journal before repeating it");
+      if (error_code_is(r, "unavailable"))
+        return CliError(kUnavailable, w + ": dedupd cannot do it now: " + msg,
+                        "something it needs is out of reach (disk, fleet database): `journalctl -u dedupd`");
       return CliError(kUnavailable, w + ": dedupd is not ready yet: " + msg, "retry in a moment");
+    case 500:
+      return CliError(kProtocol, w + ": dedupd failed: " + msg, "`journalctl -u dedupd` has the details");
     default:
       return CliError(kProtocol, w + ": unexpected HTTP status " + std::to_string(r.status) + ": " + msg);
   }

@@ -99,11 +99,9 @@ int Daemon::run() {
     for (const auto& w : config_.watch) fs::create_directories(w.path, ec);
 
   if (!open_index()) return 1;
-  try {
-    key_store_ = std::make_unique<GlobalDedupKeyStore>(config_.key_file(), config_.global_dedup.key_rotation);
-    key_store_->load_or_create(unix_now());
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
+  key_store_ = std::make_unique<GlobalDedupKeyStore>(config_.key_file(), config_.global_dedup.key_rotation);
+  if (auto loaded = key_store_->load_or_create(unix_now()); !loaded) {
+    spdlog::critical("{}", loaded.error());
     return 1;
   }
   fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout);
@@ -241,11 +239,8 @@ void Daemon::on_timer() {
     queue(watcher_.scan());
     next_safety_scan_ = now + std::uint64_t(config_.expiry.check_interval.count());
   }
-  try {
-    key_store_->rotate_if_due(now);
-  } catch (const std::exception& e) {
-    spdlog::error("global-dedup key rotation: {}", e.what());
-  }
+  if (auto rotated = key_store_->rotate_if_due(now); !rotated)
+    spdlog::error("global-dedup key rotation (the old key stays): {}", rotated.error());
   expiry_pass();
 }
 
@@ -465,17 +460,24 @@ RescanResult Daemon::rescan() {
   return r;
 }
 
-PurgeResult Daemon::purge(bool dry_run) {
+shard::Result<PurgeResult> Daemon::purge(bool dry_run) {
   auto r = expiry_->run(unix_now(), dry_run);
   if (!dry_run) rearm_timer();
-  // The API seam answers an internal failure as 500 (daemon/api/service.hpp).
-  if (!r) throw std::runtime_error("purge: " + r.error().to_string());
+  if (!r) {
+    shard::Error e = r.error();
+    e.message = "purge: " + e.message;
+    return e;
+  }
   return std::move(r).value();
 }
 
-index::RemoveOutcome Daemon::remove(const shard::Hash& shard) {
+shard::Result<index::RemoveOutcome> Daemon::remove(const shard::Hash& shard) {
   auto r = index_->remove(shard, unix_now());
-  if (!r) throw std::runtime_error("removing shard " + shard.to_string() + ": " + r.error().to_string());
+  if (!r) {
+    shard::Error e = r.error();
+    e.message = "removing shard " + shard.to_string() + ": " + e.message;
+    return e;
+  }
   if (r->outcome != index::RemoveOutcome::removed) return r->outcome;
   counters_.shards_removed++;
   spdlog::info("shard {} removed on request", shard);

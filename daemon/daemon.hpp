@@ -64,8 +64,8 @@ class Daemon {
   std::chrono::milliseconds admin_timeout() const;
   // Loop thread only.
   RescanResult rescan();
-  PurgeResult purge(bool dry_run);
-  index::RemoveOutcome remove(const shard::Hash& shard);
+  shard::Result<PurgeResult> purge(bool dry_run);
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard);
   UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
   // The fleet: the lookup side (any thread; off without a fleet) and the
   // publisher's state (nullopt without a fleet).

@@ -14,6 +14,7 @@
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
 #include "index/index.hpp"
+#include "index/schema.hpp"
 
 #ifndef DEDUPD_VERSION
 #define DEDUPD_VERSION "0.0.0"
@@ -34,7 +35,8 @@ constexpr const char* kUsage =
     "  --check-config   validate the configuration, print \"ok\" or every error, exit 0/1\n"
     "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit\n"
     "  --check DIR      check the index in DIR (state_dir/index) offline: print \"ok\" or\n"
-    "                   every broken invariant, exit 0/1\n"
+    "                   every broken invariant, exit 0/1; read-only (an older schema is\n"
+    "                   reported, not upgraded)\n"
     "  --version        print the version\n";
 
 struct Args {
@@ -98,19 +100,23 @@ std::optional<Args> parse_args(int argc, char** argv) {
 }
 
 // --check: every invariant Index::check_invariants knows, on an index that
-// exists already (opening would create an empty one). Safe next to a running
-// daemon: LMDB readers never wait for its writer.
+// exists already, opened read-only: it writes nothing, not even the upgrade
+// of an older schema (dedupd does that when it opens the index). Safe next
+// to a running daemon: LMDB readers never wait for its writer.
 int check_index(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir / "data.mdb", ec)) {
     std::fprintf(stderr, "dedupd: %s: no index here (no data.mdb)\n", dir.c_str());
     return 1;
   }
-  auto index = dedupd::index::Index::open(dedupd::index::Options{.dir = dir.string()});
+  auto index = dedupd::index::Index::open(dedupd::index::Options{.dir = dir.string(), .read_only = true});
   if (!index) {
     std::fprintf(stderr, "dedupd: %s: %s\n", dir.c_str(), index.error().to_string().c_str());
     return 1;
   }
+  if (std::uint32_t v = (*index)->schema_version(); v != dedupd::index::schema::kVersion)
+    std::printf("%s: schema %u, will be upgraded to %u when dedupd opens it\n", dir.c_str(), unsigned(v),
+                unsigned(dedupd::index::schema::kVersion));
   auto problems = (*index)->check_invariants();
   if (!problems) {
     std::fprintf(stderr, "dedupd: %s: %s\n", dir.c_str(), problems.error().to_string().c_str());

@@ -11,17 +11,17 @@ StatusInfo ServiceImpl::status() const { return daemon_.status(); }
 DaemonCounters ServiceImpl::counters() const { return daemon_.counters(); }
 GlobalDedupKey ServiceImpl::global_dedup_key() const { return daemon_.global_dedup_key(); }
 
-RescanResult ServiceImpl::rescan() {
+shard::Result<RescanResult> ServiceImpl::rescan() {
   Daemon& d = daemon_;
-  return d.loop().call<RescanResult>([&d] { return d.rescan(); }, d.admin_timeout());
+  return d.loop().call<RescanResult>([&d]() -> shard::Result<RescanResult> { return d.rescan(); }, d.admin_timeout());
 }
 
-PurgeResult ServiceImpl::purge(bool dry_run) {
+shard::Result<PurgeResult> ServiceImpl::purge(bool dry_run) {
   Daemon& d = daemon_;
   return d.loop().call<PurgeResult>([&d, dry_run] { return d.purge(dry_run); }, d.admin_timeout());
 }
 
-index::RemoveOutcome ServiceImpl::remove(const shard::Hash& shard) {
+shard::Result<index::RemoveOutcome> ServiceImpl::remove(const shard::Hash& shard) {
   Daemon& d = daemon_;
   return d.loop().call<index::RemoveOutcome>([&d, shard] { return d.remove(shard); }, d.admin_timeout());
 }
@@ -30,8 +30,8 @@ UploadResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string na
   Daemon& d = daemon_;
   // Shared so a task that outlives a timed-out wait still owns its bytes.
   auto body = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
-  return d.loop().call<UploadResult>([&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); },
-                                     d.admin_timeout());
+  return d.loop().call<std::vector<IngestedShard>>(
+      [&d, body, name = std::move(name)] { return d.ingest_upload(*body, name); }, d.admin_timeout());
 }
 
 }  // namespace dedupd::daemon

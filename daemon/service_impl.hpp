@@ -18,9 +18,9 @@ class ServiceImpl final : public Service {
   DaemonCounters counters() const override;
   GlobalDedupKey global_dedup_key() const override;
 
-  RescanResult rescan() override;
-  PurgeResult purge(bool dry_run) override;
-  index::RemoveOutcome remove(const shard::Hash& shard) override;
+  shard::Result<RescanResult> rescan() override;
+  shard::Result<PurgeResult> purge(bool dry_run) override;
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
   // The fleet half of answers (daemon/fleet/service.cpp).
@@ -30,8 +30,8 @@ class ServiceImpl final : public Service {
   fleet_link::Reach fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) override;
   fleet_link::Reach fleet_sha256(const shard::Hash& h, std::vector<shard::Hash>& out) override;
   std::optional<fleet_link::PublisherState> fleet_state() const override;
-  fleet_link::Reach fleet_status(fleet::Status& out, std::string& error) override;
-  bool fleet_forget_host(const std::string& name) override;
+  shard::Result<fleet::Status> fleet_status() override;
+  shard::Result<bool> fleet_forget_host(const std::string& name) override;
 
  private:
   Daemon& daemon_;

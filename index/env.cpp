@@ -76,7 +76,7 @@ void Env::destroy(ReadSlot* slot) {
 }
 
 Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
-  if (::mkdir(options.dir.c_str(), 0750) != 0 && errno != EEXIST)
+  if (!options.read_only && ::mkdir(options.dir.c_str(), 0750) != 0 && errno != EEXIST)
     return make_error(kRuleLmdb, "cannot create " + options.dir + ": " + std::strerror(errno));
   struct stat st {};
   if (::stat(options.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -109,7 +109,7 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
   // HTTP worker may renew any of them. NORDAHEAD: lookups are random reads;
   // readahead would only evict useful pages once the index outgrows RAM.
   // WRITEMAP: see the top of env.hpp.
-  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_WRITEMAP;
+  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | (options.read_only ? MDB_RDONLY : MDB_WRITEMAP);
   if (options.no_sync) flags |= MDB_NOSYNC;
   if ((rc = mdb_env_open(env->env_, options.dir.c_str(), flags, 0640)) != 0)
     return error_of(rc, "opening the index in " + options.dir);
@@ -249,6 +249,8 @@ Status Env::grow(unsigned growths) {
 }
 
 Status Env::write(const std::function<TxnResult(MDB_txn*)>& body, const char* what) {
+  if (options_.read_only)
+    return make_error(kRuleArgument, std::string(what) + ": the index in " + options_.dir + " is open read-only");
   for (unsigned growths = 0;;) {
     // A write transaction may touch any page of the map: all of them must
     // have their blocks (the map may have changed since: another process).

@@ -50,6 +50,9 @@ struct EnvOptions {
   unsigned max_readers = 0;
   unsigned max_dbs = 0;
   bool no_sync = false;  // benchmarks only: loses the last commits on power loss
+  // MDB_RDONLY: an existing environment, mapped read-only; write() fails.
+  // (LMDB still records its reader in lock.mdb.)
+  bool read_only = false;
   Observer* observer = nullptr;
 };
 

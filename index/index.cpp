@@ -42,6 +42,7 @@ Index::Index(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Index::~Index() = default;
 
 const std::string& Index::dir() const { return impl_->options.dir; }
+std::uint32_t Index::schema_version() const { return impl_->dbs.version; }
 
 Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   if (options.dir.empty()) return make_error(kRuleArgument, "no index directory given");
@@ -54,6 +55,7 @@ Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   eo.max_readers = options.max_readers;
   eo.max_dbs = schema::kMaxDbs;
   eo.no_sync = options.no_sync_for_benchmarks;
+  eo.read_only = options.read_only;
   eo.observer = options.observer;
   auto env = lmdb::Env::open(eo);
   if (!env) return env.error();

@@ -40,6 +40,10 @@ struct Options {
   // Benchmarks only: MDB_NOSYNC. A crash of the machine (not of the process)
   // can lose acknowledged shards. Never set in the daemon.
   bool no_sync_for_benchmarks = false;
+  // An existing index, opened for reading only (MDB_RDONLY; `dedupd
+  // --check`): nothing is created, an older schema is not upgraded
+  // (schema_version() says which it is), and every write fails.
+  bool read_only = false;
 };
 
 enum class RemoveOutcome : std::uint8_t { removed, not_found, not_live };
@@ -55,6 +59,9 @@ class Index {
   // "index.schema" on another schema version, "index.already_open" when this
   // process already has it open.
   static Result<std::unique_ptr<Index>> open(const Options& options);
+  // The layout the file has: schema::kVersion, unless opened read-only (1:
+  // upgraded by the next writable open).
+  std::uint32_t schema_version() const;
   ~Index();
   Index(const Index&) = delete;
   Index& operator=(const Index&) = delete;

@@ -100,7 +100,59 @@ int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta) {
   return put_u64(txn, meta, name, cur + std::uint64_t(delta));
 }
 
+namespace {
+
+// Why this code cannot use an index of schema `found`; empty when it can
+// (the current version, or 1, which it upgrades).
+std::string version_problem(std::uint32_t found) {
+  if (found == kVersion || (found == 1 && kVersion == 2)) return {};
+  return "the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
+         std::to_string(kVersion) +
+         (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
+                           : " (no upgrade path from it: move the index away and let dedupd "
+                             "rebuild it from the shard files)");
+}
+
+// The tables as they are, in a read transaction: for --check, which must
+// not write (not even the upgrade of an older schema).
+Result<Dbs> open_read_only(lmdb::Env& env) {
+  Dbs dbs{};
+  auto not_ours = [&](const std::string& why) { return make_error(kRuleSchema, env.options().dir + ": " + why); };
+  MDB_txn* txn = nullptr;
+  if (int rc = mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn))
+    return lmdb::error_of(rc, "opening the index tables");
+  // Aborted unless committed (a committed read transaction keeps its table handles).
+  lmdb::WriteTxn guard(txn);
+  int rc = mdb_dbi_open(txn, "meta", 0, &dbs.meta);
+  if (rc == MDB_NOTFOUND) return not_ours("this LMDB environment is not a dedupd index (it has no schema version)");
+  if (rc == MDB_INCOMPATIBLE) return not_ours("this LMDB environment is not a dedupd index (\"meta\" is not a table)");
+  if (rc != 0) return lmdb::error_of(rc, "opening the index tables");
+  MDB_val k = name_key(kSchemaVersion), v;
+  rc = mdb_get(txn, dbs.meta, &k, &v);
+  if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) return not_ours("the index has no readable schema version");
+  if (rc != 0) return lmdb::error_of(rc, "reading the schema version");
+  std::memcpy(&dbs.version, v.mv_data, 4);
+  if (auto why = version_problem(dbs.version); !why.empty()) return not_ours(why);
+  for (const Table& t : kTables) {
+    if (dbs.version == 1 && t.member == &Dbs::outbox) continue;  // schema 2 adds it
+    rc = mdb_dbi_open(txn, t.name, t.flags, &(dbs.*t.member));
+    if (rc == MDB_NOTFOUND) return not_ours(std::string("table \"") + t.name + "\" is missing");
+    if (rc == MDB_INCOMPATIBLE)
+      return not_ours(std::string("table \"") + t.name + "\" has other flags than schema " +
+                      std::to_string(dbs.version) + " has");
+    if (rc != 0) return lmdb::error_of(rc, "opening the index tables");
+  }
+  for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
+    if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) || (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
+      return lmdb::error_of(rc, "opening the index tables");
+  if ((rc = guard.commit())) return lmdb::error_of(rc, "opening the index tables");
+  return dbs;
+}
+
+}  // namespace
+
 Result<Dbs> open(lmdb::Env& env) {
+  if (env.options().read_only) return open_read_only(env);
   Dbs dbs{};
   auto not_ours = [&](const std::string& why) { return make_error(kRuleSchema, env.options().dir + ": " + why); };
   auto status = env.write(
@@ -134,14 +186,8 @@ Result<Dbs> open(lmdb::Env& env) {
           std::memcpy(&found, v.mv_data, 4);
           // An older layout this code can upgrade: the missing tables are
           // created below and the version written, in this transaction.
-          upgrade = found == 1 && kVersion == 2;
-          if (found != kVersion && !upgrade) {
-            return not_ours("the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
-                            std::to_string(kVersion) +
-                            (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
-                                              : " (no upgrade path from it: move the index away and let dedupd "
-                                                "rebuild it from the shard files)"));
-          }
+          if (auto why = version_problem(found); !why.empty()) return not_ours(why);
+          upgrade = found != kVersion;
         }
         for (const Table& t : kTables) {
           if ((rc = mdb_dbi_open(txn, t.name, t.flags | MDB_CREATE, &(dbs.*t.member)))) {

@@ -43,11 +43,16 @@ inline constexpr unsigned kMaxDbs = 16;
 struct Dbs {
   MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
       file_shards, sha256, sources, outbox;
+  // The layout the file has: kVersion, or 1 in a read-only environment
+  // (whose upgrade waits for a writer; it has no outbox table, so `outbox`
+  // is not set).
+  std::uint32_t version = kVersion;
 };
 
 // Creates the tables in a new environment, or checks the version of an
 // existing one: another version (or an LMDB environment that is not a dedupd
-// index) is an error naming both versions.
+// index) is an error naming both versions. A read-only environment
+// (EnvOptions::read_only) is only checked: nothing is created or upgraded.
 Result<Dbs> open(lmdb::Env& env);
 
 // meta counters

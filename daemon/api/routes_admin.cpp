@@ -2,6 +2,7 @@
 // These run on the admin thread with the caller already checked.
 #include <fmt/format.h>
 
+#include "daemon/api/failure.hpp"
 #include "daemon/api/json_shapes.hpp"
 #include "daemon/api/route_util.hpp"
 #include "daemon/api/routes.hpp"
@@ -22,8 +23,10 @@ std::optional<bool> flag(const Request& req, std::string_view name, Response* ba
 
 }  // namespace
 
-Response post_rescan(Context& ctx, Request&) {
-  RescanResult r = ctx.service.rescan();
+Response post_rescan(Context& ctx, Request& req) {
+  auto result = ctx.service.rescan();
+  if (!result) return failure(req, result.error());
+  const RescanResult& r = *result;
   return json(dump(Json{{"scanned", r.scanned}, {"ingested", r.ingested}, {"rejected", r.rejected}}));
 }
 
@@ -33,7 +36,9 @@ Response post_purge(Context& ctx, Request& req) {
   if (!dry_run) return bad;
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
-  PurgeResult r = ctx.service.purge(*dry_run);
+  auto result = ctx.service.purge(*dry_run);
+  if (!result) return failure(req, result.error());
+  const PurgeResult& r = *result;
   Json expired = Json::array();
   for (const auto& h : r.expired) {
     auto info = idx->shard(h);
@@ -53,6 +58,8 @@ Response post_ingest(Context& ctx, Request& req) {
   UploadResult result = ctx.service.ingest(std::move(req.body), std::move(name));
   if (!result) {
     const shard::Error* e = &result.error();
+    // The daemon's own failure (a full disk, a busy loop), not the upload's.
+    if (failure_status(*e, {kUnprocessable, "invalid_shard"}).status != kUnprocessable) return failure(req, *e);
     Json doc = {{"error",
                  {{"code", error_code(kUnprocessable)},
                   {"message", e->to_string()},

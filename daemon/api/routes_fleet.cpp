@@ -1,5 +1,6 @@
 // GET /v1/fleet/status and POST /v1/admin/fleet/forget-host/<name>.
 #include "api/routes.hpp"
+#include "daemon/api/failure.hpp"
 #include "daemon/api/fleet_json.hpp"
 #include "daemon/api/route_util.hpp"
 #include "daemon/api/routes.hpp"
@@ -11,14 +12,14 @@ Response get_fleet_status(Context& ctx, Request&) {
   auto publisher = ctx.service.fleet_state();
   if (!publisher) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
   Json doc = {{"this_host", publisher_json(*publisher)}};
-  fleet::Status s;
-  std::string problem;
-  fleet_link::Reach reach = ctx.service.fleet_status(s, problem);
-  mark_fleet(doc, reach);
-  if (reach != fleet_link::Reach::answered) {
-    doc["error"] = problem;
+  auto status = ctx.service.fleet_status();
+  // The fleet out of reach degrades the answer: this host's half still shows.
+  mark_fleet(doc, status ? fleet_link::Reach::answered : fleet_link::Reach::unavailable);
+  if (!status) {
+    doc["error"] = status.error().message;
     return json(dump(doc));
   }
+  const fleet::Status& s = *status;
   Json hosts = Json::array();
   for (const auto& h : s.hosts)
     hosts.push_back({{"name", h.name},
@@ -40,9 +41,10 @@ Response post_fleet_forget_host(Context& ctx, Request& req) {
   if (!fleet::valid_host_name(name))
     return error(kBadRequest, "\"" + name + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
   if (!ctx.service.fleet_state()) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
-  bool known = ctx.service.fleet_forget_host(name);
-  Json doc = {{"host", name}, {"forgotten", known}};
-  if (!known) {
+  auto forgotten = ctx.service.fleet_forget_host(name);
+  if (!forgotten) return failure(req, forgotten.error());
+  Json doc = {{"host", name}, {"forgotten", *forgotten}};
+  if (!*forgotten) {
     doc["error"] = {{"code", error_code(kNotFound)}, {"message", "no such host in the fleet"}};
     return json(dump(doc), kNotFound);
   }

@@ -1,4 +1,5 @@
 // GET /v1/shards[?state=], GET /v1/shard/<hash>, DELETE /v1/shard/<hash>.
+#include "daemon/api/failure.hpp"
 #include "daemon/api/json_shapes.hpp"
 #include "daemon/api/route_util.hpp"
 #include "daemon/api/routes.hpp"
@@ -73,7 +74,9 @@ Response delete_shard(Context& ctx, Request& req) {
   if (!hash) return bad;
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
-  switch (ctx.service.remove(*hash)) {
+  auto removed = ctx.service.remove(*hash);
+  if (!removed) return failure(req, removed.error());
+  switch (*removed) {
     case index::RemoveOutcome::not_found:
       return error(kNotFound, "shard not known");
     case index::RemoveOutcome::not_live:

@@ -5,17 +5,20 @@
 // which the running daemon implements (daemon/service_impl.hpp). Admin
 // methods are called from HTTP worker threads and block until the daemon's
 // work loop has done the job, so the index keeps exactly one writer.
+// Failures are values: a shard::Error whose rule ("daemon.*" in
+// daemon/seam_errors.hpp, "index.*", "fleet.*") the HTTP layer answers with
+// its status (daemon/api/failure.hpp); nothing here throws.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "daemon/fleet/answers.hpp"
 #include "daemon/fleet/state.hpp"
+#include "daemon/seam_errors.hpp"
 #include "daemon/status.hpp"
 #include "index/index.hpp"
 #include "shard/hash.hpp"
@@ -34,15 +37,17 @@ class Service {
   virtual DaemonCounters counters() const = 0;
   virtual GlobalDedupKey global_dedup_key() const = 0;
 
-  // Admin actions; block until the work loop has finished them. May throw
-  // std::exception on an internal failure (answered as 500 and logged).
-  virtual RescanResult rescan() = 0;
-  virtual PurgeResult purge(bool dry_run) = 0;
+  // Admin actions; block until the work loop has finished them, or until the
+  // admin timeout ("daemon.busy").
+  [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;
+  [[nodiscard]] virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
   // DELETE /v1/shard/<hash>; not_live: known, but already removed or expired.
-  virtual index::RemoveOutcome remove(const shard::Hash& shard) = 0;
+  [[nodiscard]] virtual shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
   // `name` is the uploaded file's name (?name=), possibly empty; it tells a
   // bundle (".caf") from a shard and names the source in logs and records.
-  virtual UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) = 0;
+  // A shard that fails validation is an error with the parser's rule and
+  // offset; the daemon's own failures carry their "daemon."/"index." rule.
+  [[nodiscard]] virtual UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) = 0;
 
   // ---- the fleet (daemon/fleet/): what a daemon without one answers ----------
   // Each waits at most the configured lookup bound, any thread.
@@ -64,16 +69,16 @@ class Service {
   }
   // The publisher's state; nullopt without a fleet.
   virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
-  // The whole fleet as the database sees it (a longer bound: an operator asks).
-  virtual fleet_link::Reach fleet_status(fleet::Status&, std::string& error) {
-    error = "no fleet configured";
-    return fleet_link::Reach::off;
+  // The whole fleet as the database sees it (a longer bound: an operator
+  // asks). "daemon.no_fleet" without a fleet; "fleet.*" when it is out of reach.
+  [[nodiscard]] virtual shard::Result<fleet::Status> fleet_status() {
+    return seam_error(kRuleNoFleet, "no fleet configured");
   }
   // Admin: drops every hold of a host that is gone for good. True when the
-  // host was known. May throw std::exception when the fleet cannot be reached.
-  virtual bool fleet_forget_host(const std::string& name) {
+  // host was known; "fleet.*" when the primary cannot be reached.
+  [[nodiscard]] virtual shard::Result<bool> fleet_forget_host(const std::string& name) {
     (void)name;
-    throw std::runtime_error("no fleet configured");
+    return seam_error(kRuleNoFleet, "no fleet configured");
   }
 };
 

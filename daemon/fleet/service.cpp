@@ -4,6 +4,7 @@
 // configured bound (FleetLookup), and a fleet that is off costs nothing.
 #include "daemon/daemon.hpp"
 #include "daemon/service_impl.hpp"
+#include "fleet/errors.hpp"
 
 namespace dedupd::daemon {
 
@@ -44,22 +45,31 @@ fleet_link::Reach ServiceImpl::fleet_sha256(const shard::Hash& h, std::vector<sh
 
 std::optional<fleet_link::PublisherState> ServiceImpl::fleet_state() const { return daemon_.fleet_state(); }
 
-fleet_link::Reach ServiceImpl::fleet_status(fleet::Status& out, std::string& error) {
-  if (!daemon_.fleet_enabled()) {
-    error = "no fleet configured";
-    return Reach::off;
-  }
-  return daemon_.fleet_lookup().status(out, error);
+shard::Result<fleet::Status> ServiceImpl::fleet_status() {
+  if (!daemon_.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
+  fleet::Status out;
+  std::string error;
+  if (daemon_.fleet_lookup().status(out, error) != Reach::answered)
+    return fleet::make_error(fleet::kRuleUnavailable, error);
+  return out;
 }
 
-bool ServiceImpl::fleet_forget_host(const std::string& name) {
-  if (!daemon_.fleet_enabled()) throw std::runtime_error("no fleet configured");
+shard::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
+  if (!daemon_.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
   // Its own short-lived connection to the primary: an admin action, rare,
   // and it must not wait behind the publisher's backlog.
   auto w = fleet::Writer::connect(daemon_.fleet_options());
-  if (!w) throw std::runtime_error("cannot reach the fleet primary: " + w.error().to_string());
+  if (!w) {
+    shard::Error e = w.error();
+    e.message = "cannot reach the fleet primary: " + e.message;
+    return e;
+  }
   auto r = (*w)->forget_host(name);
-  if (!r) throw std::runtime_error("forgetting host " + name + ": " + r.error().to_string());
+  if (!r) {
+    shard::Error e = r.error();
+    e.message = "forgetting host " + name + ": " + e.message;
+    return e;
+  }
   return *r;
 }
 

@@ -235,7 +235,14 @@ UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const 
     options.revive = true;  // an explicit upload brings back a removed shard
     options.shard_hash = valid[i].content_hash;
     auto r = index_.ingest(valid[i].view, index::SourceInfo{}, options);
-    if (!r) throw std::runtime_error("cannot index the uploaded shard: " + r.error().to_string());
+    if (!r) {
+      // An index failure, not the upload's: its "index.*" rule tells the
+      // HTTP layer so (a 500 or 503, never the 422 of a bad shard).
+      shard::Error e = r.error();
+      e.message =
+          "cannot index the uploaded shard" + (parts[i].name.empty() ? "" : " " + parts[i].name) + ": " + e.message;
+      return e;
+    }
     record(*r, "(upload) " + (parts[i].name.empty() ? std::string("body") : parts[i].name), 0);
     out.push_back({r->shard, r->outcome == index::IngestOutcome::added, r->xorbs, r->chunks, r->files});
   }

@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +21,11 @@ namespace fs = std::filesystem;
 GlobalDedupKeyStore::GlobalDedupKeyStore(fs::path file, std::chrono::seconds rotation)
     : file_(std::move(file)), rotation_(rotation) {}
 
-void GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
+namespace {
+shard::Error key_error(std::string message) { return shard::Error{kRuleKeyStore, 0, std::move(message), false}; }
+}  // namespace
+
+shard::Result<std::monostate> GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
   std::ifstream in(file_);
   std::uint64_t created = 0;
   std::string text;
@@ -32,26 +35,26 @@ void GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
       std::lock_guard lock(mutex_);
       key_ = *key;
       created_ = created;
-      return;
+      return std::monostate{};
     }
   } else if (fs::exists(file_)) {
     spdlog::warn("global-dedup key file {} is unreadable; making a new key", file_);
   }
-  create(now);
+  return create(now);
 }
 
-void GlobalDedupKeyStore::create(std::uint64_t now) {
+shard::Result<std::monostate> GlobalDedupKeyStore::create(std::uint64_t now) {
   shard::Key key;
   // A zero key would mean "stored raw"; RAND_bytes never gives one in practice.
   do {
     if (RAND_bytes(key.bytes.data(), int(key.bytes.size())) != 1)
-      throw std::runtime_error("no random bytes for the global-dedup key (RAND_bytes failed)");
+      return key_error("no random bytes for the global-dedup key (RAND_bytes failed)");
   } while (key.is_zero());
 
   fs::path tmp = file_;
   tmp += ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  if (fd < 0) return key_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
   std::string line = std::to_string(now) + " " + key.to_string() + "\n";
   bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) && ::fsync(fd) == 0;
   ::close(fd);
@@ -59,17 +62,20 @@ void GlobalDedupKeyStore::create(std::uint64_t now) {
   if (ok) fs::rename(tmp, file_, ec);
   if (!ok || ec) {
     fs::remove(tmp, ec);
-    throw std::runtime_error("cannot store the global-dedup key in " + file_.string());
+    return key_error("cannot store the global-dedup key in " + file_.string() +
+                     (ec ? ": " + ec.message() : std::string(": write or fsync failed")));
   }
   std::lock_guard lock(mutex_);
   key_ = key;
   created_ = now;
   spdlog::info("new global-dedup key (rotates every {}s)", rotation_.count());
+  return std::monostate{};
 }
 
-bool GlobalDedupKeyStore::rotate_if_due(std::uint64_t now) {
+shard::Result<bool> GlobalDedupKeyStore::rotate_if_due(std::uint64_t now) {
   if (now < next_rotation()) return false;
-  create(now);
+  auto made = create(now);
+  if (!made) return made.error();
   return true;
 }
 

@@ -8,29 +8,34 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <variant>
 
 #include "shard/keys.hpp"
+#include "shard/result.hpp"
 
 namespace dedupd::daemon {
+
+// No random bytes, or no key file written: rule "global_dedup.key", naming the file.
+inline constexpr const char* kRuleKeyStore = "global_dedup.key";
 
 class GlobalDedupKeyStore {
  public:
   GlobalDedupKeyStore(std::filesystem::path file, std::chrono::seconds rotation);
 
   // Loads the stored key, or makes and stores a new one when there is none,
-  // it is unreadable, or it is older than the rotation period. Throws
-  // std::runtime_error when no random bytes or no file can be had.
-  void load_or_create(std::uint64_t now);
+  // it is unreadable, or it is older than the rotation period; a
+  // kRuleKeyStore error when no random bytes or no file can be had.
+  [[nodiscard]] shard::Result<std::monostate> load_or_create(std::uint64_t now);
 
-  // Rotates when due; returns true when it did. Loop thread.
-  bool rotate_if_due(std::uint64_t now);
+  // Rotates when due; true when it did. On an error the old key stays. Loop thread.
+  [[nodiscard]] shard::Result<bool> rotate_if_due(std::uint64_t now);
   std::uint64_t next_rotation() const;  // unix seconds
 
   void set_rotation(std::chrono::seconds rotation);
   shard::Key current() const;  // any thread
 
  private:
-  void create(std::uint64_t now);
+  shard::Result<std::monostate> create(std::uint64_t now);
 
   std::filesystem::path file_;
   mutable std::mutex mutex_;

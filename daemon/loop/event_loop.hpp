@@ -8,9 +8,12 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "daemon/seam_errors.hpp"
+#include "shard/result.hpp"
 
 namespace dedupd::daemon {
 
@@ -35,10 +38,11 @@ class EventLoop {
   void post(std::function<void()> task);
 
   // Any thread but the loop's: run `fn` on the loop and wait for its result.
-  // Throws what fn threw, or std::runtime_error when the loop did not get to
-  // it within `timeout` (the task still runs later; it must own its data).
+  // A "daemon.busy" error when the loop did not get to it within `timeout`
+  // (the task still runs later; it must own its data), "daemon.internal"
+  // when fn threw (the exception stops here, on the loop thread).
   template <class T>
-  T call(std::function<T()> fn, std::chrono::milliseconds timeout);
+  shard::Result<T> call(std::function<shard::Result<T>()> fn, std::chrono::milliseconds timeout);
 
   // Any thread: make the next run_once return without waiting.
   void wake();
@@ -54,23 +58,21 @@ class EventLoop {
 };
 
 template <class T>
-T EventLoop::call(std::function<T()> fn, std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<T>>();
+shard::Result<T> EventLoop::call(std::function<shard::Result<T>()> fn, std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<shard::Result<T>>>();
   auto future = promise->get_future();
   post([promise, fn = std::move(fn)]() {
     try {
-      if constexpr (std::is_void_v<T>) {
-        fn();
-        promise->set_value();
-      } else {
-        promise->set_value(fn());
-      }
+      promise->set_value(fn());
+    } catch (const std::exception& e) {
+      promise->set_value(seam_error(kRuleInternal, std::string("on the work loop: ") + e.what()));
     } catch (...) {
-      promise->set_exception(std::current_exception());
+      promise->set_value(seam_error(kRuleInternal, "on the work loop: an exception of unknown type"));
     }
   });
   if (future.wait_for(timeout) != std::future_status::ready)
-    throw std::runtime_error("the daemon's work loop is busy; try again");
+    return seam_error(kRuleBusy, "the daemon's work loop did not get to it within " + std::to_string(timeout.count()) +
+                                     " ms; try again");
   return future.get();
 }
 

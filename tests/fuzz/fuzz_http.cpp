@@ -119,9 +119,9 @@ class FakeService : public Service {
   }
   DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
   GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
-  RescanResult rescan() override { return {3, 2, 1}; }
-  PurgeResult purge(bool) override { return {shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}}; }
-  index::RemoveOutcome remove(const shard::Hash& h) override {
+  shard::Result<RescanResult> rescan() override { return RescanResult{3, 2, 1}; }
+  shard::Result<PurgeResult> purge(bool) override { return PurgeResult{shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}}; }
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash& h) override {
     for (const auto& s : shards)
       if (s == h) return index::RemoveOutcome::removed;
     return index::RemoveOutcome::not_found;

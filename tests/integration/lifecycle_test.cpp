@@ -113,6 +113,29 @@ TEST_F(Lifecycle, CheckVerifiesAnIndexOffline) {
   EXPECT_FALSE(fs::exists(dir / "empty" / "data.mdb"));
 }
 
+// --check reads an index of the previous release without upgrading it: the
+// man page promises it only reads.
+TEST_F(Lifecycle, CheckReportsAnOlderSchemaAndWritesNothing) {
+  const fs::path index_dir = dir / "v1";
+  fs::create_directories(index_dir);
+  fs::copy_file(fixtures_dir() / "index-v1" / "data.mdb", index_dir / "data.mdb");
+  auto bytes_of = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = bytes_of(index_dir / "data.mdb");
+  DaemonProcess checker;
+  LaunchOptions o;
+  o.args = {"--check", index_dir.string()};
+  o.log_file = dir / "check-v1.log";
+  checker.start(o);
+  EXPECT_EQ(checker.wait_exit(60s), std::optional<int>(0));
+  const std::string out = bytes_of(o.log_file);
+  EXPECT_NE(out.find("schema 1, will be upgraded to 2 when dedupd opens it"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok"), std::string::npos) << out;
+  EXPECT_TRUE(bytes_of(index_dir / "data.mdb") == before) << "--check changed data.mdb";
+}
+
 TEST_F(Lifecycle, ASecondDaemonRefusesASocketALiveOneAnswersOn) {
   start();
   std::ofstream(dir / "second.yaml") << "state_dir: " << (dir / "state2").string() << "\n"

@@ -107,12 +107,100 @@ TEST_F(AdminRoutesTest, IngestRefusesEmptyBodiesAndPathNames) {
   EXPECT_EQ(client_->post(std::string(api::kIngest) + "?name=../etc/x.mdb", "x").status, 400);
 }
 
-TEST_F(AdminRoutesTest, AServiceFailureIs500AndTheServerGoesOn) {
-  EXPECT_CALL(service_, rescan()).WillOnce([]() -> RescanResult { throw std::runtime_error("boom"); });
+// The seam's failures are values; each rule gets its status and code.
+// Not "busy" (which clients retry): the action is still queued and runs.
+TEST_F(AdminRoutesTest, AnActionTheWorkLoopHasNotFinishedIs503InProgress) {
+  EXPECT_CALL(service_, rescan()).WillOnce(Return(shard::Error{kRuleBusy, 0, "the work loop is busy", false}));
+  auto r = client_->post(std::string(api::kRescan));
+  ASSERT_EQ(r.status, 503) << r.body;
+  expect_error(r.json(), "in_progress");
+  EXPECT_THAT(r.headers, ::testing::Not(HasSubstr("Retry-After")));
+}
+
+TEST_F(AdminRoutesTest, AFullDiskIs503UnavailableAndTheServerGoesOn) {
+  EXPECT_CALL(service_, purge(false)).WillOnce(Return(shard::Error{"index.no_space", 0, "disk full", false}));
+  auto r = client_->post(std::string(api::kPurge));
+  ASSERT_EQ(r.status, 503) << r.body;
+  expect_error(r.json(), "unavailable");
+  EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("index.no_space: disk full"));
+  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+TEST_F(AdminRoutesTest, AnIndexFailureIs500AndABadArgument400) {
+  EXPECT_CALL(service_, remove(shard_))
+      .WillOnce(Return(shard::Error{"index.lmdb", 0, "mdb_del: MDB_CORRUPTED", false}))
+      .WillOnce(Return(shard::Error{"index.argument", 0, "not a shard hash", false}));
+  auto r = client_->request("DELETE", std::string(api::kShard) + shard_.to_string());
+  ASSERT_EQ(r.status, 500) << r.body;
+  expect_error(r.json(), "internal");
+  r = client_->request("DELETE", std::string(api::kShard) + shard_.to_string());
+  ASSERT_EQ(r.status, 400) << r.body;
+  expect_error(r.json(), "bad_request");
+}
+
+TEST_F(AdminRoutesTest, AnUploadTheIndexCannotTakeIsNot422) {
+  EXPECT_CALL(service_, ingest(_, _))
+      .WillOnce(Return(UploadResult(shard::Error{"index.map_full", 0, "max_map_size reached", false})))
+      .WillOnce(Return(UploadResult(shard::Error{kRuleInternal, 0, "on the work loop: std::bad_alloc", false})));
+  auto r = client_->post(std::string(api::kIngest), "bytes");
+  ASSERT_EQ(r.status, 503) << r.body;
+  expect_error(r.json(), "unavailable");
+  r = client_->post(std::string(api::kIngest), "bytes");
+  ASSERT_EQ(r.status, 500) << r.body;
+  expect_error(r.json(), "internal");
+}
+
+TEST_F(AdminRoutesTest, AnExceptionThatEscapesAnywayIs500AndTheServerGoesOn) {
+  EXPECT_CALL(service_, rescan()).WillOnce([]() -> shard::Result<RescanResult> { throw std::runtime_error("boom"); });
   auto r = client_->post(std::string(api::kRescan));
   EXPECT_EQ(r.status, 500);
   expect_error(r.json(), "internal");
   EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+}
+
+TEST_F(AdminRoutesTest, ForgetHostWithoutAFleetIs404) {
+  EXPECT_CALL(service_, fleet_forget_host(_)).Times(0);  // the route sees no publisher first
+  auto r = client_->post(std::string(api::kFleetForgetHost) + "old-host");
+  ASSERT_EQ(r.status, 404) << r.body;
+  expect_error(r.json(), "not_found");
+}
+
+TEST_F(AdminRoutesTest, ForgetHostMapsTheFleetsAnswers) {
+  ON_CALL(service_, fleet_state()).WillByDefault(Return(fleet_link::PublisherState{}));
+  EXPECT_CALL(service_, fleet_forget_host(std::string("old-host")))
+      .WillOnce(Return(shard::Result<bool>(true)))
+      .WillOnce(Return(shard::Result<bool>(false)))
+      .WillOnce(Return(shard::Result<bool>(shard::Error{"fleet.connect", 0, "connection refused", false})))
+      .WillOnce(Return(shard::Result<bool>(shard::Error{"fleet.query", 0, "syntax error", false})))
+      .WillOnce(Return(shard::Result<bool>(shard::Error{kRuleNoFleet, 0, "no fleet configured", false})));
+  const std::string path = std::string(api::kFleetForgetHost) + "old-host";
+  auto r = client_->post(path);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.json()["forgotten"]);
+  r = client_->post(path);
+  ASSERT_EQ(r.status, 404) << r.body;
+  expect_error(r.json(), "not_found");
+  r = client_->post(path);
+  ASSERT_EQ(r.status, 503) << r.body;
+  expect_error(r.json(), "unavailable");
+  r = client_->post(path);
+  ASSERT_EQ(r.status, 500) << r.body;
+  expect_error(r.json(), "internal");
+  r = client_->post(path);
+  ASSERT_EQ(r.status, 404) << r.body;
+  expect_error(r.json(), "not_found");
+  EXPECT_EQ(client_->post(std::string(api::kFleetForgetHost) + "bad!host").status, 400);
+}
+
+// A fleet out of reach degrades the status answer; it never fails it.
+TEST_F(AdminRoutesTest, FleetStatusOutOfReachIsAnswered) {
+  ON_CALL(service_, fleet_state()).WillByDefault(Return(fleet_link::PublisherState{}));
+  EXPECT_CALL(service_, fleet_status())
+      .WillOnce(Return(shard::Result<fleet::Status>(shard::Error{"fleet.timeout", 0, "no answer in 2 s", false})));
+  auto r = client_->get(std::string(api::kFleetStatus));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["fleet"], "unavailable");
+  EXPECT_EQ(r.json()["error"], "no answer in 2 s");
 }
 
 // A long admin action (a rescan of a big tree) must not hold up reads: it

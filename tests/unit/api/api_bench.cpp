@@ -32,9 +32,9 @@ class StaticService : public daemon::Service {
   daemon::StatusInfo status() const override { return {}; }
   daemon::DaemonCounters counters() const override { return {}; }
   daemon::GlobalDedupKey global_dedup_key() const override { return {}; }
-  daemon::RescanResult rescan() override { return {}; }
-  daemon::PurgeResult purge(bool) override { return {}; }
-  index::RemoveOutcome remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
+  shard::Result<daemon::RescanResult> rescan() override { return daemon::RescanResult{}; }
+  shard::Result<daemon::PurgeResult> purge(bool) override { return daemon::PurgeResult{}; }
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
   daemon::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
 
  private:

@@ -24,10 +24,13 @@ class MockService : public Service {
   MOCK_METHOD(StatusInfo, status, (), (const, override));
   MOCK_METHOD(DaemonCounters, counters, (), (const, override));
   MOCK_METHOD(GlobalDedupKey, global_dedup_key, (), (const, override));
-  MOCK_METHOD(RescanResult, rescan, (), (override));
-  MOCK_METHOD(PurgeResult, purge, (bool dry_run), (override));
-  MOCK_METHOD(index::RemoveOutcome, remove, (const shard::Hash& shard), (override));
+  MOCK_METHOD(shard::Result<RescanResult>, rescan, (), (override));
+  MOCK_METHOD(shard::Result<PurgeResult>, purge, (bool dry_run), (override));
+  MOCK_METHOD(shard::Result<index::RemoveOutcome>, remove, (const shard::Hash& shard), (override));
   MOCK_METHOD(UploadResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
+  MOCK_METHOD(std::optional<fleet_link::PublisherState>, fleet_state, (), (const, override));
+  MOCK_METHOD(shard::Result<fleet::Status>, fleet_status, (), (override));
+  MOCK_METHOD(shard::Result<bool>, fleet_forget_host, (const std::string& name), (override));
 };
 
 struct HttpReply {

@@ -41,13 +41,14 @@ TEST(EventLoop, CallRunsOnTheLoopThreadAndReturnsTheResult) {
   std::thread::id loop_thread = std::this_thread::get_id();
   std::thread::id ran_on;
   std::thread caller([&] {
-    int v = loop.call<int>(
-        [&] {
+    auto v = loop.call<int>(
+        [&]() -> shard::Result<int> {
           ran_on = std::this_thread::get_id();
           return 42;
         },
         10s);
-    EXPECT_EQ(v, 42);
+    ASSERT_TRUE(v.ok()) << v.error().to_string();
+    EXPECT_EQ(*v, 42);
     done = true;
   });
   while (!done) loop.run_once(100ms);
@@ -55,11 +56,17 @@ TEST(EventLoop, CallRunsOnTheLoopThreadAndReturnsTheResult) {
   EXPECT_EQ(ran_on, loop_thread);
 }
 
-TEST(EventLoop, CallPassesExceptionsBack) {
+TEST(EventLoop, CallPassesErrorsBackAndStopsExceptionsOnTheLoop) {
   EventLoop loop;
   std::atomic<bool> done{false};
   std::thread caller([&] {
-    EXPECT_THROW(loop.call<int>([]() -> int { throw std::logic_error("boom"); }, 10s), std::logic_error);
+    auto failed = loop.call<int>([]() -> shard::Result<int> { return shard::Error{"index.lmdb", 0, "x", false}; }, 10s);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.error().rule, "index.lmdb");
+    auto threw = loop.call<int>([]() -> shard::Result<int> { throw std::logic_error("boom"); }, 10s);
+    ASSERT_FALSE(threw.ok());
+    EXPECT_EQ(threw.error().rule, kRuleInternal);
+    EXPECT_NE(threw.error().message.find("boom"), std::string::npos);
     done = true;
   });
   while (!done) loop.run_once(100ms);
@@ -69,7 +76,16 @@ TEST(EventLoop, CallPassesExceptionsBack) {
 TEST(EventLoop, CallTimesOutWhenTheLoopIsBusyAndTheTaskStillRunsLater) {
   EventLoop loop;
   auto ran = std::make_shared<std::atomic<bool>>(false);
-  std::thread caller([&] { EXPECT_THROW(loop.call<void>([ran] { *ran = true; }, 10ms), std::runtime_error); });
+  std::thread caller([&] {
+    auto r = loop.call<int>(
+        [ran]() -> shard::Result<int> {
+          *ran = true;
+          return 1;
+        },
+        10ms);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().rule, kRuleBusy);
+  });
   caller.join();  // the loop never ran meanwhile
   EXPECT_FALSE(*ran);
   loop.run_once(0ms);

@@ -14,14 +14,14 @@ constexpr std::uint64_t kNow = 1'750'000'000;
 TEST(GlobalDedupKey, CreatedOnceAndSurvivesARestart) {
   tests::TempDir dir;
   GlobalDedupKeyStore first(dir / "k", 24h);
-  first.load_or_create(kNow);
+  ASSERT_TRUE(first.load_or_create(kNow).ok());
   EXPECT_FALSE(first.current().is_zero());
   struct stat st {};
   ASSERT_EQ(::stat((dir / "k").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
   GlobalDedupKeyStore second(dir / "k", 24h);
-  second.load_or_create(kNow + 3600);
+  ASSERT_TRUE(second.load_or_create(kNow + 3600).ok());
   EXPECT_EQ(second.current(), first.current());
   EXPECT_EQ(second.next_rotation(), kNow + 86400);
 }
@@ -29,11 +29,11 @@ TEST(GlobalDedupKey, CreatedOnceAndSurvivesARestart) {
 TEST(GlobalDedupKey, RotatesWhenDue) {
   tests::TempDir dir;
   GlobalDedupKeyStore store(dir / "k", 1h);
-  store.load_or_create(kNow);
+  ASSERT_TRUE(store.load_or_create(kNow).ok());
   auto k1 = store.current();
-  EXPECT_FALSE(store.rotate_if_due(kNow + 3599));
+  EXPECT_FALSE(*store.rotate_if_due(kNow + 3599));
   EXPECT_EQ(store.current(), k1);
-  EXPECT_TRUE(store.rotate_if_due(kNow + 3600));
+  EXPECT_TRUE(*store.rotate_if_due(kNow + 3600));
   EXPECT_NE(store.current(), k1);
   EXPECT_EQ(store.next_rotation(), kNow + 2 * 3600);
 }
@@ -41,9 +41,9 @@ TEST(GlobalDedupKey, RotatesWhenDue) {
 TEST(GlobalDedupKey, AnExpiredStoredKeyIsReplacedAtStart) {
   tests::TempDir dir;
   GlobalDedupKeyStore old(dir / "k", 1h);
-  old.load_or_create(kNow);
+  ASSERT_TRUE(old.load_or_create(kNow).ok());
   GlobalDedupKeyStore later(dir / "k", 1h);
-  later.load_or_create(kNow + 7200);
+  ASSERT_TRUE(later.load_or_create(kNow + 7200).ok());
   EXPECT_NE(later.current(), old.current());
 }
 
@@ -51,13 +51,16 @@ TEST(GlobalDedupKey, AGarbledFileIsReplaced) {
   tests::TempDir dir;
   tests::write_file(dir / "k", "not a key\n");
   GlobalDedupKeyStore store(dir / "k", 1h);
-  store.load_or_create(kNow);
+  ASSERT_TRUE(store.load_or_create(kNow).ok());
   EXPECT_FALSE(store.current().is_zero());
 }
 
 TEST(GlobalDedupKey, AnUnwritableDirectoryIsAClearError) {
   GlobalDedupKeyStore store("/nonexistent/dir/k", 1h);
-  EXPECT_THROW(store.load_or_create(kNow), std::runtime_error);
+  auto r = store.load_or_create(kNow);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().rule, kRuleKeyStore);
+  EXPECT_NE(r.error().message.find("/nonexistent/dir/k"), std::string::npos) << r.error().to_string();
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "shard/mapped_file.hpp"
 #include "tests/unit/index/support.hpp"
@@ -270,6 +272,56 @@ TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
   auto again = Index::open(o);
   ASSERT_TRUE(again) << again.error().to_string();
   EXPECT_EQ((*again)->outbox_stats()->depth, 4u);
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// dedupd --check opens this way: the schema-1 index is read as it is, the
+// upgrade waits for a writer, and not a byte of data.mdb changes.
+TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
+  gen::TempDir tmp;
+  std::string dir = (tmp / "idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  const std::string before = bytes_of(dir + "/data.mdb");
+  {
+    Options o;
+    o.dir = dir;
+    o.read_only = true;
+    auto opened = Index::open(o);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    auto& idx = **opened;
+    EXPECT_EQ(idx.schema_version(), 1u);
+    auto problems = idx.check_invariants();
+    ASSERT_TRUE(problems) << problems.error().to_string();
+    EXPECT_THAT(*problems, IsEmpty());
+    auto st = idx.stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->shards_live, 4u);
+    auto x1 = gen::gen_xorb(1, 40);
+    auto r = idx.lookup(x1.raw[0]);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].xorb, x1.hash);
+    auto removed = idx.remove(x1.hash, 1);
+    ASSERT_FALSE(removed);
+    EXPECT_EQ(removed.error().rule, kRuleArgument);
+    EXPECT_NE(removed.error().message.find("read-only"), std::string::npos) << removed.error().to_string();
+  }
+  EXPECT_EQ(schema_version_on_disk(dir), 1u);
+  EXPECT_TRUE(bytes_of(dir + "/data.mdb") == before) << "data.mdb changed";
+}
+
+TEST(IndexSchemaUpgrade, AReadOnlyOpenNeverCreatesAnIndex) {
+  gen::TempDir tmp;
+  Options o;
+  o.dir = tmp / "none";
+  o.read_only = true;
+  EXPECT_FALSE(Index::open(o));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "none"));
 }
 
 }  // namespace
