@@ -31,25 +31,44 @@ struct LiveKey {
 
 struct KeyFilters {
   std::vector<LiveKey> live;  // as the last answer listed them, in key order
+  struct Listed {
+    std::int32_t id;  // this connection's row id, to fetch it
+    std::int32_t chunks;
+    shard::Hash xorb;
+  };
   struct OfKey {
     KeyFilter filter;
-    std::vector<std::int32_t> have;                           // xorb ids whose entries are in the filter, sorted
-    std::string complete_for;                                 // generation the filter holds every entry of ("": none)
-    std::string listed_at;                                    // generation `todo` was listed at ("": list again)
-    std::vector<std::pair<std::int32_t, std::int32_t>> todo;  // (xorb id, chunks) still to add
+    // Xorbs whose entries are in the filter, sorted. By hash, not row id:
+    // a (xorb hash, key) form always has the same CAS block, while ids and
+    // generations may be handed out again by a promoted standby.
+    std::vector<shard::Hash> have;
+    std::string complete_for;  // generation the filter holds every entry of ("": none)
+    std::string listed_at;     // generation `todo` was listed at ("": list again)
+    std::vector<Listed> todo;  // listed, not yet in the filter
   };
-  std::map<std::int32_t, OfKey> by_key_id;
-  // Entries per fetch step; halved when a step runs out of time.
-  std::size_t step_entries = 1 << 16;
+  std::map<shard::Key, OfKey> by_key;
+  // How fast CAS blocks came in (entries per second; 0: not measured yet),
+  // and how long the last step's statement took: a step is sized to what
+  // should arrive in the time it is given.
+  double entries_per_second = 0;
+  double last_step_seconds = 0;
 
   // The filter of that key when it is complete for `generation`, else null.
-  const KeyFilter* usable(std::int32_t key_id, std::string_view generation) const;
-  // One bounded step towards a filter complete for the key's current
-  // generation: list the key's xorbs, or fetch the CAS blocks of some. True
-  // when the filter is complete (for the generation it last listed).
-  Result<bool> step(Connection& c, std::int32_t key_id, std::chrono::steady_clock::time_point deadline);
-  // Keys no longer live.
-  void keep_only(const std::vector<std::int32_t>& live_ids);
+  const KeyFilter* usable(const shard::Key& key, std::string_view generation) const;
+  // One step towards a filter complete for the key's current generation:
+  // list the key's xorbs, or fetch the CAS blocks of as many as should
+  // arrive in `seconds`. Each statement is bounded by `deadline` (past it
+  // the connection is left mid-statement: fleet.timeout). True when the
+  // filter is complete (for the generation it last listed).
+  Result<bool> step(Connection& c, const LiveKey& key, double seconds, std::chrono::steady_clock::time_point deadline);
+  // Drops the filters of keys no longer in `live`.
+  void keep_only_live();
+  // A new connection, maybe to another server: every filter is listed
+  // again before it is used (what it holds stays).
+  void forget_generations();
+
+ private:
+  static bool finish(OfKey& k);
 };
 
 }  // namespace dedupd::fleet::detail

@@ -118,9 +118,9 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     return c.error();
   }
   conn_ = std::move(*c);
-  // Filters start over with each connection: after a failover the new
-  // primary may hand out transaction ids (generations) and xorb ids again.
-  *filters_ = detail::KeyFilters{};
+  // Generations are listed again on each connection: after a failover the
+  // new primary may hand out the same transaction ids (generations) again.
+  filters_->forget_generations();
   auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
   if (!v) {
     drop_connection();
@@ -168,30 +168,27 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
 }
 
 void Reader::refresh_filters(Clock::time_point started, Deadline deadline) {
-  std::vector<std::int32_t> ids;
-  for (const auto& k : filters_->live) ids.push_back(k.id);
-  filters_->keep_only(ids);
+  filters_->keep_only_live();
   if (!options_.key_filters) return;
-  // Only in the first half of the lookup's time, so the caller still gets
-  // its answer well within its bound.
+  // Steps start only in the first half of the lookup's time and are sized
+  // to end in it; each may run to the lookup's own deadline, so a slow one
+  // still ends within the caller's bound and rarely costs the connection.
   const auto stop = started + (deadline.at - started) / 2;
   for (const auto& k : filters_->live) {
-    while (!filters_->usable(k.id, k.generation)) {
-      if (Clock::now() >= stop || !conn_) return;
-      auto done = filters_->step(*conn_, k.id, stop);
+    while (!filters_->usable(k.key, k.generation)) {
+      const double left = std::chrono::duration<double>(stop - Clock::now()).count();
+      if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds)) return;
+      auto done = filters_->step(*conn_, k, left / 2, deadline.at);
       if (!done) {
         // The lookup is answered; a filter that could not be brought up to
         // date stays unused. A timed-out step leaves the connection
-        // mid-statement: drop it (the next call connects again) and make
-        // the next steps smaller.
-        if (done.error().rule == std::string(kRuleTimeout))
-          filters_->step_entries = std::max<std::size_t>(filters_->step_entries / 2, 1);
+        // mid-statement: drop it (the next call connects again).
         if (done.error().rule != std::string(kRuleQuery)) conn_.reset();
         return;
       }
       // Complete for the generation it listed (maybe newer than k's), or
       // the key is gone.
-      if (*done || filters_->by_key_id.count(k.id) == 0) break;
+      if (*done || filters_->by_key.count(k.key) == 0) break;
     }
   }
 }
@@ -213,7 +210,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     if (round == 0 && options_.key_filters)
       for (std::size_t j = 0; j < keys_.size(); ++j)
         for (const auto& live : filters_->live)
-          if (live.key == keys_[j] && (asked[j].filter = filters_->usable(live.id, live.generation))) {
+          if (live.key == keys_[j] && (asked[j].filter = filters_->usable(live.key, live.generation))) {
             asked[j].generation = live.generation;
             ++counters_.filtered_keys;
           }
