@@ -171,5 +171,40 @@ TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
   for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(a.of(i).size(), 2u) << i;
 }
 
+TEST_F(FleetKeyFilter, ANewConnectionListsEveryFilterAgainBeforeUsingIt) {
+  GenXorb x = index::gen::gen_xorb(30, 100), y = index::gen::gen_xorb(31, 100);
+  Key k = index::gen::hash_of_seed(801);
+  publish(*writer_, make_shard({&x}, 1, k));
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  q.insert(q.end(), y.raw.begin(), y.raw.end());
+  lookup(*r, q);
+  lookup(*r, q);
+  ASSERT_EQ(r->last_lookup().filtered_keys, 1u);
+
+  // The reader's connection goes (as in a failover); meanwhile more is
+  // published under k.
+  test::Admin admin(url_);
+  admin.one(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND pid <> pg_backend_pid()");
+  auto later = make_shard({&y}, 2, k);
+  auto cut = writer_->publish(*later.view, later.hash);  // fails when the writer's connection was cut too
+  (void)cut;
+  publish(*writer_, later);
+  ChunkAnswers out;
+  auto lost = r->lookup_chunks(q, out, Deadline::in(kDeadline));  // may fail: the connection was cut
+  (void)lost;
+  auto a = lookup(*r, q);
+  if (r->last_lookup().filtered_keys == 0) a = lookup(*r, q);  // the first call on a new connection lists again
+  EXPECT_EQ(r->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(r->last_lookup().rounds, 1u);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    ASSERT_EQ(a.of(i).size(), 1u) << i;
+    EXPECT_EQ(a.of(i)[0].xorb, i < 100 ? x.hash : y.hash);
+  }
+}
+
 }  // namespace
 }  // namespace dedupd::fleet
