@@ -224,14 +224,19 @@ class Reader {
   Result<std::vector<Hash>> files_with_sha256(const Hash& sha256, Deadline deadline);
   Result<Status> status(Deadline deadline);
   const LookupCounters& last_lookup() const { return counters_; }
+  // Connects and brings the key filters up to date using the whole
+  // deadline (a lookup spends only its spare time on them): for a reader
+  // about to serve lookups under a tight bound. fleet.timeout when they
+  // are not complete by then (lookups still answer, asking every form).
+  Result<Ok> warm_up(Deadline deadline);
 
  private:
   explicit Reader(ConnectOptions options);
   Result<Ok> ensure_connected(Deadline deadline);
   Result<Ok> refresh_keys(Deadline deadline);
-  // Brings key filters up to date in what is left of the first half of a
-  // lookup's time; never fails the lookup.
-  void refresh_filters(std::chrono::steady_clock::time_point started, Deadline deadline);
+  // Brings key filters up to date with steps that start before `stop`,
+  // each bounded by the deadline; never fails the call it is part of.
+  void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline);
   void drop_connection();
   ConnectOptions options_;
   std::unique_ptr<detail::Connection> conn_;

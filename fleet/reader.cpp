@@ -167,13 +167,9 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
   return Ok{};
 }
 
-void Reader::refresh_filters(Clock::time_point started, Deadline deadline) {
+void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
   filters_->keep_only_live();
   if (!options_.key_filters) return;
-  // Steps start only in the first half of the lookup's time and are sized
-  // to end in it; each may run to the lookup's own deadline, so a slow one
-  // still ends within the caller's bound and rarely costs the connection.
-  const auto stop = started + (deadline.at - started) / 2;
   for (const auto& k : filters_->live) {
     while (!filters_->usable(k.key, k.generation)) {
       const double left = std::chrono::duration<double>(stop - Clock::now()).count();
@@ -191,6 +187,19 @@ void Reader::refresh_filters(Clock::time_point started, Deadline deadline) {
       if (*done || filters_->by_key.count(k.key) == 0) break;
     }
   }
+}
+
+Result<Ok> Reader::warm_up(Deadline deadline) {
+  const bool was_connected = conn_ && !conn_->broken();
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  if (was_connected)
+    if (auto k = refresh_keys(deadline); !k) return k.error();
+  refresh_filters(deadline.at, deadline);
+  if (!conn_) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
+  for (const auto& k : filters_->live)
+    if (options_.key_filters && !filters_->usable(k.key, k.generation))
+      return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
+  return Ok{};
 }
 
 Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline) {
@@ -317,7 +326,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       while (next < found.size() && found[next].query == q) out.locations.push_back(found[next++].location);
     }
     out.first[raw_hashes.size()] = std::uint32_t(out.locations.size());
-    refresh_filters(started, deadline);
+    // Steps start only in the first half of the lookup's time and are sized
+    // to end in it; each may run to the lookup's own deadline, so a slow
+    // one still ends within the caller's bound and rarely costs the
+    // connection.
+    refresh_filters(started + (deadline.at - started) / 2, deadline);
     return Ok{};
   }
   return make_error(kRuleProtocol, "the live keys kept changing");

@@ -171,6 +171,26 @@ TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
   for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(a.of(i).size(), 2u) << i;
 }
 
+TEST_F(FleetKeyFilter, AWarmedUpReaderFiltersFromItsFirstLookup) {
+  GenXorb x = index::gen::gen_xorb(40, 100), y = index::gen::gen_xorb(41, 100);
+  Key k1 = index::gen::hash_of_seed(901), k2 = index::gen::hash_of_seed(902);
+  publish(*writer_, make_shard({&x}, 1, k1));
+  publish(*writer_, make_shard({&y}, 2, k2));
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  q.insert(q.end(), y.raw.begin(), y.raw.end());
+  auto every = reader(false);
+  ASSERT_TRUE(every);
+  auto want = lookup(*every, q);
+
+  auto r = Reader::lazy(options(url_, true));
+  auto warm = r->warm_up(Deadline::in(kDeadline));
+  ASSERT_TRUE(warm) << warm.error().to_string();
+  EXPECT_EQ(describe(lookup(*r, q)), describe(want));
+  EXPECT_EQ(r->last_lookup().filtered_keys, 2u);
+  EXPECT_EQ(r->last_lookup().rounds, 1u);
+  EXPECT_LT(r->last_lookup().forms_asked, r->last_lookup().forms);
+}
+
 TEST_F(FleetKeyFilter, ANewConnectionListsEveryFilterAgainBeforeUsingIt) {
   GenXorb x = index::gen::gen_xorb(30, 100), y = index::gen::gen_xorb(31, 100);
   Key k = index::gen::hash_of_seed(801);
