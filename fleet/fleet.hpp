@@ -35,6 +35,10 @@ struct ConnectOptions {
   // Bounds each statement of a Writer (a whole shard's COPY included), so a
   // stopped primary costs the publisher this long, not forever. 0: unbounded.
   std::chrono::milliseconds statement_timeout{60000};
+  // The Reader keeps a filter of the prefixes stored under each live key and
+  // asks only for the keyed forms it may hold (docs/FLEET.md, "Key
+  // filters"). Off: every form of every query is asked (tests compare both).
+  bool key_filters = true;
 };
 
 // Bounds how long a call waits on the server.
@@ -144,9 +148,20 @@ struct Status {
   std::uint64_t live_keys = 0;
 };
 
+// What the last Reader::lookup_chunks sent: every form of every query
+// (raw + one per live key), how many were asked (the rest a key filter
+// ruled out), and in how many statements.
+struct LookupCounters {
+  std::uint64_t forms = 0;
+  std::uint64_t forms_asked = 0;
+  std::uint32_t rounds = 0;
+  std::uint32_t filtered_keys = 0;  // live keys whose filter was used
+};
+
 namespace detail {
 class Connection;
-}
+struct KeyFilters;
+}  // namespace detail
 
 // Writes go to the primary: target_session_attrs=read-write is added to the
 // url, so with several hosts listed libpq finds whichever is primary now.
@@ -208,17 +223,28 @@ class Reader {
   Result<std::optional<FileAnswer>> file(const Hash& file_hash, Deadline deadline);
   Result<std::vector<Hash>> files_with_sha256(const Hash& sha256, Deadline deadline);
   Result<Status> status(Deadline deadline);
+  const LookupCounters& last_lookup() const { return counters_; }
+  // Connects and brings the key filters up to date using the whole
+  // deadline (a lookup spends only its spare time on them): for a reader
+  // about to serve lookups under a tight bound. fleet.timeout when they
+  // are not complete by then (lookups still answer, asking every form).
+  Result<Ok> warm_up(Deadline deadline);
 
  private:
   explicit Reader(ConnectOptions options);
   Result<Ok> ensure_connected(Deadline deadline);
   Result<Ok> refresh_keys(Deadline deadline);
+  // Brings key filters up to date with steps that start before `stop`,
+  // each bounded by the deadline; never fails the call it is part of.
+  void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline);
   void drop_connection();
   ConnectOptions options_;
   std::unique_ptr<detail::Connection> conn_;
   std::chrono::steady_clock::time_point retry_at_{};
   std::vector<Key> keys_{};    // live fleet keys, as last seen
   std::string keys_digest_{};  // the server's list the cache was built from
+  std::unique_ptr<detail::KeyFilters> filters_;
+  LookupCounters counters_{};
 };
 
 }  // namespace dedupd::fleet

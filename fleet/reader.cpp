@@ -3,7 +3,9 @@
 // under every live key, grouped by chunk-table partition (one "= ANY" array
 // per partition, so each partition probes only its own keys). The answer
 // carries the live key list too, so a key published since the last call is
-// noticed in the same round trip (and the block asked again for it).
+// noticed in the same round trip (and the block asked again for it), with
+// each key's generation, which says whether its key filter still holds
+// every entry stored under it (fleet/key_filters.hpp).
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -12,6 +14,7 @@
 #include "fleet/connection.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/host_name.hpp"
+#include "fleet/key_filters.hpp"
 #include "fleet/schema.hpp"
 #include "fleet/sql.hpp"
 
@@ -25,6 +28,16 @@ using Clock = std::chrono::steady_clock;
 std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
 
 constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
+
+// The live keys in the lookup's own snapshot, in the columns of its hit
+// rows: one row per key (prefix NULL; id, key, generation = xmin of its
+// row), and the list "hex,hex" (every other column NULL).
+constexpr const char* kKeyRows =
+    "SELECT NULL::int8, k.id, NULL::bytea, k.key, NULL::bytea, k.xmin::text FROM dedupd.chunk_key k "
+    "WHERE k.shards > 0 "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, "
+    "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
+    "WHERE shards > 0)";
 
 const std::string& lookup_sql() {
   static const std::string sql = [] {
@@ -45,11 +58,24 @@ const std::string& lookup_sql() {
            "substring(x.cas_block FROM 48 * (hit.chunk_index + 1) + 1 FOR 48), held.shards "
            "FROM hit JOIN dedupd.xorb x ON x.id = hit.xorb_id LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
            "LEFT JOIN held ON held.xorb_id = hit.xorb_id "
-           "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, "
-           "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
-           "WHERE shards > 0)";
+           "UNION ALL " +
+           std::string(kKeyRows);
   }();
   return sql;
+}
+
+// Reads the key rows of kKeyRows out of an answer: the list text, and each
+// key's id and generation. Hit rows (prefix not NULL) are skipped.
+Result<std::string_view> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live) {
+  live.clear();
+  std::optional<std::string_view> digest;
+  for (int r = 0; r < rows.size(); ++r) {
+    if (!rows.null(r, 0)) continue;
+    if (rows.null(r, 3)) digest = rows.text(r, 5);
+    else live.push_back({rows.int4(r, 1), rows.hash(r, 3), std::string(rows.text(r, 5))});
+  }
+  if (!digest) return make_error(kRuleProtocol, "lookup answer without the key list");
+  return *digest;
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -62,7 +88,8 @@ struct Form {
 
 }  // namespace
 
-Reader::Reader(ConnectOptions options) : options_(std::move(options)) {}
+Reader::Reader(ConnectOptions options)
+    : options_(std::move(options)), filters_(std::make_unique<detail::KeyFilters>()) {}
 Reader::~Reader() = default;
 
 std::unique_ptr<Reader> Reader::lazy(const ConnectOptions& options) {
@@ -91,6 +118,9 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     return c.error();
   }
   conn_ = std::move(*c);
+  // Generations are listed again on each connection: after a failover the
+  // new primary may hand out the same transaction ids (generations) again.
+  filters_->forget_generations();
   auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
   if (!v) {
     drop_connection();
@@ -123,26 +153,77 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
 }
 
 Result<Ok> Reader::refresh_keys(Deadline deadline) {
-  auto r = conn_->exec_until(
-      "SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key WHERE shards > 0",
-      {}, deadline.at);
+  auto r = conn_->exec_until(kKeyRows, {}, deadline.at);
   if (!r) {
     if (r.error().rule != std::string(kRuleQuery)) drop_connection();
     return r.error();
   }
-  std::string digest(r->text(0, 0));
-  auto keys = parse_key_list(digest);
+  auto digest = read_key_rows(*r, filters_->live);
+  if (!digest) return digest.error();
+  auto keys = parse_key_list(*digest);
   if (!keys) return keys.error();
   keys_ = std::move(*keys);
-  keys_digest_ = std::move(digest);
+  keys_digest_ = std::string(*digest);
+  return Ok{};
+}
+
+void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
+  filters_->keep_only_live();
+  if (!options_.key_filters) return;
+  for (const auto& k : filters_->live) {
+    while (!filters_->usable(k.key, k.generation)) {
+      const double left = std::chrono::duration<double>(stop - Clock::now()).count();
+      if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds)) return;
+      auto done = filters_->step(*conn_, k, left / 2, deadline.at);
+      if (!done) {
+        // The lookup is answered; a filter that could not be brought up to
+        // date stays unused. A timed-out step leaves the connection
+        // mid-statement: drop it (the next call connects again).
+        if (done.error().rule != std::string(kRuleQuery)) conn_.reset();
+        return;
+      }
+      // Complete for the generation it listed (maybe newer than k's), or
+      // the key is gone.
+      if (*done || filters_->by_key.count(k.key) == 0) break;
+    }
+  }
+}
+
+Result<Ok> Reader::warm_up(Deadline deadline) {
+  const bool was_connected = conn_ && !conn_->broken();
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  if (was_connected)
+    if (auto k = refresh_keys(deadline); !k) return k.error();
+  refresh_filters(deadline.at, deadline);
+  if (!conn_) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
+  for (const auto& k : filters_->live)
+    if (options_.key_filters && !filters_->usable(k.key, k.generation))
+      return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
 }
 
 Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline) {
+  const auto started = Clock::now();
   out.clear();
+  counters_ = {};
   if (auto c = ensure_connected(deadline); !c) return c.error();
   for (int round = 0; round < 2; ++round) {
-    // Every form of every query, grouped by partition; forms by prefix.
+    // Round 0 skips the keyed forms a key filter rules out; round 1 (after
+    // the key list or a used filter's generation changed) asks every form.
+    struct Asked {
+      const KeyFilter* filter;  // null: every form of this key is asked
+      std::string generation;   // the generation the filter was complete for
+    };
+    std::vector<Asked> asked(keys_.size(), Asked{nullptr, {}});
+    counters_.filtered_keys = 0;
+    if (round == 0 && options_.key_filters)
+      for (std::size_t j = 0; j < keys_.size(); ++j)
+        for (const auto& live : filters_->live)
+          if (live.key == keys_[j] && (asked[j].filter = filters_->usable(live.key, live.generation))) {
+            asked[j].generation = live.generation;
+            ++counters_.filtered_keys;
+          }
+    // Every form asked of every query, grouped by partition; forms by prefix.
     std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
     std::unordered_multimap<std::int64_t, Form> forms;
     forms.reserve(raw_hashes.size() * (1 + keys_.size()));
@@ -151,10 +232,18 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (forms.count(p) == 0) by_partition[schema::partition_of(p)].push_back(p);
       forms.emplace(p, Form{q, stored, key});
     };
+    std::vector<shard::KeyedChunkHasher> hashers(keys_.begin(), keys_.end());
     for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
       add(q, raw_hashes[q], Key{});
-      for (const Key& k : keys_) add(q, shard::keyed_chunk_hash(k, raw_hashes[q]), k);
+      for (std::size_t j = 0; j < keys_.size(); ++j) {
+        Hash stored = hashers[j](raw_hashes[q]);
+        if (asked[j].filter && !asked[j].filter->may_contain(wire::prefix_of(stored.data()))) continue;
+        add(q, stored, keys_[j]);
+      }
     }
+    counters_.forms += raw_hashes.size() * (1 + keys_.size());
+    counters_.forms_asked += forms.size();
+    ++counters_.rounds;
     Params params;
     for (auto& p : by_partition) params.int8_array(p);
     auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline.at);
@@ -163,24 +252,37 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       return rows.error();
     }
     // The live keys first: if they changed, this answer may miss forms.
-    int n = rows->size();
-    if (n == 0 || !rows->null(n - 1, 0)) return make_error(kRuleProtocol, "lookup answer without the key list");
-    std::string_view digest = rows->text(n - 1, 5);
-    if (digest != keys_digest_ && round == 0) {
-      auto keys = parse_key_list(digest);
+    std::vector<detail::LiveKey> live;
+    auto digest = read_key_rows(*rows, live);
+    if (!digest) return digest.error();
+    bool ask_again = false;
+    if (*digest != keys_digest_ && round == 0) {
+      auto keys = parse_key_list(*digest);
       if (!keys) return keys.error();
       keys_ = std::move(*keys);
-      keys_digest_ = std::string(digest);
-      continue;
+      keys_digest_ = std::string(*digest);
+      ask_again = true;
     }
-
+    // A filter used for a key whose generation moved since it was complete
+    // may lack what was published meanwhile: those forms are asked again.
+    for (std::size_t j = 0; j < asked.size() && !ask_again; ++j) {
+      if (!asked[j].filter) continue;
+      auto same = std::find_if(live.begin(), live.end(), [&](const detail::LiveKey& l) {
+        return l.key == keys_[j] && l.generation == asked[j].generation;
+      });
+      if (same == live.end()) ask_again = true;
+    }
+    filters_->live = std::move(live);
+    if (ask_again) continue;
+    int n = rows->size();
     struct Found {
       std::uint32_t query;
       ChunkLocation location;
     };
     std::vector<Found> found;
     std::unordered_map<std::string, std::uint32_t> sets;
-    for (int r = 0; r + 1 < n; ++r) {
+    for (int r = 0; r < n; ++r) {
+      if (rows->null(r, 0)) continue;  // a key row
       std::int64_t prefix = rows->int8(r, 0);
       auto entry = rows->bytes(r, 4);
       if (entry.size() != shard::kEntrySize) return make_error(kRuleProtocol, "chunk entry of the wrong size");
@@ -224,6 +326,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       while (next < found.size() && found[next].query == q) out.locations.push_back(found[next++].location);
     }
     out.first[raw_hashes.size()] = std::uint32_t(out.locations.size());
+    // Steps start only in the first half of the lookup's time and are sized
+    // to end in it; each may run to the lookup's own deadline, so a slow
+    // one still ends within the caller's bound and rarely costs the
+    // connection.
+    refresh_filters(started + (deadline.at - started) / 2, deadline);
     return Ok{};
   }
   return make_error(kRuleProtocol, "the live keys kept changing");

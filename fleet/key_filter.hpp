@@ -1,0 +1,34 @@
+// A blocked Bloom filter of the chunk-table prefixes stored under one fleet
+// key. A lookup hashes every query under every live key, but keyed entries
+// are a small part of the fleet: the Reader asks the server only for the
+// keyed forms this filter may hold (docs/FLEET.md, "Key filters"). No false
+// negatives by construction; about 0.2 % false positives at 16 bits per
+// entry. Each test touches one 64-byte line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dedupd::fleet {
+
+class KeyFilter {
+ public:
+  // Sized for `entries` (at least one line); past that it still answers
+  // correctly, with more false positives.
+  explicit KeyFilter(std::size_t entries = 0);
+  void add(std::int64_t prefix);
+  bool may_contain(std::int64_t prefix) const;
+  std::size_t capacity() const { return capacity_; }
+  std::size_t added() const { return added_; }
+
+ private:
+  const std::uint64_t* line_of(std::int64_t prefix, std::uint64_t& bits) const;
+  static constexpr int kWordsPerLine = 8;  // 512 bits
+  std::vector<std::uint64_t> words_;
+  std::uint64_t line_mask_ = 0;
+  std::size_t capacity_ = 0;
+  std::size_t added_ = 0;
+};
+
+}  // namespace dedupd::fleet

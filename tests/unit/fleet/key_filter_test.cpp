@@ -1,0 +1,45 @@
+// The Bloom filter behind the Reader's key filters, without a server: it
+// never forgets a prefix, and rules out nearly all others.
+#include "fleet/key_filter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace dedupd::fleet {
+namespace {
+
+TEST(KeyFilter, EveryAddedPrefixIsFoundAndFewOthersAre) {
+  std::mt19937_64 rng(7);
+  KeyFilter f(100'000);
+  EXPECT_GE(f.capacity(), 100'000u);
+  std::vector<std::int64_t> in(100'000);
+  for (auto& p : in) {
+    p = std::int64_t(rng());
+    f.add(p);
+  }
+  EXPECT_EQ(f.added(), in.size());
+  for (auto p : in) ASSERT_TRUE(f.may_contain(p)) << p;
+  std::size_t false_positives = 0;
+  for (int i = 0; i < 100'000; ++i) false_positives += f.may_contain(std::int64_t(rng()));
+  EXPECT_LT(false_positives, 1'000u);  // under 1 %; about 0.2 % expected at capacity
+}
+
+TEST(KeyFilter, PastItsCapacityItStillForgetsNothing) {
+  KeyFilter f(10);
+  std::vector<std::int64_t> in;
+  for (std::int64_t i = 0; i < 5'000; ++i) {
+    in.push_back(i * 7919);  // not hash-like: the filter mixes its input
+    f.add(in.back());
+  }
+  for (auto p : in) ASSERT_TRUE(f.may_contain(p)) << p;
+}
+
+TEST(KeyFilter, AnEmptyFilterHoldsNothing) {
+  KeyFilter f;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1'000; ++i) EXPECT_FALSE(f.may_contain(std::int64_t(rng())));
+}
+
+}  // namespace
+}  // namespace dedupd::fleet

@@ -1,0 +1,230 @@
+// The Reader's key filters against a real PostgreSQL: with them a lookup
+// asks far fewer forms and answers exactly what asking every form answers,
+// and a filter made stale by a publish under its key never hides an entry.
+#include <gtest/gtest.h>
+
+#include "fleet/fleet.hpp"
+#include "tests/unit/fleet/pg_support.hpp"
+#include "tests/unit/index/gen.hpp"
+
+namespace dedupd::fleet {
+namespace {
+
+using index::gen::GenXorb;
+using index::gen::OwnedShard;
+using test::Cluster;
+
+constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
+
+ConnectOptions options(const std::string& url, bool key_filters) {
+  ConnectOptions o;
+  o.url = url;
+  o.host_name = "a";
+  o.retry_after = std::chrono::milliseconds(0);
+  o.connect_timeout = kDeadline;
+  o.key_filters = key_filters;
+  return o;
+}
+
+OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, Key key = {}) {
+  index::gen::ShardSpec spec;
+  spec.xorbs = std::move(xorbs);
+  spec.created = created;
+  spec.key = key;
+  if (!key.is_zero()) spec.expiry = 4000000000ull;
+  return index::gen::own(index::gen::build_shard(spec));
+}
+
+void publish(Writer& w, const OwnedShard& s) {
+  auto r = w.publish(*s.view, s.hash);
+  ASSERT_TRUE(r) << r.error().to_string();
+}
+
+ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes) {
+  ChunkAnswers out;
+  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline));
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
+  return out;
+}
+
+// Everything an answer says, as text, so two answers compare whole.
+std::vector<std::string> describe(const ChunkAnswers& a) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (const auto& l : a.of(i)) {
+      std::string s = std::to_string(i) + " " + l.xorb.to_string() + " " + std::to_string(l.chunk_index) + " " +
+                      std::to_string(l.byte_start) + "-" + std::to_string(l.byte_end) + " " +
+                      std::to_string(l.unpacked_bytes) + " " + std::to_string(l.flags) + " " +
+                      (l.keyed ? l.key.to_string() : "raw");
+      for (const auto& sh : a.shards(l)) {
+        s += " " + sh.shard.to_string();
+        for (const auto& h : sh.holders) s += "," + h;
+      }
+      out.push_back(s);
+    }
+  return out;
+}
+
+class FleetKeyFilter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    url_ = Cluster::shared().primary_url(Cluster::shared().new_database());
+    auto w = Writer::connect(options(url_, true));
+    ASSERT_TRUE(w) << w.error().to_string();
+    writer_ = std::move(*w);
+  }
+  std::unique_ptr<Reader> reader(bool key_filters) {
+    auto r = Reader::connect(options(url_, key_filters));
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? std::move(*r) : nullptr;
+  }
+  std::string url_;
+  std::unique_ptr<Writer> writer_;
+};
+
+TEST_F(FleetKeyFilter, AnswersWhatAskingEveryFormAnswersWithFarFewerForms) {
+  GenXorb raw = index::gen::gen_xorb(1, 300), a = index::gen::gen_xorb(2, 300), b = index::gen::gen_xorb(3, 300);
+  Key k1 = index::gen::hash_of_seed(501), k2 = index::gen::hash_of_seed(502);
+  publish(*writer_, make_shard({&raw}, 1));
+  publish(*writer_, make_shard({&a}, 2, k1));
+  publish(*writer_, make_shard({&b}, 3, k2));
+  publish(*writer_, make_shard({&a}, 4));  // the same xorb raw too: two forms
+  std::vector<Hash> q;
+  for (std::size_t i = 0; i < 300; i += 3) q.insert(q.end(), {raw.raw[i], a.raw[i], b.raw[i]});
+  for (std::uint64_t i = 0; i < 700; ++i) q.push_back(index::gen::hash_of_seed(900000 + i));  // misses
+
+  auto every = reader(false), filtered = reader(true);
+  ASSERT_TRUE(every && filtered);
+  auto want = lookup(*every, q);
+  EXPECT_EQ(every->last_lookup().forms_asked, every->last_lookup().forms);
+  EXPECT_EQ(every->last_lookup().filtered_keys, 0u);
+  ASSERT_EQ(want.size(), q.size());
+  EXPECT_EQ(want.of(1).size(), 2u);  // a.raw[0]: raw and under k1
+  EXPECT_EQ(want.of(2).size(), 1u);
+  EXPECT_EQ(want.of(310).size(), 0u);
+
+  // The first lookup builds the filters in its spare time; the second uses them.
+  EXPECT_EQ(describe(lookup(*filtered, q)), describe(want));
+  EXPECT_EQ(filtered->last_lookup().filtered_keys, 0u);
+  EXPECT_EQ(describe(lookup(*filtered, q)), describe(want));
+  const LookupCounters& c = filtered->last_lookup();
+  EXPECT_EQ(c.filtered_keys, 2u);
+  EXPECT_EQ(c.rounds, 1u);
+  EXPECT_EQ(c.forms, q.size() * 3);
+  // Each raw form, plus the keyed forms that are stored (200) and the rare
+  // false positive: far under the 3 forms per query asked without filters.
+  EXPECT_GE(c.forms_asked, q.size() + 200);
+  EXPECT_LT(c.forms_asked, q.size() + 200 + 50);
+}
+
+TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
+  GenXorb first = index::gen::gen_xorb(10, 200), later = index::gen::gen_xorb(11, 200);
+  Key k = index::gen::hash_of_seed(601);
+  publish(*writer_, make_shard({&first}, 1, k));
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q(first.raw.begin(), first.raw.end());
+  q.insert(q.end(), later.raw.begin(), later.raw.end());
+  lookup(*r, q);  // builds the filter of k
+  auto before = lookup(*r, q);
+  ASSERT_EQ(r->last_lookup().filtered_keys, 1u);
+  for (std::size_t i = 0; i < 200; ++i) EXPECT_EQ(before.of(i).size(), 1u) << i;
+  for (std::size_t i = 200; i < 400; ++i) EXPECT_EQ(before.of(i).size(), 0u) << i;
+
+  // Published under k after the filter was built: the filter does not hold
+  // these, and the answer's generation of k says so: asked again, found.
+  publish(*writer_, make_shard({&later}, 2, k));
+  auto after = lookup(*r, q);
+  EXPECT_EQ(r->last_lookup().rounds, 2u);
+  for (std::size_t i = 0; i < 400; ++i) {
+    ASSERT_EQ(after.of(i).size(), 1u) << i;
+    EXPECT_TRUE(after.of(i)[0].keyed);
+    EXPECT_EQ(after.of(i)[0].xorb, i < 200 ? first.hash : later.hash);
+  }
+  // That lookup brought the filter up to date: one round, filtered, all found.
+  auto again = lookup(*r, q);
+  EXPECT_EQ(r->last_lookup().rounds, 1u);
+  EXPECT_EQ(r->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(describe(again), describe(after));
+
+  // A shard leaving moves the generation too; what is left is still found.
+  auto dropped = writer_->drop_hold(make_shard({&first}, 1, k).hash);
+  ASSERT_TRUE(dropped && *dropped);
+  auto left = lookup(*r, q);
+  for (std::size_t i = 0; i < 200; ++i) EXPECT_EQ(left.of(i).size(), 0u) << i;
+  for (std::size_t i = 200; i < 400; ++i) EXPECT_EQ(left.of(i).size(), 1u) << i;
+}
+
+TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
+  GenXorb x = index::gen::gen_xorb(20, 50);
+  Key k1 = index::gen::hash_of_seed(701), k2 = index::gen::hash_of_seed(702);
+  publish(*writer_, make_shard({&x}, 1, k1));
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  lookup(*r, q);
+  lookup(*r, q);
+  ASSERT_EQ(r->last_lookup().filtered_keys, 1u);
+  // The same xorb under a new key: a filter of k1 cannot say anything of k2.
+  publish(*writer_, make_shard({&x}, 2, k2));
+  auto a = lookup(*r, q);
+  for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(a.of(i).size(), 2u) << i;
+}
+
+TEST_F(FleetKeyFilter, AWarmedUpReaderFiltersFromItsFirstLookup) {
+  GenXorb x = index::gen::gen_xorb(40, 100), y = index::gen::gen_xorb(41, 100);
+  Key k1 = index::gen::hash_of_seed(901), k2 = index::gen::hash_of_seed(902);
+  publish(*writer_, make_shard({&x}, 1, k1));
+  publish(*writer_, make_shard({&y}, 2, k2));
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  q.insert(q.end(), y.raw.begin(), y.raw.end());
+  auto every = reader(false);
+  ASSERT_TRUE(every);
+  auto want = lookup(*every, q);
+
+  auto r = Reader::lazy(options(url_, true));
+  auto warm = r->warm_up(Deadline::in(kDeadline));
+  ASSERT_TRUE(warm) << warm.error().to_string();
+  EXPECT_EQ(describe(lookup(*r, q)), describe(want));
+  EXPECT_EQ(r->last_lookup().filtered_keys, 2u);
+  EXPECT_EQ(r->last_lookup().rounds, 1u);
+  EXPECT_LT(r->last_lookup().forms_asked, r->last_lookup().forms);
+}
+
+TEST_F(FleetKeyFilter, ANewConnectionListsEveryFilterAgainBeforeUsingIt) {
+  GenXorb x = index::gen::gen_xorb(30, 100), y = index::gen::gen_xorb(31, 100);
+  Key k = index::gen::hash_of_seed(801);
+  publish(*writer_, make_shard({&x}, 1, k));
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  q.insert(q.end(), y.raw.begin(), y.raw.end());
+  lookup(*r, q);
+  lookup(*r, q);
+  ASSERT_EQ(r->last_lookup().filtered_keys, 1u);
+
+  // The reader's connection goes (as in a failover); meanwhile more is
+  // published under k.
+  test::Admin admin(url_);
+  admin.one(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND pid <> pg_backend_pid()");
+  auto later = make_shard({&y}, 2, k);
+  auto cut = writer_->publish(*later.view, later.hash);  // fails when the writer's connection was cut too
+  (void)cut;
+  publish(*writer_, later);
+  ChunkAnswers out;
+  auto lost = r->lookup_chunks(q, out, Deadline::in(kDeadline));  // may fail: the connection was cut
+  (void)lost;
+  auto a = lookup(*r, q);
+  if (r->last_lookup().filtered_keys == 0) a = lookup(*r, q);  // the first call on a new connection lists again
+  EXPECT_EQ(r->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(r->last_lookup().rounds, 1u);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    ASSERT_EQ(a.of(i).size(), 1u) << i;
+    EXPECT_EQ(a.of(i)[0].xorb, i < 100 ? x.hash : y.hash);
+  }
+}
+
+}  // namespace
+}  // namespace dedupd::fleet
