@@ -61,18 +61,21 @@ std::optional<FleetLookup::Lease> FleetLookup::borrow() {
     // More requests at once than connections ready: keep one more next time.
     // While the link is down the connector is already at it, with backoff.
     if (!down_) {
-      want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
+      // Others hold every connection: keep one more ready from now on.
+      if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
       wake_.post();
     }
     return std::nullopt;
   }
   Lease l{std::move(idle_.back()), generation_, timeout_};
   idle_.pop_back();
+  ++in_use_;
   return l;
 }
 
 void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) {
   std::lock_guard lock(mu_);
+  --in_use_;
   if (!error) {
     if (lease.generation == generation_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(lease.reader));
     return;

@@ -81,6 +81,7 @@ class FleetLookup {
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked
   std::size_t want_idle_ = 1;                         // under mu_
+  std::size_t in_use_ = 0;                            // under mu_; lent out now
   bool down_ = false;       // under mu_; the last connect or call failed: the connector retries with backoff
   bool stopping_ = false;   // under mu_
   std::string last_error_;  // under mu_
