@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "fleet/fleet.hpp"
+#include "fleet/migrations.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -119,6 +121,53 @@ TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
   EXPECT_FALSE(again->changed());
   Admin admin(url_);
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0");
+}
+
+// Schema 2 upgrades a schema-1 database in place: what a version-1 dedupd
+// published stays (its xorb order is the hash order it had), and shards
+// published after list their xorbs in their own order.
+TEST_F(FleetTest, Schema1IsUpgradedInPlaceAndNewShardsKeepTheirXorbOrder) {
+  ASSERT_GE(known_schema_version(), 2u);
+  Admin admin(url_);
+  // A schema-1 database as version 1 made it, with one shard published.
+  admin.one(
+      "CREATE SCHEMA dedupd; CREATE TABLE dedupd.schema_version (single boolean PRIMARY KEY DEFAULT true CHECK "
+      "(single), version integer NOT NULL, upgraded_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "
+      "dedupd.schema_version (version) VALUES (1);");
+  admin.one(schema::migrations()[0]);
+  admin.one("INSERT INTO dedupd.host (name) VALUES ('old-host')");
+  admin.one(
+      "INSERT INTO dedupd.xorb (hash, chunks, refs, cas_block) VALUES (decode(repeat('02', 32), 'hex'), 1, 1, "
+      "'\\x00'), (decode(repeat('01', 32), 'hex'), 1, 1, '\\x00')");
+  admin.one(
+      "INSERT INTO dedupd.shard (hash, chunks, xorb_ids, file_ids) VALUES (decode(repeat('aa', 32), 'hex'), 2, "
+      "'{2,1}', '{}')");
+  admin.one("INSERT INTO dedupd.hold (shard_id, host_id) SELECT s.id, h.id FROM dedupd.shard s, dedupd.host h");
+
+  auto m = migrate(options(url_, "unused"));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 1u);
+  EXPECT_EQ(m->to, known_schema_version());
+  EXPECT_EQ(admin.one("SELECT xorb_order::text FROM dedupd.shard"), "{2,1}");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "1");
+
+  // A shard whose xorbs are not in hash order, one of them twice.
+  GenXorb x1 = index::gen::gen_xorb(21, 3), x2 = index::gen::gen_xorb(22, 4), x3 = index::gen::gen_xorb(23, 5);
+  std::vector<const GenXorb*> order = {&x1, &x2, &x3};
+  std::sort(order.begin(), order.end(), [](const GenXorb* a, const GenXorb* b) { return b->hash < a->hash; });
+  order.push_back(order[0]);
+  auto s = make_shard(order, 1);
+  auto w = writer(url_, "host-a");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(publish(*w, s).result, PublishResult::added);
+  std::string expected;
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) expected += (i ? "," : "") + order[i]->hash.to_hex_bytes();
+  EXPECT_EQ(admin.one("SELECT string_agg(encode(x.hash, 'hex'), ',' ORDER BY o.n) FROM dedupd.shard s, "
+                      "unnest(s.xorb_order) WITH ORDINALITY AS o (id, n) JOIN dedupd.xorb x ON x.id = o.id "
+                      "WHERE s.hash = decode('" +
+                      s.hash.to_hex_bytes() + "', 'hex')"),
+            expected);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "2");
 }
 
 TEST_F(FleetTest, FreshMigrationReportsFromZero) {
