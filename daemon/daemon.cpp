@@ -439,7 +439,7 @@ void Daemon::apply_fleet(bool initial) {
     return;
   }
   spdlog::info("fleet: on, this host is {}", o.host_name);
-  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, std::move(o));
+  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o));
 }
 
 // ---- admin actions (loop thread) --------------------------------------------

@@ -101,7 +101,10 @@ class Daemon {
   SignalFd signals_;
   Timer timer_;
   Watcher watcher_;
-  IndexLog index_log_;  // outlives index_
+  // Posted by the index when a commit queued outbox entries, waited on by
+  // the publisher (whichever one SIGHUP left running): outlives both.
+  fleet_link::WakeFd outbox_wake_;
+  IndexLog index_log_{outbox_wake_};  // outlives index_
   std::unique_ptr<index::Index> index_;
   std::atomic<const index::Index*> index_ready_{nullptr};
   std::unique_ptr<FilterBuilder> filter_builder_;  // after index_: stops first

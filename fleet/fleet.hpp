@@ -134,6 +134,21 @@ struct FileAnswer {
   std::vector<FleetShardRef> shards{};
 };
 
+// A fleet shard's xorbs for a global-dedup reply (Reader::shard_xorbs).
+struct ShardXorbBounds {
+  std::uint64_t max_xorbs = 0;
+  std::uint64_t max_block_bytes = 0;  // CAS blocks together
+};
+struct ShardXorb {
+  Hash hash{};
+  std::vector<std::uint8_t> cas_block{};  // as the shard stored it
+};
+struct ShardXorbs {
+  std::optional<Key> key{};               // keyed: the blocks' chunk hashes are stored under it
+  std::optional<std::uint64_t> expiry{};  // shard_key_expiry, unix seconds
+  std::vector<ShardXorb> xorbs{};         // in reply order
+};
+
 struct HostStatus {
   std::string name{};
   std::optional<std::uint64_t> last_contact{};  // unix seconds
@@ -229,6 +244,14 @@ class Reader {
   // about to serve lookups under a tight bound. fleet.timeout when they
   // are not complete by then (lookups still answer, asking every form).
   Result<Ok> warm_up(Deadline deadline);
+  // The xorbs of fleet shard `shard_hash` in the order and bounds a local
+  // global-dedup reply takes them (fleet/reader_shards.cpp): `first` first,
+  // then those after it in the shard, then those before, until the next
+  // would pass a bound (`first` always goes in), with the shard's key and
+  // expiry. nullopt when the fleet has no such shard, it expired by `now`
+  // (unix seconds), or it does not list `first`.
+  Result<std::optional<ShardXorbs>> shard_xorbs(const Hash& shard_hash, const Hash& first,
+                                                const ShardXorbBounds& bounds, std::uint64_t now, Deadline deadline);
 
  private:
   explicit Reader(ConnectOptions options);

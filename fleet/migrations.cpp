@@ -85,10 +85,21 @@ std::string v1() {
   return sql;
 }
 
+// Version 2: a fleet shard also lists its xorbs in the shard's own order.
+// xorb_ids is in hash order (the order publishers lock shared rows in), but a
+// global-dedup reply follows the shard's order (the chunk's xorb, then those
+// after it, then those before), as the local one does. Shards published
+// under version 1 keep their hash order, the only one known for them.
+const char* const kV2 = R"sql(
+ALTER TABLE dedupd.shard ADD COLUMN xorb_order integer[];
+UPDATE dedupd.shard SET xorb_order = xorb_ids;
+ALTER TABLE dedupd.shard ALTER COLUMN xorb_order SET NOT NULL;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> all = {v1()};
+  static const std::vector<std::string> all = {v1(), kV2};
   return all;
 }
 

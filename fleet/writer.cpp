@@ -331,10 +331,21 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     else shard_params.null(wire::kOidInt4);
     if (expiry) shard_params.int8(*expiry);
     else shard_params.null(wire::kOidInt8);
-    shard_params.int8(std::int64_t(total_chunks)).int4_array(xorb_ids).int4_array(file_ids);
+    // The shard's own xorb order (schema 2), each xorb once, at its first place.
+    std::vector<std::int32_t> xorb_order;
+    {
+      std::unordered_map<Hash, std::int32_t> id_of;
+      for (std::size_t i = 0; i < xorbs.size(); ++i) id_of.emplace(xorbs[i].hash, xorb_ids[i]);
+      for (const auto& x : view.xorbs())
+        if (auto it = id_of.find(x.hash()); it != id_of.end()) {
+          xorb_order.push_back(it->second);
+          id_of.erase(it);
+        }
+    }
+    shard_params.int8(std::int64_t(total_chunks)).int4_array(xorb_ids).int4_array(file_ids).int4_array(xorb_order);
     auto ins = c.exec(
-        "INSERT INTO dedupd.shard (hash, key_id, expiry, chunks, xorb_ids, file_ids) "
-        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hash) DO NOTHING RETURNING id",
+        "INSERT INTO dedupd.shard (hash, key_id, expiry, chunks, xorb_ids, file_ids, xorb_order) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
         shard_params);
     if (!ins) return ins.error();
     if (ins->size() != 1) return make_error(kRuleRetry, "the same shard was published meanwhile");

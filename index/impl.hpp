@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "index/chunk_filter.hpp"
 #include "index/env.hpp"
@@ -62,6 +63,15 @@ struct Index::Impl {
   // Moves chunks_recent into chunks when it has outgrown its share (or
   // always with force). Caller holds write_mu.
   Status merge_if_due(bool force);
+
+  // Writer: the open transaction queued an outbox entry. After the write
+  // ends, outbox_written() tells the observer when it committed, so a
+  // publisher wakes for the entry instead of polling for it.
+  bool outbox_queued = false;
+  void outbox_written(bool committed) {
+    bool queued = std::exchange(outbox_queued, false);
+    if (queued && committed && options.observer) options.observer->outbox_queued();
+  }
 };
 
 namespace detail {

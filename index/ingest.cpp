@@ -449,6 +449,7 @@ Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem>
         return detail::TxnResult::commit();
       },
       "ingesting a shard");
+  impl_->outbox_written(status.ok());
   if (!status) return status.error();
   // The shards are committed: a failed merge must not turn their success
   // into an error. Their entries stay queryable in the recent table and the

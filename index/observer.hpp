@@ -19,6 +19,10 @@ class Observer {
   // Merging recent chunk entries after a (successful) ingest failed; the
   // entries stay queryable and the merge is retried after the next ingest.
   virtual void merge_failed(const shard::Error& error) = 0;
+  // A committed transaction queued fleet outbox entries (an ingest, a
+  // removal, an expiry, the outbox turned on): whoever drains the outbox
+  // may start now. Must return at once.
+  virtual void outbox_queued() {}
 };
 
 }  // namespace dedupd::index

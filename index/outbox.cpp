@@ -82,6 +82,7 @@ namespace detail {
 int outbox_enqueue(Index::Impl& im, MDB_txn* txn, OutboxOp op, const Hash& shard, std::uint64_t now) {
   bool on;
   if (int rc = enabled(im.dbs, txn, on); rc || !on) return rc;
+  im.outbox_queued = true;
   return put_entry(im.dbs, txn, op, shard, now);
 }
 
@@ -111,13 +112,14 @@ int outbox_check(const Index::Impl& im, MDB_txn* txn, std::vector<std::string>& 
 Status Index::set_outbox(bool on, std::uint64_t now) {
   std::lock_guard lock(impl_->write_mu);
   const schema::Dbs& d = impl_->dbs;
-  return impl_->env->write(
+  auto status = impl_->env->write(
       [&](MDB_txn* txn) -> lmdb::TxnResult {
         bool was;
         if (int rc = enabled(d, txn, was)) return rc;
         if (was == on) return lmdb::TxnResult::rollback();
         if (int rc = schema::put_u64(txn, d.meta, kOutboxEnabled, on ? 1 : 0)) return rc;
         if (!on) return mdb_drop(txn, d.outbox, 0);  // nobody will drain it
+        impl_->outbox_queued = true;
         // Everything live now is news to the fleet; what was removed while the
         // outbox was off was never published, so there is no hold to drop.
         Cursor c;
@@ -133,6 +135,8 @@ Status Index::set_outbox(bool on, std::uint64_t now) {
         return rc == MDB_NOTFOUND ? 0 : rc;
       },
       on ? "turning the outbox on" : "turning the outbox off");
+  impl_->outbox_written(status.ok());
+  return status;
 }
 
 Result<std::vector<OutboxEntry>> Index::outbox_next(std::size_t max) const {

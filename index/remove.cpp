@@ -192,6 +192,7 @@ Result<RemoveResult> Index::remove(const Hash& shard_hash, std::uint64_t now) {
   auto status = impl_->env->write(
       [&](MDB_txn* txn) { return detail::remove_in_txn(*impl_, txn, shard_hash, ShardState::removed, now, out); },
       "removing a shard");
+  impl_->outbox_written(status.ok());
   if (!status) return status.error();
   return out;
 }
@@ -232,6 +233,7 @@ Result<std::vector<Hash>> Index::expire(std::uint64_t now) {
           return del_expiry(txn, impl_->dbs.expiry, ek.mdb(), val(*victim));
         },
         "expiring a shard");
+    impl_->outbox_written(status.ok());
     if (!status) return status.error();
     if (!victim) break;
     if (out.outcome == RemoveOutcome::removed) expired.push_back(*victim);

@@ -1,30 +1,48 @@
 #include "daemon/fleet/lookup.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
 namespace dedupd::daemon::fleet_link {
 
 namespace {
-// Idle connections kept for the HTTP threads; more are made when needed
-// and closed when given back over this.
-constexpr std::size_t kMaxIdle = 8;
 constexpr auto kStatusTimeout = std::chrono::seconds(5);
+// An idle pool is checked this often even when nobody asked, so a link
+// found down by the connector alone (nothing borrowed) still comes back.
+constexpr auto kIdleCheck = std::chrono::seconds(1);
+
+// A statement the server refused (a hot standby cancelling a read that
+// conflicts with replay, say) says nothing about the other connections.
+bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 }  // namespace
 
-struct FleetLookup::Lease {
-  std::unique_ptr<fleet::Reader> reader;
-  std::uint64_t generation = 0;
-  std::chrono::milliseconds timeout{};
-};
-
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
-    : options_(std::move(options)), timeout_(timeout) {}
+    : options_(std::move(options)), timeout_(timeout) {
+  connector_ = std::thread([this] { run_connector(); });
+}
+
+FleetLookup::~FleetLookup() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.post();
+  connector_.join();
+}
 
 void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout) {
-  std::lock_guard lock(mu_);
-  timeout_ = timeout;
-  if (options.url == options_.url && options.host_name == options_.host_name) return;
-  options_ = std::move(options);
-  ++generation_;
-  idle_.clear();
+  {
+    std::lock_guard lock(mu_);
+    timeout_ = timeout;
+    if (options.url == options_.url && options.host_name == options_.host_name) return;
+    options_ = std::move(options);
+    ++generation_;
+    idle_.clear();
+    want_idle_ = 1;
+    down_ = false;  // a new url is tried at once
+  }
+  wake_.post();
 }
 
 std::chrono::milliseconds FleetLookup::timeout() const {
@@ -37,36 +55,95 @@ std::string FleetLookup::last_error() const {
   return last_error_;
 }
 
-FleetLookup::Lease FleetLookup::borrow() {
+std::optional<FleetLookup::Lease> FleetLookup::borrow() {
   std::lock_guard lock(mu_);
-  Lease l;
-  l.generation = generation_;
-  l.timeout = timeout_;
-  if (!idle_.empty()) {
-    l.reader = std::move(idle_.back());
-    idle_.pop_back();
-  } else {
-    // Connects on first use, within that call's deadline.
-    l.reader = fleet::Reader::lazy(options_);
+  if (idle_.empty()) {
+    // More requests at once than connections ready: keep one more next time.
+    // While the link is down the connector is already at it, with backoff.
+    if (!down_) {
+      // Others hold every connection: keep one more ready from now on.
+      if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
+      wake_.post();
+    }
+    return std::nullopt;
   }
+  Lease l{std::move(idle_.back()), generation_, timeout_};
+  idle_.pop_back();
+  ++in_use_;
   return l;
 }
 
-void FleetLookup::give_back(std::unique_ptr<fleet::Reader> r, std::uint64_t generation) {
+void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) {
   std::lock_guard lock(mu_);
-  if (generation == generation_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(r));
+  --in_use_;
+  if (!error) {
+    if (lease.generation == generation_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(lease.reader));
+    return;
+  }
+  last_error_ = error->to_string();
+  if (outage(*error) && lease.generation == generation_) {
+    // The others lead to the same server: none is lent until the connector
+    // has reached it again.
+    ++generation_;
+    idle_.clear();
+    if (!down_) spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", last_error_);
+    down_ = true;
+  }
+  wake_.post();
+  // lease.reader, failed, is dropped here: never lent again.
 }
 
 template <class F>
 Reach FleetLookup::with_reader(F&& f) {
-  Lease l = borrow();
-  auto error = f(*l.reader, fleet::Deadline::in(l.timeout));
-  // A Reader that failed keeps its own retry pause, so it goes back too.
-  give_back(std::move(l.reader), l.generation);
-  if (!error) return Reach::answered;
-  std::lock_guard lock(mu_);
-  last_error_ = error->to_string();
-  return Reach::unavailable;
+  auto lease = borrow();
+  if (!lease) return Reach::unavailable;
+  std::optional<fleet::Error> error = f(*lease->reader, fleet::Deadline::in(lease->timeout));
+  settle(std::move(*lease), error);
+  return error ? Reach::unavailable : Reach::answered;
+}
+
+void FleetLookup::run_connector() {
+  std::chrono::milliseconds backoff{0};
+  for (;;) {
+    fleet::ConnectOptions o;
+    std::uint64_t generation;
+    bool need;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      if (!down_) backoff = std::chrono::milliseconds(0);
+      o = options_;
+      generation = generation_;
+      need = !o.url.empty() && idle_.size() < want_idle_;
+    }
+    if (!need) {
+      wake_.wait(kIdleCheck);
+      continue;
+    }
+    // Bounded by connect_timeout (our own deadline on a non-blocking
+    // connect, schema check and prepare included); DNS may take longer,
+    // on this thread only.
+    auto r = fleet::Reader::connect(o);
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      if (r) {
+        if (down_) spdlog::info("fleet: lookups reach the fleet database again");
+        down_ = false;
+        backoff = std::chrono::milliseconds(0);
+        // Made for an older url, or across an outage a request just found:
+        // not lent; the next round connects again.
+        if (generation == generation_) idle_.push_back(std::move(r).value());
+        continue;
+      }
+      if (!down_)
+        spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", r.error().to_string());
+      last_error_ = r.error().to_string();
+      down_ = true;
+    }
+    backoff = backoff.count() == 0 ? std::chrono::milliseconds(kFirstBackoff) : std::min(backoff * 2, kMaxBackoff);
+    wake_.wait(backoff);
+  }
 }
 
 Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out) {
@@ -105,11 +182,35 @@ Reach FleetLookup::files_with_sha256(const fleet::Hash& sha256, std::vector<flee
 }
 
 Reach FleetLookup::status(fleet::Status& out, std::string& error) {
-  Lease l = borrow();
-  auto res = l.reader->status(fleet::Deadline::in(kStatusTimeout));
-  give_back(std::move(l.reader), l.generation);
-  if (!res) {
-    error = res.error().to_string();
+  auto lease = borrow();
+  fleet::ConnectOptions o;
+  {
+    std::lock_guard lock(mu_);
+    o = options_;
+  }
+  if (!lease) {
+    // Its own connection, within the status bound: an operator asking
+    // about the fleet wants its answer or the reason there is none.
+    o.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(kStatusTimeout);
+    auto r = fleet::Reader::connect(o);
+    if (!r) {
+      error = r.error().to_string();
+      return Reach::unavailable;
+    }
+    auto res = (*r)->status(fleet::Deadline::in(kStatusTimeout));
+    if (!res) {
+      error = res.error().to_string();
+      return Reach::unavailable;
+    }
+    out = std::move(res).value();
+    return Reach::answered;
+  }
+  auto res = lease->reader->status(fleet::Deadline::in(kStatusTimeout));
+  std::optional<fleet::Error> failed;
+  if (!res) failed = res.error();
+  settle(std::move(*lease), failed);
+  if (failed) {
+    error = failed->to_string();
     return Reach::unavailable;
   }
   out = std::move(res).value();

@@ -1,34 +1,47 @@
-// The fleet half of an answer, for any HTTP thread: each call borrows a
-// fleet::Reader from a small pool (a Reader is one connection and not
-// thread-safe) and waits at most lookup_timeout for it. Past that, or with
-// the database down, the answer is "unavailable" and the caller sends the
-// local answer marked so: the fleet never holds up a local answer for longer
-// than the bound, and after a failure the Reader answers "unavailable" at
-// once for a while (fleet::ConnectOptions::retry_after) instead of waiting
-// the bound again on every request.
+// The fleet half of an answer, for any HTTP thread. A request never
+// connects: a connector thread keeps a small pool of Readers that are
+// connected, checked (schema version, prepared lookup) and idle, and a
+// request borrows one or, when none is ready, answers "unavailable" at once.
+// The only wait on the request path is the statement itself, bounded by
+// lookup_timeout; DNS, TCP and TLS handshakes, libpq's whole-second
+// connect_timeout and a server that accepts and never answers all cost the
+// connector thread, never a request.
+//
+// A Reader whose call failed is dropped, never lent again. A timeout or a
+// lost connection also empties the pool (its other connections lead to the
+// same stopped or unreachable server) and marks the link down until the
+// connector has connected again, so an outage costs at most one bound per
+// request in flight when it starts and nothing after. Requests hold the
+// pool's lock only to take or return a Reader: a stuck connection holds up
+// its own request and no other.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/fleet/answers.hpp"
+#include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
 
 namespace dedupd::daemon::fleet_link {
 
 class FleetLookup {
  public:
+  // An empty url: no fleet; nothing connects until configure() gives one.
   FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout);
+  ~FleetLookup();  // stops the connector (at most one connect_timeout)
   FleetLookup(const FleetLookup&) = delete;
   FleetLookup& operator=(const FleetLookup&) = delete;
 
-  // A changed url (or bound) applies to the next call; idle Readers of the
-  // old url are dropped.
+  // A changed url (or host name) drops every idle Reader and reconnects; a
+  // changed bound applies to the next call.
   void configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout);
   std::chrono::milliseconds timeout() const;
 
@@ -37,25 +50,44 @@ class FleetLookup {
   Reach xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out);
   Reach file(const fleet::Hash& h, std::optional<fleet::FileAnswer>& out);
   Reach files_with_sha256(const fleet::Hash& sha256, std::vector<fleet::Hash>& out);
-  // Status takes a longer bound (it is an operator's question, not a lookup).
+  // Status takes a longer bound and may connect for itself: it is an
+  // operator's question (dedupctl fleet status), not a lookup.
   Reach status(fleet::Status& out, std::string& error);
 
   // The last failure's text (never the url), for status.
   std::string last_error() const;
 
+  // Connections kept ready; the pool grows toward this when requests find
+  // it empty while the link is up.
+  static constexpr std::size_t kMaxIdle = 8;
+  static constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
+  static constexpr auto kMaxBackoff = std::chrono::milliseconds(2000);
+
  private:
-  struct Lease;
-  Lease borrow();
-  void give_back(std::unique_ptr<fleet::Reader> r, std::uint64_t generation);
+  struct Lease {
+    std::unique_ptr<fleet::Reader> reader;
+    std::uint64_t generation = 0;
+    std::chrono::milliseconds timeout{};
+  };
+  std::optional<Lease> borrow();
+  void settle(Lease lease, const std::optional<fleet::Error>& error);
   template <class F>
   Reach with_reader(F&& f);
+  void run_connector();
 
   mutable std::mutex mu_;
-  fleet::ConnectOptions options_;
-  std::chrono::milliseconds timeout_;
-  std::uint64_t generation_ = 0;  // bumped by configure(): older Readers are dropped
-  std::vector<std::unique_ptr<fleet::Reader>> idle_;
-  std::string last_error_;
+  fleet::ConnectOptions options_;                     // under mu_
+  std::chrono::milliseconds timeout_;                 // under mu_
+  std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
+  std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked
+  std::size_t want_idle_ = 1;                         // under mu_
+  std::size_t in_use_ = 0;                            // under mu_; lent out now
+  bool down_ = false;       // under mu_; the last connect or call failed: the connector retries with backoff
+  bool stopping_ = false;   // under mu_
+  std::string last_error_;  // under mu_
+
+  WakeFd wake_;  // posted when the pool needs a connection, or to stop
+  std::thread connector_;
 };
 
 }  // namespace dedupd::daemon::fleet_link

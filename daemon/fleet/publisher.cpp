@@ -1,13 +1,8 @@
 #include "daemon/fleet/publisher.hpp"
 
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
+#include <algorithm>
 
 #include "daemon/clock.hpp"
 #include "daemon/log/logging.hpp"
@@ -22,11 +17,10 @@ constexpr auto kFirstBackoff = 250ms;
 constexpr auto kMaxBackoff = std::chrono::milliseconds(30s);
 }  // namespace
 
-Publisher::Publisher(index::Index& index, fleet::ConnectOptions options) : index_(index), options_(std::move(options)) {
+Publisher::Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options)
+    : index_(index), wake_(wake), options_(std::move(options)) {
   state_.state = LinkState::connecting;
   state_.host = options_.host_name;
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) throw std::runtime_error(std::string("fleet publisher: eventfd: ") + std::strerror(errno));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -35,9 +29,8 @@ Publisher::~Publisher() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  wake();
+  wake_.post();
   thread_.join();
-  ::close(wake_fd_);
 }
 
 void Publisher::configure(fleet::ConnectOptions options) {
@@ -49,13 +42,7 @@ void Publisher::configure(fleet::ConnectOptions options) {
     reconfigured_ = true;
   }
   spdlog::info("fleet: connection settings changed; reconnecting");
-  wake();
-}
-
-void Publisher::wake() {
-  std::uint64_t one = 1;
-  if (::write(wake_fd_, &one, sizeof one) < 0 && errno != EAGAIN)
-    spdlog::debug("fleet: wake: {}", std::strerror(errno));
+  wake_.post();
 }
 
 PublisherState Publisher::state() const {
@@ -74,17 +61,23 @@ PublisherState Publisher::state() const {
   return s;
 }
 
+bool Publisher::interrupted() const {
+  std::lock_guard lock(mu_);
+  return stopping_ || reconfigured_;
+}
+
 void Publisher::wait(std::chrono::steady_clock::duration d) {
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_ || reconfigured_) return;
-  }
-  pollfd p{wake_fd_, POLLIN, 0};
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  if (::poll(&p, 1, int(std::max<long long>(ms, 0))) > 0) {
-    std::uint64_t n;
-    (void)!::read(wake_fd_, &n, sizeof n);
-  }
+  if (interrupted()) return;
+  wake_.wait(d);
+}
+
+void Publisher::back_off() {
+  // New entries do not cut a backoff short: the fleet failed, and they wait
+  // in the outbox as well as anywhere. Stopping or new settings do.
+  auto until = std::chrono::steady_clock::now() + backoff_;
+  for (auto now = std::chrono::steady_clock::now(); now < until && !interrupted();
+       now = std::chrono::steady_clock::now())
+    wake_.wait(until - now);
 }
 
 void Publisher::failed(const fleet::Error& e, const char* doing) {
@@ -234,14 +227,16 @@ void Publisher::run() {
       }
     }
     if (!writer_ && !connect()) {
-      wait(backoff_);
+      back_off();
       continue;
     }
     if (!drain() || !periodic()) {
-      wait(backoff_);
+      back_off();
       continue;
     }
-    wait(kPoll);
+    // Until new entries are committed, or the heartbeat or expiry is due.
+    auto now = std::chrono::steady_clock::now();
+    wait(std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now}));
   }
 }
 

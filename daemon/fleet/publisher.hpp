@@ -6,8 +6,11 @@
 // published exactly once. The work loop never waits for it: ingest only
 // writes the outbox entry, in its own transaction.
 //
-// With the database down the thread reconnects with backoff (250 ms doubling
-// to 30 s); entries wait in the outbox, which survives restarts. It also
+// It sleeps until the index says a commit queued entries (the daemon's
+// index observer posts `wake`), with a slow poll as a safety net. With the
+// database down the thread reconnects with backoff (250 ms doubling to
+// 30 s), which a wake-up does not cut short; entries wait in the outbox,
+// which survives restarts. It also
 // carries out fleet expiry and records this host's heartbeat periodically.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <thread>
 
 #include "daemon/fleet/state.hpp"
+#include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
 
 namespace dedupd::index {
@@ -27,20 +31,21 @@ namespace dedupd::daemon::fleet_link {
 
 class Publisher {
  public:
-  Publisher(index::Index& index, fleet::ConnectOptions options);
+  // `wake` is posted when new entries were committed (and by the publisher
+  // itself to stop); it outlives the publisher.
+  Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options);
   ~Publisher();  // stops the thread; what is not acknowledged stays queued
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
   // A changed url or host name: drop the connection and connect anew.
   void configure(fleet::ConnectOptions options);
-  // New entries were queued: drain now rather than at the next poll.
-  void wake();
   PublisherState state() const;
 
   static constexpr auto kExpireEvery = std::chrono::seconds(60);
   static constexpr auto kHeartbeatEvery = std::chrono::seconds(15);
-  static constexpr auto kPoll = std::chrono::seconds(1);
+  // Only a safety net: commits that queue entries wake the publisher.
+  static constexpr auto kPoll = std::chrono::seconds(30);
   static constexpr std::size_t kBatch = 64;  // entries read (and acknowledged) at a time
 
  private:
@@ -51,14 +56,15 @@ class Publisher {
   bool periodic();
   void failed(const fleet::Error& e, const char* doing);
   void succeeded();
+  bool interrupted() const;  // stopping, or new settings
+  // Until woken (new entries), at most d.
   void wait(std::chrono::steady_clock::duration d);
+  // backoff_ whatever is woken, unless interrupted.
+  void back_off();
 
   index::Index& index_;
+  WakeFd& wake_;
   mutable std::mutex mu_;
-  // Waits are poll() on an eventfd with a relative timeout, not a condition
-  // variable: under libfaketime (the expiry tests) a timed wait on an
-  // absolute instant can sleep for the whole faked offset.
-  int wake_fd_ = -1;
   fleet::ConnectOptions options_;  // under mu_
   bool reconfigured_ = false;      // under mu_
   bool stopping_ = false;          // under mu_

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "harness/daemon_test.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
+#include "harness/silent_server.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
@@ -61,12 +63,11 @@ struct Host {
     config = dir / "dedupd.yaml";
     log = dir / "dedupd.log";
   }
-  void write_config(const std::string& url, const std::string& extra = "") {
+  void write_config(const std::string& url, const std::string& lookup_timeout = "200ms") {
     std::ofstream f(config);
     f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
       << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name
-      << "\n  lookup_timeout: 200ms\n"
-      << extra;
+      << "\n  lookup_timeout: " << lookup_timeout << "\n";
   }
   void start() {
     LaunchOptions o;
@@ -183,6 +184,37 @@ void expect_reply_answers(const std::string& body, const shard::Hash& xorb, cons
   EXPECT_TRUE(chunk_found) << "the chunk is not keyed under the reply's key";
 }
 
+// Requests sent at once, each on its own connection, answered in any order.
+class Concurrent {
+ public:
+  explicit Concurrent(const fs::path& socket) : socket_(socket) {}
+  ~Concurrent() {
+    for (auto& t : threads_) t.join();
+  }
+  void get(const std::string& path) {
+    threads_.emplace_back([this, path] {
+      HttpClient client(socket_.string());
+      Response r = client.get(path);
+      std::lock_guard lock(mu_);
+      answers_.push_back(std::move(r));
+    });
+  }
+  std::vector<Response> answers() {
+    std::lock_guard lock(mu_);
+    return answers_;
+  }
+  void join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  fs::path socket_;
+  std::mutex mu_;
+  std::vector<Response> answers_;
+  std::vector<std::thread> threads_;
+};
+
 class Fleet : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -199,9 +231,9 @@ class Fleet : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  Host& add_host(const std::string& name, const std::string& url) {
+  Host& add_host(const std::string& name, const std::string& url, const std::string& lookup_timeout = "200ms") {
     hosts.push_back(std::make_unique<Host>(root, name));
-    hosts.back()->write_config(url);
+    hosts.back()->write_config(url, lookup_timeout);
     return *hosts.back();
   }
   fs::path root;
@@ -410,9 +442,107 @@ TEST_F(Fleet, WithTheDatabaseDownLocalAnswersKeepComingAndTheOutboxDrainsAfter) 
   EXPECT_EQ(a.status()["fleet"]["state"], "connected");
 }
 
+// The bound holds by construction: a request never connects (a connector
+// thread does), so a server that accepts and never answers costs requests
+// nothing. The bound here (60 s, the most the config takes) is twice what the
+// test waits for answers: a request that waited for the server would fail it.
+TEST_F(Fleet, AServerThatNeverAnswersCostsRequestsNoWait) {
+  fs::path sock_dir = root / "silent";
+  fs::create_directories(sock_dir);
+  SilentServer silent(sock_dir, 5432);
+  ASSERT_EQ(silent.error(), "");
+  Host& a = add_host("host-a", "host=" + sock_dir.string() + " port=5432 dbname=x user=y", "60s");
+  a.start();
+  MadeShard s = make_shard({.seed = 1310, .xorbs = 1, .chunks_per_xorb = 3});
+  MadeShard unknown = make_shard({.seed = 1311, .xorbs = 1, .chunks_per_xorb = 1});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] { return a.http().get("/v1/chunk/" + s.first_chunks[0].to_string()).status == 200; }));
+  // The daemon is talking to it (and stuck there, off the request path).
+  ASSERT_TRUE(eventually([&] { return silent.accepted() >= 2; })) << "nothing connected to the silent server";
+
+  constexpr int kRequests = 8;
+  Concurrent batch(a.socket);
+  for (int i = 0; i < kRequests; ++i) {
+    batch.get("/v1/chunk/" + unknown.first_chunks[0].to_string());
+    batch.get("/v1/chunk/" + s.first_chunks[0].to_string());
+  }
+  ASSERT_TRUE(eventually([&] { return batch.answers().size() == 2 * kRequests; }, std::chrono::seconds(30)))
+      << batch.answers().size() << " of " << 2 * kRequests << " answered";
+  batch.join();
+  int misses = 0, hits = 0;
+  for (const Response& r : batch.answers()) {
+    json doc = r.json();
+    if (r.status == 404) {
+      ++misses;
+      EXPECT_EQ(doc["fleet"], "unavailable") << r.body;
+    } else {
+      ++hits;
+      EXPECT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(doc["locations"][0]["origin"], "local") << r.body;
+    }
+  }
+  EXPECT_EQ(misses, kRequests);
+  EXPECT_EQ(hits, kRequests);
+  // A batch with a hit and a miss: the hit, and the fleet marked unavailable.
+  json b = a.http()
+               .post("/v1/chunk",
+                     json{{"hashes", {s.first_chunks[0].to_string(), unknown.first_chunks[0].to_string()}}}.dump())
+               .json();
+  EXPECT_EQ(b["found"], 1);
+  EXPECT_EQ(b["fleet"], "unavailable");
+  EXPECT_EQ(status_and_fleet_header(a, "/v1/chunks/default-merkledb/" + unknown.first_chunks[0].to_string()),
+            std::make_pair(404, std::string("unavailable")));
+}
+
+// A connection that was fine and then stops answering (the server is
+// SIGSTOPped) holds up the one request using it, never the others: they get
+// no connection and answer at once, marked unavailable, while it waits.
+TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
+  Cluster pg = Cluster::start_own();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url, "60s");
+  a.start();
+  b.start();
+  MadeShard s = make_shard({.seed = 1312, .xorbs = 1, .chunks_per_xorb = 3});
+  MadeShard unknown = make_shard({.seed = 1313, .xorbs = 1, .chunks_per_xorb = 1});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  drop_file(b.incoming, unknown.file_name(), unknown.bytes);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, s.first_chunks[0]).has_value(); }));
+  ASSERT_TRUE(
+      eventually([&] { return b.http().get("/v1/chunk/" + unknown.first_chunks[0].to_string()).status == 200; }));
+
+  auto pids = pg.primary_pids();
+  ASSERT_FALSE(pids.empty());
+  for (int pid : pids) ::kill(pid, SIGSTOP);
+  constexpr int kRequests = 6;
+  std::vector<Response> answered;
+  {
+    Concurrent misses(b.socket);
+    for (int i = 0; i < kRequests; ++i) misses.get("/v1/chunk/" + s.first_chunks[1].to_string());
+    bool some = eventually([&] { return !misses.answers().empty(); }, std::chrono::seconds(30));
+    answered = misses.answers();
+    // B's own shard answers too, on a new connection, while one is stuck.
+    auto hit = status_and_fleet_header(b, "/v1/chunk/" + unknown.first_chunks[0].to_string());
+    for (int pid : pids) ::kill(pid, SIGCONT);
+    ASSERT_TRUE(some) << "no request was answered while the server was stopped";
+    EXPECT_EQ(hit.first, 200);
+    EXPECT_LT(answered.size(), std::size_t(kRequests)) << "no request was ever stuck: the test proves nothing";
+    misses.join();
+    EXPECT_EQ(misses.answers().size(), std::size_t(kRequests));
+  }
+  for (const Response& r : answered) {
+    EXPECT_EQ(r.status, 404) << r.body;
+    EXPECT_EQ(r.json()["fleet"], "unavailable") << r.body;
+  }
+  // Once the server runs again, the fleet answers again.
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, s.first_chunks[0]).has_value(); }));
+}
+
 // kill -9 of a publishing dedupd at instants picked by progress (how many
-// shards the fleet holds so far): the fleet never holds a part of a shard,
-// and after the restart every local shard is held exactly once.
+// shards the fleet holds so far, or a publish transaction seen open): the
+// fleet never holds a part of a shard, and after the restart every local
+// shard is held exactly once.
 TEST_F(Fleet, KilledWhilePublishingEveryShardEndsUpPublishedOnce) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());
@@ -432,18 +562,46 @@ TEST_F(Fleet, KilledWhilePublishingEveryShardEndsUpPublishedOnce) {
     made.push_back(make_shard({.seed = 1400 + std::uint64_t(i), .xorbs = 4, .chunks_per_xorb = 200}));
   const int kShards = rounds * 6;
   int next = 0;
+  int inside_transaction = 0;  // kills seen inside a publish transaction
   for (int round = 0; round < rounds; ++round) {
     // Drop a few, wait until the fleet holds a random number of them, kill.
     int until = next + 6;
     for (; next < until; ++next) drop_file(a.incoming, made[next].file_name(), made[next].bytes);
-    int target = int(rng() % 6);
     std::string held_before = admin.one("SELECT count(*) FROM dedupd.hold");
-    ASSERT_TRUE(eventually(
-        [&] { return std::stoi(admin.one("SELECT count(*) FROM dedupd.hold")) >= std::stoi(held_before) + target; }));
+    auto held_now = [&] { return std::stoi(admin.one("SELECT count(*) FROM dedupd.hold")); };
+    if (round % 2 == 0) {
+      // Between shards: once the fleet holds a random number of them.
+      int target = int(rng() % 6);
+      ASSERT_TRUE(eventually([&] { return held_now() >= std::stoi(held_before) + target; }));
+    } else {
+      // Inside a publish transaction: as soon as the publisher's backend is
+      // seen in one (or, if every publish slipped between two looks, once
+      // all six are held).
+      // Looked at as fast as the server answers: a publish of one shard
+      // lasts a few milliseconds.
+      auto look = [&] {
+        return admin.one(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dedupd' AND datname = "
+                   "current_database() AND (state = 'idle in transaction' OR (state = 'active' AND (query "
+                   "LIKE 'COPY%' OR query LIKE 'INSERT%' OR query LIKE 'SELECT id FROM dedupd.shard%'))) AND "
+                   "pid <> pg_backend_pid()") != "0";
+      };
+      bool inside = false, all_held = false;
+      for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+           !inside && !all_held && std::chrono::steady_clock::now() < end;)
+        if (!(inside = look())) all_held = held_now() >= std::stoi(held_before) + 6;
+      ASSERT_TRUE(inside || all_held) << "the publisher made no progress";
+      if (inside) ++inside_transaction;
+    }
     a.process.kill_hard();
-    // Never a half shard: each fleet shard has all the chunk entries it claims.
+    // Never a half shard: each fleet shard has all the chunk entries it
+    // claims, each xorb all its chunk rows, and its xorbs in both orders.
     EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard s WHERE s.chunks <> (SELECT coalesce(sum(x.chunks), 0) "
-                        "FROM dedupd.xorb x WHERE x.id = ANY(s.xorb_ids))"),
+                        "FROM dedupd.xorb x WHERE x.id = ANY(s.xorb_ids)) OR cardinality(s.xorb_order) <> "
+                        "cardinality(s.xorb_ids)"),
+              "0");
+    EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb x LEFT JOIN (SELECT xorb_id, count(*) AS n FROM "
+                        "dedupd.chunk GROUP BY xorb_id) c ON c.xorb_id = x.id WHERE coalesce(c.n, 0) <> x.chunks"),
               "0");
     a.start();
   }
@@ -454,6 +612,7 @@ TEST_F(Fleet, KilledWhilePublishingEveryShardEndsUpPublishedOnce) {
                       "'host-a'"),
             std::to_string(kShards));
   EXPECT_EQ(admin.one("SELECT sum(chunks) FROM dedupd.shard"), std::to_string(kShards * 4 * 200));
+  std::printf("%d kills, %d of them inside a publish transaction\n", rounds, inside_transaction);
 }
 
 TEST_F(Fleet, AfterTheStandbyIsPromotedPublishingResumesWithNothingLost) {

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "fleet/fleet.hpp"
+#include "fleet/migrations.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -119,6 +121,112 @@ TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
   EXPECT_FALSE(again->changed());
   Admin admin(url_);
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.host"), "0");
+}
+
+// Schema 2 upgrades a schema-1 database in place: what a version-1 dedupd
+// published stays (its xorb order is the hash order it had), and shards
+// published after list their xorbs in their own order.
+TEST_F(FleetTest, Schema1IsUpgradedInPlaceAndNewShardsKeepTheirXorbOrder) {
+  ASSERT_GE(known_schema_version(), 2u);
+  Admin admin(url_);
+  // A schema-1 database as version 1 made it, with one shard published.
+  admin.one(
+      "CREATE SCHEMA dedupd; CREATE TABLE dedupd.schema_version (single boolean PRIMARY KEY DEFAULT true CHECK "
+      "(single), version integer NOT NULL, upgraded_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "
+      "dedupd.schema_version (version) VALUES (1);");
+  admin.one(schema::migrations()[0]);
+  admin.one("INSERT INTO dedupd.host (name) VALUES ('old-host')");
+  admin.one(
+      "INSERT INTO dedupd.xorb (hash, chunks, refs, cas_block) VALUES (decode(repeat('02', 32), 'hex'), 1, 1, "
+      "'\\x00'), (decode(repeat('01', 32), 'hex'), 1, 1, '\\x00')");
+  admin.one(
+      "INSERT INTO dedupd.shard (hash, chunks, xorb_ids, file_ids) VALUES (decode(repeat('aa', 32), 'hex'), 2, "
+      "'{2,1}', '{}')");
+  admin.one("INSERT INTO dedupd.hold (shard_id, host_id) SELECT s.id, h.id FROM dedupd.shard s, dedupd.host h");
+
+  auto m = migrate(options(url_, "unused"));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 1u);
+  EXPECT_EQ(m->to, known_schema_version());
+  EXPECT_EQ(admin.one("SELECT xorb_order::text FROM dedupd.shard"), "{2,1}");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.hold"), "1");
+
+  // A shard whose xorbs are not in hash order, one of them twice.
+  GenXorb x1 = index::gen::gen_xorb(21, 3), x2 = index::gen::gen_xorb(22, 4), x3 = index::gen::gen_xorb(23, 5);
+  std::vector<const GenXorb*> order = {&x1, &x2, &x3};
+  std::sort(order.begin(), order.end(), [](const GenXorb* a, const GenXorb* b) { return b->hash < a->hash; });
+  order.push_back(order[0]);
+  auto s = make_shard(order, 1);
+  auto w = writer(url_, "host-a");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(publish(*w, s).result, PublishResult::added);
+  std::string expected;
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) expected += (i ? "," : "") + order[i]->hash.to_hex_bytes();
+  EXPECT_EQ(admin.one("SELECT string_agg(encode(x.hash, 'hex'), ',' ORDER BY o.n) FROM dedupd.shard s, "
+                      "unnest(s.xorb_order) WITH ORDINALITY AS o (id, n) JOIN dedupd.xorb x ON x.id = o.id "
+                      "WHERE s.hash = decode('" +
+                      s.hash.to_hex_bytes() + "', 'hex')"),
+            expected);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "2");
+}
+
+// A global-dedup reply from the fleet takes a shard's xorbs as a local one
+// does: the chunk's xorb, then those after it, then those before, within
+// the bounds; a keyed shard comes with its key and expiry, an expired one
+// never.
+TEST_F(FleetTest, AShardsXorbsComeInReplyOrderWithinTheBounds) {
+  auto w = writer(url_, "host-a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb x1 = index::gen::gen_xorb(31, 3), x2 = index::gen::gen_xorb(32, 4), x3 = index::gen::gen_xorb(33, 5),
+          x4 = index::gen::gen_xorb(34, 6);
+  auto s = make_shard({&x1, &x2, &x3, &x4}, 1);
+  publish(*w, s);
+  auto ask = [&](const Hash& shard, const Hash& first, std::uint64_t max_xorbs, std::uint64_t max_bytes,
+                 std::uint64_t now = 100) {
+    auto a = r->shard_xorbs(shard, first, {max_xorbs, max_bytes}, now, Deadline::in(kDeadline));
+    EXPECT_TRUE(a) << (a ? "" : a.error().to_string());
+    return a ? *a : std::optional<ShardXorbs>{};
+  };
+  auto hashes = [](const std::optional<ShardXorbs>& a) {
+    std::vector<Hash> out;
+    if (a)
+      for (const auto& x : a->xorbs) out.push_back(x.hash);
+    return out;
+  };
+  auto block = [](std::uint64_t chunks) { return shard::kEntrySize * (1 + chunks); };
+
+  auto all = ask(s.hash, x3.hash, 100, 1 << 20);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(hashes(all), (std::vector<Hash>{x3.hash, x4.hash, x1.hash, x2.hash}));
+  EXPECT_FALSE(all->key);
+  EXPECT_FALSE(all->expiry);
+  ASSERT_EQ(all->xorbs[0].cas_block.size(), block(5));
+  shard::XorbBlock stored(all->xorbs[0].cas_block.data(), 0);
+  EXPECT_EQ(stored.hash(), x3.hash);
+  EXPECT_EQ(stored.chunk(0).chunk_hash, x3.raw[0]);
+  EXPECT_EQ(hashes(ask(s.hash, x3.hash, 2, 1 << 20)), (std::vector<Hash>{x3.hash, x4.hash}));
+  EXPECT_EQ(hashes(ask(s.hash, x3.hash, 100, block(5) + block(6))), (std::vector<Hash>{x3.hash, x4.hash}));
+  EXPECT_EQ(hashes(ask(s.hash, x3.hash, 100, block(5) + block(6) - 1)), (std::vector<Hash>{x3.hash}));
+  EXPECT_EQ(hashes(ask(s.hash, x3.hash, 100, 1)), (std::vector<Hash>{x3.hash})) << "the chunk's xorb always goes in";
+  EXPECT_EQ(hashes(ask(s.hash, x1.hash, 100, 1 << 20)), (std::vector<Hash>{x1.hash, x2.hash, x3.hash, x4.hash}));
+  EXPECT_FALSE(ask(s.hash, index::gen::hash_of_seed(777), 100, 1 << 20)) << "a xorb the shard does not list";
+  EXPECT_FALSE(ask(index::gen::hash_of_seed(778), x1.hash, 100, 1 << 20)) << "no such shard";
+
+  Key key = index::gen::hash_of_seed(779);
+  GenXorb x5 = index::gen::gen_xorb(35, 2);
+  auto keyed = make_shard({&x5}, 2, key, 1000);
+  publish(*w, keyed);
+  auto k = ask(keyed.hash, x5.hash, 100, 1 << 20, 999);
+  ASSERT_TRUE(k);
+  ASSERT_TRUE(k->key);
+  EXPECT_EQ(*k->key, key);
+  EXPECT_EQ(k->expiry, std::optional<std::uint64_t>(1000));
+  ASSERT_EQ(hashes(k), std::vector<Hash>{x5.hash});
+  ASSERT_EQ(k->xorbs[0].cas_block.size(), block(2));
+  shard::XorbBlock kb(k->xorbs[0].cas_block.data(), 0);
+  EXPECT_EQ(kb.chunk(0).chunk_hash, shard::keyed_chunk_hash(key, x5.raw[0])) << "served as stored, keyed";
+  EXPECT_FALSE(ask(keyed.hash, x5.hash, 100, 1 << 20, 1000)) << "expired at its shard_key_expiry";
 }
 
 TEST_F(FleetTest, FreshMigrationReportsFromZero) {

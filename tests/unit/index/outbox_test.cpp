@@ -211,6 +211,46 @@ std::uint32_t schema_version_on_disk(const std::string& dir) {
 
 // tests/fixtures/index-v1/README.md says how the index was written (by the
 // release before the outbox, with these same generated shards).
+// The observer hears of each commit that queued entries, and of no other,
+// so a publisher can sleep until there is something to publish.
+class CountingObserver : public Observer {
+ public:
+  void map_grown(std::uint64_t, std::uint64_t) override {}
+  void stale_readers_cleared(int) override {}
+  void merge_failed(const shard::Error&) override {}
+  void outbox_queued() override { ++queued; }
+  int queued = 0;
+};
+
+TEST_F(Outbox, TheObserverHearsOfEachCommitThatQueued) {
+  CountingObserver obs;
+  Options o;
+  o.observer = &obs;
+  reopen(o);
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2);
+  ingest(a);
+  EXPECT_EQ(obs.queued, 0) << "the outbox is off: nothing queued";
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  EXPECT_EQ(obs.queued, 1);  // a's entry
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  EXPECT_EQ(obs.queued, 1) << "already on: nothing queued";
+  ingest(b);
+  EXPECT_EQ(obs.queued, 2);
+  ingest(b);  // the same shard again: nothing new
+  EXPECT_EQ(obs.queued, 2);
+  ASSERT_TRUE(idx->remove(a.hash, 5));
+  EXPECT_EQ(obs.queued, 3);
+  auto c = shard_of({&x3}, 3, 50);
+  ingest(c);
+  EXPECT_EQ(obs.queued, 4);
+  auto gone = idx->expire(60);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->size(), 1u);
+  EXPECT_EQ(obs.queued, 5);
+  EXPECT_EQ(entries().size(), 5u);
+  reopen();  // before obs goes
+}
+
 TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
   gen::TempDir tmp;
   std::string dir = (tmp / "idx");
