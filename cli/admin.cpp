@@ -67,7 +67,7 @@ int purge(Context& ctx, bool dry_run) {
   }
   if (ctx.opt.quiet) return kOk;
   std::ostream& out = ctx.out();
-  const std::uint64_t now = std::uint64_t(std::time(nullptr));
+  const std::uint64_t now = now_s();
   const std::string verb = dry_run ? "would expire" : "expired";
   if (expired.empty()) {
     out << (dry_run ? "nothing is due: no shard would expire now\n" : "nothing was due: no shard expired\n");

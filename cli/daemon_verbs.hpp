@@ -11,6 +11,11 @@
 
 namespace dedupctl {
 
+// A route path with its argument: route(api::kShard, hash).
+inline std::string route(std::string_view prefix, std::string_view arg = {}) {
+  return std::string(prefix) + std::string(arg);
+}
+
 // A client on the socket the options and environment name.
 std::string socket_of(Context& ctx);
 

@@ -60,8 +60,6 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
 
 namespace {
 
-std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
-
 int fleet_status(Context& ctx) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::string what = "fleet status";

@@ -8,10 +8,6 @@
 
 namespace dedupctl {
 
-namespace {
-std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
-}  // namespace
-
 // A location lives until its last shard expires; "never" if any never does.
 std::optional<std::uint64_t> lives_until(const json& loc) {
   std::optional<std::uint64_t> latest = 0;

@@ -257,7 +257,7 @@ void print_inspect(Context& ctx, const json& doc, bool list_chunks, std::uint64_
 namespace {
 
 int inspect(Context& ctx, const std::string& path, bool list_chunks) {
-  const std::uint64_t now = std::uint64_t(std::time(nullptr));
+  const std::uint64_t now = now_s();
   if (auto code = inspect_if_bundle(ctx, path, list_chunks, now)) return *code;
   LoadedShard s = load(path, true);
   json doc = inspect_document(*s.view, path, now);

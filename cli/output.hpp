@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ std::string count(std::uint64_t n, std::string_view noun);
 std::string iso_utc(std::uint64_t unix_s);
 // Unix seconds -> "2025-08-01T16:51:45+02:00" in the local zone (TZ).
 std::string iso_local(std::uint64_t unix_s);
+// Now, in unix seconds (what "expires in", "created ago" count from).
+inline std::uint64_t now_s() { return std::uint64_t(std::time(nullptr)); }
 // Seconds of difference -> "in 3d 4h" / "2h 5m ago" / "now".
 std::string relative(std::int64_t seconds_from_now);
 // 93784 -> "1d 2h 3m".

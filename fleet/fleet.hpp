@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fleet/errors.hpp"
+#include "shard/chunk_answers.hpp"
 #include "shard/hash.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
@@ -81,36 +82,14 @@ struct FleetShardRef {
 };
 
 // One place a chunk lives in the fleet. byte_end is exclusive.
-struct ChunkLocation {
-  Hash xorb{};
-  std::uint32_t chunk_index = 0;
-  std::uint32_t byte_start = 0;
-  std::uint32_t byte_end = 0;
-  std::uint32_t unpacked_bytes = 0;
-  std::uint32_t flags = 0;
+struct ChunkLocation : shard::ChunkPlace {
   bool keyed = false;  // the shards store this xorb's chunk hashes under `key`
   Key key{};
   std::uint32_t shard_set = 0;  // index into ChunkAnswers::shard_sets
 };
 
-// Answers of a batch lookup, flat as index::BatchResult: the locations of
-// query i are locations[first[i], first[i + 1]).
-struct ChunkAnswers {
-  std::vector<std::uint32_t> first{};
-  std::vector<ChunkLocation> locations{};
-  std::vector<std::vector<FleetShardRef>> shard_sets{};
-
-  std::size_t size() const { return first.empty() ? 0 : first.size() - 1; }
-  std::span<const ChunkLocation> of(std::size_t i) const {
-    return {locations.data() + first[i], locations.data() + first[i + 1]};
-  }
-  const std::vector<FleetShardRef>& shards(const ChunkLocation& l) const { return shard_sets[l.shard_set]; }
-  void clear() {
-    first.clear();
-    locations.clear();
-    shard_sets.clear();
-  }
-};
+// Answers of a batch lookup, flat as index::BatchResult (shard/chunk_answers.hpp).
+struct ChunkAnswers : shard::FlatAnswers<ChunkLocation, FleetShardRef> {};
 
 // One stored form of a xorb (raw, or keyed under `key`), its CAS block
 // exactly as the publishing shard stored it (header + 48-byte chunk entries).

@@ -32,16 +32,7 @@
 namespace dedupd::index {
 
 // One place a raw chunk lives: as Location, without the shard list.
-struct RawLocation {
-  Hash xorb{};
-  std::uint32_t chunk_index = 0;
-  std::uint32_t byte_start = 0;
-  std::uint32_t byte_end = 0;  // exclusive
-  std::uint32_t unpacked_bytes = 0;
-  std::uint32_t flags = 0;
-
-  bool operator==(const RawLocation&) const = default;
-};
+using RawLocation = shard::ChunkPlace;
 
 struct WalkCounts {
   std::uint64_t chunks = 0;         // distinct raw chunk hashes visited

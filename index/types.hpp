@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "shard/chunk_answers.hpp"
 #include "shard/format.hpp"
 #include "shard/hash.hpp"
 #include "shard/keys.hpp"
@@ -64,45 +65,16 @@ struct ShardRef {
   Key key{};  // zero when not keyed
 };
 
-// One place a chunk lives. byte_end is exclusive (start + unpacked).
-struct Location {
-  Hash xorb{};
-  std::uint32_t chunk_index = 0;
-  std::uint32_t byte_start = 0;
-  std::uint32_t byte_end = 0;
-  std::uint32_t unpacked_bytes = 0;
-  std::uint32_t flags = 0;
+// One place a chunk lives, with the shards that describe it.
+struct Location : shard::ChunkPlace {
   std::vector<ShardRef> shards{};
 };
 
-// Results of a batch lookup, flat so a miss costs no allocation:
-// locations of query i are locations[first[i], first[i + 1]); a location's
-// shards are shard_sets[location.shard_set] (shared by a xorb's chunks).
-struct BatchLocation {
-  Hash xorb{};
-  std::uint32_t chunk_index = 0;
-  std::uint32_t byte_start = 0;
-  std::uint32_t byte_end = 0;
-  std::uint32_t unpacked_bytes = 0;
-  std::uint32_t flags = 0;
+// Results of a batch lookup (shard/chunk_answers.hpp has the layout).
+struct BatchLocation : shard::ChunkPlace {
   std::uint32_t shard_set = 0;
 };
-struct BatchResult {
-  std::vector<std::uint32_t> first{};
-  std::vector<BatchLocation> locations{};
-  std::vector<std::vector<ShardRef>> shard_sets{};
-
-  std::size_t size() const { return first.empty() ? 0 : first.size() - 1; }
-  std::span<const BatchLocation> of(std::size_t i) const {
-    return {locations.data() + first[i], locations.data() + first[i + 1]};
-  }
-  const std::vector<ShardRef>& shards(const BatchLocation& l) const { return shard_sets[l.shard_set]; }
-  void clear() {
-    first.clear();
-    locations.clear();
-    shard_sets.clear();
-  }
-};
+struct BatchResult : shard::FlatAnswers<BatchLocation, ShardRef> {};
 
 // One stored form of a xorb. The same xorb hash can have several: stored
 // raw, stored keyed with key K (chunk hashes differ), or (rarely) two shards

@@ -65,6 +65,7 @@
 #include "shard/mapped_file.hpp"
 #include "shard/reader.hpp"
 #include "tests/bench/proc_stats.hpp"
+#include "tests/bench/scratch_dir.hpp"
 
 namespace {
 
@@ -163,34 +164,30 @@ Mem mem_of(pid_t pid) {
 // smaps_rollup every 500 ms.
 class MemSampler {
  public:
-  explicit MemSampler(pid_t pid)
-      : pid_(pid), t_([this] {
-          for (unsigned n = 0; on_; ++n) {
-            Mem m;
-            if (n % 25 == 0) m = mem_of(pid_);
-            m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
-            {
-              std::lock_guard l(mu_);
-              peak_.rss = std::max(peak_.rss, m.rss);
-              peak_.private_clean = std::max(peak_.private_clean, m.private_clean);
-              peak_.private_dirty = std::max(peak_.private_dirty, m.private_dirty);
-              peak_.anonymous = std::max(peak_.anonymous, m.anonymous);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          }
-        }) {}
+  explicit MemSampler(pid_t pid) : pid_(pid), sampler_(std::chrono::milliseconds(20), [this] { sample(); }) {}
   Mem stop() {
-    on_ = false;
-    t_.join();
+    sampler_.stop();
+    std::lock_guard l(mu_);
     return peak_;
   }
 
  private:
+  void sample() {
+    Mem m;
+    if (samples_++ % 25 == 0) m = mem_of(pid_);
+    m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
+    std::lock_guard l(mu_);
+    peak_.rss = std::max(peak_.rss, m.rss);
+    peak_.private_clean = std::max(peak_.private_clean, m.private_clean);
+    peak_.private_dirty = std::max(peak_.private_dirty, m.private_dirty);
+    peak_.anonymous = std::max(peak_.anonymous, m.anonymous);
+  }
+
   pid_t pid_;
-  std::atomic<bool> on_{true};
+  unsigned samples_ = 0;  // the sampler thread's only
   std::mutex mu_;
   Mem peak_;
-  std::thread t_;
+  bench::Sampler sampler_;
 };
 
 void evict(const fs::path& file) {
@@ -439,16 +436,10 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json_out = argv[++i];
     else die("usage: bench_e2e [--chunks N] [--keys K] [--dir D] [--json FILE] [--quick]");
   }
-  fs::path root = base / ("dedupd-bench-e2e-" + std::to_string(::getpid()));
+  bench::ScratchDir scratch(base, "dedupd-bench-e2e");
+  const fs::path root = scratch.path();
   fs::create_directories(root / "staging");
   fs::create_directories(root / "incoming");
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{root};
 
   char date[64];
   std::time_t now = std::time(nullptr);

@@ -45,6 +45,7 @@
 #include "harness/make_shard.hpp"
 #include "harness/notify_socket.hpp"
 #include "tests/bench/proc_stats.hpp"
+#include "tests/bench/scratch_dir.hpp"
 
 namespace {
 
@@ -65,23 +66,17 @@ double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::dura
 class PeakSampler {
  public:
   explicit PeakSampler(pid_t pid)
-      : pid_(pid), t_([this] {
-          while (on_) {
-            peak_ = std::max(peak_.load(), rss_anon_of(pid_));
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-          }
-        }) {}
+      : pid_(pid),
+        sampler_(std::chrono::milliseconds(2), [this] { peak_ = std::max(peak_.load(), rss_anon_of(pid_)); }) {}
   long stop() {
-    on_ = false;
-    t_.join();
+    sampler_.stop();
     return peak_;
   }
 
  private:
   pid_t pid_;
-  std::atomic<bool> on_{true};
   std::atomic<long> peak_{0};
-  std::thread t_;
+  bench::Sampler sampler_;
 };
 
 std::uint64_t indexed_chunks(itest::HttpClient& http) {
@@ -115,15 +110,9 @@ int main(int argc, char** argv) {
       die("usage: bench_ingest_shard [--base N] [--shard N] [--repeat R] [--keyed] [--client] [--dir D] "
           "[--attach CMD] [--wrap CMD]");
   }
-  fs::path root = dir / ("dedupd-bench-ingest-" + std::to_string(::getpid()));
+  bench::ScratchDir scratch(dir, "dedupd-bench-ingest");
+  const fs::path root = scratch.path();
   fs::create_directories(root / "incoming");
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{root};
 
   constexpr std::uint32_t kPerXorb = 8192;
   std::uint64_t seed = 1;

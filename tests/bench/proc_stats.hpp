@@ -4,11 +4,15 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace dedupd::bench {
 
@@ -40,5 +44,30 @@ inline long rss_anon_of(pid_t pid) {
     if (line.rfind("RssAnon:", 0) == 0) return std::atol(line.c_str() + 8);
   return 0;
 }
+
+// Calls `sample` every `period` on a thread of its own until stop(): how the
+// benchmarks follow a process's peak memory while it works. Declare it after
+// what `sample` touches, so that exists before the first call.
+class Sampler {
+ public:
+  Sampler(std::chrono::milliseconds period, std::function<void()> sample)
+      : t_([this, period, sample = std::move(sample)] {
+          while (on_) {
+            sample();
+            std::this_thread::sleep_for(period);
+          }
+        }) {}
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+  ~Sampler() { stop(); }
+  void stop() {
+    on_ = false;
+    if (t_.joinable()) t_.join();
+  }
+
+ private:
+  std::atomic<bool> on_{true};
+  std::thread t_;
+};
 
 }  // namespace dedupd::bench

@@ -27,20 +27,7 @@ namespace fs = std::filesystem;
 // A small valid shard; `seed` makes its chunk hashes (and bytes) distinct.
 std::string small_shard(std::uint8_t seed) {
   shard::ShardWriter w;
-  shard::XorbRecord x;
-  std::vector<shard::HashAndSize> leaves;
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    shard::ChunkEntry c;
-    c.chunk_hash.bytes.fill(std::uint8_t(seed * 16 + i));
-    c.byte_start = i * 1000;
-    c.unpacked_bytes = 1000;
-    leaves.push_back({c.chunk_hash, 1000});
-    x.chunks.push_back(c);
-  }
-  x.header.xorb_hash = shard::xorb_hash(leaves);
-  x.header.bytes_in_xorb = 3000;
-  x.header.bytes_on_disk = 2000;
-  w.add_xorb(x);
+  w.add_xorb(testing::small_xorb(std::uint8_t(seed * 16)).record);
   shard::WriteOptions o;
   o.footer.creation_timestamp = 1700000000;
   auto b = w.write(o);

@@ -26,17 +26,8 @@
 namespace dedupctl {
 namespace {
 
-using nlohmann::json;
-using testing::FakeDaemon;
-using testing::http;
-using testing::http_error;
-using testing::Reply;
-using testing::Request;
-using testing::run_cli;
-
-const std::string kRaw = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
-const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
-const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
+using namespace testing::verb_test;
+using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
 
 json location() {
   return {{"xorb", kXorb},
@@ -337,6 +328,33 @@ TEST(Query, BusyWhenGivingUpSaysBusyNotReady) {
   Response starting{503, R"({"error":{"code":"not_ready","message":"opening"}})", "application/json"};
   EXPECT_FALSE(is_busy(starting));
   EXPECT_NE(std::string(status_error(starting, "query").what()).find("not ready"), std::string::npos);
+}
+
+// The daemon's own failures say what to do next, and are not retried: an
+// admin action still queued would run twice.
+TEST(Admin, DaemonFailuresSayWhatToDoAndAreNotRetried) {
+  Response queued{503, R"({"error":{"code":"in_progress","message":"daemon.busy: not done"}})", "application/json"};
+  EXPECT_FALSE(is_busy(queued));
+  auto e = status_error(queued, "rescan");
+  EXPECT_EQ(e.code(), 69);
+  EXPECT_NE(std::string(e.what()).find("did not finish in time"), std::string::npos) << e.what();
+  Response down{503, R"({"error":{"code":"unavailable","message":"index.no_space: disk full"}})", "application/json"};
+  e = status_error(down, "purge");
+  EXPECT_EQ(e.code(), 69);
+  EXPECT_NE(std::string(e.what()).find("cannot do it now: index.no_space: disk full"), std::string::npos) << e.what();
+  Response failed{500, R"({"error":{"code":"internal","message":"index.lmdb: MDB_CORRUPTED"}})", "application/json"};
+  e = status_error(failed, "rm");
+  EXPECT_EQ(e.code(), 76);
+  EXPECT_NE(std::string(e.what()).find("dedupd failed: index.lmdb"), std::string::npos) << e.what();
+
+  int calls = 0;
+  FakeDaemon d([&](const Request&) {
+    ++calls;
+    return http_error(503, "in_progress", "daemon.busy: the work loop did not get to it");
+  });
+  auto r = run_cli(with_socket(d, {"rescan"}));
+  EXPECT_EQ(r.code, 69) << r.err;
+  EXPECT_EQ(calls, 1);
 }
 
 TEST(Query, StdinWithABadLineIs65) {

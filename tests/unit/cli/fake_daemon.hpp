@@ -67,4 +67,22 @@ class FakeDaemon {
   std::thread thread_;
 };
 
+// What a verb test against the fake daemon names unqualified (`using
+// namespace testing::verb_test;`), and the hashes its canned answers use.
+namespace verb_test {
+using testing::FakeDaemon;
+using testing::http;
+using testing::http_error;
+using testing::Reply;
+using testing::Request;
+using testing::run_cli;
+using testing::TempDir;
+
+inline const std::string kRaw = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
+inline const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
+inline const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
+inline const std::string kFile = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
+inline const std::string kSha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+}  // namespace verb_test
+
 }  // namespace dedupctl::testing

@@ -93,19 +93,7 @@ TEST(Inspect, QuietPrintsNothing) {
 // A shard with a file: terms, verification, sha256, and a zero key.
 std::vector<std::uint8_t> shard_with_file(bool with_footer) {
   shard::ShardWriter w;
-  shard::XorbRecord x;
-  std::vector<shard::HashAndSize> leaves;
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    shard::ChunkEntry c;
-    c.chunk_hash.bytes.fill(std::uint8_t(i + 1));
-    c.byte_start = i * 1000;
-    c.unpacked_bytes = 1000;
-    leaves.push_back({c.chunk_hash, 1000});
-    x.chunks.push_back(c);
-  }
-  x.header.xorb_hash = shard::xorb_hash(leaves);
-  x.header.bytes_in_xorb = 3000;
-  x.header.bytes_on_disk = 2000;
+  auto [x, leaves] = testing::small_xorb(1);
   shard::FileRecord f;
   f.header.file_hash = shard::file_hash(leaves);
   shard::FileTerm t;

@@ -15,14 +15,8 @@
 namespace dedupctl {
 namespace {
 
-using nlohmann::json;
-using testing::FakeDaemon;
-using testing::http;
-using testing::http_error;
-using testing::Reply;
-using testing::Request;
-using testing::run_cli;
-using testing::TempDir;
+using namespace testing::verb_test;
+using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
 
 // Bytes that cut into several chunks (xorshift32 from a seed).
 std::string random_bytes(std::size_t n, std::uint32_t seed) {

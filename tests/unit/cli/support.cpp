@@ -10,6 +10,23 @@
 
 namespace dedupctl::testing {
 
+SmallXorb small_xorb(std::uint8_t first) {
+  namespace shard = dedupd::shard;
+  SmallXorb x;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    shard::ChunkEntry c;
+    c.chunk_hash.bytes.fill(std::uint8_t(first + i));
+    c.byte_start = i * 1000;
+    c.unpacked_bytes = 1000;
+    x.leaves.push_back({c.chunk_hash, 1000});
+    x.record.chunks.push_back(c);
+  }
+  x.record.header.xorb_hash = shard::xorb_hash(x.leaves);
+  x.record.header.bytes_in_xorb = 3000;
+  x.record.header.bytes_on_disk = 2000;
+  return x;
+}
+
 Outcome run_cli(const std::vector<std::string>& args, const RunOptions& options) {
   std::ostringstream out, err;
   std::istringstream in(options.stdin_text);

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "shard/hash.hpp"
+#include "shard/keys.hpp"
+#include "shard/writer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace dedupctl::testing {
@@ -26,6 +28,14 @@ Outcome run_cli(const std::vector<std::string>& args, const RunOptions& options 
 
 std::string fixture(const std::string& name);
 std::string read_file(const std::string& path);
+// A xorb of three 1000-byte chunks whose hashes are filled with the bytes
+// first, first + 1, first + 2; `leaves` feed the merkle hashes (xorb, file).
+struct SmallXorb {
+  dedupd::shard::XorbRecord record;
+  std::vector<dedupd::shard::HashAndSize> leaves;
+};
+SmallXorb small_xorb(std::uint8_t first);
+
 using dedupd::tests::TempDir;
 using dedupd::tests::write_file;
 

@@ -10,18 +10,8 @@
 namespace dedupctl {
 namespace {
 
-using nlohmann::json;
-using testing::FakeDaemon;
-using testing::http;
-using testing::http_error;
-using testing::Reply;
-using testing::Request;
-using testing::run_cli;
-
-const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2de61111652d31b081c";
-const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
-const std::string kFile = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
-const std::string kSha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+using namespace testing::verb_test;
+using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
 
 json shard_summary(const std::string& state = "live") {
   json s = {{"hash", kShard},

@@ -1,0 +1,94 @@
+#include "cli/state_verbs.hpp"
+
+#include <optional>
+
+#include "api/routes.hpp"
+#include "cli/client.hpp"
+#include "cli/daemon_verbs.hpp"
+#include "cli/fleet_verbs.hpp"
+#include "cli/lookup_print.hpp"
+#include "cli/lookup_shapes.hpp"
+#include "cli/output.hpp"
+
+namespace dedupctl {
+
+namespace api = dedupd::api;
+
+int shards(Context& ctx, const std::string& state) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "shards";
+  json doc = call(client, "GET", route(api::kShards, state.empty() ? "" : "?state=" + state), what);
+  const json& list = need_array(doc, "shards", what);
+  for (const auto& s : list) check_shard_summary(s, what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+  } else if (!ctx.opt.quiet) {
+    Table t({{"SHARD"}, {"STATE"}, {"CHUNKS", Table::right}, {"SIZE", Table::right}, {"EXPIRES"}, {"PATH"}});
+    for (const auto& s : list) {
+      const std::string st = s["state"].get<std::string>();
+      std::optional<std::uint64_t> exp;
+      if (!s["expiry"].is_null()) exp = s["expiry"].get<std::uint64_t>();
+      std::string path = s["paths"].empty() ? "-" : s["paths"][0].is_string() ? s["paths"][0].get<std::string>() : "?";
+      if (s["paths"].size() > 1) path += " (+" + std::to_string(s["paths"].size() - 1) + ")";
+      if (st == "rejected" && s.contains("reason") && s["reason"].is_object())
+        path += "  [" + s["reason"].value("rule", std::string("?")) + "]";
+      t.add({s["hash"].is_string() ? s["hash"].get<std::string>() : "-",
+             Table::Cell(st, st == "live"       ? Color::green
+                             : st == "rejected" ? Color::red
+                                                : Color::yellow),
+             grouped(s["chunks"]), human_bytes(s["size"]), exp ? iso_local(*exp) : "never", path});
+    }
+    if (list.empty()) ctx.out() << "no shards" << (state.empty() ? "" : " in state " + state) << '\n';
+    else t.print(ctx.out(), ctx.style);
+  }
+  return kOk;
+}
+
+int stats(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  json doc = call(client, "GET", std::string(api::kStats), "stats");
+  check_stats(doc, "stats");
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+  } else if (!ctx.opt.quiet) {
+    Fields f;
+    add_stats_fields(f, doc, now_s());
+    f.print(ctx.out(), ctx.style);
+  }
+  return kOk;
+}
+
+int status(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "status";
+  json doc = call(client, "GET", std::string(api::kStatus), what);
+  need_str(doc, "version", what);
+  need_u64(doc, "pid", what);
+  need_u64(doc, "uptime_s", what);
+  // While the index opens the daemon answers with "ready": false and no
+  // stats; that is "up but not serving yet", exit 69 so scripts can wait.
+  const bool ready = !doc.contains("ready") || (doc["ready"].is_boolean() && doc["ready"].get<bool>());
+  if (ready) check_stats(need(doc, "stats", what), what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+  } else if (!ctx.opt.quiet) {
+    Fields f;
+    f.add("dedupd",
+          std::string(ready ? "running" : "starting (index not open yet)") + ", version " +
+              doc["version"].get<std::string>() + ", pid " + std::to_string(doc["pid"].get<std::uint64_t>()) + ", up " +
+              duration(doc["uptime_s"].get<std::uint64_t>()),
+          ready ? Color::green : Color::yellow);
+    f.add("Socket",
+          doc.contains("socket") && doc["socket"].is_string() ? doc["socket"].get<std::string>() : client.socket());
+    if (doc.contains("state_dir") && doc["state_dir"].is_string())
+      f.add("State dir", doc["state_dir"].get<std::string>());
+    if (doc.contains("watch") && doc["watch"].is_array())
+      for (const auto& w : doc["watch"]) f.add("Watching", w.is_string() ? w.get<std::string>() : w.dump());
+    if (ready) add_stats_fields(f, doc["stats"], now_s());
+    if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
+    f.print(ctx.out(), ctx.style);
+  }
+  return ready ? kOk : kUnavailable;
+}
+
+}  // namespace dedupctl

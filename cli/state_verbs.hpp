@@ -1,0 +1,15 @@
+// What dedupd holds and how it runs: the shard list, index counts, status.
+#pragma once
+
+#include <string>
+
+#include "cli/context.hpp"
+
+namespace dedupctl {
+
+// state: "" for every shard, or live, expired, rejected, removed.
+int shards(Context& ctx, const std::string& state);
+int stats(Context& ctx);
+int status(Context& ctx);
+
+}  // namespace dedupctl
