@@ -5,6 +5,7 @@
 // design and the schema.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -40,7 +41,16 @@ struct ConnectOptions {
   // asks only for the keyed forms it may hold (docs/FLEET.md, "Key
   // filters"). Off: every form of every query is asked (tests compare both).
   bool key_filters = true;
+  // What the key filters of the Readers sharing this budget may hold in all
+  // (bytes; 16 bits a keyed entry, sized for twice the entries). A key whose
+  // filter would not fit is asked in every form, as without filters: slower,
+  // the same answers. Null: each Reader its own kDefaultKeyFilterBytes.
+  std::shared_ptr<std::atomic<std::int64_t>> key_filter_budget;
 };
+
+// 16 MiB: the filters of about 4 M keyed entries, whatever the number of
+// Readers sharing it (a daemon's private memory has a 64 MB goal).
+inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(16) << 20;
 
 // Bounds how long a call waits on the server.
 struct Deadline {

@@ -21,6 +21,10 @@ std::uint64_t mix(std::uint64_t v) {
 
 }  // namespace
 
+std::size_t KeyFilter::bytes_for(std::size_t entries) {
+  return std::bit_ceil((std::max<std::size_t>(entries, 1) * kBitsPerEntry + 511) / 512) * kWordsPerLine * 8;
+}
+
 KeyFilter::KeyFilter(std::size_t entries) {
   std::size_t lines = std::bit_ceil((std::max<std::size_t>(entries, 1) * kBitsPerEntry + 511) / 512);
   words_.assign(lines * kWordsPerLine, 0);

@@ -21,6 +21,8 @@ class KeyFilter {
   bool may_contain(std::int64_t prefix) const;
   std::size_t capacity() const { return capacity_; }
   std::size_t added() const { return added_; }
+  // What a filter sized for `entries` holds, in bytes.
+  static std::size_t bytes_for(std::size_t entries);
 
  private:
   const std::uint64_t* line_of(std::int64_t prefix, std::uint64_t& bits) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "fleet/fleet.hpp"
 #include "fleet/wire.hpp"
 #include "shard/reader.hpp"
 
@@ -10,6 +11,37 @@ namespace {
 // The first fetch measures the speed: small enough for any lookup bound.
 constexpr std::size_t kFirstStepEntries = 4096;
 }  // namespace
+
+KeyFilters::KeyFilters(std::shared_ptr<std::atomic<std::int64_t>> shared_budget)
+    : budget_(shared_budget ? std::move(shared_budget)
+                            : std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes)) {}
+
+KeyFilters::~KeyFilters() {
+  for (auto& [key, k] : by_key) budget_->fetch_add(k.reserved);
+}
+
+bool KeyFilters::resize_reservation(OfKey& k, std::int64_t bytes) {
+  const std::int64_t delta = bytes - k.reserved;
+  if (delta > 0 && budget_->fetch_sub(delta) < delta) {
+    budget_->fetch_add(delta);
+    return false;
+  }
+  if (delta < 0) budget_->fetch_add(-delta);
+  k.reserved = bytes;
+  return true;
+}
+
+void KeyFilters::erase(const shard::Key& key) {
+  auto it = by_key.find(key);
+  if (it == by_key.end()) return;
+  budget_->fetch_add(it->second.reserved);
+  by_key.erase(it);
+}
+
+bool KeyFilters::over_budget(const LiveKey& key) const {
+  auto it = by_key.find(key.key);
+  return it != by_key.end() && !it->second.over_budget_for.empty() && it->second.over_budget_for == key.generation;
+}
 
 const KeyFilter* KeyFilters::usable(const shard::Key& key, std::string_view generation) const {
   auto it = by_key.find(key);
@@ -20,6 +52,7 @@ const KeyFilter* KeyFilters::usable(const shard::Key& key, std::string_view gene
 void KeyFilters::keep_only_live() {
   for (auto it = by_key.begin(); it != by_key.end();) {
     bool is_live = std::any_of(live.begin(), live.end(), [&](const LiveKey& l) { return l.key == it->first; });
+    if (!is_live) budget_->fetch_add(it->second.reserved);
     it = is_live ? std::next(it) : by_key.erase(it);
   }
 }
@@ -29,11 +62,13 @@ void KeyFilters::forget_generations() {
     k.complete_for.clear();
     k.listed_at.clear();
     k.todo.clear();
+    k.over_budget_for.clear();
   }
 }
 
 Result<bool> KeyFilters::step(Connection& c, const LiveKey& key, double seconds,
                               std::chrono::steady_clock::time_point deadline) {
+  if (over_budget(key)) return false;
   OfKey& k = by_key[key.key];
   if (k.listed_at.empty()) {
     const auto listing = std::chrono::steady_clock::now();
@@ -55,7 +90,7 @@ Result<bool> KeyFilters::step(Connection& c, const LiveKey& key, double seconds,
       entries += std::uint64_t(listed.back().chunks);
     }
     if (generation.empty()) {  // the key row is gone: nothing to filter
-      by_key.erase(key.key);
+      erase(key.key);
       return false;
     }
     k.todo.clear();
@@ -68,7 +103,21 @@ Result<bool> KeyFilters::step(Connection& c, const LiveKey& key, double seconds,
     // Removed xorbs stay in the filter (false positives only) until it is
     // outgrown; then it starts over, sized for twice what there is.
     if (k.filter.added() + new_entries > k.filter.capacity()) {
-      k.filter = KeyFilter(std::size_t(entries) * 2);
+      const std::size_t wanted = std::size_t(entries) * 2;
+      if (!resize_reservation(k, std::int64_t(KeyFilter::bytes_for(wanted)))) {
+        // Over the budget: this generation is asked in every form. What
+        // the old filter held is given back; it is not complete anyway.
+        k.filter = KeyFilter();
+        (void)resize_reservation(k, 0);
+        k.have.clear();
+        k.todo.clear();
+        k.complete_for.clear();
+        k.listed_at.clear();
+        k.over_budget_for = std::move(generation);
+        return false;
+      }
+      k.over_budget_for.clear();
+      k.filter = KeyFilter(wanted);
       k.have.clear();
       k.complete_for.clear();
       k.todo = std::move(listed);

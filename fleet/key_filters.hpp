@@ -9,9 +9,11 @@
 // bounded step at a time, so a refresh fits in a lookup's spare time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,11 @@ struct LiveKey {
 };
 
 struct KeyFilters {
+  explicit KeyFilters(std::shared_ptr<std::atomic<std::int64_t>> shared_budget);
+  ~KeyFilters();
+  KeyFilters(const KeyFilters&) = delete;
+  KeyFilters& operator=(const KeyFilters&) = delete;
+
   std::vector<LiveKey> live;  // as the last answer listed them, in key order
   struct Listed {
     std::int32_t id;  // this connection's row id, to fetch it
@@ -42,9 +49,11 @@ struct KeyFilters {
     // a (xorb hash, key) form always has the same CAS block, while ids and
     // generations may be handed out again by a promoted standby.
     std::vector<shard::Hash> have;
-    std::string complete_for;  // generation the filter holds every entry of ("": none)
-    std::string listed_at;     // generation `todo` was listed at ("": list again)
-    std::vector<Listed> todo;  // listed, not yet in the filter
+    std::string complete_for;     // generation the filter holds every entry of ("": none)
+    std::string listed_at;        // generation `todo` was listed at ("": list again)
+    std::vector<Listed> todo;     // listed, not yet in the filter
+    std::int64_t reserved = 0;    // of the budget, for `filter`
+    std::string over_budget_for;  // generation whose filter did not fit ("": none)
   };
   std::map<shard::Key, OfKey> by_key;
   // How fast CAS blocks came in (entries per second; 0: not measured yet),
@@ -61,6 +70,9 @@ struct KeyFilters {
   // the connection is left mid-statement: fleet.timeout). True when the
   // filter is complete (for the generation it last listed).
   Result<bool> step(Connection& c, const LiveKey& key, double seconds, std::chrono::steady_clock::time_point deadline);
+  // The filter for the key's generation did not fit the budget: it is
+  // asked in every form until the generation moves.
+  bool over_budget(const LiveKey& key) const;
   // Drops the filters of keys no longer in `live`.
   void keep_only_live();
   // A new connection, maybe to another server: every filter is listed
@@ -69,6 +81,12 @@ struct KeyFilters {
 
  private:
   static bool finish(OfKey& k);
+  // Sets k's share of the budget to `bytes`; false (and unchanged) when
+  // that would pass the budget.
+  bool resize_reservation(OfKey& k, std::int64_t bytes);
+  void erase(const shard::Key& key);
+
+  std::shared_ptr<std::atomic<std::int64_t>> budget_;
 };
 
 }  // namespace dedupd::fleet::detail

@@ -89,7 +89,7 @@ struct Form {
 }  // namespace
 
 Reader::Reader(ConnectOptions options)
-    : options_(std::move(options)), filters_(std::make_unique<detail::KeyFilters>()) {}
+    : options_(std::move(options)), filters_(std::make_unique<detail::KeyFilters>(options_.key_filter_budget)) {}
 Reader::~Reader() = default;
 
 std::unique_ptr<Reader> Reader::lazy(const ConnectOptions& options) {
@@ -184,7 +184,7 @@ void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
       }
       // Complete for the generation it listed (maybe newer than k's), or
       // the key is gone.
-      if (*done || filters_->by_key.count(k.key) == 0) break;
+      if (*done || filters_->by_key.count(k.key) == 0 || filters_->over_budget(k)) break;
     }
   }
 }

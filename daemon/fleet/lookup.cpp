@@ -19,6 +19,7 @@ bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
     : options_(std::move(options)), timeout_(timeout) {
+  options_.key_filter_budget = filter_budget_;
   connector_ = std::thread([this] { run_connector(); });
 }
 
@@ -37,6 +38,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     timeout_ = timeout;
     if (options.url == options_.url && options.host_name == options_.host_name) return;
     options_ = std::move(options);
+    options_.key_filter_budget = filter_budget_;
     ++generation_;
     idle_.clear();
     want_idle_ = 1;
@@ -124,6 +126,11 @@ void FleetLookup::run_connector() {
     // connect, schema check and prepare included); DNS may take longer,
     // on this thread only.
     auto r = fleet::Reader::connect(o);
+    // Off the request path, the key filters may take the whole connect
+    // bound; a reader lent before they are complete would spend each
+    // lookup's spare time on them, of which a tight bound leaves none. Not
+    // complete in time: lookups still answer, asking every form.
+    if (r) (void)(*r)->warm_up(fleet::Deadline::in(o.connect_timeout));
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;

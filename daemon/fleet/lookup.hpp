@@ -76,7 +76,11 @@ class FleetLookup {
   void run_connector();
 
   mutable std::mutex mu_;
-  fleet::ConnectOptions options_;                     // under mu_
+  fleet::ConnectOptions options_;  // under mu_
+  // One budget for the key filters of every Reader in the pool, so that
+  // their memory does not grow with the pool.
+  std::shared_ptr<std::atomic<std::int64_t>> filter_budget_ =
+      std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
   std::chrono::milliseconds timeout_;                 // under mu_
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fleet/fleet.hpp"
+#include "fleet/key_filter.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -115,6 +116,43 @@ TEST_F(FleetKeyFilter, AnswersWhatAskingEveryFormAnswersWithFarFewerForms) {
   // false positive: far under the 3 forms per query asked without filters.
   EXPECT_GE(c.forms_asked, q.size() + 200);
   EXPECT_LT(c.forms_asked, q.size() + 200 + 50);
+}
+
+// Readers sharing a budget hold at most that much filter: a key whose filter
+// does not fit is asked in every form, with the same answers, and what a
+// Reader held goes back to the budget when it goes.
+TEST_F(FleetKeyFilter, AFilterOverTheBudgetIsNotBuiltAndTheKeyIsAskedInEveryForm) {
+  GenXorb a = index::gen::gen_xorb(40, 300), b = index::gen::gen_xorb(41, 300);
+  Key k1 = index::gen::hash_of_seed(701), k2 = index::gen::hash_of_seed(702);
+  publish(*writer_, make_shard({&a}, 1, k1));
+  publish(*writer_, make_shard({&b}, 2, k2));
+  std::vector<Hash> q(a.raw.begin(), a.raw.end());
+  q.insert(q.end(), b.raw.begin(), b.raw.end());
+  for (std::uint64_t i = 0; i < 400; ++i) q.push_back(index::gen::hash_of_seed(910000 + i));
+  auto every = reader(false);
+  ASSERT_TRUE(every);
+  const auto want = describe(lookup(*every, q));
+
+  // Room for one key's filter (2 x 300 entries at 16 bits), not two.
+  const auto one = std::int64_t(KeyFilter::bytes_for(600));
+  auto budget = std::make_shared<std::atomic<std::int64_t>>(one + one / 2);
+  ConnectOptions o = options(url_, true);
+  o.key_filter_budget = budget;
+  {
+    auto r = Reader::connect(o);
+    ASSERT_TRUE(r) << r.error().to_string();
+    for (int round = 0; round < 3; ++round) EXPECT_EQ(describe(lookup(**r, q)), want) << round;
+    EXPECT_EQ((*r)->last_lookup().filtered_keys, 1u);
+    EXPECT_EQ(budget->load(), one / 2);
+    // A second Reader on the same budget gets no filter at all, and
+    // still answers everything.
+    auto second = Reader::connect(o);
+    ASSERT_TRUE(second) << second.error().to_string();
+    for (int round = 0; round < 2; ++round) EXPECT_EQ(describe(lookup(**second, q)), want) << round;
+    EXPECT_EQ((*second)->last_lookup().filtered_keys, 0u);
+    EXPECT_EQ((*second)->last_lookup().forms_asked, (*second)->last_lookup().forms);
+  }
+  EXPECT_EQ(budget->load(), one + one / 2) << "Readers gone: their filters' bytes are back";
 }
 
 TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
