@@ -23,5 +23,7 @@ endif()
 add_library(blake3 STATIC ${_blake3_src})
 target_include_directories(blake3 SYSTEM PUBLIC ${BLAKE3_C_DIR})
 target_compile_definitions(blake3 PRIVATE ${_blake3_defs})
-# Third-party code: our warning flags are not its business.
+# Third-party code: our warning flags are not its business, nor whether its
+# files can share one translation unit.
 target_compile_options(blake3 PRIVATE -w)
+set_target_properties(blake3 PROPERTIES UNITY_BUILD OFF)

@@ -17,7 +17,7 @@ namespace {
 using detail::Connection;
 using wire::Params;
 
-std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
+std::span<const std::uint8_t> hash_bytes(const Hash& h) { return {h.bytes.data(), 32}; }
 
 // Retry a transaction that lost a race (the same shard published by another
 // host meanwhile) or a deadlock/serialization failure.
@@ -240,7 +240,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
   auto once = [&]() -> Result<PublishOutcome> {
     PublishOutcome out;
     auto existing =
-        c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR SHARE", Params().bytea(bytes_of(shard_hash)));
+        c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR SHARE", Params().bytea(hash_bytes(shard_hash)));
     if (!existing) return existing.error();
     if (existing->size() == 1) {
       auto hold = c.exec("INSERT INTO dedupd.hold (shard_id, host_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -254,9 +254,9 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     if (view.keyed()) {
       Key key = view.chunk_key();
       auto ins = c.exec("INSERT INTO dedupd.chunk_key (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
-                        Params().bytea(bytes_of(key)));
+                        Params().bytea(hash_bytes(key)));
       if (!ins) return ins.error();
-      auto id = c.exec("SELECT id FROM dedupd.chunk_key WHERE key = $1", Params().bytea(bytes_of(key)));
+      auto id = c.exec("SELECT id FROM dedupd.chunk_key WHERE key = $1", Params().bytea(hash_bytes(key)));
       if (!id) return id.error();
       if (id->size() != 1) return make_error(kRuleRetry, "key row vanished");
       key_id = id->int4(0, 0);
@@ -267,7 +267,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
       std::vector<std::span<const std::uint8_t>> hashes, blocks;
       std::vector<std::int32_t> counts;
       for (const auto& x : xorbs) {
-        hashes.push_back(bytes_of(x.hash));
+        hashes.push_back(hash_bytes(x.hash));
         blocks.push_back(x.block);
         counts.push_back(x.chunks);
       }
@@ -308,8 +308,8 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     if (!files.empty()) {
       std::vector<std::span<const std::uint8_t>> hashes, shas, blocks;
       for (const auto& f : files) {
-        hashes.push_back(bytes_of(f.hash));
-        shas.push_back(f.sha256 ? bytes_of(*f.sha256) : std::span<const std::uint8_t>());
+        hashes.push_back(hash_bytes(f.hash));
+        shas.push_back(f.sha256 ? hash_bytes(*f.sha256) : std::span<const std::uint8_t>());
         blocks.push_back(f.block);
       }
       auto ins = c.exec(
@@ -326,7 +326,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     }
 
     Params shard_params;
-    shard_params.bytea(bytes_of(shard_hash));
+    shard_params.bytea(hash_bytes(shard_hash));
     if (key_id) shard_params.int4(*key_id);
     else shard_params.null(wire::kOidInt4);
     if (expiry) shard_params.int8(*expiry);
@@ -372,7 +372,7 @@ Result<bool> Writer::drop_hold(const Hash& shard_hash) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
   return retrying<bool>(c, [&]() -> Result<bool> {
-    auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(bytes_of(shard_hash)));
+    auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(hash_bytes(shard_hash)));
     if (!s) return s.error();
     if (s->size() == 0) return false;
     return release(c, s->int8(0, 0), host_id_);

@@ -11,7 +11,7 @@ namespace dedupd::shard {
 
 namespace {
 
-std::string num(std::uint64_t v) { return std::to_string(v); }
+std::string decimal(std::uint64_t v) { return std::to_string(v); }
 
 // The first block of each xorb hash, as the reader resolves term ranges.
 std::unordered_map<Hash, XorbBlock> xorbs_by_hash(const ShardView& view) {
@@ -33,7 +33,7 @@ void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_s
   if (actual.size() != expected.size()) {
     out.push_back(
         {"integrity.lookup_table", offset,
-         std::string(name) + " has " + num(actual.size()) + " entries, the shard has " + num(expected.size())});
+         std::string(name) + " has " + decimal(actual.size()) + " entries, the shard has " + decimal(expected.size())});
     return;
   }
   // Writers sort by key only, so equal keys may come in any index order.
@@ -45,7 +45,7 @@ void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_s
     if (!lookup_equal(actual[order[i]], expected[i])) {
       out.push_back(
           {"integrity.lookup_table", offset + entry_size * order[i],
-           std::string(name) + " entry " + num(order[i]) + " does not point at a matching entry of the shard"});
+           std::string(name) + " entry " + decimal(order[i]) + " does not point at a matching entry of the shard"});
       return;  // one wrong entry shifts the rest; report the table once
     }
 }
@@ -125,7 +125,7 @@ void check_xorb_hashes(const ShardView& view, std::vector<Error>& out) {
     Hash computed = xorb_hash(leaves);
     if (computed != x.hash())
       out.push_back({"integrity.xorb_hash", x.offset(),
-                     "xorb " + x.hash().to_string() + " does not match its " + num(x.num_chunks()) +
+                     "xorb " + x.hash().to_string() + " does not match its " + decimal(x.num_chunks()) +
                          " chunks, which hash to " + computed.to_string()});
   }
 }
@@ -146,9 +146,9 @@ void check_verification(const ShardView& view, std::vector<Error>& out) {
       Hash computed = verification_range_hash(raw);
       if (computed != f.verification(i).hash)
         out.push_back({"integrity.verification", f.offset() + kEntrySize * (1 + f.num_terms() + i),
-                       "verification entry " + num(i) + " of file " + f.hash().to_string() +
-                           " does not match chunks [" + num(t.chunk_start) + ", " + num(t.chunk_end) + ") of xorb " +
-                           t.xorb_hash.to_string()});
+                       "verification entry " + decimal(i) + " of file " + f.hash().to_string() +
+                           " does not match chunks [" + decimal(t.chunk_start) + ", " + decimal(t.chunk_end) +
+                           ") of xorb " + t.xorb_hash.to_string()});
     }
   }
 }
@@ -165,8 +165,8 @@ void check_term_sizes(const ShardView& view, std::vector<Error>& out) {
       for (std::uint32_t c = t.chunk_start; c < t.chunk_end; ++c) sum += x->second.chunk(c).unpacked_bytes;
       if (sum != t.unpacked_bytes)
         out.push_back({"integrity.term_bytes", f.offset() + kEntrySize * (1 + i) + 36,
-                       "term " + num(i) + " of file " + f.hash().to_string() + " says " + num(t.unpacked_bytes) +
-                           " bytes, its chunks hold " + num(sum)});
+                       "term " + decimal(i) + " of file " + f.hash().to_string() + " says " +
+                           decimal(t.unpacked_bytes) + " bytes, its chunks hold " + decimal(sum)});
     }
   }
 }

@@ -41,8 +41,8 @@ std::size_t next_cut(std::span<const HashAndSize> rest) {
 // daemon's xorb hash check takes (the rest is BLAKE3).
 constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
   std::array<std::array<char, 2>, 256> t{};
-  constexpr char kDigits[] = "0123456789abcdef";
-  for (int b = 0; b < 256; ++b) t[b] = {kDigits[b >> 4], kDigits[b & 0xF]};
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int b = 0; b < 256; ++b) t[b] = {kHex[b >> 4], kHex[b & 0xF]};
   return t;
 }();
 

@@ -25,7 +25,7 @@ std::vector<RuleAt> problems(const Bytes& b, std::optional<std::string_view> nam
   return out;
 }
 
-Bytes good(LookupTables t = LookupTables::build) {
+Bytes intact(LookupTables t = LookupTables::build) {
   WriteOptions o;
   o.lookup_tables = t;
   return testing::small_shard(true, true).writer.write(o);
@@ -35,20 +35,20 @@ std::string name_of(const Bytes& b) { return shard_file_hash(b).to_string() + ".
 
 // small_shard(): file 2 at 240 has terms at 288, 336, 384 and verification
 // entries at 432, 480, 528; xorb A at 672, xorb B at 1296.
-constexpr std::uint64_t kXorbA = 672, kXorbB = 1296, kFile2Verification = 432;
+constexpr std::uint64_t kXorbAAt = 672, kXorbBAt = 1296, kFile2Verification = 432;
 
 TEST(Integrity, GoodUnkeyedShardWithVerificationIsClean) {
   for (auto t : {LookupTables::build, LookupTables::none_server_style}) {
-    auto b = good(t);
+    auto b = intact(t);
     EXPECT_EQ(problems(b), std::vector<RuleAt>{});
     EXPECT_EQ(problems(b, "/var/cache/xet/shard-cache/" + name_of(b)), std::vector<RuleAt>{});
   }
 }
 
 TEST(Integrity, FlippedChunkHashBreaksItsXorbAndTheTermsCoveringIt) {
-  auto b = good();
-  b[kXorbB + 48 * 3 + 31] ^= 0x40;  // chunk 3 of xorb B, outside the truncated key
-  EXPECT_EQ(problems(b), (std::vector<RuleAt>{{"integrity.xorb_hash", kXorbB},
+  auto b = intact();
+  b[kXorbBAt + 48 * 3 + 31] ^= 0x40;  // chunk 3 of xorb B, outside the truncated key
+  EXPECT_EQ(problems(b), (std::vector<RuleAt>{{"integrity.xorb_hash", kXorbBAt},
                                               {"integrity.verification", kFile2Verification + 48}}));
 }
 
@@ -61,13 +61,13 @@ TEST(Integrity, FlippedChunkHashWithoutVerificationIsOneProblem) {
 }
 
 TEST(Integrity, FlippedVerificationHashIsOneProblem) {
-  auto b = good();
+  auto b = intact();
   b[kFile2Verification + 2 * 48 + 7] ^= 1;
   EXPECT_EQ(problems(b), (std::vector<RuleAt>{{"integrity.verification", kFile2Verification + 96}}));
 }
 
 TEST(Integrity, WrongNameIsOneProblem) {
-  auto b = good();
+  auto b = intact();
   std::string name = name_of(b);
   name[10] = name[10] == '0' ? '1' : '0';
   EXPECT_EQ(problems(b, name), (std::vector<RuleAt>{{"integrity.file_name", 0}}));
@@ -77,7 +77,7 @@ TEST(Integrity, WrongNameIsOneProblem) {
 }
 
 TEST(Integrity, NamesOfOtherFormsAreNotChecked) {
-  auto b = good();
+  auto b = intact();
   for (std::string name : {std::string("shard.mdb"), std::string("upload.bin"), std::string(64, 'a') + ".mdb_temp",
                            "." + std::string(64, 'a') + ".mdb", std::string(64, 'g') + ".mdb"})
     EXPECT_EQ(problems(b, name), std::vector<RuleAt>{}) << name;
@@ -86,7 +86,7 @@ TEST(Integrity, NamesOfOtherFormsAreNotChecked) {
 }
 
 TEST(Integrity, TermBytesMustMatchItsChunks) {
-  auto b = good();
+  auto b = intact();
   store_u32(b.data() + 336 + 36, load_u32(b.data() + 336 + 36) + 1);  // file 2, term 1
   EXPECT_EQ(problems(b), (std::vector<RuleAt>{{"integrity.term_bytes", 336 + 36}}));
 }
@@ -115,7 +115,7 @@ TEST(Integrity, KeyedShardsSkipHashChecksTheyCannotDo) {
 }
 
 TEST(Integrity, LookupTableEntryPointingElsewhere) {
-  auto b = good();
+  auto b = intact();
   const std::uint64_t fo = b.size() - 200;
   const std::uint64_t xorbs = load_u64(b.data() + fo + 40);
   // Swap the indices of the two xorb entries: keys stay sorted, targets are wrong.
@@ -157,7 +157,7 @@ TEST(Integrity, EqualKeysInAnyIndexOrderAreAccepted) {
 TEST(Integrity, AChunkTableNamingAChunkTwiceIsReported) {
   // Entry 1 becomes a copy of entry 0: the keys stay sorted and every entry
   // names a real chunk, but one chunk is named twice and another not at all.
-  auto b = good();
+  auto b = intact();
   const std::uint64_t fo = b.size() - 200;
   const std::uint64_t chunks = load_u64(b.data() + fo + 56);
   std::copy_n(b.data() + chunks, 16, b.data() + chunks + 16);
@@ -165,7 +165,7 @@ TEST(Integrity, AChunkTableNamingAChunkTwiceIsReported) {
 }
 
 TEST(Integrity, AChunkTableEntryPastItsXorbIsReported) {
-  auto b = good();
+  auto b = intact();
   const std::uint64_t fo = b.size() - 200;
   const std::uint64_t chunks = load_u64(b.data() + fo + 56), n = load_u64(b.data() + fo + 64);
   store_u32(b.data() + chunks + 16 * (n - 1) + 12, 1000);  // the last entry's chunk offset
@@ -175,8 +175,8 @@ TEST(Integrity, AChunkTableEntryPastItsXorbIsReported) {
 }
 
 TEST(Integrity, EachCheckCanBeSwitchedOff) {
-  auto b = good();
-  b[kXorbB + 48 * 3 + 31] ^= 0x40;
+  auto b = intact();
+  b[kXorbBAt + 48 * 3 + 31] ^= 0x40;
   IntegrityOptions o;
   o.xorb_hashes = false;
   EXPECT_EQ(problems(b, std::nullopt, o), (std::vector<RuleAt>{{"integrity.verification", kFile2Verification + 48}}));
@@ -185,7 +185,7 @@ TEST(Integrity, EachCheckCanBeSwitchedOff) {
 }
 
 TEST(Verify, StructureStopsAtFirstProblemButTheNameIsStillChecked) {
-  auto b = good();
+  auto b = intact();
   std::string name = name_of(b);
   b.resize(b.size() - 1);
   auto p = problems(b, name);
@@ -195,12 +195,12 @@ TEST(Verify, StructureStopsAtFirstProblemButTheNameIsStillChecked) {
 }
 
 TEST(Verify, ReportsEveryIntegrityProblem) {
-  auto b = good(LookupTables::none_server_style);
-  b[kXorbA + 48 + 31] ^= 1;
-  b[kXorbB + 48 + 31] ^= 1;
+  auto b = intact(LookupTables::none_server_style);
+  b[kXorbAAt + 48 + 31] ^= 1;
+  b[kXorbBAt + 48 + 31] ^= 1;
   auto p = problems(b);
-  EXPECT_EQ(std::count(p.begin(), p.end(), RuleAt("integrity.xorb_hash", kXorbA)), 1);
-  EXPECT_EQ(std::count(p.begin(), p.end(), RuleAt("integrity.xorb_hash", kXorbB)), 1);
+  EXPECT_EQ(std::count(p.begin(), p.end(), RuleAt("integrity.xorb_hash", kXorbAAt)), 1);
+  EXPECT_EQ(std::count(p.begin(), p.end(), RuleAt("integrity.xorb_hash", kXorbBAt)), 1);
 }
 
 }  // namespace
