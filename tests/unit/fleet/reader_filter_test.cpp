@@ -8,8 +8,9 @@
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
-namespace dedupd::fleet {
-namespace {
+// Named, not anonymous: a unity build puts this file beside fleet_test.cpp,
+// whose helpers have the same names.
+namespace dedupd::fleet::key_filter_test {
 
 using index::gen::GenXorb;
 using index::gen::OwnedShard;
@@ -264,5 +265,4 @@ TEST_F(FleetKeyFilter, ANewConnectionListsEveryFilterAgainBeforeUsingIt) {
   }
 }
 
-}  // namespace
-}  // namespace dedupd::fleet
+}  // namespace dedupd::fleet::key_filter_test
