@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
     else die("usage: bench_e2e [--chunks N] [--keys K] [--dir D] [--json FILE] [--quick]");
   }
   bench::ScratchDir scratch(base, "dedupd-bench-e2e");
-  const fs::path root = scratch.path();
+  const fs::path& root = scratch.path();
   fs::create_directories(root / "staging");
   fs::create_directories(root / "incoming");
 

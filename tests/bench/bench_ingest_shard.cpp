@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
           "[--attach CMD] [--wrap CMD]");
   }
   bench::ScratchDir scratch(dir, "dedupd-bench-ingest");
-  const fs::path root = scratch.path();
+  const fs::path& root = scratch.path();
   fs::create_directories(root / "incoming");
 
   constexpr std::uint32_t kPerXorb = 8192;
