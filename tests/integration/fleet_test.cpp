@@ -519,7 +519,7 @@ TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
   std::vector<Response> answered;
   {
     Concurrent misses(b.socket);
-    for (int i = 0; i < kRequests; ++i) misses.get("/v1/chunk/" + s.first_chunks[1].to_string());
+    for (int i = 0; i < kRequests; ++i) misses.get("/v1/chunk/" + s.raw_chunks[1].to_string());
     bool some = eventually([&] { return !misses.answers().empty(); }, std::chrono::seconds(30));
     answered = misses.answers();
     // B's own shard answers too, on a new connection, while one is stuck.
