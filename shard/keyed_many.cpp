@@ -6,8 +6,10 @@
 // specification, section 2.2: IV, the message schedule and the G function);
 // the unit test checks every lane against the one-at-a-time compression.
 //
-// GCC's vector extension keeps this portable; target_clones builds it for
-// AVX-512 and AVX2 besides the baseline, the loader picks one at start.
+// GCC's vector extension keeps this portable; the body is built for
+// AVX-512 and AVX2 besides the baseline, and the first call picks one.
+// Not target_clones: its ifunc resolver runs while the program is being
+// relocated, before a sanitizer's runtime is up, and crashes TSan builds.
 #include <cstring>
 
 #include "shard/keys.hpp"
@@ -51,8 +53,7 @@ constexpr std::uint32_t kFlags = (1 << 0) | (1 << 1) | (1 << 3) | (1 << 4);
 
 // cv[i] (lane j) = word i of the keyed hash of message m (lane j); words
 // 8..15 of every message are zero.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void compress_lanes(const std::uint32_t* key,
-                                                                                 const Lanes* message, Lanes* cv) {
+[[gnu::always_inline]] inline void compress_lanes(const std::uint32_t* key, const Lanes* message, Lanes* cv) {
   Lanes m[16], v[16];
   for (int i = 0; i < 8; ++i) {
     m[i] = message[i];
@@ -77,6 +78,23 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void compress_lanes
   for (int i = 0; i < 8; ++i) cv[i] = v[i] ^ v[i + 8];
 }
 
+using Compress = void (*)(const std::uint32_t*, const Lanes*, Lanes*);
+
+__attribute__((target("avx512f"))) void compress_avx512(const std::uint32_t* key, const Lanes* message, Lanes* cv) {
+  compress_lanes(key, message, cv);
+}
+__attribute__((target("avx2"))) void compress_avx2(const std::uint32_t* key, const Lanes* message, Lanes* cv) {
+  compress_lanes(key, message, cv);
+}
+void compress_baseline(const std::uint32_t* key, const Lanes* message, Lanes* cv) { compress_lanes(key, message, cv); }
+
+Compress best_compress() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return compress_avx512;
+  if (__builtin_cpu_supports("avx2")) return compress_avx2;
+  return compress_baseline;
+}
+
 }  // namespace
 
 void KeyedChunkHasher::hash_many(std::span<const Hash> raw, Hash* out) const {
@@ -93,7 +111,8 @@ void KeyedChunkHasher::hash_many(std::span<const Hash> raw, Hash* out) const {
         std::memcpy(&word, raw[at + j].bytes.data() + 4 * w, 4);  // little-endian hosts (hash.cpp)
         message[w][j] = word;
       }
-    compress_lanes(key_words_, message, cv);
+    static const Compress compress = best_compress();
+    compress(key_words_, message, cv);
     for (std::size_t j = 0; j < n; ++j)
       for (int w = 0; w < 8; ++w) {
         const std::uint32_t word = cv[w][j];
