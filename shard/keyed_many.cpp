@@ -102,6 +102,7 @@ void KeyedChunkHasher::hash_many(std::span<const Hash> raw, Hash* out) const {
     std::memcpy(static_cast<void*>(out), raw.data(), raw.size_bytes());
     return;
   }
+  static const Compress compress = best_compress();
   for (std::size_t at = 0; at < raw.size(); at += kLanes) {
     const std::size_t n = std::min<std::size_t>(kLanes, raw.size() - at);
     Lanes message[8] = {}, cv[8];
@@ -111,7 +112,6 @@ void KeyedChunkHasher::hash_many(std::span<const Hash> raw, Hash* out) const {
         std::memcpy(&word, raw[at + j].bytes.data() + 4 * w, 4);  // little-endian hosts (hash.cpp)
         message[w][j] = word;
       }
-    static const Compress compress = best_compress();
     compress(key_words_, message, cv);
     for (std::size_t j = 0; j < n; ++j)
       for (int w = 0; w < 8; ++w) {

@@ -41,7 +41,6 @@ bool ChunkAnswer::fill(std::size_t want) {
         error_ = st.error();
         return false;
       }
-      shard_lists_.clear();
       remote_ = {};
       if (fleet_) {
         fleet_link::Reach reach = fleet_->fleet_misses(block_, result_, remote_);
@@ -57,7 +56,7 @@ bool ChunkAnswer::fill(std::size_t want) {
       const FleetPart fleet{remote_, std::uint32_t(next_)};
       found_ += !locations.empty() || !remote_.of(fleet.query).empty();
       if (shape_ == Shape::document && written_) out.ch(',');
-      write_lookup_result(out, fields_, block_[next_], locations, result_, &fleet, &shard_lists_);
+      write_lookup_result(out, fields_, block_[next_], locations, result_, &fleet);
       if (shape_ == Shape::lines) {
         // A line carries its own fleet mark: it may be read alone.
         if (remote_.reach != fleet_link::Reach::off) {

@@ -49,7 +49,6 @@ class ChunkAnswer : public BodyStream {
   std::span<const shard::Hash> block_;
   std::size_t next_ = 0;  // in block_
   index::BatchResult result_;
-  ShardListText shard_lists_;  // of result_
   std::string pending_;
   std::size_t sent_ = 0;  // of pending_
   std::uint64_t written_ = 0, found_ = 0;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -85,20 +84,9 @@ void write_location_fields(JsonOut& out, std::uint8_t want, const Location& loc,
 
 }  // namespace
 
-std::string_view ShardListText::of(const index::BatchResult& result, std::uint32_t set) {
-  if (set >= text_.size()) text_.resize(set + 1);
-  used_ = std::max<std::size_t>(used_, set + 1);
-  std::string& text = text_[set];
-  if (text.empty()) {
-    JsonOut out(text);
-    write_shard_refs(out, result.shard_sets[set]);
-  }
-  return text;
-}
-
 void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
                          std::span<const index::BatchLocation> locations, const index::BatchResult& result,
-                         const FleetPart* fleet, ShardListText* lists) {
+                         const FleetPart* fleet) {
   std::span<const fleet::ChunkLocation> remote;
   if (fleet) remote = fleet->misses.of(fleet->query);
   out.ch('{');
@@ -121,10 +109,8 @@ void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::
     const std::uint8_t want = fields.location;
     for (std::size_t j = 0; j < locations.size(); ++j) {
       if (j) out.ch(',');
-      write_location_fields(out, want, locations[j], "local", [&](JsonOut& o) {
-        if (lists) o.raw(lists->of(result, locations[j].shard_set));
-        else write_shard_refs(o, result.shards(locations[j]));
-      });
+      write_location_fields(out, want, locations[j], "local",
+                            [&](JsonOut& o) { write_shard_refs(o, result.shards(locations[j])); });
     }
     for (std::size_t j = 0; j < remote.size(); ++j) {
       if (j || !locations.empty()) out.ch(',');

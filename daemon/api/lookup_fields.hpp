@@ -9,7 +9,6 @@
 #include <string>
 #include <string_view>
 #include <variant>
-#include <vector>
 
 #include "daemon/api/json_out.hpp"
 #include "daemon/fleet/answers.hpp"
@@ -44,29 +43,10 @@ struct FleetPart {
   std::uint32_t query;
 };
 
-// The "shards" lists of one BatchResult as written, by shard set. The
-// chunks of a xorb share one set and a batch meets few sets, so a streamed
-// answer writes each list once and copies it after; clear() with every new
-// BatchResult (the text keeps its capacity).
-class ShardListText {
- public:
-  void clear() {
-    for (std::size_t i = 0; i < used_; ++i) text_[i].clear();
-    used_ = 0;
-  }
-  // The text of set `set` of `result`, written on first use.
-  std::string_view of(const index::BatchResult& result, std::uint32_t set);
-
- private:
-  std::vector<std::string> text_;
-  std::size_t used_ = 0;  // text_[0, used_) may hold text
-};
-
 // {"hash": ..., "found": ..., "locations": [...]} with the chosen fields:
-// the local locations first ("origin": "local"), then the fleet's. With
-// `lists`, shard lists come from (and go into) it.
+// the local locations first ("origin": "local"), then the fleet's.
 void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
                          std::span<const index::BatchLocation> locations, const index::BatchResult& result,
-                         const FleetPart* fleet = nullptr, ShardListText* lists = nullptr);
+                         const FleetPart* fleet = nullptr);
 
 }  // namespace dedupd::daemon::http

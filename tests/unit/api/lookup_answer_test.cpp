@@ -82,33 +82,6 @@ TEST(LookupAnswer, HashesAreWrittenInTheXetStringForm) {
   EXPECT_EQ(out, '"' + h.to_string() + '"');
 }
 
-// A streamed answer writes each shard list once and copies it after: the
-// copies must be what writing it again would give, for each set.
-TEST(LookupAnswer, ShardListsCopiedAreTheSameAsWritten) {
-  auto r = two_results();
-  r.shard_sets.push_back({index::ShardRef{hash_of(3), 1'700'000'000ull, false, {}}});
-  r.locations.push_back(r.locations[0]);
-  r.locations.back().shard_set = 1;
-  r.locations.back().chunk_index = 4;
-  r.first = {0, 2, 2};
-  std::string plain, copied;
-  JsonOut p(plain), c(copied);
-  ShardListText lists;
-  for (int round = 0; round < 2; ++round) {
-    write_lookup_result(p, LookupFields{}, hash_of(0x10), r.of(0), r);
-    write_lookup_result(c, LookupFields{}, hash_of(0x10), r.of(0), r, nullptr, &lists);
-  }
-  EXPECT_EQ(copied, plain);
-  // A new result's sets are not the old ones.
-  lists.clear();
-  r.shard_sets[0] = {index::ShardRef{hash_of(4), std::nullopt, true, hash_of(9)}};
-  plain.clear(), copied.clear();
-  write_lookup_result(p, LookupFields{}, hash_of(0x10), r.of(0), r);
-  write_lookup_result(c, LookupFields{}, hash_of(0x10), r.of(0), r, nullptr, &lists);
-  EXPECT_EQ(copied, plain);
-  EXPECT_NE(copied.find(hash_of(4).to_string()), std::string::npos);
-}
-
 TEST(LookupAnswer, FieldsPickWhatIsWritten) {
   EXPECT_EQ(write(fields("hash,found"), 0), json({{"hash", hash_of(0x10).to_string()}, {"found", true}}));
   EXPECT_EQ(write(fields("found"), 1), json({{"found", false}}));
