@@ -124,6 +124,11 @@ struct FileAnswer {
 };
 
 // A fleet shard's xorbs for a global-dedup reply (Reader::shard_xorbs).
+// A candidate: a shard that holds the queried chunk, in `xorb`.
+struct ShardCandidate {
+  Hash shard{};
+  Hash xorb{};
+};
 struct ShardXorbBounds {
   std::uint64_t max_xorbs = 0;
   std::uint64_t max_block_bytes = 0;  // CAS blocks together
@@ -133,6 +138,7 @@ struct ShardXorb {
   std::vector<std::uint8_t> cas_block{};  // as the shard stored it
 };
 struct ShardXorbs {
+  Hash shard{};                           // the candidate chosen
   std::optional<Key> key{};               // keyed: the blocks' chunk hashes are stored under it
   std::optional<std::uint64_t> expiry{};  // shard_key_expiry, unix seconds
   std::vector<ShardXorb> xorbs{};         // in reply order
@@ -233,13 +239,16 @@ class Reader {
   // about to serve lookups under a tight bound. fleet.timeout when they
   // are not complete by then (lookups still answer, asking every form).
   Result<Ok> warm_up(Deadline deadline);
-  // The xorbs of fleet shard `shard_hash` in the order and bounds a local
-  // global-dedup reply takes them (fleet/reader_shards.cpp): `first` first,
-  // then those after it in the shard, then those before, until the next
-  // would pass a bound (`first` always goes in), with the shard's key and
-  // expiry. nullopt when the fleet has no such shard, it expired by `now`
-  // (unix seconds), or it does not list `first`.
-  Result<std::optional<ShardXorbs>> shard_xorbs(const Hash& shard_hash, const Hash& first,
+  // The xorbs of the best candidate shard in the order and bounds a local
+  // global-dedup reply takes them (fleet/reader_shards.cpp), in one
+  // statement. Best: a raw shard (re-keyable by the caller), then the one
+  // whose key expires last (never first), then by hash. A candidate expired
+  // by `now` (unix seconds) or not listing its xorb is passed over. Its
+  // xorb goes first, then those after it in the shard, then those before,
+  // until the next would pass a bound (the first always goes in); the
+  // shard's key and expiry come with them. nullopt when no candidate is
+  // left; no statement when there is none.
+  Result<std::optional<ShardXorbs>> shard_xorbs(std::span<const ShardCandidate> candidates,
                                                 const ShardXorbBounds& bounds, std::uint64_t now, Deadline deadline);
 
  private:

@@ -184,7 +184,8 @@ TEST_F(FleetTest, AShardsXorbsComeInReplyOrderWithinTheBounds) {
   publish(*w, s);
   auto ask = [&](const Hash& shard, const Hash& first, std::uint64_t max_xorbs, std::uint64_t max_bytes,
                  std::uint64_t now = 100) {
-    auto a = r->shard_xorbs(shard, first, {max_xorbs, max_bytes}, now, Deadline::in(kDeadline));
+    const ShardCandidate one{shard, first};
+    auto a = r->shard_xorbs(std::span(&one, 1), {max_xorbs, max_bytes}, now, Deadline::in(kDeadline));
     EXPECT_TRUE(a) << (a ? "" : a.error().to_string());
     return a ? *a : std::optional<ShardXorbs>{};
   };
@@ -227,6 +228,41 @@ TEST_F(FleetTest, AShardsXorbsComeInReplyOrderWithinTheBounds) {
   shard::XorbBlock kb(k->xorbs[0].cas_block.data(), 0);
   EXPECT_EQ(kb.chunk(0).chunk_hash, shard::keyed_chunk_hash(key, x5.raw[0])) << "served as stored, keyed";
   EXPECT_FALSE(ask(keyed.hash, x5.hash, 100, 1 << 20, 1000)) << "expired at its shard_key_expiry";
+  EXPECT_FALSE(r->shard_xorbs({}, {100, 1 << 20}, 100, Deadline::in(kDeadline)).value()) << "no candidate";
+}
+
+// Of several shards holding a chunk, the fleet answers with the one a local
+// reply prefers: raw, else the keyed one that expires last; expired ones and
+// ones that do not list the chunk's xorb are passed over.
+TEST_F(FleetTest, TheBestCandidateShardAnswers) {
+  auto w = writer(url_, "host-a");
+  auto r = reader(url_);
+  ASSERT_TRUE(w && r);
+  GenXorb x = index::gen::gen_xorb(41, 3), y = index::gen::gen_xorb(42, 2);
+  const Key k1 = index::gen::hash_of_seed(781), k2 = index::gen::hash_of_seed(782);
+  auto soon = make_shard({&x}, 11, k1, 500);
+  auto late = make_shard({&x, &y}, 12, k2, 900);
+  auto raw = make_shard({&y, &x}, 13);
+  for (const auto* s : {&soon, &late, &raw}) publish(*w, *s);
+  auto best = [&](std::vector<ShardCandidate> c, std::uint64_t now = 100) {
+    auto a = r->shard_xorbs(c, {100, 1 << 20}, now, Deadline::in(kDeadline));
+    EXPECT_TRUE(a) << (a ? "" : a.error().to_string());
+    return a && *a ? (*a)->shard : Hash{};
+  };
+  const ShardCandidate c_soon{soon.hash, x.hash}, c_late{late.hash, x.hash}, c_raw{raw.hash, x.hash};
+  EXPECT_EQ(best({c_soon, c_late, c_raw}), raw.hash) << "raw first";
+  auto from_raw = r->shard_xorbs(std::vector{c_raw}, {100, 1 << 20}, 100, Deadline::in(kDeadline)).value();
+  ASSERT_TRUE(from_raw);
+  EXPECT_FALSE(from_raw->key);
+  ASSERT_EQ(from_raw->xorbs.size(), 2u);
+  EXPECT_EQ(from_raw->xorbs[0].hash, x.hash) << "the chunk's xorb first, then the one before it";
+  EXPECT_EQ(from_raw->xorbs[1].hash, y.hash);
+  EXPECT_EQ(best({c_soon, c_late}), late.hash) << "the key that expires last";
+  EXPECT_EQ(best({c_late, c_soon}), late.hash);
+  EXPECT_EQ(best({c_soon, c_late}, 900), Hash{}) << "both expired";
+  EXPECT_EQ(best({c_soon, c_late}, 600), late.hash);
+  EXPECT_EQ(best({{soon.hash, y.hash}, c_late}), late.hash) << "a shard that does not list the xorb is passed over";
+  EXPECT_EQ(best({{index::gen::hash_of_seed(783), x.hash}, c_soon}), soon.hash) << "an unknown shard is passed over";
 }
 
 TEST_F(FleetTest, FreshMigrationReportsFromZero) {
