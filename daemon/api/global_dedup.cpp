@@ -178,25 +178,30 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
   return Out(reply.write(settings.now));
 }
 
-std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(std::span<const fleet::XorbAnswer> xorbs,
+fleet::ShardXorbBounds fleet_source_bounds(const ReplyBounds& bounds) {
+  std::uint64_t blocks = bounds.max_bytes > kReplyFramingBytes ? bounds.max_bytes - kReplyFramingBytes : 0;
+  return {bounds.max_xorbs, std::min(blocks, kFleetReplyMaxBlockBytes)};
+}
+
+std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fleet::ShardXorbs& source,
                                                                         const ReplySettings& settings) {
-  // Raw forms only, re-keyed and valid as long as a raw local source: the
-  // fleet keeps no key expiry for a keyed form, a reply under it could
-  // outlive it. Each form is a source of one xorb, in the fleet's order.
+  index::ShardRef as_local;
+  as_local.keyed = source.key.has_value();
+  as_local.key = source.key.value_or(shard::Key{});
+  as_local.expiry = source.expiry;
   ReplyPlan plan;
-  plan.rekey = true;
-  plan.key = settings.key;
-  plan.expiry = reply_expiry(index::ShardRef{}, settings);
+  plan.rekey = !as_local.keyed;
+  plan.key = as_local.keyed ? as_local.key : settings.key;
+  plan.expiry = reply_expiry(as_local, settings);
+  if (plan.expiry <= settings.now) return std::nullopt;  // expired since the fleet answered
   ReplyShard reply(plan);
+  // The fleet applied the bounds; applied again so a reply never passes them.
   ReplyFiller filler(settings.bounds);
-  for (const fleet::XorbAnswer& answer : xorbs) {
-    for (const fleet::XorbForm& form : answer.forms) {
-      if (form.keyed || form.cas_block.size() < shard::kEntrySize) continue;
-      shard::XorbBlock block(form.cas_block.data(), 0);
-      index::Index::XorbHead head{block.hash(), block.num_chunks()};
-      if (!filler.choose(std::span(&head, 1), head.hash).empty()) reply.add(record_of(block));
-      if (filler.full()) return reply.write(settings.now);
-    }
+  for (const fleet::ShardXorb& x : source.xorbs) {
+    shard::XorbBlock block(x.cas_block.data(), 0);  // whole: checked by fleet::Reader
+    index::Index::XorbHead head{block.hash(), block.num_chunks()};
+    if (!filler.choose(std::span(&head, 1), head.hash).empty()) reply.add(record_of(block));
+    if (filler.full()) break;
   }
   return reply.write(settings.now);
 }

@@ -22,9 +22,11 @@
 //   re-served as stored, under its own key, for no longer than its expiry.
 //   The shard valid longest wins; other shards holding the chunk fill the
 //   room left when they share the reply's key and do not shorten its life.
-// - A chunk this index lacks is answered from the fleet (daemon/fleet/):
-//   the fleet's raw forms of the xorbs holding it stand for source shards
-//   of one xorb each, re-keyed and bounded as above.
+// - A chunk this index lacks is answered from the fleet (daemon/fleet/)
+//   the same way: the fleet shard the chunk came from, chosen as above
+//   (raw first, re-keyed; else keyed, as stored, for no longer than its
+//   expiry), its xorbs in the same order and bounds. One shard only: the
+//   room left is not filled from others, which would cost another wait.
 #pragma once
 
 #include <cstdint>
@@ -89,10 +91,24 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
                                                                                  const shard::Hash& raw_chunk,
                                                                                  const ReplySettings& settings);
 
-// The reply for a chunk this index lacks, from the fleet's forms of the
-// xorbs holding it (FleetLookup::xorb answers); keyed forms are left out.
-// nullopt when no raw form is given.
-std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(std::span<const fleet::XorbAnswer> xorbs,
+// A reply from the fleet brings at most this many bytes of CAS blocks: they
+// cross the network within the fleet lookup bound (50 ms by default), and
+// bench_fleet measures about 1.5 ms per MB on a quiet 2-core host
+// (docs/PERFORMANCE.md), so 8 MiB (~175 k chunk entries, ~10 GiB of file
+// data) leaves room for a loaded server. A client finds what lies past it
+// with its next query, answered from there on.
+inline constexpr std::uint64_t kFleetReplyMaxBlockBytes = 8ull << 20;
+
+// What a fleet source shard may bring to a reply within `bounds`: the same
+// xorb count, and the bytes left for CAS blocks after the framing, at most
+// kFleetReplyMaxBlockBytes.
+fleet::ShardXorbBounds fleet_source_bounds(const ReplyBounds& bounds);
+
+// The reply for a chunk this index lacks, from the fleet shard it came from
+// (fleet::Reader::shard_xorbs: the chunk's xorb first); raw blocks are
+// re-keyed with the daemon's key, keyed ones served under their own.
+// nullopt when the shard brought no xorb.
+std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fleet::ShardXorbs& source,
                                                                         const ReplySettings& settings);
 
 }  // namespace dedupd::daemon::http

@@ -1,7 +1,6 @@
 // GET /v1/chunks/default-merkledb/<hash> (and /v1/chunks/default/<hash>):
 // the Xet global-dedup query, answered with a shard (global_dedup.hpp).
 #include <ctime>
-#include <set>
 
 #include "daemon/api/fleet_json.hpp"
 #include "daemon/api/global_dedup.hpp"
@@ -13,22 +12,14 @@ namespace dedupd::daemon::http {
 
 namespace {
 
-// A chunk this index lacks: the reply from the fleet's xorbs of it, each
-// fleet call within the lookup bound. `reach` says how the fleet part went.
+// A chunk this index lacks: the reply from the fleet shard it came from,
+// within the fleet lookup bound. `reach` says how the fleet part went.
 std::optional<std::vector<std::uint8_t>> fleet_reply(Context& ctx, const shard::Hash& chunk,
                                                      const ReplySettings& settings, fleet_link::Reach& reach) {
-  fleet_link::FleetMisses remote;
-  reach = ctx.service.fleet_misses(std::span(&chunk, 1), {}, remote);
-  std::vector<fleet::XorbAnswer> xorbs;
-  std::set<shard::Hash> asked;
-  for (const fleet::ChunkLocation& loc : remote.of(0)) {
-    if (loc.keyed || !asked.insert(loc.xorb).second) continue;  // keyed forms are not served
-    std::optional<fleet::XorbAnswer> answer;
-    reach = ctx.service.fleet_xorb(loc.xorb, answer);
-    if (reach != fleet_link::Reach::answered) break;  // no second wait on a fleet that failed one
-    if (answer) xorbs.push_back(std::move(*answer));
-  }
-  return build_fleet_global_dedup_reply(xorbs, settings);
+  std::optional<fleet::ShardXorbs> source;
+  reach = ctx.service.fleet_source_shard(chunk, fleet_source_bounds(settings.bounds), settings.now, source);
+  if (reach != fleet_link::Reach::answered || !source) return std::nullopt;
+  return build_fleet_global_dedup_reply(*source, settings);
 }
 
 }  // namespace

@@ -61,6 +61,12 @@ class Service {
   virtual fleet_link::Reach fleet_xorb(const shard::Hash&, std::optional<fleet::XorbAnswer>&) {
     return fleet_link::Reach::off;
   }
+  // The fleet's source shard of a chunk, for a global-dedup reply
+  // (fleet::Reader::shard_xorbs), within one bound.
+  virtual fleet_link::Reach fleet_source_shard(const shard::Hash&, const fleet::ShardXorbBounds&, std::uint64_t,
+                                               std::optional<fleet::ShardXorbs>&) {
+    return fleet_link::Reach::off;
+  }
   virtual fleet_link::Reach fleet_file(const shard::Hash&, std::optional<fleet::FileAnswer>&) {
     return fleet_link::Reach::off;
   }

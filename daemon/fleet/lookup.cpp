@@ -188,6 +188,22 @@ Reach FleetLookup::files_with_sha256(const fleet::Hash& sha256, std::vector<flee
   });
 }
 
+Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
+                                std::optional<fleet::ShardXorbs>& out) {
+  return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
+    fleet::ChunkAnswers holders;
+    if (auto res = r.lookup_chunks(std::span(&raw_chunk, 1), holders, d); !res) return res.error();
+    std::vector<fleet::ShardCandidate> candidates;
+    if (holders.size() == 1)
+      for (const fleet::ChunkLocation& loc : holders.of(0))
+        for (const fleet::FleetShardRef& s : holders.shards(loc)) candidates.push_back({s.shard, loc.xorb});
+    auto res = r.shard_xorbs(candidates, bounds, now, d);
+    if (!res) return res.error();
+    out = std::move(res).value();
+    return std::nullopt;
+  });
+}
+
 Reach FleetLookup::status(fleet::Status& out, std::string& error) {
   auto lease = borrow();
   fleet::ConnectOptions o;

@@ -50,6 +50,12 @@ class FleetLookup {
   Reach xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out);
   Reach file(const fleet::Hash& h, std::optional<fleet::FileAnswer>& out);
   Reach files_with_sha256(const fleet::Hash& sha256, std::vector<fleet::Hash>& out);
+  // The source shard of a chunk this host lacks, for a global-dedup reply
+  // (fleet::Reader::shard_xorbs picks it among the shards holding the
+  // chunk): two statements on one Reader within ONE bound, so the reply
+  // waits no longer than any other answer.
+  Reach source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
+                     std::optional<fleet::ShardXorbs>& out);
   // Status takes a longer bound and may connect for itself: it is an
   // operator's question (dedupctl fleet status), not a lookup.
   Reach status(fleet::Status& out, std::string& error);

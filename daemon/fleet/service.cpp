@@ -33,6 +33,12 @@ fleet_link::Reach ServiceImpl::fleet_xorb(const shard::Hash& h, std::optional<fl
   return daemon_.fleet_lookup().xorb(h, out);
 }
 
+fleet_link::Reach ServiceImpl::fleet_source_shard(const shard::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds,
+                                                  std::uint64_t now, std::optional<fleet::ShardXorbs>& out) {
+  if (!daemon_.fleet_enabled()) return Reach::off;
+  return daemon_.fleet_lookup().source_shard(raw_chunk, bounds, now, out);
+}
+
 fleet_link::Reach ServiceImpl::fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) {
   if (!daemon_.fleet_enabled()) return Reach::off;
   return daemon_.fleet_lookup().file(h, out);

@@ -184,6 +184,15 @@ void expect_reply_answers(const std::string& body, const shard::Hash& xorb, cons
   EXPECT_TRUE(chunk_found) << "the chunk is not keyed under the reply's key";
 }
 
+// The xorbs of a global-dedup reply, in its order.
+std::vector<shard::Hash> reply_xorbs(const std::string& body) {
+  std::vector<shard::Hash> out;
+  auto view = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(body.data()), body.size()});
+  if (view.ok())
+    for (auto x : view->xorbs()) out.push_back(x.hash());
+  return out;
+}
+
 // Requests sent at once, each on its own connection, answered in any order.
 class Concurrent {
  public:
@@ -278,12 +287,14 @@ TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
   json x = c.http().get("/v1/xorb/" + s.xorbs[0].to_string()).json();
   EXPECT_EQ(x["origin"], "fleet");
   EXPECT_EQ(x["num_chunks"], 5);
-  // The Xet global-dedup endpoint on B answers A's chunk with a reply shard
-  // built from the fleet's xorb, keyed with B's key; --local-only: 404.
+  // The Xet global-dedup endpoint on B answers A's chunk with A's whole
+  // upload shard from the fleet, the chunk's xorb first, then those after
+  // it, then those before, keyed with B's key; --local-only: 404.
   const std::string gd = "/v1/chunks/default-merkledb/" + s.first_chunks[1].to_string();
   auto reply = b.http().get(gd);
   ASSERT_EQ(reply.status, 200) << reply.body;
   expect_reply_answers(reply.body, s.xorbs[1], s.first_chunks[1]);
+  EXPECT_EQ(reply_xorbs(reply.body), (std::vector<shard::Hash>{s.xorbs[1], s.xorbs[2], s.xorbs[0]}));
   EXPECT_EQ(status_and_fleet_header(b, gd), std::make_pair(200, std::string("ok")));
   EXPECT_EQ(status_and_fleet_header(b, gd + "?local_only=1"), std::make_pair(404, std::string()));
   EXPECT_EQ(status_and_fleet_header(b, "/v1/chunks/default/" + unknown.first_chunks[0].to_string()),
@@ -331,6 +342,50 @@ TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
   (void)seen;  // it may have expired before C looked: the end state is what counts
   Admin admin(url);
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+// A shard the fleet holds only keyed (as a Xet server's reply is) answers
+// another host's global-dedup query as stored: under its own key, for no
+// longer than its expiry. Where the fleet also holds the chunk raw, the raw
+// shard wins: it can be re-keyed and lives as long as any reply.
+TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  a.start();
+  b.start();
+  const shard::Key key =
+      shard::Hash::parse_hex_bytes("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff").value();
+  const std::uint64_t expiry = std::uint64_t(std::time(nullptr)) + 3600;
+  MadeShard keyed = make_shard({.seed = 1305, .xorbs = 2, .chunks_per_xorb = 4, .expiry = expiry, .key = key});
+  drop_file(a.incoming, keyed.file_name(), keyed.bytes);
+  const std::string gd = "/v1/chunks/default/" + keyed.raw_chunks[5].to_string();
+  Response reply;
+  ASSERT_TRUE(eventually([&] { return (reply = b.http().get(gd)).status == 200; }))
+      << "B never answered: " << reply.body;
+  auto view = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(reply.body.data()), reply.body.size()});
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  EXPECT_EQ(view->chunk_key(), key) << "served under the key it is stored with";
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(expiry));
+  expect_reply_answers(reply.body, keyed.xorbs[1], keyed.raw_chunks[5]);
+  EXPECT_EQ(reply_xorbs(reply.body), (std::vector<shard::Hash>{keyed.xorbs[1], keyed.xorbs[0]}));
+
+  // The same chunks raw (same seed, so the same xorbs): B now prefers them.
+  MadeShard raw = make_shard({.seed = 1305, .xorbs = 2, .chunks_per_xorb = 4});
+  ASSERT_EQ(raw.xorbs, keyed.xorbs);
+  drop_file(a.incoming, raw.file_name(), raw.bytes);
+  ASSERT_TRUE(eventually([&] {
+    auto r = b.http().get(gd);
+    if (r.status != 200) return false;
+    auto v = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(r.body.data()), r.body.size()});
+    return v.ok() && v->chunk_key() != key;
+  })) << "the raw shard never won";
+  reply = b.http().get(gd);
+  expect_reply_answers(reply.body, keyed.xorbs[1], keyed.raw_chunks[5]);
+  view = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(reply.body.data()), reply.body.size()});
+  ASSERT_TRUE(view.ok());
+  EXPECT_GT(view->expiry().value_or(0), expiry) << "a re-keyed reply lives its whole lifetime";
 }
 
 // SIGHUP applies a changed url; the url (it may carry a password) is never

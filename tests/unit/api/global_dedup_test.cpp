@@ -331,42 +331,67 @@ std::vector<std::uint8_t> cas_block_of(const shard::XorbRecord& rec) {
   return {};
 }
 
-fleet::XorbAnswer fleet_answer(const st::TestXorb& x, bool keyed = false, const Key& key = Key{}) {
-  fleet::XorbForm form{keyed, key, cas_block_of(x.record), {{st::seeded_hash(4242), {"host-a"}}}};
-  return {x.record.header.xorb_hash, {std::move(form)}};
-}
+fleet::ShardXorb fleet_xorb(const st::TestXorb& x) { return {x.record.header.xorb_hash, cas_block_of(x.record)}; }
 
-TEST(GlobalDedupFleetReply, RawFormsAreRekeyedWithTheReplyKeyAndKeyedOnesLeftOut) {
-  st::TestXorb own = st::make_xorb(71, 5), other = st::make_xorb(72, 3);
-  st::TestXorb keyed = st::make_xorb(71, 5, key_of(9));
-  std::vector<fleet::XorbAnswer> answers = {fleet_answer(own), fleet_answer(other)};
-  answers[0].forms.push_back(fleet_answer(keyed, true, key_of(9)).forms[0]);
+TEST(GlobalDedupFleetReply, ARawSourceShardIsRekeyedWithTheReplyKeyInTheFleetsOrder) {
+  st::TestXorb own = st::make_xorb(71, 5), after = st::make_xorb(72, 3), before = st::make_xorb(73, 2);
+  fleet::ShardXorbs source{
+      st::seeded_hash(4242), std::nullopt, std::nullopt, {fleet_xorb(own), fleet_xorb(after), fleet_xorb(before)}};
   const Key key = key_of(2);
 
-  auto bytes = build_fleet_global_dedup_reply(answers, settings(key));
+  auto bytes = build_fleet_global_dedup_reply(source, settings(key));
   ASSERT_TRUE(bytes);
   auto view = ShardView::parse(*bytes);
   ASSERT_TRUE(view.ok()) << view.error().to_string();
   EXPECT_EQ(view->chunk_key(), key);
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
   EXPECT_EQ(view->stats().files, 0u);
-  // Each xorb once (the keyed form of the first is not repeated), the asked one first.
-  EXPECT_EQ(xorb_hashes(*view), (std::vector<Hash>{own.record.header.xorb_hash, other.record.header.xorb_hash}));
-  EXPECT_EQ(bytes->size(), kReplyFramingBytes + xorb_block_bytes(5) + xorb_block_bytes(3));
+  EXPECT_EQ(xorb_hashes(*view), (std::vector<Hash>{own.record.header.xorb_hash, after.record.header.xorb_hash,
+                                                   before.record.header.xorb_hash}));
+  EXPECT_EQ(bytes->size(), kReplyFramingBytes + xorb_block_bytes(5) + xorb_block_bytes(3) + xorb_block_bytes(2));
   EXPECT_TRUE(reply_has_chunk(*view, own.raw[3]));
-  EXPECT_TRUE(reply_has_chunk(*view, other.raw[0]));
+  EXPECT_TRUE(reply_has_chunk(*view, before.raw[1]));
 
-  // The bounds hold as for local sources: the first xorb always goes in.
-  auto one = build_fleet_global_dedup_reply(answers, settings(key, {.max_xorbs = 1, .max_bytes = 1}));
+  // The bounds hold as for local sources, whatever the fleet sent: the
+  // chunk's own xorb always goes in.
+  auto one = build_fleet_global_dedup_reply(source, settings(key, {.max_xorbs = 1, .max_bytes = 1}));
   ASSERT_TRUE(one);
   auto one_view = ShardView::parse(*one);
   ASSERT_TRUE(one_view.ok());
   EXPECT_EQ(xorb_hashes(*one_view), (std::vector<Hash>{own.record.header.xorb_hash}));
+  ReplyBounds two_blocks{.max_xorbs = 10, .max_bytes = kReplyFramingBytes + xorb_block_bytes(5) + xorb_block_bytes(3)};
+  EXPECT_EQ(fleet_source_bounds(two_blocks).max_block_bytes, xorb_block_bytes(5) + xorb_block_bytes(3));
+  EXPECT_EQ(fleet_source_bounds(ReplyBounds{}).max_block_bytes, kFleetReplyMaxBlockBytes)
+      << "what crosses the network within the fleet bound";
+  EXPECT_EQ(fleet_source_bounds(ReplyBounds{}).max_xorbs, ReplyBounds{}.max_xorbs);
+  auto two = build_fleet_global_dedup_reply(source, settings(key, two_blocks));
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->size(), two_blocks.max_bytes);
 
-  // Only keyed forms, or nothing: no reply (the route answers 404).
-  std::vector<fleet::XorbAnswer> keyed_only = {fleet_answer(keyed, true, key_of(9))};
-  EXPECT_FALSE(build_fleet_global_dedup_reply(keyed_only, settings(key)).has_value());
-  EXPECT_FALSE(build_fleet_global_dedup_reply({}, settings(key)).has_value());
+  EXPECT_FALSE(build_fleet_global_dedup_reply(fleet::ShardXorbs{}, settings(key)).has_value()) << "no xorb";
+}
+
+TEST(GlobalDedupFleetReply, AKeyedSourceShardIsServedAsStoredForNoLongerThanItsExpiry) {
+  const Key stored_key = key_of(9);
+  st::TestXorb own = st::make_xorb(74, 4, stored_key);
+  fleet::ShardXorbs source{st::seeded_hash(4243), stored_key, kNow + 60, {fleet_xorb(own)}};
+
+  auto bytes = build_fleet_global_dedup_reply(source, settings(key_of(2)));
+  ASSERT_TRUE(bytes);
+  auto view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  EXPECT_EQ(view->chunk_key(), stored_key) << "not re-keyed: the raw hashes are not known";
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + 60));
+  EXPECT_TRUE(reply_has_chunk(*view, own.raw[2])) << "the client's keyed hash matches the stored one";
+
+  source.expiry = kNow + 10 * kLifetime;
+  view = ShardView::parse(build_fleet_global_dedup_reply(source, settings(key_of(2))).value());
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime)) << "no longer than a reply lives";
+  source.expiry = std::nullopt;
+  view = ShardView::parse(build_fleet_global_dedup_reply(source, settings(key_of(2))).value());
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
 }
 
 }  // namespace
