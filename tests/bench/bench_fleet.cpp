@@ -22,6 +22,7 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -388,6 +389,61 @@ int main(int argc, char** argv) {
     if (!ok) die(ok.error().to_string());
     for (std::size_t i = 0; i < sample.size(); ++i)
       if (answers.of(i).empty()) die("a published chunk was not found: " + sample[i].to_string());
+  }
+
+  // A global-dedup reply's fleet part as the daemon asks it
+  // (FleetLookup::source_shard): the shards holding the chunk, then the best
+  // one's CAS blocks in reply order, vs a bare fetch of the same blocks by
+  // shard hash. Each shard here brings 16 blocks of 4,096 entries (3.1 MB).
+  {
+    const fleet::ShardXorbBounds bounds{8192, (64ull << 20) - 344};
+    std::vector<double> fleet_ms, bare_ms;
+    std::size_t reply_bytes = 0, within = 0;
+    const std::size_t n = std::min<std::size_t>(sample.size(), 100);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto t0 = Clock::now();
+      auto ok = (*reader)->lookup_chunks(std::span(&sample[i], 1), answers, far());
+      if (!ok) die(ok.error().to_string());
+      std::vector<fleet::ShardCandidate> candidates;
+      for (const auto& loc : answers.of(0))
+        for (const auto& sh : answers.shards(loc)) candidates.push_back({sh.shard, loc.xorb});
+      auto got = (*reader)->shard_xorbs(candidates, bounds, 1'700'000'000, far());
+      auto t1 = Clock::now();
+      if (!got) die(got.error().to_string());
+      if (!*got || (*got)->xorbs.size() != kXorbsPerShard) die("a source shard did not come whole");
+      fleet_ms.push_back(secs(t0, t1) * 1e3);
+      within += secs(t0, t1) <= 0.050;
+      std::size_t bytes = 0;
+      for (const auto& x : (*got)->xorbs) bytes += x.cas_block.size();
+      reply_bytes = bytes;
+
+      fleet::wire::Params p;
+      p.bytea({(*got)->shard.bytes.data(), 32});
+      std::vector<const char*> values;
+      std::vector<int> lengths, formats;
+      std::vector<unsigned> types;
+      p.materialize(values, lengths, formats, types);
+      t0 = Clock::now();
+      PGresult* r =
+          PQexecParams(bare.c,
+                       "SELECT x.cas_block FROM dedupd.shard s JOIN dedupd.xorb x ON x.id = ANY (s.xorb_order) "
+                       "WHERE s.hash = $1",
+                       1, types.data(), values.data(), lengths.data(), formats.data(), 1);
+      t1 = Clock::now();
+      if (PQresultStatus(r) != PGRES_TUPLES_OK || std::size_t(PQntuples(r)) != kXorbsPerShard)
+        die(std::string("bare block fetch: ") + PQresultErrorMessage(r));
+      PQclear(r);
+      bare_ms.push_back(secs(t0, t1) * 1e3);
+    }
+    auto quantile = [](std::vector<double> v, double q) {
+      std::sort(v.begin(), v.end());
+      return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
+    };
+    row("global-dedup source shard from the fleet, ms",
+        num(quantile(fleet_ms, 0.5), 1) + " / " + num(quantile(fleet_ms, 0.99), 1),
+        "median / p99 of " + num(double(n)) + "; bare fetch of the same blocks " + num(quantile(bare_ms, 0.5), 1) +
+            " / " + num(quantile(bare_ms, 0.99), 1) + "; " + num(double(reply_bytes)) + " B of blocks; " +
+            num(double(within)) + " within 50 ms");
   }
 
   Pg admin(url);
