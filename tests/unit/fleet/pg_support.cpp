@@ -24,8 +24,8 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
-void run_script(const std::string& cmd, const std::string& pointer) {
-  std::string line = std::string(DEDUPD_PG_CLUSTER) + " " + cmd + " '" + pointer + "'";
+void run_script(const std::string& cmd, const std::string& pointer, const std::string& extra = "") {
+  std::string line = std::string(DEDUPD_PG_CLUSTER) + " " + cmd + " '" + pointer + "'" + extra;
   if (std::system(line.c_str()) != 0) {
     ADD_FAILURE() << "failed: " << line;
     std::abort();
@@ -66,7 +66,9 @@ Cluster Cluster::start_own() {
   int fd = ::mkstemp(tmpl);
   if (fd < 0) std::abort();
   ::close(fd);
-  run_script("start", tmpl);
+  // This process owns it: should it die without its destructors, the
+  // script's reaper stops the cluster.
+  run_script("start", tmpl, " " + std::to_string(::getpid()));
   return Cluster(tmpl, true);
 }
 
