@@ -392,6 +392,8 @@ TEST(GlobalDedupFleetReply, AKeyedSourceShardIsServedAsStoredForNoLongerThanItsE
   view = ShardView::parse(build_fleet_global_dedup_reply(source, settings(key_of(2))).value());
   ASSERT_TRUE(view.ok());
   EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow + kLifetime));
+  source.expiry = kNow;
+  EXPECT_FALSE(build_fleet_global_dedup_reply(source, settings(key_of(2))).has_value()) << "expired: no reply";
 }
 
 }  // namespace
