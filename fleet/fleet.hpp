@@ -170,8 +170,12 @@ struct LookupCounters {
 
 namespace detail {
 class Connection;
+class Rows;
 struct KeyFilters;
 }  // namespace detail
+namespace wire {
+class Params;
+}  // namespace wire
 
 // Writes go to the primary: target_session_attrs=read-write is added to the
 // url, so with several hosts listed libpq finds whichever is primary now.
@@ -259,6 +263,9 @@ class Reader {
   // each bounded by the deadline; never fails the call it is part of.
   void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline);
   void drop_connection();
+  // One statement within the deadline; a failure other than the server
+  // refusing it (fleet.query) drops the connection, never left half-read.
+  Result<detail::Rows> query(const char* sql, const wire::Params& params, Deadline deadline);
   ConnectOptions options_;
   std::unique_ptr<detail::Connection> conn_;
   std::chrono::steady_clock::time_point retry_at_{};

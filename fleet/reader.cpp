@@ -25,8 +25,6 @@ using detail::Connection;
 using wire::Params;
 using Clock = std::chrono::steady_clock;
 
-std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
-
 constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
 
 // The live keys in the lookup's own snapshot, in the columns of its hit
@@ -107,6 +105,12 @@ void Reader::drop_connection() {
   retry_at_ = Clock::now() + options_.retry_after;
 }
 
+Result<detail::Rows> Reader::query(const char* sql, const wire::Params& params, Deadline deadline) {
+  auto rows = conn_->exec_until(sql, params, deadline.at);
+  if (!rows && rows.error().rule != std::string(kRuleQuery)) drop_connection();
+  return rows;
+}
+
 Result<Ok> Reader::ensure_connected(Deadline deadline) {
   if (conn_ && !conn_->broken()) return Ok{};
   conn_.reset();
@@ -153,11 +157,8 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
 }
 
 Result<Ok> Reader::refresh_keys(Deadline deadline) {
-  auto r = conn_->exec_until(kKeyRows, {}, deadline.at);
-  if (!r) {
-    if (r.error().rule != std::string(kRuleQuery)) drop_connection();
-    return r.error();
-  }
+  auto r = query(kKeyRows, {}, deadline);
+  if (!r) return r.error();
   auto digest = read_key_rows(*r, filters_->live);
   if (!digest) return digest.error();
   auto keys = parse_key_list(*digest);
@@ -195,10 +196,10 @@ Result<Ok> Reader::warm_up(Deadline deadline) {
   if (was_connected)
     if (auto k = refresh_keys(deadline); !k) return k.error();
   refresh_filters(deadline.at, deadline);
-  if (!conn_) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
+  bool complete = conn_ != nullptr;
   for (const auto& k : filters_->live)
-    if (options_.key_filters && !filters_->usable(k.key, k.generation))
-      return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
+    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation));
+  if (!complete) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
 }
 
@@ -338,15 +339,12 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
 
 Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline deadline) {
   if (auto c = ensure_connected(deadline); !c) return c.error();
-  auto rows = conn_->exec_until(("SELECT k.key, x.cas_block, " + sql::shards_of("x.id", "xorb_ids") +
-                                 " FROM dedupd.xorb x LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
-                                 "WHERE x.hash = $1 ORDER BY x.key_id")
-                                    .c_str(),
-                                Params().bytea(bytes_of(xorb_hash)), deadline.at);
-  if (!rows) {
-    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
-    return rows.error();
-  }
+  auto rows = query(("SELECT k.key, x.cas_block, " + sql::shards_of("x.id", "xorb_ids") +
+                     " FROM dedupd.xorb x LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
+                     "WHERE x.hash = $1 ORDER BY x.key_id")
+                        .c_str(),
+                    Params().bytea(xorb_hash.bytes), deadline);
+  if (!rows) return rows.error();
   if (rows->size() == 0) return std::optional<XorbAnswer>();
   XorbAnswer answer{xorb_hash, {}};
   for (int r = 0; r < rows->size(); ++r) {
@@ -371,14 +369,11 @@ Result<std::optional<XorbAnswer>> Reader::xorb(const Hash& xorb_hash, Deadline d
 
 Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline deadline) {
   if (auto c = ensure_connected(deadline); !c) return c.error();
-  auto rows = conn_->exec_until(
+  auto rows = query(
       ("SELECT f.block, f.sha256, " + sql::shards_of("f.id", "file_ids") + " FROM dedupd.file f WHERE f.hash = $1")
           .c_str(),
-      Params().bytea(bytes_of(file_hash)), deadline.at);
-  if (!rows) {
-    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
-    return rows.error();
-  }
+      Params().bytea(file_hash.bytes), deadline);
+  if (!rows) return rows.error();
   if (rows->size() == 0) return std::optional<FileAnswer>();
   FileAnswer answer;
   answer.hash = file_hash;
@@ -397,12 +392,9 @@ Result<std::optional<FileAnswer>> Reader::file(const Hash& file_hash, Deadline d
 
 Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline deadline) {
   if (auto c = ensure_connected(deadline); !c) return c.error();
-  auto rows = conn_->exec_until("SELECT hash FROM dedupd.file WHERE sha256 = $1 ORDER BY hash",
-                                Params().bytea(bytes_of(sha256)), deadline.at);
-  if (!rows) {
-    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
-    return rows.error();
-  }
+  auto rows =
+      query("SELECT hash FROM dedupd.file WHERE sha256 = $1 ORDER BY hash", Params().bytea(sha256.bytes), deadline);
+  if (!rows) return rows.error();
   std::vector<Hash> out;
   for (int r = 0; r < rows->size(); ++r) out.push_back(rows->hash(r, 0));
   return out;
@@ -410,16 +402,13 @@ Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline
 
 Result<Status> Reader::status(Deadline deadline) {
   if (auto c = ensure_connected(deadline); !c) return c.error();
-  auto totals = conn_->exec_until(
+  auto totals = query(
       "SELECT (SELECT version FROM dedupd.schema_version), pg_is_in_recovery(), "
       "(SELECT count(*) FROM dedupd.shard), (SELECT count(*) FROM dedupd.xorb), (SELECT count(*) FROM dedupd.file), "
       "(SELECT coalesce(sum(chunks), 0)::int8 FROM dedupd.xorb), "
       "(SELECT count(*) FROM dedupd.chunk_key WHERE shards > 0)",
-      {}, deadline.at);
-  if (!totals) {
-    if (totals.error().rule != std::string(kRuleQuery)) drop_connection();
-    return totals.error();
-  }
+      {}, deadline);
+  if (!totals) return totals.error();
   Status s;
   s.schema_version = std::uint32_t(totals->int4(0, 0));
   s.standby = totals->boolean(0, 1);
@@ -428,14 +417,11 @@ Result<Status> Reader::status(Deadline deadline) {
   s.files = std::uint64_t(totals->int8(0, 4));
   s.entries = std::uint64_t(totals->int8(0, 5));
   s.live_keys = std::uint64_t(totals->int8(0, 6));
-  auto hosts = conn_->exec_until(
+  auto hosts = query(
       "SELECT h.name, extract(epoch FROM h.last_contact)::int8, "
       "(SELECT count(*) FROM dedupd.hold d WHERE d.host_id = h.id) FROM dedupd.host h ORDER BY h.name",
-      {}, deadline.at);
-  if (!hosts) {
-    if (hosts.error().rule != std::string(kRuleQuery)) drop_connection();
-    return hosts.error();
-  }
+      {}, deadline);
+  if (!hosts) return hosts.error();
   for (int r = 0; r < hosts->size(); ++r) {
     HostStatus h;
     h.name = std::string(hosts->text(r, 0));

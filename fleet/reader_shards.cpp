@@ -15,8 +15,6 @@ namespace {
 
 using wire::Params;
 
-std::span<const std::uint8_t> bytes_of(const Hash& h) { return {h.bytes.data(), 32}; }
-
 // One statement; the bounds are applied by the server (a running sum of
 // block lengths, which TOAST knows without reading the blocks), so no more
 // than the reply needs crosses the wire.
@@ -37,8 +35,6 @@ constexpr const char* kShardXorbs =
     "s.key_id), x.hash, x.cas_block FROM sized z JOIN dedupd.xorb x ON x.id = z.id "
     "WHERE z.rank = 1 OR (z.rank <= $3 AND z.total <= $4) ORDER BY z.rank";
 
-std::int64_t clamp64(std::uint64_t v) { return std::int64_t(std::min<std::uint64_t>(v, std::uint64_t(INT64_MAX))); }
-
 }  // namespace
 
 Result<std::optional<ShardXorbs>> Reader::shard_xorbs(std::span<const ShardCandidate> candidates,
@@ -48,21 +44,18 @@ Result<std::optional<ShardXorbs>> Reader::shard_xorbs(std::span<const ShardCandi
   if (auto c = ensure_connected(deadline); !c) return c.error();
   std::vector<std::span<const std::uint8_t>> shards, xorbs;
   for (const ShardCandidate& c : candidates) {
-    shards.push_back(bytes_of(c.shard));
-    xorbs.push_back(bytes_of(c.xorb));
+    shards.push_back(c.shard.bytes);
+    xorbs.push_back(c.xorb.bytes);
   }
-  auto rows = conn_->exec_until(kShardXorbs,
-                                Params()
-                                    .bytea_array(shards)
-                                    .bytea_array(xorbs)
-                                    .int8(clamp64(bounds.max_xorbs))
-                                    .int8(clamp64(bounds.max_block_bytes))
-                                    .int8(clamp64(now)),
-                                deadline.at);
-  if (!rows) {
-    if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
-    return rows.error();
-  }
+  auto rows = query(kShardXorbs,
+                    Params()
+                        .bytea_array(shards)
+                        .bytea_array(xorbs)
+                        .int8(wire::saturating_int8(bounds.max_xorbs))
+                        .int8(wire::saturating_int8(bounds.max_block_bytes))
+                        .int8(wire::saturating_int8(now)),
+                    deadline);
+  if (!rows) return rows.error();
   if (rows->size() == 0) return std::optional<ShardXorbs>{};
   ShardXorbs out;
   if (rows->bytes(0, 0).size() != 32) return make_error(kRuleProtocol, "a shard hash of the wrong size");

@@ -24,6 +24,11 @@ inline std::uint64_t load_be64(const std::uint8_t* p) {
 inline std::uint32_t load_be32(const std::uint8_t* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
 }
+// An unsigned count or unix time as an int8 parameter, saturating: a bound
+// or an expiry past INT64_MAX means the same as INT64_MAX.
+inline std::int64_t saturating_int8(std::uint64_t v) {
+  return std::int64_t(v > std::uint64_t(INT64_MAX) ? std::uint64_t(INT64_MAX) : v);
+}
 inline void put_be64(std::string& out, std::uint64_t v) {
   for (int i = 7; i >= 0; --i) out.push_back(char(v >> (8 * i)));
 }

@@ -17,8 +17,6 @@ namespace {
 using detail::Connection;
 using wire::Params;
 
-std::span<const std::uint8_t> hash_bytes(const Hash& h) { return {h.bytes.data(), 32}; }
-
 // Retry a transaction that lost a race (the same shard published by another
 // host meanwhile) or a deadlock/serialization failure.
 constexpr const char* kRuleRetry = "fleet.retry";
@@ -235,12 +233,11 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
   std::uint64_t total_chunks = 0;
   for (const auto& x : view.xorbs()) total_chunks += x.num_chunks();
   std::optional<std::int64_t> expiry;
-  if (auto e = view.expiry()) expiry = std::int64_t(std::min<std::uint64_t>(*e, std::uint64_t(INT64_MAX)));
+  if (auto e = view.expiry()) expiry = wire::saturating_int8(*e);
 
   auto once = [&]() -> Result<PublishOutcome> {
     PublishOutcome out;
-    auto existing =
-        c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR SHARE", Params().bytea(hash_bytes(shard_hash)));
+    auto existing = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR SHARE", Params().bytea(shard_hash.bytes));
     if (!existing) return existing.error();
     if (existing->size() == 1) {
       auto hold = c.exec("INSERT INTO dedupd.hold (shard_id, host_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -254,9 +251,9 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     if (view.keyed()) {
       Key key = view.chunk_key();
       auto ins = c.exec("INSERT INTO dedupd.chunk_key (key) VALUES ($1) ON CONFLICT (key) DO NOTHING",
-                        Params().bytea(hash_bytes(key)));
+                        Params().bytea(key.bytes));
       if (!ins) return ins.error();
-      auto id = c.exec("SELECT id FROM dedupd.chunk_key WHERE key = $1", Params().bytea(hash_bytes(key)));
+      auto id = c.exec("SELECT id FROM dedupd.chunk_key WHERE key = $1", Params().bytea(key.bytes));
       if (!id) return id.error();
       if (id->size() != 1) return make_error(kRuleRetry, "key row vanished");
       key_id = id->int4(0, 0);
@@ -267,7 +264,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
       std::vector<std::span<const std::uint8_t>> hashes, blocks;
       std::vector<std::int32_t> counts;
       for (const auto& x : xorbs) {
-        hashes.push_back(hash_bytes(x.hash));
+        hashes.push_back(x.hash.bytes);
         blocks.push_back(x.block);
         counts.push_back(x.chunks);
       }
@@ -308,8 +305,8 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     if (!files.empty()) {
       std::vector<std::span<const std::uint8_t>> hashes, shas, blocks;
       for (const auto& f : files) {
-        hashes.push_back(hash_bytes(f.hash));
-        shas.push_back(f.sha256 ? hash_bytes(*f.sha256) : std::span<const std::uint8_t>());
+        hashes.push_back(f.hash.bytes);
+        shas.push_back(f.sha256 ? std::span<const std::uint8_t>(f.sha256->bytes) : std::span<const std::uint8_t>());
         blocks.push_back(f.block);
       }
       auto ins = c.exec(
@@ -326,7 +323,7 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     }
 
     Params shard_params;
-    shard_params.bytea(hash_bytes(shard_hash));
+    shard_params.bytea(shard_hash.bytes);
     if (key_id) shard_params.int4(*key_id);
     else shard_params.null(wire::kOidInt4);
     if (expiry) shard_params.int8(*expiry);
@@ -372,7 +369,7 @@ Result<bool> Writer::drop_hold(const Hash& shard_hash) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
   return retrying<bool>(c, [&]() -> Result<bool> {
-    auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(hash_bytes(shard_hash)));
+    auto s = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR UPDATE", Params().bytea(shard_hash.bytes));
     if (!s) return s.error();
     if (s->size() == 0) return false;
     return release(c, s->int8(0, 0), host_id_);
@@ -382,7 +379,7 @@ Result<bool> Writer::drop_hold(const Hash& shard_hash) {
 Result<std::uint64_t> Writer::expire(std::uint64_t now) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
-  std::int64_t at = std::int64_t(std::min<std::uint64_t>(now, std::uint64_t(INT64_MAX)));
+  std::int64_t at = wire::saturating_int8(now);
   auto due = c.exec("SELECT id FROM dedupd.shard WHERE expiry <= $1 ORDER BY expiry", Params().int8(at));
   if (!due) return due.error();
   std::uint64_t gone = 0;

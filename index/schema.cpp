@@ -113,6 +113,31 @@ std::string version_problem(std::uint32_t found) {
                              "rebuild it from the shard files)");
 }
 
+// Reads the stored schema version into `found`; `why` says what makes the
+// index unusable (no readable version, or one this code cannot use).
+int read_version(MDB_txn* txn, MDB_dbi meta, std::uint32_t& found, std::string& why) {
+  MDB_val k = name_key(kSchemaVersion), v;
+  int rc = mdb_get(txn, meta, &k, &v);
+  if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) {
+    why = "the index has no readable schema version";
+    return 0;
+  }
+  if (rc != 0) return rc;
+  std::memcpy(&found, v.mv_data, 4);
+  why = version_problem(found);
+  return 0;
+}
+
+// The chunk tables' key and duplicate orders (a handle's comparators are
+// set in every transaction that opens it).
+int set_chunk_order(MDB_txn* txn, const Dbs& dbs) {
+  int rc = 0;
+  for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
+    if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) || (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
+      return rc;
+  return 0;
+}
+
 // The tables as they are, in a read transaction: for --check, which must
 // not write (not even the upgrade of an older schema).
 Result<Dbs> open_read_only(lmdb::Env& env) {
@@ -127,12 +152,9 @@ Result<Dbs> open_read_only(lmdb::Env& env) {
   if (rc == MDB_NOTFOUND) return not_ours("this LMDB environment is not a dedupd index (it has no schema version)");
   if (rc == MDB_INCOMPATIBLE) return not_ours("this LMDB environment is not a dedupd index (\"meta\" is not a table)");
   if (rc != 0) return lmdb::error_of(rc, "opening the index tables");
-  MDB_val k = name_key(kSchemaVersion), v;
-  rc = mdb_get(txn, dbs.meta, &k, &v);
-  if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) return not_ours("the index has no readable schema version");
-  if (rc != 0) return lmdb::error_of(rc, "reading the schema version");
-  std::memcpy(&dbs.version, v.mv_data, 4);
-  if (auto why = version_problem(dbs.version); !why.empty()) return not_ours(why);
+  std::string why;
+  if ((rc = read_version(txn, dbs.meta, dbs.version, why))) return lmdb::error_of(rc, "reading the schema version");
+  if (!why.empty()) return not_ours(why);
   for (const Table& t : kTables) {
     if (dbs.version == 1 && t.member == &Dbs::outbox) continue;  // schema 2 adds it
     rc = mdb_dbi_open(txn, t.name, t.flags, &(dbs.*t.member));
@@ -142,9 +164,7 @@ Result<Dbs> open_read_only(lmdb::Env& env) {
                       std::to_string(dbs.version) + " has");
     if (rc != 0) return lmdb::error_of(rc, "opening the index tables");
   }
-  for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
-    if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) || (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
-      return lmdb::error_of(rc, "opening the index tables");
+  if ((rc = set_chunk_order(txn, dbs))) return lmdb::error_of(rc, "opening the index tables");
   if ((rc = guard.commit())) return lmdb::error_of(rc, "opening the index tables");
   return dbs;
 }
@@ -173,20 +193,15 @@ Result<Dbs> open(lmdb::Env& env) {
         } else if (rc != 0) {
           return rc;
         }
-        MDB_val k = name_key(kSchemaVersion), v;
         if (!fresh) {
           // Check the version before touching anything: never create
           // tables inside an index this code does not understand.
-          rc = mdb_get(txn, dbs.meta, &k, &v);
-          if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) {
-            return not_ours("the index has no readable schema version");
-          }
-          if (rc != 0) return rc;
-          std::uint32_t found;
-          std::memcpy(&found, v.mv_data, 4);
+          std::uint32_t found = 0;
+          std::string why;
+          if ((rc = read_version(txn, dbs.meta, found, why))) return rc;
+          if (!why.empty()) return not_ours(why);
           // An older layout this code can upgrade: the missing tables are
           // created below and the version written, in this transaction.
-          if (auto why = version_problem(found); !why.empty()) return not_ours(why);
           upgrade = found != kVersion;
         }
         for (const Table& t : kTables) {
@@ -198,13 +213,10 @@ Result<Dbs> open(lmdb::Env& env) {
             return rc;
           }
         }
-        for (MDB_dbi d : {dbs.chunks, dbs.chunks_recent})
-          if ((rc = mdb_set_compare(txn, d, &compare_chunk_key)) ||
-              (rc = mdb_set_dupsort(txn, d, &compare_chunk_value)))
-            return rc;
+        if ((rc = set_chunk_order(txn, dbs))) return rc;
         if (!fresh && !upgrade) return 0;
         std::uint32_t version = kVersion;
-        v = records::val(&version, 4);
+        MDB_val k = name_key(kSchemaVersion), v = records::val(&version, 4);
         return mdb_put(txn, dbs.meta, &k, &v, 0);
       },
       "opening the index tables");

@@ -60,7 +60,6 @@ std::string FleetLookup::last_error() const {
 std::optional<FleetLookup::Lease> FleetLookup::borrow() {
   std::lock_guard lock(mu_);
   if (idle_.empty()) {
-    // More requests at once than connections ready: keep one more next time.
     // While the link is down the connector is already at it, with backoff.
     if (!down_) {
       // Others hold every connection: keep one more ready from now on.
