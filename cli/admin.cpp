@@ -155,18 +155,10 @@ void add_admin_verbs(CLI::App& app, Action& action) {
     p->add_flag("-n,--dry-run", *dry, "Only list what would expire and which files would be deleted");
     p->callback([&action, dry] { action = [dry](Context& ctx) { return purge(ctx, *dry); }; });
   }
-  {
-    auto h = std::make_shared<std::string>();
-    auto* r = app.add_subcommand("remove", "Admin: take a shard's entries out of the index");
-    r->add_option("SHARD", *h, "Shard hash")->required();
-    r->callback([&action, h] { action = [h](Context& ctx) { return remove(ctx, *h); }; });
-  }
-  {
-    auto f = std::make_shared<std::string>();
-    auto* i = app.add_subcommand("ingest", "Admin: send a shard (or .caf bundle) file to dedupd to index");
-    i->add_option("FILE", *f, "Shard or bundle file")->required();
-    i->callback([&action, f] { action = [f](Context& ctx) { return ingest(ctx, *f); }; });
-  }
+  add_one_argument_verb(app, action, "remove", "Admin: take a shard's entries out of the index", "SHARD", "Shard hash",
+                        remove);
+  add_one_argument_verb(app, action, "ingest", "Admin: send a shard (or .caf bundle) file to dedupd to index", "FILE",
+                        "Shard or bundle file", ingest);
 }
 
 }  // namespace dedupctl

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <memory>
 #include <ostream>
 
 #include "cli/bundle_verbs.hpp"
@@ -17,6 +18,15 @@
 #endif
 
 namespace dedupctl {
+
+void add_one_argument_verb(CLI::App& app, Action& action, const std::string& name, const std::string& help,
+                           const std::string& argument, const std::string& argument_help,
+                           int (*run)(Context&, const std::string&)) {
+  auto value = std::make_shared<std::string>();
+  auto* verb = app.add_subcommand(name, help);
+  verb->add_option(argument, *value, argument_help)->required();
+  verb->callback([&action, value, run] { action = [value, run](Context& ctx) { return run(ctx, *value); }; });
+}
 
 int run(const std::vector<std::string>& args, Io& io) {
   CLI::App app{"dedupctl: ask dedupd about chunks, xorbs, files and shards, or read shard files offline", "dedupctl"};

@@ -36,18 +36,9 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     x->add_flag("--chunks", *chunks, "List every chunk");
     x->callback([&action, h, chunks] { action = [h, chunks](Context& ctx) { return xorb(ctx, *h, *chunks); }; });
   }
-  {
-    auto h = std::make_shared<std::string>();
-    auto* f = app.add_subcommand("file", "A file's reconstruction terms and sha256");
-    f->add_option("HASH", *h, "File hash")->required();
-    f->callback([&action, h] { action = [h](Context& ctx) { return file(ctx, *h); }; });
-  }
-  {
-    auto h = std::make_shared<std::string>();
-    auto* s = app.add_subcommand("sha256", "File hashes whose content has this sha256 (e.g. a Git LFS oid)");
-    s->add_option("HEX", *h, "sha256 as 64 hex digits")->required();
-    s->callback([&action, h] { action = [h](Context& ctx) { return sha256(ctx, *h); }; });
-  }
+  add_one_argument_verb(app, action, "file", "A file's reconstruction terms and sha256", "HASH", "File hash", file);
+  add_one_argument_verb(app, action, "sha256", "File hashes whose content has this sha256 (e.g. a Git LFS oid)", "HEX",
+                        "sha256 as 64 hex digits", sha256);
   {
     auto state = std::make_shared<std::string>();
     auto* s = app.add_subcommand("shards", "List indexed shards and their state");
@@ -65,12 +56,8 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
         if (a != b) a->excludes(b);
     s->callback([&action, state] { action = [state](Context& ctx) { return shards(ctx, *state); }; });
   }
-  {
-    auto h = std::make_shared<std::string>();
-    auto* s = app.add_subcommand("shard", "One shard's state, paths, times and counts");
-    s->add_option("HASH", *h, "Shard hash (the <hash> of <hash>.mdb)")->required();
-    s->callback([&action, h] { action = [h](Context& ctx) { return shard(ctx, *h); }; });
-  }
+  add_one_argument_verb(app, action, "shard", "One shard's state, paths, times and counts", "HASH",
+                        "Shard hash (the <hash> of <hash>.mdb)", shard);
   app.add_subcommand("stats", "Index counts and sizes")->callback([&action] { action = stats; });
   app.add_subcommand("status", "Is dedupd up? Version, uptime, socket, counts, next expiry")->callback([&action] {
     action = status;
