@@ -28,6 +28,16 @@ bool is_under(const fs::path& path, const fs::path& root) {
   return !rel.empty() && rel != "." && *rel.begin() != "..";
 }
 
+// A dot-directory is work in progress or private, as a dot-file is: the Xet
+// client builds each upload session in staging/shard-session/.tmpXXXXXX and
+// deletes it when the session ends, and its shards name xorbs that may never
+// reach the CAS if the upload fails. What the session produced for good is
+// exported into shard-cache/ afterwards.
+bool is_hidden(const fs::path& path) {
+  const auto& name = path.filename().native();
+  return !name.empty() && name.front() == '.';
+}
+
 }  // namespace
 
 Watcher::Watcher() {
@@ -90,7 +100,7 @@ void Watcher::add_tree(const fs::path& top, bool recursive, std::vector<Candidat
       auto st = it->symlink_status(ec);  // never follow links out of the tree
       if (ec) continue;
       if (fs::is_directory(st)) {
-        if (recursive) pending.push_back(it->path());
+        if (recursive && !is_hidden(it->path())) pending.push_back(it->path());
       } else if (fs::is_symlink(st)) {
         note_skipped(it->path(), true);
       } else if (fs::is_regular_file(st) && out) {
@@ -121,7 +131,7 @@ std::vector<Candidate> Watcher::scan() {
   return found;
 }
 
-void Watcher::forget_subtree(const fs::path& dir) {
+void Watcher::forget_subtree(fs::path dir) {
   for (auto it = dirs_.begin(); it != dirs_.end();) {
     if (it->second.path == dir || is_under(it->second.path, dir)) {
       ::inotify_rm_watch(fd_, it->first);
@@ -167,7 +177,8 @@ WatchBatch Watcher::read_events() {
       fs::path full = dir.path / ev->name;
       if (ev->mask & IN_ISDIR) {
         if (ev->mask & IN_MOVED_FROM) forget_subtree(full);
-        else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && dir.recursive) add_tree(full, true, &batch.ready);
+        else if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && dir.recursive && !is_hidden(full))
+          add_tree(full, true, &batch.ready);
         continue;
       }
       if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {

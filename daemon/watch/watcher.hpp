@@ -61,7 +61,8 @@ class Watcher {
   // recursive; appends the candidate files found to `out` (if given).
   void add_tree(const std::filesystem::path& top, bool recursive, std::vector<Candidate>* out);
   bool add_watch(const std::filesystem::path& dir, bool recursive);
-  void forget_subtree(const std::filesystem::path& dir);
+  // By value: callers pass paths held in dirs_, whose entries this erases.
+  void forget_subtree(std::filesystem::path dir);
   void drop_all_watches();
   // Says once per path, at info, why a file someone may expect to be taken
   // is not: a symlink (never followed: the tree is what dedupd may delete

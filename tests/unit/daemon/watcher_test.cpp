@@ -118,6 +118,33 @@ TEST_F(WatcherTest, DirectoryMovedOutIsForgotten) {
   EXPECT_EQ(ready(), Names{});
 }
 
+TEST_F(WatcherTest, RemovedTreeOfSeveralDirectoriesIsForgotten) {
+  // The Xet client's session tree: each directory's IN_DELETE_SELF forgets
+  // the subtree under a path held by the watch being erased (it once read
+  // freed memory here and crashed dedupd).
+  fs::create_directories(dir / "staging/shard-session/a/b");
+  fs::create_directories(dir / "staging/shard-session/c");
+  (void)ready();
+  std::size_t before = watcher.watch_count();
+  fs::remove_all(dir / "staging");
+  EXPECT_EQ(ready(), Names{});
+  EXPECT_EQ(watcher.watch_count(), before - 5);
+  tests::write_file(dir / "after.mdb", "x");
+  EXPECT_EQ(ready(), Names{"after.mdb"});
+}
+
+TEST_F(WatcherTest, DotDirectoriesAreNotEntered) {
+  // The client's session directories (staging/shard-session/.tmpXXXXXX)
+  // hold shards of uploads still in progress.
+  fs::create_directories(dir / "staging/shard-session/.tmpAbC123");
+  tests::write_file(dir / "staging/shard-session/.tmpAbC123/s.mdb", "x");
+  tests::write_file(dir / "staging/shard-session/t.mdb", "x");
+  EXPECT_EQ(ready(), (Names{"staging/shard-session/t.mdb"}));
+  tests::write_file(dir / "staging/shard-session/.tmpAbC123/u.mdb", "x");
+  EXPECT_EQ(ready(), Names{});
+  EXPECT_EQ(names(watcher.scan(), dir.path()), (Names{"staging/shard-session/t.mdb"}));
+}
+
 TEST(Watcher, NonRecursiveRootIgnoresSubdirectories) {
   tests::TempDir dir;
   fs::create_directories(dir / "sub");
