@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "cli/client.hpp"
 #include "cli/daemon_verbs.hpp"
 #include "cli/output.hpp"
+#include "cli/upload_walk.hpp"
 
 namespace dedupctl {
 
@@ -58,38 +61,57 @@ dedupd::chunk::FileDigest digest_or_throw(const std::string& path, const dedupd:
   return *d;
 }
 
-// A progress bar on stderr, redrawn when a whole percent more is done.
+// A progress line on stderr for long runs (human output on a terminal, at
+// least kProgressFrom bytes in all): bytes done of the total, the rate, the
+// time left and the file being read, redrawn at most ten times a second.
 class Progress {
  public:
-  Progress(Context& ctx, const std::string& path, std::uint64_t size)
-      : ctx_(ctx), path_(path), size_(size), on_(ctx.human() && ctx.io.out_is_tty && size >= kProgressFrom) {}
+  Progress(Context& ctx, std::uint64_t total, std::size_t files)
+      : ctx_(ctx), total_(total), files_(files), on_(ctx.human() && ctx.io.out_is_tty && total >= kProgressFrom) {}
   ~Progress() {
     if (on_ && drawn_) ctx_.err() << "\r\033[K" << std::flush;
   }
-  void update(std::uint64_t done) {
-    if (!on_) return;
-    const int pct = int(done * 100 / size_);
-    if (drawn_ && pct == last_) return;
-    last_ = pct;
-    drawn_ = true;
-    constexpr int kWidth = 30;
-    const int fill = pct * kWidth / 100;
-    ctx_.err() << "\r\033[K" << path_ << " [" << std::string(std::size_t(fill), '#')
-               << std::string(std::size_t(kWidth - fill), '.') << "] " << pct << "% " << human_bytes(done) << " of "
-               << human_bytes(size_) << std::flush;
-  }
-  std::function<void(std::uint64_t)> callback() {
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  // The callback for one file's reading (bytes of that file done so far).
+  std::function<void(std::uint64_t)> file(const std::string& path, std::uint64_t size) {
+    base_ += size_;
+    size_ = size;
+    path_ = path;
+    ++index_;
     if (!on_) return {};
-    return [this](std::uint64_t d) { update(d); };
+    return [this](std::uint64_t d) { update(base_ + std::min(d, size_)); };
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  void update(std::uint64_t done) {
+    const auto now = Clock::now();
+    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    drawn_ = true;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? double(done) / secs : 0;
+    std::string line = "[" + grouped(index_) + "/" + grouped(files_) + "] " + human_bytes(done) + " of " +
+                       human_bytes(total_) + " (" + percent(done, total_) + ")";
+    if (secs >= 0.5 && rate > 0) {
+      line += ", " + human_bytes(std::uint64_t(rate)) + "/s, ETA " +
+              duration(std::uint64_t(double(total_ - std::min(done, total_)) / rate));
+    }
+    ctx_.err() << "\r\033[K" << line << "  " << path_ << std::flush;
+  }
+
   Context& ctx_;
-  std::string path_;
-  std::uint64_t size_;
+  std::uint64_t total_;
+  std::size_t files_;
   bool on_;
   bool drawn_ = false;
-  int last_ = -1;
+  std::uint64_t base_ = 0, size_ = 0;
+  std::size_t index_ = 0;
+  std::string path_;
+  Clock::time_point start_ = Clock::now(), last_{};
 };
 
 std::uint64_t file_size_of(const std::string& path) {
@@ -104,10 +126,12 @@ int hash_files(Context& ctx, const std::vector<std::string>& paths) {
   json files = json::array();
   int code = kOk;
   Table t({{"XET FILE HASH"}, {"SHA256"}, {"SIZE", Table::right}, {"PATH"}});
+  std::uint64_t total = 0;
+  for (const auto& path : paths) total += file_size_of(path);
+  Progress progress(ctx, total, paths.size());
   for (const auto& path : paths) {
     dedupd::chunk::DigestOptions opt;
-    Progress progress(ctx, path, file_size_of(path));
-    opt.on_progress = progress.callback();
+    opt.on_progress = progress.file(path, file_size_of(path));
     std::optional<dedupd::chunk::FileDigest> d;
     try {
       d = digest_or_throw(path, opt);
@@ -186,16 +210,15 @@ class Scanner {
  public:
   // Asks once before reading anything, so a daemon that is down or still
   // starting is reported before minutes of reading a large file.
-  Scanner(Context& ctx, std::size_t batch) : client_(socket_of(ctx), ctx.opt.timeout_s), ctx_(ctx), batch_(batch) {
+  Scanner(Context& ctx, std::size_t batch) : client_(socket_of(ctx), ctx.opt.timeout_s), batch_(batch) {
     call(client_, "GET", std::string(api::kHealth), "scan");
   }
 
-  FileScan scan(const std::string& path) {
+  FileScan scan(const std::string& path, std::function<void(std::uint64_t)> on_progress) {
     FileScan fs;
     fs.path = path;
     dedupd::chunk::DigestOptions opt;
-    Progress progress(ctx_, path, file_size_of(path));
-    opt.on_progress = progress.callback();
+    opt.on_progress = std::move(on_progress);
     opt.on_chunks = [&](std::span<const ChunkRecord> records) {
       for (const auto& r : records) {
         pending_.push_back(r);
@@ -270,7 +293,6 @@ class Scanner {
   }
 
   Client client_;
-  Context& ctx_;
   std::size_t batch_;
   std::vector<ChunkRecord> pending_;           // not yet sent
   std::vector<ChunkRecord> inflight_records_;  // sent, answer not counted yet
@@ -337,16 +359,26 @@ void print_file(Context& ctx, const FileScan& f) {
   }
 }
 
-int scan_files(Context& ctx, const std::vector<std::string>& paths, std::size_t batch) {
+json skipped_json(const std::vector<SkippedPath>& skipped) {
+  json out = json::array();
+  for (const auto& s : skipped) out.push_back({{"path", s.path}, {"reason", s.reason}});
+  return out;
+}
+
+int scan_files(Context& ctx, const std::vector<std::string>& args, std::size_t batch) {
+  const UploadSet set = walk_upload_paths(args);
   Scanner scanner(ctx, batch);
   json files = json::array();
   std::uint64_t size = 0, chunks = 0, known = 0, fresh = 0, repeated = 0, known_files = 0, scanned = 0;
   int code = kOk;
   bool first = true;
-  for (const auto& path : paths) {
+  std::uint64_t total = 0;
+  for (const auto& f : set.files) total += f.size;
+  Progress progress(ctx, total, set.files.size());
+  for (const auto& [path, file_size] : set.files) {
     std::optional<FileScan> f;
     try {
-      f = scanner.scan(path);
+      f = scanner.scan(path, progress.file(path, file_size));
     } catch (const CliError& e) {
       if (e.code() != kBadInput) throw;  // the daemon, not the file: stop
       ctx.err() << "dedupctl: scan " << e.what() << '\n';
@@ -370,8 +402,18 @@ int scan_files(Context& ctx, const std::vector<std::string>& paths, std::size_t 
       print_file(ctx, *f);
     }
   }
+  if (!ctx.opt.json && !ctx.opt.quiet && !set.skipped.empty()) {
+    // What an upload of these folders would leave out, and why.
+    if (!first) ctx.out() << '\n';
+    first = false;
+    ctx.out() << ctx.style.paint("Skipped", Color::bold) << "  " << count(set.skipped.size(), "path") << '\n';
+    Table t({{"PATH"}, {"WHY"}}, "  ");
+    for (const auto& sk : set.skipped) t.add({sk.path, sk.reason});
+    t.print(ctx.out(), ctx.style);
+  }
   if (ctx.opt.json) {
     print_json(ctx.out(), {{"files", std::move(files)},
+                           {"skipped", skipped_json(set.skipped)},
                            {"total",
                             {{"files", scanned},
                              {"size", size},
@@ -404,7 +446,7 @@ void add_scan_verbs(CLI::App& app, Action& action) {
     auto files = std::make_shared<std::vector<std::string>>();
     auto batch = std::make_shared<std::size_t>(kScanBatch);
     auto* s = app.add_subcommand("scan", "How much of each file dedupd already knows (chunked as xet-core does)");
-    s->add_option("FILE", *files, "Files to scan")->required();
+    s->add_option("PATH", *files, "Files, or folders walked as an upload of them would be")->required();
     s->add_option("--batch", *batch, "Chunk hashes per request to dedupd")
         ->check(CLI::Range(std::size_t(1), kScanBatch))
         ->capture_default_str();
