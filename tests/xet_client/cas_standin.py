@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""A local CAS server for the real Xet client (hf_xet) in tests.
+
+It implements what xet-core calls on upload and download, as hub-docs' Xet
+protocol pages describe it (docs/xet/api.md, upload-protocol.md,
+download-protocol.md), and nothing more:
+
+  POST /v1/xorbs/default/<hash>        store a xorb after checking its chunk
+                                       headers; count its chunk bytes
+  POST /v1/shards, /v2/shards          check the shard with `dedupctl verify`,
+                                       then register its files and xorbs
+  GET  /v1/chunks/<prefix>/<hash>      global dedup: asked of a dedupd over
+                                       its Unix socket, or 404 without one
+  GET  /v2/reconstructions/<file>      a file's terms and fetch ranges
+  GET  /v1/reconstructions/<file>      the same in the v1 shape
+  GET  /xorb-data/<hash>               xorb bytes, with a Range header
+  HEAD /v1/xorbs/default/<hash>, HEAD /v1/files/<file>
+
+It is not a mock of dedupd: the real dedupd answers the chunk queries. The
+test reads what it received at GET /_standin/state and empties the counters
+with POST /_standin/reset (stored xorbs and files stay). Every request is
+logged as one JSON line to --log, so a test failure shows the whole
+conversation.
+"""
+
+import argparse
+import http.client
+import http.server
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HASH = r"[0-9a-f]{64}"
+CHUNK_HEADER = 8
+XORB_FOOTER_MAGIC = b"XETBLOB"
+
+
+class XorbError(ValueError):
+    pass
+
+
+def parse_xorb(body):
+    """Chunk headers of a serialized xorb: a list of (offset, compressed,
+    uncompressed) and the length the chunks take. A xorb may end in a footer
+    (xet-core's CasObjectInfo, starting "XETBLOB"); anything else after the
+    chunks is an error."""
+    chunks = []
+    pos = 0
+    while pos < len(body):
+        if body[pos:pos + len(XORB_FOOTER_MAGIC)] == XORB_FOOTER_MAGIC:
+            break
+        if pos + CHUNK_HEADER > len(body):
+            raise XorbError("chunk header at %d runs past the end (%d bytes)" % (pos, len(body)))
+        version = body[pos]
+        compressed = int.from_bytes(body[pos + 1:pos + 4], "little")
+        scheme = body[pos + 4]
+        uncompressed = int.from_bytes(body[pos + 5:pos + 8], "little")
+        if version != 0:
+            raise XorbError("chunk %d at %d: version %d, expected 0" % (len(chunks), pos, version))
+        if scheme not in (0, 1, 2):
+            raise XorbError("chunk %d at %d: compression %d unknown" % (len(chunks), pos, scheme))
+        if uncompressed == 0 or uncompressed > 128 * 1024:
+            raise XorbError("chunk %d at %d: %d bytes unpacked" % (len(chunks), pos, uncompressed))
+        end = pos + CHUNK_HEADER + compressed
+        if end > len(body):
+            raise XorbError("chunk %d at %d: %d bytes run past the end" % (len(chunks), pos, compressed))
+        chunks.append((pos, compressed, uncompressed))
+        pos = end
+    if not chunks:
+        raise XorbError("no chunks")
+    return chunks, pos
+
+
+class Store:
+    """What the stand-in keeps: xorbs on disk, files from shards, counters."""
+
+    def __init__(self, root, dedupctl):
+        self.root = root
+        self.dedupctl = dedupctl
+        self.lock = threading.Lock()
+        os.makedirs(os.path.join(root, "xorbs"), exist_ok=True)
+        os.makedirs(os.path.join(root, "shards"), exist_ok=True)
+        os.makedirs(os.path.join(root, "replies"), exist_ok=True)
+        self.reply_count = 0
+        self.xorb_chunks = {}  # hash -> [(offset, compressed, uncompressed)]
+        self.files = {}  # file hash -> [{"xorb", "start", "end", "unpacked"}]
+        self.shard_count = 0
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.received_xorbs = {}  # hash -> {"chunks", "bytes", "serialized"}
+            self.received_shards = []  # inspect documents
+            self.chunk_queries = []  # {"hash", "status"}
+            self.rejected = []  # {"what", "why"}
+            self.requests = 0
+
+    def state(self):
+        with self.lock:
+            return {
+                "xorbs": self.received_xorbs,
+                "xorb_chunk_bytes": sum(x["bytes"] for x in self.received_xorbs.values()),
+                "xorb_chunks": sum(x["chunks"] for x in self.received_xorbs.values()),
+                "shards": self.received_shards,
+                "chunk_queries": self.chunk_queries,
+                "rejected": self.rejected,
+                "files": sorted(self.files),
+                "requests": self.requests,
+            }
+
+    def put_xorb(self, xorb_hash, body):
+        chunks, _ = parse_xorb(body)
+        path = os.path.join(self.root, "xorbs", xorb_hash)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(body)
+        os.replace(tmp, path)
+        with self.lock:
+            inserted = xorb_hash not in self.xorb_chunks
+            self.xorb_chunks[xorb_hash] = chunks
+            self.received_xorbs[xorb_hash] = {
+                "chunks": len(chunks),
+                "bytes": sum(c[2] for c in chunks),
+                "serialized": len(body),
+            }
+        return inserted
+
+    def put_shard(self, body):
+        """Checks the shard with dedupd's own verifier, then registers it.
+        Returns an error text or None."""
+        with self.lock:
+            self.shard_count += 1
+            n = self.shard_count
+        path = os.path.join(self.root, "shards", "%04d.mdb" % n)
+        with open(path, "wb") as f:
+            f.write(body)
+        verify = subprocess.run([self.dedupctl, "verify", path], capture_output=True, text=True)
+        if verify.returncode != 0:
+            return "dedupctl verify: " + (verify.stdout + verify.stderr).strip()
+        inspect = subprocess.run([self.dedupctl, "inspect", "--json", path], capture_output=True, text=True)
+        if inspect.returncode != 0:
+            return "dedupctl inspect: " + inspect.stderr.strip()
+        doc = json.loads(inspect.stdout)
+        with self.lock:
+            # Every xorb the shard lists must have arrived whole: its chunk
+            # count and unpacked sizes agree with the chunk headers.
+            for x in doc["xorbs"]:
+                have = self.xorb_chunks.get(x["hash"])
+                if have is None:
+                    return "shard lists xorb %s, which was never uploaded" % x["hash"]
+                sizes = [c["unpacked_bytes"] for c in x["chunks"]]
+                if sizes != [c[2] for c in have]:
+                    return "xorb %s: the shard's chunk sizes differ from the xorb's headers" % x["hash"]
+            for f in doc["files"]:
+                terms = []
+                for t in f["terms"]:
+                    if t["xorb"] not in self.xorb_chunks:
+                        return "file %s names xorb %s, which is not stored" % (f["hash"], t["xorb"])
+                    terms.append({"xorb": t["xorb"], "start": t["chunk_start"], "end": t["chunk_end"],
+                                  "unpacked": t["unpacked_bytes"]})
+                self.files[f["hash"]] = terms
+            doc["path"] = path
+            self.received_shards.append(doc)
+        return None
+
+    def save_reply(self, body):
+        """Keeps a global-dedup reply as sent, so a test can compare it with
+        what the client saved in its cache."""
+        with self.lock:
+            self.reply_count += 1
+            n = self.reply_count
+        path = os.path.join(self.root, "replies", "%04d.mdb" % n)
+        with open(path, "wb") as f:
+            f.write(body)
+        return path
+
+    def reconstruction(self, file_hash, v2, base_url):
+        with self.lock:
+            terms = self.files.get(file_hash)
+            if terms is None:
+                return None
+            out_terms, fetch = [], {}
+            for t in terms:
+                chunks = self.xorb_chunks[t["xorb"]]
+                first = chunks[t["start"]]
+                last = chunks[t["end"] - 1]
+                byte_start = first[0]
+                byte_end = last[0] + CHUNK_HEADER + last[1] - 1  # inclusive
+                out_terms.append({"hash": t["xorb"], "unpacked_length": t["unpacked"],
+                                  "range": {"start": t["start"], "end": t["end"]}})
+                url = "%s/xorb-data/%s" % (base_url, t["xorb"])
+                if v2:
+                    fetch.setdefault(t["xorb"], []).append({
+                        "url": url,
+                        "ranges": [{"chunks": {"start": t["start"], "end": t["end"]},
+                                    "bytes": {"start": byte_start, "end": byte_end}}]})
+                else:
+                    fetch.setdefault(t["xorb"], []).append({
+                        "range": {"start": t["start"], "end": t["end"]},
+                        "url": url,
+                        "url_range": {"start": byte_start, "end": byte_end}})
+            doc = {"offset_into_first_range": 0, "terms": out_terms}
+            doc["xorbs" if v2 else "fetch_info"] = fetch
+            return doc
+
+
+def ask_dedupd(sock_path, prefix, chunk_hash, timeout=5.0):
+    """(status, body) of dedupd's global-dedup answer over its socket."""
+    conn = http.client.HTTPConnection("localhost", timeout=timeout)
+    conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.sock.settimeout(timeout)
+    try:
+        conn.sock.connect(sock_path)
+        conn.request("GET", "/v1/chunks/%s/%s" % (prefix, chunk_hash))
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def make_handler(store, args, log):
+    log_lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *a):  # the JSON log below says it all
+            pass
+
+        def note(self, status, **extra):
+            entry = {"t": round(time.time(), 6), "method": self.command, "path": self.path, "status": status}
+            entry.update(extra)
+            with log_lock:
+                log.write(json.dumps(entry) + "\n")
+                log.flush()
+
+        def reply(self, status, body=b"", ctype="application/json", headers=None, **extra):
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body).encode()
+            elif isinstance(body, str):
+                body = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.note(status, **extra)
+
+        def body(self):
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                    if size == 0:
+                        self.rfile.readline()
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+            return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+        def do_POST(self):
+            with store.lock:
+                store.requests += 1
+            data = self.body()
+            m = re.fullmatch(r"/v1/xorbs/([^/]+)/(%s)" % HASH, self.path)
+            if m:
+                try:
+                    inserted = store.put_xorb(m.group(2), data)
+                except XorbError as e:
+                    with store.lock:
+                        store.rejected.append({"what": "xorb " + m.group(2), "why": str(e)})
+                    return self.reply(400, {"error": str(e)})
+                return self.reply(200, {"was_inserted": inserted}, bytes_in=len(data))
+            if self.path in ("/v1/shards", "/v2/shards"):
+                err = store.put_shard(data)
+                if err:
+                    with store.lock:
+                        store.rejected.append({"what": "shard", "why": err})
+                    return self.reply(400, {"error": err})
+                if self.path == "/v2/shards":
+                    return self.reply(200, '{"type":"result","result":1}\n', "application/x-ndjson")
+                return self.reply(200, {"result": 1}, bytes_in=len(data))
+            if self.path == "/_standin/reset":
+                store.reset()
+                return self.reply(200, {})
+            return self.reply(404, {"error": "no route"})
+
+        def do_HEAD(self):
+            m = re.fullmatch(r"/v1/xorbs/[^/]+/(%s)" % HASH, self.path)
+            if m:
+                return self.reply(200 if m.group(1) in store.xorb_chunks else 404)
+            m = re.fullmatch(r"/v1/files/(%s)" % HASH, self.path)
+            if m:
+                terms = store.files.get(m.group(1))
+                if terms is None:
+                    return self.reply(404)
+                return self.reply(200, headers={"X-File-Size": str(sum(t["unpacked"] for t in terms))})
+            return self.reply(404)
+
+        def do_GET(self):
+            with store.lock:
+                store.requests += 1
+            path = self.path.split("?", 1)[0]
+            m = re.fullmatch(r"/v1/chunks/([^/]+)/([0-9A-Fa-f]{64})", path)
+            if m:
+                prefix, chunk = m.group(1), m.group(2).lower()
+                status, body = 404, b""
+                if args.dedupd_socket:
+                    try:
+                        status, body = ask_dedupd(args.dedupd_socket, prefix, chunk)
+                    except OSError as e:
+                        status, body = 503, str(e).encode()
+                saved = store.save_reply(body) if status == 200 else None
+                with store.lock:
+                    store.chunk_queries.append({"hash": chunk, "prefix": prefix, "status": status,
+                                                "bytes": len(body), "saved": saved})
+                if status == 200:
+                    return self.reply(200, body, "application/octet-stream")
+                return self.reply(status, b"", "text/plain")
+            m = re.fullmatch(r"/v([12])/reconstructions/(%s)" % HASH, path)
+            if m:
+                base = "http://" + self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1])
+                doc = store.reconstruction(m.group(2), m.group(1) == "2", base)
+                if doc is None:
+                    return self.reply(404, {"error": "file not found"})
+                return self.reply(200, doc)
+            m = re.fullmatch(r"/xorb-data/(%s)" % HASH, path)
+            if m:
+                return self.xorb_data(m.group(1))
+            if path == "/_standin/state":
+                return self.reply(200, store.state())
+            return self.reply(404, {"error": "no route"})
+
+        def xorb_data(self, xorb_hash):
+            try:
+                with open(os.path.join(store.root, "xorbs", xorb_hash), "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                return self.reply(404, {"error": "xorb not found"})
+            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            if not rng:
+                return self.reply(200, data, "application/octet-stream")
+            start, end = int(rng.group(1)), int(rng.group(2))
+            if start >= len(data) or end < start:
+                return self.reply(416, b"", "text/plain")
+            end = min(end, len(data) - 1)
+            return self.reply(206, data[start:end + 1], "application/octet-stream",
+                              {"Content-Range": "bytes %d-%d/%d" % (start, end, len(data))})
+
+    return Handler
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--store", required=True, help="directory for xorbs, shards and the log")
+    p.add_argument("--dedupctl", required=True, help="the dedupctl that verifies and inspects shards")
+    p.add_argument("--dedupd-socket", help="dedupd's socket, asked for global dedup (else 404)")
+    p.add_argument("--port-file", required=True, help="where the chosen port is written")
+    p.add_argument("--log", help="request log (JSON lines); default STORE/requests.jsonl")
+    args = p.parse_args()
+    store = Store(args.store, args.dedupctl)
+    log = open(args.log or os.path.join(args.store, "requests.jsonl"), "a")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(store, args, log))
+    server.daemon_threads = True
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(args.port_file)),
+                                     delete=False) as f:
+        f.write(str(server.server_address[1]))
+    os.replace(f.name, args.port_file)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

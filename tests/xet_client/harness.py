@@ -1,0 +1,344 @@
+"""Runs the real programs for the real-client tests: dedupd (watching a Xet
+client's cache), the CAS stand-in (cas_standin.py) and the real client
+(hf_xet, in the virtualenv ./dev test made, through xet_client.py).
+
+Paths come from the environment ctest sets (tests/xet_client/CMakeLists.txt):
+DEDUPD, DEDUPCTL, XET_PYTHON. Without a usable hf_xet the tests are skipped
+(exit 77, which ctest shows as skipped) with a notice, unless
+DEDUPD_XET_REQUIRED=1 (CI), where that is a failure.
+"""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEDUPD = os.environ.get("DEDUPD", "")
+DEDUPCTL = os.environ.get("DEDUPCTL", "")
+XET_PYTHON = os.environ.get("XET_PYTHON", "")
+SKIP = 77
+
+
+def require_client():
+    """Exits 77 (skipped) or 1 (CI) when the real client cannot run here."""
+    why = None
+    if not XET_PYTHON or not os.path.exists(XET_PYTHON):
+        why = "no virtualenv with hf_xet at %r (./dev test makes it)" % XET_PYTHON
+    else:
+        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet"], capture_output=True, text=True)
+        if r.returncode != 0:
+            why = "hf_xet does not import: " + r.stderr.strip()[-400:]
+    if why is None:
+        return
+    banner = "*" * 72
+    print("%s\nREAL XET CLIENT TESTS NOT RUN: %s\n%s" % (banner, why, banner), file=sys.stderr)
+    sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
+
+
+def wait_for(what, predicate, timeout=30.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def random_bytes(n, seed):
+    return random.Random(seed).randbytes(n)
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+class Proc:
+    """A child in its own process group, killed with its group at the end."""
+
+    def __init__(self, args, log_path, env=None):
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        self.p = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                  start_new_session=True)
+
+    def stop(self):
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGTERM)
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+        self.log.close()
+
+    def tail(self, n=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+
+class Dedupd:
+    """The real dedupd on its own state dir and socket, watching `watch`."""
+
+    def __init__(self, root, watch, extra_yaml=""):
+        self.root = root
+        self.socket = os.path.join(root, "dedupd.sock")
+        self.config = os.path.join(root, "dedupd.yaml")
+        lines = ["state_dir: %s" % json.dumps(os.path.join(root, "state")),
+                 "socket: %s" % json.dumps(self.socket),
+                 "log_level: debug", "watch:"]
+        lines += ["  - %s" % json.dumps(w) for w in watch]
+        with open(self.config, "w") as f:
+            f.write("\n".join(lines) + "\n" + extra_yaml)
+        self.proc = Proc([DEDUPD, "--config", self.config], os.path.join(root, "dedupd.log"))
+        wait_for("dedupd to answer /healthz", self.healthy, timeout=60)
+
+    def healthy(self):
+        if self.proc.p.poll() is not None:
+            raise AssertionError("dedupd exited (%s):\n%s" % (self.proc.p.returncode, self.proc.tail()))
+        try:
+            return self.get("/healthz")[0] == 200
+        except OSError:
+            return False
+
+    def get(self, path):
+        """(status, body bytes) of a GET on the socket."""
+        import http.client
+        conn = http.client.HTTPConnection("localhost", timeout=30)
+        conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.sock.settimeout(30)
+        try:
+            conn.sock.connect(self.socket)
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def json(self, path):
+        status, body = self.get(path)
+        if status != 200:
+            raise AssertionError("GET %s: %d %s" % (path, status, body[:300]))
+        return json.loads(body)
+
+    def shards(self, state=None):
+        return self.json("/v1/shards" + ("?state=" + state if state else ""))["shards"]
+
+    def ctl(self, *args, check=True, stdin=None):
+        r = subprocess.run([DEDUPCTL, "--socket", self.socket, *args], capture_output=True, text=True,
+                           input=stdin)
+        if check and r.returncode not in (0, 1):
+            raise AssertionError("dedupctl %s: exit %d\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def stop(self):
+        self.proc.stop()
+
+
+class CasStandin:
+    """cas_standin.py on 127.0.0.1, forwarding chunk queries to a dedupd."""
+
+    def __init__(self, root, dedupd_socket=None):
+        self.root = root
+        os.makedirs(root, exist_ok=True)
+        port_file = os.path.join(root, "port")
+        args = [sys.executable, os.path.join(HERE, "cas_standin.py"), "--store", root, "--dedupctl", DEDUPCTL,
+                "--port-file", port_file]
+        if dedupd_socket:
+            args += ["--dedupd-socket", dedupd_socket]
+        self.proc = Proc(args, os.path.join(root, "standin.log"))
+        wait_for("the CAS stand-in to listen", lambda: os.path.exists(port_file), timeout=20)
+        with open(port_file) as f:
+            self.port = int(f.read())
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+
+    def _call(self, method, path):
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path)
+            r = conn.getresponse()
+            return json.loads(r.read())
+        finally:
+            conn.close()
+
+    def state(self):
+        return self._call("GET", "/_standin/state")
+
+    def reset(self):
+        self._call("POST", "/_standin/reset")
+
+    def requests(self):
+        with open(os.path.join(self.root, "requests.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    def stop(self):
+        self.proc.stop()
+
+
+class Client:
+    """The real client with one cache directory (one build host)."""
+
+    def __init__(self, cache, extra_env=None):
+        self.cache = cache
+        self.env = dict(os.environ, HF_XET_CACHE=cache)
+        self.env.pop("HF_HOME", None)
+        self.env.update(extra_env or {})
+
+    def run(self, *args):
+        r = subprocess.run([XET_PYTHON, os.path.join(HERE, "xet_client.py"), *args], capture_output=True,
+                           text=True, env=self.env, timeout=600)
+        if r.returncode != 0:
+            raise AssertionError("xet client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
+                                                                          r.stderr[-3000:]))
+        return json.loads(r.stdout)
+
+    def upload(self, endpoint, *paths):
+        return self.run("upload", endpoint, *paths)
+
+    def download(self, endpoint, file_hash, size, dest):
+        return self.run("download", endpoint, file_hash, str(size), dest)
+
+    def endpoint_dirs(self):
+        return [os.path.join(self.cache, d) for d in sorted(os.listdir(self.cache))
+                if os.path.isdir(os.path.join(self.cache, d, "shard-cache"))]
+
+    def shard_files(self):
+        out = []
+        for d in self.endpoint_dirs():
+            sc = os.path.join(d, "shard-cache")
+            out += [os.path.join(sc, n) for n in sorted(os.listdir(sc)) if n.endswith(".mdb")]
+        return out
+
+
+def hf_xet_version():
+    r = subprocess.run([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "version"], capture_output=True,
+                       text=True)
+    return json.loads(r.stdout)["hf_xet"] if r.returncode == 0 else "unknown"
+
+
+def digest_tree(root):
+    """{relative path: (sha256, mtime_ns)} of every regular file under root."""
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, root)] = (hashlib.sha256(f.read()).hexdigest(), os.stat(p).st_mtime_ns)
+    return out
+
+
+class RealClientTest(unittest.TestCase):
+    """A temp dir per test; every process started is stopped, and the logs
+    of dedupd, the stand-in and the client are printed when a test fails."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_client()
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="dedupd-xet-")
+        self.procs = []
+
+    def tearDown(self):
+        result = getattr(self._outcome, "result", None)
+        failed = result is not None and bool(result.failures or result.errors)
+        for p in reversed(self.procs):
+            p.stop()
+        if failed:
+            for p in self.procs:
+                proc = p.proc if hasattr(p, "proc") else p
+                print("---- %s ----\n%s" % (proc.log_path, proc.tail(80)), file=sys.stderr)
+            print("(kept %s)" % self.dir, file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def dedupd(self, watch, extra_yaml="", name="dedupd"):
+        os.makedirs(self.path(name), exist_ok=True)
+        for w in watch:
+            os.makedirs(w, exist_ok=True)
+        d = Dedupd(self.path(name), watch, extra_yaml)
+        self.procs.append(d)
+        return d
+
+    def standin(self, dedupd=None, name="cas"):
+        s = CasStandin(self.path(name), dedupd.socket if dedupd else None)
+        self.procs.append(s)
+        return s
+
+    def wait_indexed(self, dedupd, client, timeout=30):
+        """Waits until dedupd has taken every shard file in the client's
+        cache (live or expired), and returns them by path."""
+        def taken():
+            files = set(os.path.realpath(p) for p in client.shard_files())
+            known = {}
+            for s in dedupd.shards():
+                for src in s.get("paths", []):
+                    known[os.path.realpath(src)] = s
+            rejected = dedupd.shards("rejected")
+            if rejected:
+                raise AssertionError("dedupd rejected files: %s" % json.dumps(rejected, indent=1))
+            return known if files and files <= set(known) else None
+        return wait_for("dedupd to index the client's shard cache", taken, timeout)
+
+
+def main():
+    require_client()
+    unittest.main(verbosity=2)
+
+
+class TwoHosts:
+    """Host A uploaded a file earlier; host B, with its own cache, now
+    uploads the same bytes and more. One dedupd watches both caches (it
+    indexed A's upload) and answers B's global-dedup queries through the
+    stand-in, with replies that expire `reply_expiry` seconds after they are
+    made; expired shard files are deleted at once."""
+
+    def __init__(self, test, reply_expiry_s, size=4 * 1024 * 1024, added=1024 * 1024):
+        self.cache_a, self.cache_b = test.path("host-a", "xet"), test.path("host-b", "xet")
+        self.dedupd = test.dedupd([self.cache_a, self.cache_b], "expiry:\n  delete_after: 0s\n"
+                                  "global_dedup:\n  reply_expiry: %ds\n" % reply_expiry_s)
+        self.cas = test.standin(self.dedupd)
+        self.a, self.b = Client(self.cache_a), Client(self.cache_b)
+        self.old = write(test.path("host-a", "model.bin"), random_bytes(size, 21))
+        with open(self.old, "rb") as f:
+            old_bytes = f.read()
+        self.new = write(test.path("host-b", "model.bin"), old_bytes + random_bytes(added, 22))
+        self.old_info = self.a.upload(self.cas.endpoint, self.old)["files"][0]
+        test.wait_indexed(self.dedupd, self.a)
+
+    def upload_on_b(self):
+        """B's upload: (what scan predicted, what the client sent, its result)."""
+        predicted = json.loads(self.dedupd.ctl("scan", "--json", self.new).stdout)["total"]["new_bytes"]
+        self.cas.reset()
+        result = self.b.upload(self.cas.endpoint, self.new)
+        return predicted, self.cas.state(), result["files"][0]
+
+    def replies_in_b(self):
+        """The keyed shards in B's shard cache: the replies it saved."""
+        out = []
+        for f in self.b.shard_files():
+            r = subprocess.run([DEDUPCTL, "inspect", "--json", f], capture_output=True, text=True)
+            if r.returncode == 0 and json.loads(r.stdout)["keyed"]:
+                out.append(f)
+        return out

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""One session of the real Xet client (hf_xet), run by the tests in its own
+process as `hf upload` or `hf download` would: each run is a new session that
+loads the shard cache under HF_XET_CACHE.
+
+  xet_client.py upload ENDPOINT FILE...   -> JSON {"files": [{path, hash,
+      size, sha256}], "t_start", "t_end"}
+  xet_client.py download ENDPOINT HASH SIZE DEST...  (HASH SIZE DEST repeated)
+  xet_client.py hash FILE...              -> JSON [{path, hash, size}]
+"""
+
+import json
+import sys
+import time
+
+import hf_xet
+
+TOKEN = "dedupd-test-token"  # the stand-in checks no token
+
+
+def token_args():
+    return {"token": TOKEN, "token_expiry_unix_secs": int(time.time()) + 3600}
+
+
+def upload(endpoint, paths):
+    t_start = time.time()
+    session = hf_xet.XetSession()
+    commit = session.new_upload_commit(endpoint=endpoint, **token_args())
+    handles = [(p, commit.start_upload_file(p, sha256=hf_xet.COMPUTE_SHA256)) for p in paths]
+    commit.wait_to_finish()
+    files = []
+    for p, h in handles:
+        info = h.result().xet_info
+        files.append({"path": p, "hash": info.hash, "size": info.file_size, "sha256": info.sha256})
+    return {"files": files, "t_start": t_start, "t_end": time.time()}
+
+
+def download(endpoint, triples):
+    session = hf_xet.XetSession()
+    group = session.new_file_download_group(endpoint=endpoint, **token_args())
+    for file_hash, size, dest in triples:
+        group.start_download_file(hf_xet.XetFileInfo(file_hash, int(size)), dest)
+    group.wait_to_finish()
+    return {"downloaded": [dest for _, _, dest in triples]}
+
+
+def main(argv):
+    verb = argv[1]
+    if verb == "upload":
+        out = upload(argv[2], argv[3:])
+    elif verb == "download":
+        rest = argv[3:]
+        out = download(argv[2], [rest[i:i + 3] for i in range(0, len(rest), 3)])
+    elif verb == "hash":
+        out = [{"path": p, "hash": i.hash, "size": i.file_size} for p, i in zip(argv[2:], hf_xet.hash_files(argv[2:]))]
+    elif verb == "version":
+        from importlib.metadata import version
+        out = {"hf_xet": version("hf_xet")}
+    else:
+        raise SystemExit("unknown verb " + verb)
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
