@@ -2,6 +2,7 @@
 // fixture.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "index/index.hpp"
@@ -248,6 +251,43 @@ TEST_P(IndexTest, RealFixtureKeyedServerShard) {
   EXPECT_EQ(s.chunk_entries, 0u);
   EXPECT_EQ(s.keys, 0u);
   EXPECT_EQ(s.shards_expired, 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+// Every shard the real Xet client wrote (fixtures/hf_xet/, hf_xet 1.8.0):
+// each goes in, every chunk of its session shards is found where it says,
+// and every file it lists, the empty one too, is answered.
+TEST_P(IndexTest, ShardsTheRealXetClientWroteAreIndexedWhole) {
+  std::ifstream in(std::string(DEDUPD_FIXTURE_DIR) + "/hf_xet/sources.json");
+  const auto sources = nlohmann::json::parse(in);
+  std::vector<shard::MappedFile> files;
+  std::size_t n = 0;
+  for (const auto& [name, role] : sources.at("files").items()) {
+    auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/hf_xet/" + name);
+    ASSERT_TRUE(file) << name;
+    auto view = shard::ShardView::parse(file->bytes());
+    ASSERT_TRUE(view) << name << ": " << view.error().to_string();
+    auto r = idx->ingest(*view, SourceInfo{"/xet/" + name, file->size(), std::int64_t(++n)},
+                         IngestOptions{.now = view->creation_timestamp()});
+    ASSERT_TRUE(r) << name << ": " << r.error().to_string();
+    EXPECT_EQ(r->outcome, IngestOutcome::added) << name;
+    if (!view->keyed()) {
+      for (shard::XorbBlock xb : view->xorbs())
+        for (std::uint32_t i = 0; i < xb.num_chunks(); ++i) {
+          const auto locs = find(xb.chunk(i).chunk_hash);
+          ASSERT_FALSE(locs.empty()) << name << " chunk " << i;
+          EXPECT_EQ(locs[0].xorb, xb.hash());
+          EXPECT_EQ(locs[0].chunk_index, i);
+        }
+      for (shard::FileBlock fb : view->files()) {
+        auto info = idx->file(fb.hash());
+        ASSERT_TRUE(info && *info) << name << " file " << fb.hash().to_string();
+        EXPECT_EQ((*info)->terms.size(), fb.num_terms());
+      }
+    }
+    files.push_back(std::move(*file));
+  }
+  EXPECT_EQ(n, 5u);
   EXPECT_THAT(problems(), IsEmpty());
 }
 
