@@ -1,5 +1,6 @@
 #include "shard/writer.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -124,6 +125,15 @@ std::vector<std::uint8_t> ShardWriter::write(const WriteOptions& options) const 
   for (const auto& e : tables.chunks) c.put_lookup(e);
 
   ShardFooter f = options.footer;
+  if (options.derive_byte_totals) {
+    f.stored_bytes_on_disk = f.stored_bytes = f.materialized_bytes = 0;
+    for (const auto& x : xorbs_) {
+      f.stored_bytes_on_disk += x.header.bytes_on_disk;
+      f.stored_bytes += x.header.bytes_in_xorb;
+    }
+    for (const auto& file : files_)
+      for (const auto& t : file.terms) f.materialized_bytes += t.unpacked_bytes;
+  }
   f.version = kFooterVersion;
   f.file_info_offset = kHeaderSize;
   f.cas_info_offset = cas_begin;
@@ -146,6 +156,15 @@ std::vector<std::uint8_t> ShardWriter::write(const WriteOptions& options) const 
   }
   f.encode(out.data() + footer_offset);
   return out;
+}
+
+void ShardWriter::sort_sections_by_hash() {
+  std::stable_sort(files_.begin(), files_.end(), [](const FileRecord& a, const FileRecord& b) {
+    return xet_order_less(a.header.file_hash, b.header.file_hash);
+  });
+  std::stable_sort(xorbs_.begin(), xorbs_.end(), [](const XorbRecord& a, const XorbRecord& b) {
+    return xet_order_less(a.header.xorb_hash, b.header.xorb_hash);
+  });
 }
 
 ShardWriter ShardWriter::from_view(const ShardView& view) {
