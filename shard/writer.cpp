@@ -167,29 +167,33 @@ void ShardWriter::sort_sections_by_hash() {
   });
 }
 
+FileRecord record_of(const FileBlock& b) {
+  FileRecord f;
+  f.header = b.header();
+  f.terms.reserve(b.num_terms());
+  for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.terms.push_back(b.term(i));
+  if (b.has_verification()) {
+    f.verification.reserve(b.num_terms());
+    for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.verification.push_back(b.verification(i));
+  }
+  if (b.has_metadata_ext()) f.metadata_ext = b.metadata_ext();
+  return f;
+}
+
+XorbRecord record_of(const XorbBlock& b) {
+  XorbRecord x;
+  x.header = b.header();
+  x.chunks.reserve(b.num_chunks());
+  for (std::uint32_t i = 0; i < b.num_chunks(); ++i) x.chunks.push_back(b.chunk(i));
+  return x;
+}
+
 ShardWriter ShardWriter::from_view(const ShardView& view) {
   ShardWriter w;
   w.files_.reserve(view.stats().files);
-  for (FileBlock b : view.files()) {
-    FileRecord f;
-    f.header = b.header();
-    f.terms.reserve(b.num_terms());
-    for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.terms.push_back(b.term(i));
-    if (b.has_verification()) {
-      f.verification.reserve(b.num_terms());
-      for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.verification.push_back(b.verification(i));
-    }
-    if (b.has_metadata_ext()) f.metadata_ext = b.metadata_ext();
-    w.files_.push_back(std::move(f));
-  }
+  for (FileBlock b : view.files()) w.files_.push_back(record_of(b));
   w.xorbs_.reserve(view.stats().xorbs);
-  for (XorbBlock b : view.xorbs()) {
-    XorbRecord x;
-    x.header = b.header();
-    x.chunks.reserve(b.num_chunks());
-    for (std::uint32_t i = 0; i < b.num_chunks(); ++i) x.chunks.push_back(b.chunk(i));
-    w.xorbs_.push_back(std::move(x));
-  }
+  for (XorbBlock b : view.xorbs()) w.xorbs_.push_back(record_of(b));
   return w;
 }
 

@@ -25,6 +25,10 @@ struct XorbRecord {
   std::vector<ChunkEntry> chunks;  // hashes as stored (already keyed if keyed)
 };
 
+// One block of a parsed shard as writer input (copied out of the view).
+FileRecord record_of(const FileBlock& block);
+XorbRecord record_of(const XorbBlock& block);
+
 enum class LookupTables {
   none_server_style,  // counts 0, offsets = footer_offset (HF server replies)
   none_zero_offsets,  // counts 0, offsets 0 (the JavaScript client)

@@ -38,31 +38,32 @@ void combine_file(shard::FileRecord& kept, shard::FileRecord&& other) {
   if (!kept.metadata_ext) kept.metadata_ext = other.metadata_ext;
 }
 
-shard::FileRecord file_record(const shard::FileBlock& b) {
-  shard::FileRecord f;
-  f.header = b.header();
-  f.terms.reserve(b.num_terms());
-  for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.terms.push_back(b.term(i));
-  if (b.has_verification())
-    for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.verification.push_back(b.verification(i));
-  if (b.has_metadata_ext()) f.metadata_ext = b.metadata_ext();
-  return f;
-}
-
-shard::XorbRecord xorb_record(const shard::XorbBlock& b) {
-  shard::XorbRecord x;
-  x.header = b.header();
-  x.chunks.reserve(b.num_chunks());
-  for (std::uint32_t i = 0; i < b.num_chunks(); ++i) x.chunks.push_back(b.chunk(i));
-  return x;
-}
-
 // Of two descriptions of one xorb the fuller one: more chunks listed, then a
 // known size on disk (server replies write 0 there).
 bool better_xorb(const shard::XorbBlock& candidate, const shard::XorbRecord& kept) {
   if (candidate.num_chunks() != kept.chunks.size()) return candidate.num_chunks() > kept.chunks.size();
   return kept.header.bytes_on_disk == 0 && candidate.header().bytes_on_disk != 0;
 }
+
+// Each file or xorb once, in the order first seen; a later block with the
+// same hash goes to `combine` with the record kept.
+template <class Record>
+struct RecordsByHash {
+  std::vector<Record> records;
+  std::unordered_map<shard::Hash, std::size_t> at;
+  std::uint64_t duplicates = 0;
+
+  template <class Block, class Combine>
+  void add(const Block& block, Combine combine) {
+    auto [it, fresh] = at.try_emplace(block.hash(), records.size());
+    if (fresh) {
+      records.push_back(shard::record_of(block));
+      return;
+    }
+    ++duplicates;
+    combine(records[it->second], block);
+  }
+};
 
 std::string uuid4_text() {
   std::uint8_t b[16] = {};
@@ -124,33 +125,23 @@ Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const
                                                  std::to_string(kMaxMergedBytes) + " merge into one shard");
   out.creation = options.creation != 0 ? options.creation : newest;
 
-  std::vector<shard::FileRecord> files;
-  std::unordered_map<shard::Hash, std::size_t> file_at;
-  std::vector<shard::XorbRecord> xorbs;
-  std::unordered_map<shard::Hash, std::size_t> xorb_at;
+  RecordsByHash<shard::FileRecord> files;
+  RecordsByHash<shard::XorbRecord> xorbs;
   for (const shard::ShardView& v : members) {
-    for (shard::FileBlock b : v.files()) {
-      auto [it, fresh] = file_at.try_emplace(b.hash(), files.size());
-      if (fresh) {
-        files.push_back(file_record(b));
-        continue;
-      }
-      ++out.stats.duplicate_files;
-      combine_file(files[it->second], file_record(b));
-    }
-    for (shard::XorbBlock b : v.xorbs()) {
-      auto [it, fresh] = xorb_at.try_emplace(b.hash(), xorbs.size());
-      if (fresh) {
-        xorbs.push_back(xorb_record(b));
-        continue;
-      }
-      ++out.stats.duplicate_xorbs;
-      if (better_xorb(b, xorbs[it->second])) xorbs[it->second] = xorb_record(b);
-    }
+    for (shard::FileBlock b : v.files())
+      files.add(b, [](shard::FileRecord& kept, const shard::FileBlock& again) {
+        combine_file(kept, shard::record_of(again));
+      });
+    for (shard::XorbBlock b : v.xorbs())
+      xorbs.add(b, [](shard::XorbRecord& kept, const shard::XorbBlock& again) {
+        if (better_xorb(again, kept)) kept = shard::record_of(again);
+      });
   }
+  out.stats.duplicate_files = files.duplicates;
+  out.stats.duplicate_xorbs = xorbs.duplicates;
 
   std::optional<bool> verified;
-  for (const auto& f : files) {
+  for (const auto& f : files.records) {
     if (f.terms.empty()) continue;
     bool has = !f.verification.empty();
     if (verified && *verified != has)
@@ -161,7 +152,7 @@ Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const
   }
   // A file without terms (the empty file) has no verification entries to
   // carry, only the flag, and every file's flag must agree.
-  for (auto& f : files) {
+  for (auto& f : files.records) {
     if (!f.terms.empty()) continue;
     if (!verified) verified = f.header.with_verification();
     if (*verified) f.header.flags |= shard::kFileFlagWithVerification;
@@ -169,10 +160,10 @@ Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const
   }
 
   shard::ShardWriter writer;
-  out.stats.files = files.size();
-  out.stats.xorbs = xorbs.size();
-  for (auto& f : files) writer.add_file(std::move(f));
-  for (auto& x : xorbs) {
+  out.stats.files = files.records.size();
+  out.stats.xorbs = xorbs.records.size();
+  for (auto& f : files.records) writer.add_file(std::move(f));
+  for (auto& x : xorbs.records) {
     out.stats.chunks += x.chunks.size();
     writer.add_xorb(std::move(x));
   }

@@ -46,6 +46,17 @@ struct TwoUploads {
     a = shard_bytes(wa, {.creation = 1'700'000'100, .expiry = 1'800'000'000});
     b = shard_bytes(wb, {.creation = 1'700'000'200, .expiry = 1'799'000'000});
   }
+
+  // The two merged; a failure is reported and leaves no bytes.
+  MergedShard merged(const MergeOptions& options = {}) const {
+    std::vector<shard::ShardView> views{parse_or_fail(a), parse_or_fail(b)};
+    auto m = merge_views(views, options);
+    if (!m) {
+      ADD_FAILURE() << m.error().to_string();
+      return {};
+    }
+    return std::move(*m);
+  }
 };
 
 std::vector<shard::FileTerm> terms_of(const shard::FileBlock& f) {
@@ -63,16 +74,14 @@ bool same_terms(const std::vector<shard::FileTerm>& x, const std::vector<shard::
 
 TEST(Merge, WritesEachXorbAndFileOnceAndKeepsEveryReconstruction) {
   TwoUploads u;
-  std::vector<shard::ShardView> views{parse_or_fail(u.a), parse_or_fail(u.b)};
-  auto merged = merge_views(views);
-  ASSERT_TRUE(merged) << merged.error().to_string();
-  EXPECT_EQ(merged->stats.xorbs, 3u);
-  EXPECT_EQ(merged->stats.files, 3u);
-  EXPECT_EQ(merged->stats.chunks, 12u + 5 + 9);
-  EXPECT_EQ(merged->stats.duplicate_xorbs, 1u);
-  EXPECT_EQ(merged->stats.duplicate_files, 1u);
+  MergedShard merged = u.merged();
+  EXPECT_EQ(merged.stats.xorbs, 3u);
+  EXPECT_EQ(merged.stats.files, 3u);
+  EXPECT_EQ(merged.stats.chunks, 12u + 5 + 9);
+  EXPECT_EQ(merged.stats.duplicate_xorbs, 1u);
+  EXPECT_EQ(merged.stats.duplicate_files, 1u);
 
-  auto v = parse_or_fail(merged->bytes);
+  auto v = parse_or_fail(merged.bytes);
   std::map<shard::Hash, std::vector<shard::FileTerm>> files;
   for (shard::FileBlock f : v.files()) {
     EXPECT_TRUE(f.has_verification());
@@ -105,10 +114,8 @@ TEST(Merge, PassesEveryIntegrityCheckUnderItsName) {
 
 TEST(Merge, LayoutIsTheClientsSectionsInHashOrderTablesSorted) {
   TwoUploads u;
-  std::vector<shard::ShardView> views{parse_or_fail(u.a), parse_or_fail(u.b)};
-  auto merged = merge_views(views);
-  ASSERT_TRUE(merged);
-  auto v = parse_or_fail(merged->bytes);
+  MergedShard merged = u.merged();
+  auto v = parse_or_fail(merged.bytes);
   const shard::ShardFooter& f = *v.footer();
 
   std::vector<shard::Hash> files, xorbs;
@@ -122,7 +129,7 @@ TEST(Merge, LayoutIsTheClientsSectionsInHashOrderTablesSorted) {
   EXPECT_EQ(f.xorb_lookup_offset, f.file_lookup_offset + 12 * f.file_lookup_num_entry);
   EXPECT_EQ(f.chunk_lookup_offset, f.xorb_lookup_offset + 12 * f.xorb_lookup_num_entry);
   EXPECT_EQ(f.footer_offset, f.chunk_lookup_offset + 16 * f.chunk_lookup_num_entry);
-  EXPECT_EQ(f.footer_offset + 200, merged->bytes.size());
+  EXPECT_EQ(f.footer_offset + 200, merged.bytes.size());
   ASSERT_EQ(f.file_lookup_num_entry, 3u);
   ASSERT_EQ(f.xorb_lookup_num_entry, 3u);
   ASSERT_EQ(f.chunk_lookup_num_entry, 26u);
@@ -159,13 +166,11 @@ TEST(Merge, LayoutIsTheClientsSectionsInHashOrderTablesSorted) {
 
 TEST(Merge, FooterCarriesTheEarliestExpiryTheNewestCreationAndTheTotals) {
   TwoUploads u;
-  std::vector<shard::ShardView> views{parse_or_fail(u.a), parse_or_fail(u.b)};
-  auto merged = merge_views(views);
-  ASSERT_TRUE(merged);
-  auto v = parse_or_fail(merged->bytes);
+  MergedShard merged = u.merged();
+  auto v = parse_or_fail(merged.bytes);
   const shard::ShardFooter& f = *v.footer();
   EXPECT_EQ(f.key_expiry, 1'799'000'000u);
-  EXPECT_EQ(merged->expiry, 1'799'000'000u);
+  EXPECT_EQ(merged.expiry, 1'799'000'000u);
   EXPECT_EQ(f.creation_timestamp, 1'700'000'200u);
   EXPECT_TRUE(f.chunk_hash_key.is_zero());
   std::uint64_t in_xorbs = 0, on_disk = 0, materialized = 0;
@@ -181,9 +186,7 @@ TEST(Merge, FooterCarriesTheEarliestExpiryTheNewestCreationAndTheTotals) {
 
   MergeOptions o;
   o.creation = 1'750'000'000;
-  auto stamped = merge_views(views, o);
-  ASSERT_TRUE(stamped);
-  EXPECT_EQ(parse_or_fail(stamped->bytes).footer()->creation_timestamp, 1'750'000'000u);
+  EXPECT_EQ(parse_or_fail(u.merged(o).bytes).footer()->creation_timestamp, 1'750'000'000u);
 }
 
 TEST(Merge, AFileSeenWithAndWithoutItsShaKeepsTheSha) {
@@ -250,16 +253,18 @@ TEST(Merge, RealServerReplyMergesWithItself) {
   for (const auto& e : shard::verify_shard(merged->bytes)) ADD_FAILURE() << e.to_string();
 }
 
+void expect_refused(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b, const std::string& rule) {
+  std::vector<shard::ShardView> views{parse_or_fail(a), parse_or_fail(b)};
+  auto merged = merge_views(views);
+  ASSERT_FALSE(merged);
+  EXPECT_EQ(merged.error().rule, rule);
+}
+
 TEST(Merge, RefusesMembersUnderDifferentKeys) {
   TestXorb x = make_xorb(8, 2);
   shard::ShardWriter w;
   w.add_xorb(x.record);
-  auto b1 = shard_bytes(w, {.key = shard::testing::seeded_hash(1)});
-  auto b2 = shard_bytes(w, {});
-  std::vector<shard::ShardView> views{parse_or_fail(b1), parse_or_fail(b2)};
-  auto merged = merge_views(views);
-  ASSERT_FALSE(merged);
-  EXPECT_EQ(merged.error().rule, "xetcache.key_mismatch");
+  expect_refused(shard_bytes(w, {.key = shard::testing::seeded_hash(1)}), shard_bytes(w, {}), "xetcache.key_mismatch");
 }
 
 TEST(Merge, RefusesFilesWithAndWithoutVerification) {
@@ -268,12 +273,7 @@ TEST(Merge, RefusesFilesWithAndWithoutVerification) {
   w1.add_file(make_file(30, {{&x, 0, 3}}, true, false));
   w1.add_xorb(x.record);
   w2.add_file(make_file(31, {{&x, 0, 2}}, false, false));
-  auto b1 = shard_bytes(w1, {});
-  auto b2 = shard_bytes(w2, {});
-  std::vector<shard::ShardView> views{parse_or_fail(b1), parse_or_fail(b2)};
-  auto merged = merge_views(views);
-  ASSERT_FALSE(merged);
-  EXPECT_EQ(merged.error().rule, "xetcache.verification_mixed");
+  expect_refused(shard_bytes(w1, {}), shard_bytes(w2, {}), "xetcache.verification_mixed");
 }
 
 TEST(Merge, WritesThroughADotTempAndLeavesNoneBehind) {
