@@ -77,37 +77,50 @@ Result<std::vector<ShardFile>> list_shard_files(const std::string& dir) {
   return out;
 }
 
+Result<std::optional<EndpointCache>> endpoint_at(const std::string& dir) {
+  EndpointCache c;
+  c.dir = dir;
+  std::string cache = dir + "/" + std::string(kShardCacheDir);
+  std::string sessions = dir + "/" + std::string(kStagingDir) + "/" + std::string(kShardSessionDir);
+  bool has_cache = is_dir(cache);
+  if (!has_cache && !is_dir(dir + "/" + std::string(kStagingDir))) return std::optional<EndpointCache>{};
+  if (has_cache) {
+    c.shard_cache = cache;
+    auto files = list_shard_files(cache);
+    if (!files) return files.error();
+    c.shards = std::move(*files);
+  }
+  if (is_dir(sessions)) {
+    auto children = child_dirs(sessions);
+    if (!children) return children.error();
+    for (const auto& child : *children) {
+      std::string path = sessions + "/" + child;
+      auto s = session_dir(path);
+      if (!s && !is_dir(path)) continue;  // the session ended while we looked
+      if (!s) return s.error();
+      if (child == kXorbMetadataDir) c.xorb_metadata = std::move(*s);
+      else c.sessions.push_back(std::move(*s));
+    }
+  }
+  return std::optional<EndpointCache>{std::move(c)};
+}
+
 Result<std::vector<EndpointCache>> discover(const std::string& root) {
   if (!is_dir(root)) return layout_error(root, "not a directory");
+  std::vector<EndpointCache> out;
+  // A root that is itself one endpoint's directory is that one endpoint.
+  auto self = endpoint_at(root);
+  if (!self) return self.error();
+  if (*self) {
+    out.push_back(std::move(**self));
+    return out;
+  }
   auto endpoints = child_dirs(root);
   if (!endpoints) return endpoints.error();
-  std::vector<EndpointCache> out;
   for (const auto& name : *endpoints) {
-    EndpointCache c;
-    c.dir = root + "/" + name;
-    std::string cache = c.dir + "/" + std::string(kShardCacheDir);
-    std::string sessions = c.dir + "/" + std::string(kStagingDir) + "/" + std::string(kShardSessionDir);
-    bool has_cache = is_dir(cache);
-    if (!has_cache && !is_dir(c.dir + "/" + std::string(kStagingDir))) continue;  // not an endpoint
-    if (has_cache) {
-      c.shard_cache = cache;
-      auto files = list_shard_files(cache);
-      if (!files) return files.error();
-      c.shards = std::move(*files);
-    }
-    if (is_dir(sessions)) {
-      auto children = child_dirs(sessions);
-      if (!children) return children.error();
-      for (const auto& child : *children) {
-        std::string path = sessions + "/" + child;
-        auto s = session_dir(path);
-        if (!s && !is_dir(path)) continue;  // the session ended while we looked
-        if (!s) return s.error();
-        if (child == kXorbMetadataDir) c.xorb_metadata = std::move(*s);
-        else c.sessions.push_back(std::move(*s));
-      }
-    }
-    out.push_back(std::move(c));
+    auto c = endpoint_at(root + "/" + name);
+    if (!c) return c.error();
+    if (*c) out.push_back(std::move(**c));
   }
   return out;
 }

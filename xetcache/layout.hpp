@@ -52,7 +52,11 @@ struct EndpointCache {
 Result<std::vector<ShardFile>> list_shard_files(const std::string& dir);
 
 // Every endpoint directory of `root` (a child with shard-cache/ or staging/),
-// sorted by path. Rule "xetcache.layout" names the path that failed.
+// sorted by path; `root` alone when it is an endpoint directory itself.
+// Rule "xetcache.layout" names the path that failed.
 Result<std::vector<EndpointCache>> discover(const std::string& root);
+
+// One directory as an endpoint; nullopt when it has neither subdirectory.
+Result<std::optional<EndpointCache>> endpoint_at(const std::string& dir);
 
 }  // namespace dedupd::xetcache

@@ -246,7 +246,11 @@ Result<MergeOutcome> merge_files(std::span<const std::string> member_paths, cons
   if (!merged) return merged.error();
   auto written = write_shard_file(dir, merged->bytes, options.file_mode);
   if (!written) return written.error();
-  return MergeOutcome{std::move(*written), merged->key, merged->creation, merged->expiry, merged->stats};
+  MergeOutcome out{std::move(*written), {}, merged->key, merged->creation, merged->expiry, merged->stats};
+  for (std::size_t i = 0; i < member_paths.size(); ++i)
+    if (views[i].bytes().size() != merged->bytes.size() || shard::shard_file_hash(views[i].bytes()) != out.file.hash)
+      out.replaced.push_back(member_paths[i]);
+  return out;
 }
 
 }  // namespace dedupd::xetcache

@@ -65,6 +65,10 @@ Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const st
 
 struct MergeOutcome {
   WrittenShard file;
+  // The members the merged file replaces: all of them but one whose bytes
+  // the merge reproduced exactly (then its path is file.path, and deleting
+  // it would delete the result).
+  std::vector<std::string> replaced;
   shard::Key key{};
   std::uint64_t creation = 0;
   std::uint64_t expiry = shard::kNoExpiry;
@@ -72,8 +76,9 @@ struct MergeOutcome {
 };
 
 // Maps each member file, merges and writes the result into `dir`. The
-// members are left in place: when to delete them is the caller's decision
-// (a running client session may still read them).
+// members are left in place: when to delete `replaced` is the caller's
+// decision (a running client session may still read them). A member gone
+// since it was planned is an error ("file.open"): plan again.
 Result<MergeOutcome> merge_files(std::span<const std::string> member_paths, const std::string& dir,
                                  const MergeOptions& options = {});
 

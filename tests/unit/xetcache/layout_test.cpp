@@ -77,6 +77,12 @@ TEST(Layout, FindsEndpointsTheirShardsAndSessions) {
   EXPECT_EQ(m.dir, root / "memory");
   EXPECT_TRUE(m.shard_cache.empty());
   EXPECT_TRUE(m.shards.empty());
+
+  auto one = discover(ep);  // a root that is one endpoint's directory
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].dir, ep);
+  EXPECT_EQ((*one)[0].shards.size(), 2u);
 }
 
 TEST(Layout, MissingRootIsAnErrorNamingIt) {

@@ -276,6 +276,24 @@ TEST(Merge, RefusesFilesWithAndWithoutVerification) {
   expect_refused(shard_bytes(w1, {}), shard_bytes(w2, {}), "xetcache.verification_mixed");
 }
 
+TEST(Merge, AMemberTheMergeReproducesIsNotReplaced) {
+  tests::TempDir dir("xetcache-same");
+  TestXorb x1 = make_xorb(40, 3), x2 = make_xorb(41, 2);
+  shard::ShardWriter whole, part;
+  whole.add_xorb(x1.record);
+  whole.add_xorb(x2.record);
+  whole.sort_sections_by_hash();  // laid out as the merge lays it out
+  part.add_xorb(x2.record);
+  std::string whole_path =
+      testing::put_shard(dir.path(), shard_bytes(whole, {.creation = 20, .expiry = 1'800'000'000}));
+  std::string part_path = testing::put_shard(dir.path(), shard_bytes(part, {.creation = 10, .expiry = 1'900'000'000}));
+  std::vector<std::string> members{whole_path, part_path};
+  auto out = merge_files(members, dir.path());
+  ASSERT_TRUE(out) << out.error().to_string();
+  EXPECT_EQ(out->file.path, whole_path);
+  EXPECT_EQ(out->replaced, (std::vector<std::string>{part_path}));
+}
+
 TEST(Merge, WritesThroughADotTempAndLeavesNoneBehind) {
   tests::TempDir dir("xetcache-write");
   std::vector<std::uint8_t> bytes{1, 2, 3, 4};
@@ -323,7 +341,8 @@ TEST(Merge, PlanThenMergeShrinksACacheAndKeepsEveryChunk) {
   EXPECT_EQ(out->expiry, plan[0].expiry);
   EXPECT_EQ(out->expiry, 1'800'000'000u);
   EXPECT_LE(out->file.size, plan[0].max_bytes);
-  for (const auto& m : members) std::filesystem::remove(m);  // the caller's step, when safe
+  EXPECT_EQ(out->replaced, members);
+  for (const auto& m : out->replaced) std::filesystem::remove(m);  // the caller's step, when safe
 
   auto after_list = list_shard_files(dir.path());
   ASSERT_TRUE(after_list);
