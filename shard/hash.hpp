@@ -47,6 +47,17 @@ struct Hash {
   bool operator==(const Hash&) const = default;
 };
 
+// xet-core's order of hashes: word by word as u64 (its hash type is four
+// u64 words). Its in-memory shard writes files and xorbs in this order, and
+// then writes the file and xorb lookup tables unsorted, in section order, so
+// a shard laid out otherwise would need sorted tables that disagree with its
+// sections. Byte order (operator<) differs: it compares the low byte first.
+inline bool xet_order_less(const Hash& a, const Hash& b) {
+  for (int i = 0; i < 4; ++i)
+    if (a.word(i) != b.word(i)) return a.word(i) < b.word(i);
+  return false;
+}
+
 }  // namespace dedupd::shard
 
 template <>

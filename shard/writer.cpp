@@ -1,5 +1,6 @@
 #include "shard/writer.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -124,6 +125,15 @@ std::vector<std::uint8_t> ShardWriter::write(const WriteOptions& options) const 
   for (const auto& e : tables.chunks) c.put_lookup(e);
 
   ShardFooter f = options.footer;
+  if (options.derive_byte_totals) {
+    f.stored_bytes_on_disk = f.stored_bytes = f.materialized_bytes = 0;
+    for (const auto& x : xorbs_) {
+      f.stored_bytes_on_disk += x.header.bytes_on_disk;
+      f.stored_bytes += x.header.bytes_in_xorb;
+    }
+    for (const auto& file : files_)
+      for (const auto& t : file.terms) f.materialized_bytes += t.unpacked_bytes;
+  }
   f.version = kFooterVersion;
   f.file_info_offset = kHeaderSize;
   f.cas_info_offset = cas_begin;
@@ -148,29 +158,42 @@ std::vector<std::uint8_t> ShardWriter::write(const WriteOptions& options) const 
   return out;
 }
 
+void ShardWriter::sort_sections_by_hash() {
+  std::stable_sort(files_.begin(), files_.end(), [](const FileRecord& a, const FileRecord& b) {
+    return xet_order_less(a.header.file_hash, b.header.file_hash);
+  });
+  std::stable_sort(xorbs_.begin(), xorbs_.end(), [](const XorbRecord& a, const XorbRecord& b) {
+    return xet_order_less(a.header.xorb_hash, b.header.xorb_hash);
+  });
+}
+
+FileRecord record_of(const FileBlock& b) {
+  FileRecord f;
+  f.header = b.header();
+  f.terms.reserve(b.num_terms());
+  for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.terms.push_back(b.term(i));
+  if (b.has_verification()) {
+    f.verification.reserve(b.num_terms());
+    for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.verification.push_back(b.verification(i));
+  }
+  if (b.has_metadata_ext()) f.metadata_ext = b.metadata_ext();
+  return f;
+}
+
+XorbRecord record_of(const XorbBlock& b) {
+  XorbRecord x;
+  x.header = b.header();
+  x.chunks.reserve(b.num_chunks());
+  for (std::uint32_t i = 0; i < b.num_chunks(); ++i) x.chunks.push_back(b.chunk(i));
+  return x;
+}
+
 ShardWriter ShardWriter::from_view(const ShardView& view) {
   ShardWriter w;
   w.files_.reserve(view.stats().files);
-  for (FileBlock b : view.files()) {
-    FileRecord f;
-    f.header = b.header();
-    f.terms.reserve(b.num_terms());
-    for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.terms.push_back(b.term(i));
-    if (b.has_verification()) {
-      f.verification.reserve(b.num_terms());
-      for (std::uint32_t i = 0; i < b.num_terms(); ++i) f.verification.push_back(b.verification(i));
-    }
-    if (b.has_metadata_ext()) f.metadata_ext = b.metadata_ext();
-    w.files_.push_back(std::move(f));
-  }
+  for (FileBlock b : view.files()) w.files_.push_back(record_of(b));
   w.xorbs_.reserve(view.stats().xorbs);
-  for (XorbBlock b : view.xorbs()) {
-    XorbRecord x;
-    x.header = b.header();
-    x.chunks.reserve(b.num_chunks());
-    for (std::uint32_t i = 0; i < b.num_chunks(); ++i) x.chunks.push_back(b.chunk(i));
-    w.xorbs_.push_back(std::move(x));
-  }
+  for (XorbBlock b : view.xorbs()) w.xorbs_.push_back(record_of(b));
   return w;
 }
 

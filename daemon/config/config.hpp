@@ -11,9 +11,19 @@
 
 namespace dedupd::daemon {
 
+// What dedupd may do in a watched tree beyond indexing and expiring it.
+enum class Manage : std::uint8_t {
+  none,
+  // The tree is a Xet client's cache (HF_XET_CACHE): dedupd merges the small
+  // shards of its shard-cache/ directories and keeps them under caps
+  // (xetcache/). Opt-in: it writes files the client will load.
+  xet_cache,
+};
+
 struct WatchDir {
   std::filesystem::path path;
   bool recursive = true;  // the Xet cache nests <endpoint>/shard-cache/
+  Manage manage = Manage::none;
   bool operator==(const WatchDir&) const = default;
 };
 

@@ -158,6 +158,14 @@ class Loader {
     out = std::get<std::uint64_t>(n);
   }
 
+  void manage(const std::string& key, const YAML::Node& v, Manage& out) {
+    std::string s;
+    if (!scalar(key, v, "xet-cache or none", s)) return;
+    if (s == "xet-cache") out = Manage::xet_cache;
+    else if (s == "none") out = Manage::none;
+    else fail(key, v, "expected xet-cache or none, got \"" + s + "\"");
+  }
+
   void watch(const std::string& key, const YAML::Node& v, std::vector<WatchDir>& out) {
     if (v.IsNull()) return out.clear();
     if (!v.IsSequence()) return fail(key, v, "expected a list of directories");
@@ -175,11 +183,16 @@ class Loader {
             has_path = true;
           } else if (name == "recursive") {
             boolean(k + ".recursive", it->second, w.recursive);
+          } else if (name == "manage") {
+            manage(k + ".manage", it->second, w.manage);
           } else {
-            unknown(k + "." + name, it->first, "path, recursive");
+            unknown(k + "." + name, it->first, "path, recursive, manage");
           }
         }
         if (!has_path) fail(k, item, "a watch entry needs a path");
+        if (w.manage == Manage::xet_cache && !w.recursive)
+          fail(k + ".recursive", item,
+               "a managed Xet cache nests <endpoint>/shard-cache/: it must be watched recursively");
       } else {
         path(k, item, w.path);
       }

@@ -158,6 +158,24 @@ TEST(ConfigErrors, BodyMemoryMustHoldAnUploadAndAQuery) {
                    "unknown unit");
 }
 
+TEST(Config, ManageIsOffUnlessAWatchEntryAsksForIt) {
+  Config c = load_ok(
+      "watch:\n  - /srv/shards\n  - path: /home/ci/.cache/huggingface/xet\n    manage: xet-cache\n"
+      "  - {path: /srv/other, manage: none}\n");
+  ASSERT_EQ(c.watch.size(), 3u);
+  EXPECT_EQ(c.watch[0].manage, Manage::none);
+  EXPECT_EQ(c.watch[1].manage, Manage::xet_cache);
+  EXPECT_TRUE(c.watch[1].recursive);
+  EXPECT_EQ(c.watch[2].manage, Manage::none);
+}
+
+TEST(ConfigErrors, BadManage) {
+  expect_one_error("watch:\n  - path: /a\n    manage: xet_cache\n", "watch[0].manage", 3, "xet-cache or none");
+  expect_one_error("watch:\n  - path: /a\n    manage: [xet-cache]\n", "watch[0].manage", 3, "got a list");
+  expect_one_error("watch:\n  - path: /a\n    recursive: false\n    manage: xet-cache\n", "watch[0].recursive", 2,
+                   "must be watched recursively");
+}
+
 TEST(ConfigErrors, WrongTypes) {
   expect_one_error("state_dir: [a, b]\n", "state_dir", 1, "got a list");
   expect_one_error("socket:\n", "socket", 1, "got nothing");

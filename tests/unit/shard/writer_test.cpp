@@ -1,6 +1,7 @@
 // Writer/reader round trips for every optional part of the format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "shard/lookup_tables.hpp"
@@ -265,6 +266,52 @@ TEST(Writer, EmptyShardIsHeaderTwoBookendsAndFooter) {
   WriteOptions o;
   o.with_footer = false;
   EXPECT_EQ(w.write(o).size(), 144u);
+}
+
+TEST(Writer, SortsSectionsInXetCoreHashOrderSoTablesFollowTheSections) {
+  auto s = small_shard();
+  s.writer.sort_sections_by_hash();
+  WriteOptions o;
+  o.lookup_tables = LookupTables::build;
+  auto bytes = s.writer.write(o);
+  auto v = parse_ok(bytes);
+  std::vector<Hash> files, xorbs;
+  for (FileBlock f : v.files()) files.push_back(f.hash());
+  for (XorbBlock x : v.xorbs()) xorbs.push_back(x.hash());
+  EXPECT_TRUE(std::is_sorted(files.begin(), files.end(), xet_order_less));
+  EXPECT_TRUE(std::is_sorted(xorbs.begin(), xorbs.end(), xet_order_less));
+  // xet-core writes these two tables in section order without sorting: with
+  // sections in its hash order, that is the sorted table, index ascending.
+  for (std::size_t i = 1; i < v.file_lookup_size(); ++i) EXPECT_LT(v.file_lookup(i - 1).index, v.file_lookup(i).index);
+  for (std::size_t i = 1; i < v.xorb_lookup_size(); ++i) EXPECT_LT(v.xorb_lookup(i - 1).index, v.xorb_lookup(i).index);
+}
+
+TEST(Writer, XetOrderComparesWordsNotBytes) {
+  Hash a, b;
+  a.bytes[0] = 2;  // word 0 = 2
+  b.bytes[1] = 1;  // word 0 = 256
+  EXPECT_TRUE(xet_order_less(a, b));
+  EXPECT_FALSE(a < b);  // bytewise, 2 > 0 at byte 0
+  EXPECT_FALSE(xet_order_less(a, a));
+}
+
+TEST(Writer, DerivesByteTotalsAsXetCoreDoes) {
+  auto s = small_shard();
+  WriteOptions o;
+  o.derive_byte_totals = true;
+  o.footer.stored_bytes = 7;  // replaced
+  auto v = parse_ok(s.writer.write(o));
+  std::uint64_t on_disk = 0, in_xorbs = 0, materialized = 0;
+  for (XorbBlock x : v.xorbs()) {
+    on_disk += x.header().bytes_on_disk;
+    in_xorbs += x.header().bytes_in_xorb;
+  }
+  for (FileBlock f : v.files())
+    for (std::uint32_t i = 0; i < f.num_terms(); ++i) materialized += f.term(i).unpacked_bytes;
+  EXPECT_EQ(v.footer()->stored_bytes_on_disk, on_disk);
+  EXPECT_EQ(v.footer()->stored_bytes, in_xorbs);
+  EXPECT_EQ(v.footer()->materialized_bytes, materialized);
+  EXPECT_GT(materialized, 0u);
 }
 
 }  // namespace

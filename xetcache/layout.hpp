@@ -1,0 +1,62 @@
+// Where the Xet client keeps its shards under a managed root (an
+// HF_XET_CACHE-style directory), and which of them it would load.
+//
+//   <root>/<endpoint>/shard-cache/<64 hex>.mdb           loaded every session
+//   <root>/<endpoint>/staging/shard-session/<tempdir>/   one per running session
+//   <root>/<endpoint>/staging/shard-session/xorb_metadata/  resumable uploads
+//
+// Only file names matter here: nothing is opened (shards.hpp reads them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shard/result.hpp"
+
+namespace dedupd::xetcache {
+
+using shard::Error;
+using shard::Result;
+
+// The client's own pattern, ^[0-9a-fA-F]{64}\.mdb$, on a bare file name.
+// Its temporaries (".<uuid>.mdb_temp") and anything else do not match.
+bool is_loadable_shard_name(std::string_view name);
+
+struct ShardFile {
+  std::string path;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+};
+
+struct SessionDir {
+  std::string path;
+  std::vector<ShardFile> shards;  // loadable names only
+};
+
+struct EndpointCache {
+  std::string dir;                // <root>/<endpoint>
+  std::string shard_cache;        // <dir>/shard-cache; empty when the client made none yet
+  std::vector<ShardFile> shards;  // of shard_cache, sorted by path
+  // Temporary directories of client sessions (running ones, or left by a
+  // killed process): a session may still read shard-cache files it
+  // registered, so their presence is what the caller weighs before deleting.
+  std::vector<SessionDir> sessions;
+  std::optional<SessionDir> xorb_metadata;
+};
+
+// The loadable shard files directly in `dir`, sorted by path. Symbolic links
+// and subdirectories are skipped: the cache only ever holds regular files.
+Result<std::vector<ShardFile>> list_shard_files(const std::string& dir);
+
+// Every endpoint directory of `root` (a child with shard-cache/ or staging/),
+// sorted by path; `root` alone when it is an endpoint directory itself.
+// Rule "xetcache.layout" names the path that failed.
+Result<std::vector<EndpointCache>> discover(const std::string& root);
+
+// One directory as an endpoint; nullopt when it has neither subdirectory.
+Result<std::optional<EndpointCache>> endpoint_at(const std::string& dir);
+
+}  // namespace dedupd::xetcache
