@@ -201,6 +201,8 @@ WatchBatch Watcher::read_events() {
 void Watcher::note_skipped(const fs::path& path, bool symlink) {
   const std::string name = path.filename().native();
   if (name.empty() || name.front() == '.') return;  // in progress or hidden
+  // Never a shard: the Xet client writes a log per session into its cache.
+  if (!symlink && name.ends_with(".log")) return;
   // Bounded: a directory of many other files costs a few lines, not memory.
   constexpr std::size_t kRemembered = 4096;
   if (skipped_.size() >= kRemembered || !skipped_.insert(path.native()).second) return;
