@@ -142,14 +142,6 @@ class ReplyShard {
   std::uint64_t on_disk_ = 0, in_xorbs_ = 0, xorbs_ = 0;
 };
 
-// A CAS block as the fleet stores it (checked to be whole by fleet::Reader).
-shard::XorbRecord record_of(const shard::XorbBlock& block) {
-  shard::XorbRecord rec{block.header(), {}};
-  rec.chunks.reserve(block.num_chunks());
-  for (std::size_t i = 0; i < block.num_chunks(); ++i) rec.chunks.push_back(block.chunk(i));
-  return rec;
-}
-
 }  // namespace
 
 shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
@@ -200,7 +192,8 @@ std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fl
   for (const fleet::ShardXorb& x : source.xorbs) {
     shard::XorbBlock block(x.cas_block.data(), 0);  // whole: checked by fleet::Reader
     index::Index::XorbHead head{block.hash(), block.num_chunks()};
-    if (!filler.choose(std::span(&head, 1), head.hash).empty()) reply.add(record_of(block));
+    if (!filler.choose(std::span(&head, 1), head.hash).empty())
+      reply.add(shard::record_of(block));  // checked whole by fleet::Reader
     if (filler.full()) break;
   }
   return reply.write(settings.now);
