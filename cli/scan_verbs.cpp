@@ -89,7 +89,8 @@ class Progress {
 
   void update(std::uint64_t done) {
     const auto now = Clock::now();
-    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
+    // The last byte is always drawn, so the line ends on 100%.
+    if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done < total_) return;
     last_ = now;
     drawn_ = true;
     const double secs = std::chrono::duration<double>(now - start_).count();
