@@ -169,6 +169,26 @@ TEST(Config, ManageIsOffUnlessAWatchEntryAsksForIt) {
   EXPECT_EQ(c.watch[2].manage, Manage::none);
 }
 
+TEST(Config, XetCacheSettingsAndTheirDefaults) {
+  Config d = load_ok("");
+  EXPECT_EQ(d.xet_cache.interval, std::chrono::minutes(1));
+  EXPECT_EQ(d.xet_cache.replaced_grace, std::chrono::hours(1));
+  EXPECT_EQ(d.xet_cache.max_bytes, 16'000'000'000ull);
+  EXPECT_EQ(d.xet_cache.max_chunk_entries, 64ull << 20);
+  Config c = load_ok("xet_cache:\n  interval: 5s\n  replaced_grace: 0s\n  max_bytes: 2G\n  max_chunk_entries: 1000\n");
+  EXPECT_EQ(c.xet_cache.interval, std::chrono::seconds(5));
+  EXPECT_EQ(c.xet_cache.replaced_grace, std::chrono::seconds(0));
+  EXPECT_EQ(c.xet_cache.max_bytes, 2ull << 30);
+  EXPECT_EQ(c.xet_cache.max_chunk_entries, 1000u);
+}
+
+TEST(ConfigErrors, BadXetCache) {
+  expect_one_error("xet_cache:\n  interval: 0s\n", "xet_cache.interval", 2, "at least 1s");
+  expect_one_error("xet_cache:\n  max_chunk_entries: 0\n", "xet_cache.max_chunk_entries", 2, "at least 1");
+  expect_one_error("xet_cache:\n  cap: 3\n", "xet_cache.cap", 2, "max_chunk_entries");
+  expect_one_error("xet_cache: 5\n", "xet_cache", 1, "mapping");
+}
+
 TEST(ConfigErrors, BadManage) {
   expect_one_error("watch:\n  - path: /a\n    manage: xet_cache\n", "watch[0].manage", 3, "xet-cache or none");
   expect_one_error("watch:\n  - path: /a\n    manage: [xet-cache]\n", "watch[0].manage", 3, "got a list");
