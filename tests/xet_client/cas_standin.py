@@ -18,7 +18,9 @@ download-protocol.md), and nothing more:
 
 It is not a mock of dedupd: the real dedupd answers the chunk queries. The
 test reads what it received at GET /_standin/state and empties the counters
-with POST /_standin/reset (stored xorbs and files stay). Every request is
+with POST /_standin/reset (stored xorbs and files stay); POST
+/_standin/forward with a socket path as the body changes which dedupd
+answers chunk queries. Every request is
 logged as one JSON line to --log, so a test failure shows the whole
 conversation.
 """
@@ -291,6 +293,11 @@ def make_handler(store, args, log):
                 return self.reply(200, {"result": 1}, bytes_in=len(data))
             if self.path == "/_standin/reset":
                 store.reset()
+                return self.reply(200, {})
+            if self.path == "/_standin/forward":
+                # Another dedupd answers chunk queries from now on (the body
+                # is its socket path; empty: none, every query is a 404).
+                args.dedupd_socket = data.decode() or None
                 return self.reply(200, {})
             return self.reply(404, {"error": "no route"})
 

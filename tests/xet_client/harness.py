@@ -171,11 +171,11 @@ class CasStandin:
             self.port = int(f.read())
         self.endpoint = "http://127.0.0.1:%d" % self.port
 
-    def _call(self, method, path):
+    def _call(self, method, path, body=None):
         import http.client
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            conn.request(method, path)
+            conn.request(method, path, body=body)
             r = conn.getresponse()
             return json.loads(r.read())
         finally:
@@ -186,6 +186,9 @@ class CasStandin:
 
     def reset(self):
         self._call("POST", "/_standin/reset")
+
+    def forward_to(self, dedupd):
+        self._call("POST", "/_standin/forward", (dedupd.socket if dedupd else "").encode())
 
     def requests(self):
         with open(os.path.join(self.root, "requests.jsonl")) as f:

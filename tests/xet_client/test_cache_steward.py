@@ -161,5 +161,82 @@ class CacheSteward(harness.RealClientTest):
         self.assertEqual(status["max_chunk_entries"], cap)
 
 
+    def test_past_the_clients_entry_cap_it_still_dedups_the_newest_content(self):
+        # The client indexes at most HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE
+        # chunk entries and silently ignores the shards after; here 100
+        # (the default is 64 Mi) so that three 3 MiB files pass it.
+        cap = 100
+        env = {"HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE": str(cap)}
+        cas = self.standin()
+        files = [write(self.path("in", "f%d.bin" % i), random_bytes(3 * 1024 * 1024, 300 + i)) for i in range(3)]
+
+        def resend(client, f):
+            cas.reset()
+            client.upload(cas.endpoint, f)
+            return cas.state()["xorb_chunk_bytes"]
+
+        alone = harness.Client(self.path("alone", "xet"), env)
+        for f in files:
+            alone.upload(cas.endpoint, f)
+            time.sleep(1.1)
+        # Without dedupd, whatever the client loads past the cap is lost, in
+        # its own load order: some file's bytes go up again, silently.
+        self.assertGreaterEqual(sum(resend(alone, f) for f in files), os.path.getsize(files[0]))
+
+        cache = self.path("xet")
+        managed = harness.Client(cache, env)
+        dedupd = self.start_managed(cache, max_chunk_entries=str(cap))
+        for f in files:
+            managed.upload(cas.endpoint, f)
+            time.sleep(1.1)
+        harness.wait_for("the entry cap to hold", lambda: self.caches(dedupd) and
+                         self.caches(dedupd)[0]["chunk_entries"] <= cap, timeout=30)
+        self.assertEqual(resend(managed, files[-1]), 0, "with dedupd the newest content is deduplicated")
+        self.assertEqual(resend(managed, files[-2]), 0)
+
+    def test_keyed_replies_merge_only_with_their_own_key(self):
+        # Two dedupds with their own global-dedup keys answer host B in turn:
+        # its cache holds replies under two keys beside its exported shards.
+        cas = self.standin()
+        a_cache = self.path("host-a", "xet")
+        a = harness.Client(a_cache)
+        keyed_sources = [write(self.path("host-a", "k%d.bin" % i), random_bytes(200_000, 400 + i)) for i in range(4)]
+        for f in keyed_sources:  # a shard and a xorb each: each reply carries one
+            a.upload(cas.endpoint, f)
+        first = self.dedupd([a_cache], name="answers-1")
+        self.wait_indexed(first, a)
+        second = self.dedupd([a_cache], name="answers-2")
+        self.wait_indexed(second, a)
+        b_cache = self.path("host-b", "xet")
+        b = harness.Client(b_cache)
+        for i, f in enumerate(keyed_sources):
+            cas.forward_to(first if i < 2 else second)
+            b.upload(cas.endpoint, f)
+        cas.forward_to(None)
+        for i in range(SMALL_UPLOADS - 6):
+            b.upload(cas.endpoint, write(self.path("host-b", "s%02d.bin" % i), random_bytes(30_000 + i, 500 + i)))
+
+        def keys():
+            out = []
+            for p in b.shard_files():
+                doc = json.loads(subprocess.run([harness.DEDUPCTL, "inspect", "--json", p], capture_output=True,
+                                                text=True).stdout)
+                if doc["keyed"]:
+                    out.append((doc["hmac_key"], doc["counts"]["xorbs"]))
+            return sorted(out)
+
+        before = keys()
+        self.assertEqual(len(before), 4, before)
+        self.assertEqual(len({k for k, _ in before}), 2, before)
+        steward = self.start_managed(b_cache)
+        harness.wait_for("the merges", lambda: self.caches(steward) and self.caches(steward)[0]["merges"] >= 3 and
+                         self.caches(steward)[0]["pending_deletions"] == 0, timeout=90)
+        after = keys()
+        # One merged reply per key, each with both replies' xorbs.
+        self.assertEqual([k for k, _ in after], sorted({k for k, _ in before}), after)
+        for key, xorbs in after:
+            self.assertEqual(xorbs, sum(x for k, x in before if k == key))
+
+
 if __name__ == "__main__":
     harness.main()
