@@ -237,7 +237,11 @@ class Bench:
             if "xet_caches" not in doc:
                 raise NoSteward("GET /v1/status has no xet_caches")
             caches = doc["xet_caches"] or []
-            mine = [c for c in caches if os.path.realpath(c["endpoint"]) == os.path.realpath(self.endpoint_dir)]
+            # The endpoint as a path (its directory or its shard-cache) or
+            # as the directory's name: the one cache here either way.
+            names = {os.path.realpath(self.endpoint_dir), os.path.realpath(self.shard_cache),
+                     os.path.basename(self.endpoint_dir)}
+            mine = [c for c in caches if c["endpoint"] in names or os.path.realpath(c["endpoint"]) in names]
             if not mine:
                 return None
             c = mine[0]
