@@ -14,6 +14,30 @@ namespace dedupctl {
 
 namespace api = dedupd::api;
 
+// The caches dedupd looks after (`manage: xet-cache`), each against its
+// caps: what the Xet client loads at every session start.
+void print_managed_caches(Context& ctx, Client& client) {
+  json doc = call(client, "GET", std::string(api::kStatus), "status");
+  if (!doc.contains("xet_caches") || !doc["xet_caches"].is_array() || doc["xet_caches"].empty()) return;
+  Table t({{"MANAGED XET CACHE"},
+           {"FILES", Table::right},
+           {"SIZE", Table::right},
+           {"OF", Table::right},
+           {"CHUNK ENTRIES", Table::right},
+           {"OF", Table::right},
+           {"MERGES", Table::right},
+           {"EVICTED", Table::right},
+           {"WAITING", Table::right}});
+  for (const auto& c : doc["xet_caches"]) {
+    auto n = [&](const char* key) { return c.contains(key) && c[key].is_number() ? c[key].get<std::uint64_t>() : 0; };
+    t.add({c.value("endpoint", std::string("?")), grouped(n("files")), human_bytes(n("bytes")),
+           human_bytes(n("max_bytes")), grouped(n("chunk_entries")), grouped(n("max_chunk_entries")),
+           grouped(n("merges")), grouped(n("evicted")), grouped(n("pending_deletions"))});
+  }
+  ctx.out() << '\n';
+  t.print(ctx.out(), ctx.style);
+}
+
 int shards(Context& ctx, const std::string& state) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::string what = "shards";
@@ -40,6 +64,7 @@ int shards(Context& ctx, const std::string& state) {
     }
     if (list.empty()) ctx.out() << "no shards" << (state.empty() ? "" : " in state " + state) << '\n';
     else t.print(ctx.out(), ctx.style);
+    print_managed_caches(ctx, client);
   }
   return kOk;
 }

@@ -65,6 +65,7 @@ StatusInfo Daemon::status() const {
   s.socket = config_.socket.native();
   s.state_dir = config_.state_dir.native();
   for (const auto& w : config_.watch) s.watch.push_back(w.path.native());
+  if (steward_) s.xet_caches = steward_->status();
   return s;
 }
 
@@ -107,6 +108,7 @@ int Daemon::run() {
   fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout);
   ingester_ = std::make_unique<Ingester>(*index_, counters_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
+  steward_ = std::make_unique<CacheSteward>(*index_);
   apply_config(config_, true);
 
   if (!start_server()) return 1;
@@ -148,6 +150,7 @@ int Daemon::run() {
     if (stopping_) break;
     process_pending(kIngestBudget);
     if (expiry_pass_wanted_) expiry_pass();
+    if (pending_.empty()) steward_pass_if_due();
     if (timer_rearm_wanted_) rearm_timer();
     ping_watchdog_if_due();
     publish_status(false);
@@ -287,6 +290,16 @@ void Daemon::expiry_pass() {
   publish_status(true);
 }
 
+void Daemon::steward_pass_if_due() {
+  if (!steward_->any()) return;
+  const std::uint64_t now = unix_now();
+  if (now < next_steward_pass_) return;
+  // Between ingests (the queue is empty): a merge writes a new shard, which
+  // the watcher then queues like any other.
+  steward_->run(now);
+  next_steward_pass_ = now + std::uint64_t(config_.xet_cache.interval.count());
+}
+
 void Daemon::rearm_timer() {
   timer_rearm_wanted_ = false;
   std::uint64_t now_ms = unix_now_ms();
@@ -377,6 +390,13 @@ void Daemon::apply_config(const Config& next, bool initial) {
   }
   ingester_->set_quarantine_dir(config_.quarantine_dir);
   expiry_->set_config(config_.expiry);
+  {
+    std::vector<fs::path> managed;
+    for (const auto& w : config_.watch)
+      if (w.manage == Manage::xet_cache) managed.push_back(fs::absolute(w.path));
+    steward_->configure(std::move(managed), config_.xet_cache);
+    next_steward_pass_ = 0;
+  }
   key_store_->set_rotation(config_.global_dedup.key_rotation);
   if (server_) server_->set_admin_gid(admin_gid_of(config_.admin_group));
   apply_fleet(initial);

@@ -28,6 +28,7 @@
 #include "daemon/loop/timer.hpp"
 #include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
+#include "daemon/xetcache/steward.hpp"
 #include "index/index.hpp"
 
 namespace dedupd::daemon {
@@ -87,6 +88,7 @@ class Daemon {
   void process_pending(std::chrono::milliseconds budget);
   FileOutcome ingest_one(const Candidate& c);
   void expiry_pass();
+  void steward_pass_if_due();
   void rearm_timer();
   void ping_watchdog_if_due();
   void publish_status(bool force);
@@ -110,6 +112,7 @@ class Daemon {
   std::unique_ptr<FilterBuilder> filter_builder_;  // after index_: stops first
   std::unique_ptr<Ingester> ingester_;
   std::unique_ptr<expiry::Runner> expiry_;
+  std::unique_ptr<CacheSteward> steward_;  // the managed Xet caches
   std::unique_ptr<GlobalDedupKeyStore> key_store_;
   // The fleet: the lookup side lives as long as the server; the publisher
   // (under fleet_mu_, replaced on SIGHUP) stops before the index closes.
@@ -125,6 +128,7 @@ class Daemon {
   bool expiry_pass_wanted_ = false;
   bool timer_rearm_wanted_ = false;
   std::uint64_t next_safety_scan_ = 0;
+  std::uint64_t next_steward_pass_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::optional<std::chrono::microseconds> watchdog_interval_;
   std::chrono::steady_clock::time_point next_watchdog_;

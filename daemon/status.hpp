@@ -16,6 +16,20 @@
 namespace dedupd::daemon {
 
 // GET /v1/status, minus the stats (the route reads those from the index).
+// One endpoint directory of a managed Xet cache (`manage: xet-cache`), as
+// the last pass of daemon/xetcache/steward found and left it.
+struct XetCacheStatus {
+  std::string endpoint;                                   // <cache root>/<endpoint>
+  std::uint64_t files = 0, bytes = 0, chunk_entries = 0;  // what the client loads
+  std::uint64_t max_bytes = 0, max_chunk_entries = 0;
+  std::uint64_t merges = 0;             // merged shards written since start
+  std::uint64_t merged_away = 0;        // originals deleted after a merge
+  std::uint64_t evicted = 0;            // files deleted for the caps
+  std::uint64_t pending_deletions = 0;  // originals waiting for client processes to end
+  std::uint64_t live_clients = 0;       // client processes seen running at the last pass
+  std::uint64_t last_pass = 0;          // unix s
+};
+
 struct StatusInfo {
   std::string version;
   pid_t pid = 0;
@@ -23,6 +37,7 @@ struct StatusInfo {
   std::string socket;
   std::string state_dir;
   std::vector<std::string> watch;  // watched directories, as configured
+  std::vector<XetCacheStatus> xet_caches;
 };
 
 // Counters the daemon keeps for /metrics (monotonic since start).

@@ -9,6 +9,23 @@
 
 namespace dedupd::daemon::http {
 
+namespace {
+
+// A label value in the Prometheus text format: backslash, quote and newline
+// escaped (a cache path may hold any of them).
+std::string prom_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
 Response get_stats(Context& ctx, Request& req) {
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
@@ -30,6 +47,21 @@ Response get_status(Context& ctx, Request& req) {
     doc["stats"] = stats_json(*stats);
   }
   if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = publisher_json(*fleet);
+  Json caches = Json::array();
+  for (const auto& c : s.xet_caches)
+    caches.push_back({{"endpoint", c.endpoint},
+                      {"files", c.files},
+                      {"bytes", c.bytes},
+                      {"chunk_entries", c.chunk_entries},
+                      {"max_bytes", c.max_bytes},
+                      {"max_chunk_entries", c.max_chunk_entries},
+                      {"merges", c.merges},
+                      {"merged_away", c.merged_away},
+                      {"evicted", c.evicted},
+                      {"pending_deletions", c.pending_deletions},
+                      {"live_clients", c.live_clients},
+                      {"last_pass", c.last_pass}});
+  doc["xet_caches"] = std::move(caches);
   return json(dump(doc));
 }
 
@@ -102,6 +134,30 @@ Response get_metrics(Context& ctx, Request& req) {
       w.family("dedupd_fleet_last_contact_seconds", "gauge", "Unix time of the last successful call to the primary.");
       w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
     }
+  }
+  const std::vector<XetCacheStatus> caches = ctx.service.status().xet_caches;
+  if (!caches.empty()) {
+    // One series per endpoint directory of a managed cache, beside its caps.
+    auto per_cache = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
+      w.family(name, type, help);
+      for (const auto& x : caches) w.sample(name, "endpoint=\"" + prom_label(x.endpoint) + "\"", field(x));
+    };
+    per_cache("dedupd_xet_cache_files", "gauge", "Shard files the Xet client loads from this cache.",
+              [](const XetCacheStatus& x) { return x.files; });
+    per_cache("dedupd_xet_cache_bytes", "gauge", "Bytes of those files.",
+              [](const XetCacheStatus& x) { return x.bytes; });
+    per_cache("dedupd_xet_cache_max_bytes", "gauge", "The byte cap dedupd keeps.",
+              [](const XetCacheStatus& x) { return x.max_bytes; });
+    per_cache("dedupd_xet_cache_chunk_entries", "gauge", "Chunk entries the client indexes from them.",
+              [](const XetCacheStatus& x) { return x.chunk_entries; });
+    per_cache("dedupd_xet_cache_max_chunk_entries", "gauge", "The chunk-entry cap dedupd keeps.",
+              [](const XetCacheStatus& x) { return x.max_chunk_entries; });
+    per_cache("dedupd_xet_cache_merges_total", "counter", "Merged shards written.",
+              [](const XetCacheStatus& x) { return x.merges; });
+    per_cache("dedupd_xet_cache_evicted_total", "counter", "Files deleted to keep the caps.",
+              [](const XetCacheStatus& x) { return x.evicted; });
+    per_cache("dedupd_xet_cache_pending_deletions", "gauge", "Merged originals waiting for client processes to end.",
+              [](const XetCacheStatus& x) { return x.pending_deletions; });
   }
   ctx.metrics.render(out);
   return r;

@@ -58,6 +58,19 @@ struct GlobalDedupConfig {
   std::uint64_t reply_max_bytes = 64ull << 20;
 };
 
+// How dedupd looks after the Xet caches of `manage: xet-cache` entries
+// (daemon/xetcache/steward.hpp). The caps default to the client's own
+// (xetcache/constants.hpp), which it keeps only at session start.
+struct XetCacheConfig {
+  std::chrono::seconds interval = std::chrono::minutes(1);  // between passes
+  // How long a merge's originals may wait for the client processes that
+  // may still read them; then they go (a running session re-uploads what it
+  // would have found in them, it never fails).
+  std::chrono::seconds replaced_grace = std::chrono::hours(1);
+  std::uint64_t max_bytes = 16'000'000'000ull;
+  std::uint64_t max_chunk_entries = 64ull << 20;
+};
+
 // The fleet index on PostgreSQL (docs/FLEET.md). Off while url is empty.
 // The url may carry a password: it is never logged or printed.
 struct FleetConfig {
@@ -80,6 +93,7 @@ struct Config {
   std::string log_level = "info";
   LimitsConfig limits;
   GlobalDedupConfig global_dedup;
+  XetCacheConfig xet_cache;
   FleetConfig fleet;
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }

@@ -65,11 +65,12 @@ class Loader {
       else if (name == "log_level") log_level(name, v, c.log_level);
       else if (name == "limits") limits(name, v, c.limits);
       else if (name == "global_dedup") global_dedup(name, v, c.global_dedup);
+      else if (name == "xet_cache") xet_cache(name, v, c.xet_cache);
       else if (name == "fleet") fleet(name, v, c.fleet);
       else
         unknown(name, it->first,
                 "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                "limits, global_dedup, fleet");
+                "limits, global_dedup, xet_cache, fleet");
     }
   }
 
@@ -258,6 +259,20 @@ class Loader {
                         "must be at least max_body_bytes + max_query_body_bytes (" + format_size(out.max_body_bytes) +
                             " + " + format_size(out.max_query_body_bytes) +
                             "), so that one upload of the largest size and one batch query fit at once"});
+  }
+
+  void xet_cache(const std::string& key, const YAML::Node& v, XetCacheConfig& out) {
+    static const char* const kKnown = "interval, replaced_grace, max_bytes, max_chunk_entries";
+    if (!v.IsMap()) return fail(key, v, std::string("expected a mapping (") + kKnown + ")");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name == "interval") duration(k, it->second, out.interval, std::chrono::seconds(1));
+      else if (name == "replaced_grace") duration(k, it->second, out.replaced_grace);
+      else if (name == "max_bytes") size(k, it->second, out.max_bytes, 1);
+      else if (name == "max_chunk_entries") count<std::uint64_t>(k, it->second, out.max_chunk_entries, 1);
+      else unknown(k, it->first, kKnown);
+    }
   }
 
   void global_dedup(const std::string& key, const YAML::Node& v, GlobalDedupConfig& out) {

@@ -34,7 +34,7 @@ bool is_under(const fs::path& path, const fs::path& root) {
 // reach the CAS if the upload fails. What the session produced for good is
 // exported into shard-cache/ afterwards.
 bool is_hidden(const fs::path& path) {
-  const auto& name = path.filename().native();
+  const std::string name = path.filename().native();  // a copy: filename() is a temporary
   return !name.empty() && name.front() == '.';
 }
 

@@ -103,7 +103,10 @@ class Dedupd:
         lines = ["state_dir: %s" % json.dumps(os.path.join(root, "state")),
                  "socket: %s" % json.dumps(self.socket),
                  "log_level: debug", "watch:"]
-        lines += ["  - %s" % json.dumps(w) for w in watch]
+        # A plain path, or a dict for an entry with settings (manage: ...).
+        lines += ["  - %s" % (json.dumps(w) if isinstance(w, str) else
+                              "{%s}" % ", ".join("%s: %s" % (k, json.dumps(v)) for k, v in w.items()))
+                  for w in watch]
         with open(self.config, "w") as f:
             f.write("\n".join(lines) + "\n" + extra_yaml)
         self.proc = Proc([DEDUPD, "--config", self.config], os.path.join(root, "dedupd.log"))
@@ -212,6 +215,18 @@ class Client:
     def upload(self, endpoint, *paths):
         return self.run("upload", endpoint, *paths)
 
+    def held_upload(self, endpoint, path):
+        """Starts a session that streams half of `path` and waits; call
+        .stdin.write("go\n") then .communicate() to finish it."""
+        p = subprocess.Popen([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "held-upload", endpoint, path],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=self.env)
+        line = p.stdout.readline()
+        if line.strip() != "HALF":
+            p.kill()
+            raise AssertionError("held upload did not start: %r %s" % (line, p.stderr.read()[-2000:]))
+        return p
+
     def download(self, endpoint, file_hash, size, dest):
         return self.run("download", endpoint, file_hash, str(size), dest)
 
@@ -256,10 +271,12 @@ class RealClientTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="dedupd-xet-")
         self.procs = []
+        result = getattr(self._outcome, "result", None)
+        self._problems_before = len(result.failures) + len(result.errors) if result else 0
 
     def tearDown(self):
         result = getattr(self._outcome, "result", None)
-        failed = result is not None and bool(result.failures or result.errors)
+        failed = result is not None and len(result.failures) + len(result.errors) > self._problems_before
         for p in reversed(self.procs):
             p.stop()
         if failed:
@@ -276,7 +293,7 @@ class RealClientTest(unittest.TestCase):
     def dedupd(self, watch, extra_yaml="", name="dedupd"):
         os.makedirs(self.path(name), exist_ok=True)
         for w in watch:
-            os.makedirs(w, exist_ok=True)
+            os.makedirs(w if isinstance(w, str) else w["path"], exist_ok=True)
         d = Dedupd(self.path(name), watch, extra_yaml)
         self.procs.append(d)
         return d
@@ -314,9 +331,9 @@ class TwoHosts:
     stand-in, with replies that expire `reply_expiry` seconds after they are
     made; expired shard files are deleted at once."""
 
-    def __init__(self, test, reply_expiry_s, size=4 * 1024 * 1024, added=1024 * 1024):
+    def __init__(self, test, reply_expiry_s, size=4 * 1024 * 1024, added=1024 * 1024, delete_after="0s"):
         self.cache_a, self.cache_b = test.path("host-a", "xet"), test.path("host-b", "xet")
-        self.dedupd = test.dedupd([self.cache_a, self.cache_b], "expiry:\n  delete_after: 0s\n"
+        self.dedupd = test.dedupd([self.cache_a, self.cache_b], "expiry:\n  delete_after: %s\n" % delete_after +
                                   "global_dedup:\n  reply_expiry: %ds\n" % reply_expiry_s)
         self.cas = test.standin(self.dedupd)
         self.a, self.b = Client(self.cache_a), Client(self.cache_b)
@@ -326,6 +343,9 @@ class TwoHosts:
         self.new = write(test.path("host-b", "model.bin"), old_bytes + random_bytes(added, 22))
         self.old_info = self.a.upload(self.cas.endpoint, self.old)["files"][0]
         test.wait_indexed(self.dedupd, self.a)
+
+    def stop_dedupd(self):
+        self.dedupd.stop()
 
     def upload_on_b(self):
         """B's upload: (what scan predicted, what the client sent, its result)."""

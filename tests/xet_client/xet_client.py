@@ -7,6 +7,9 @@ loads the shard cache under HF_XET_CACHE.
       size, sha256}], "t_start", "t_end"}
   xet_client.py download ENDPOINT HASH SIZE DEST...  (HASH SIZE DEST repeated)
   xet_client.py hash FILE...              -> JSON [{path, hash, size}]
+  xet_client.py held-upload ENDPOINT FILE -> streams the first half of FILE
+      in one session, prints "HALF" and waits for a line on stdin, then
+      streams the rest: a session held open across what the test does
 """
 
 import json
@@ -35,6 +38,21 @@ def upload(endpoint, paths):
     return {"files": files, "t_start": t_start, "t_end": time.time()}
 
 
+def held_upload(endpoint, path):
+    with open(path, "rb") as f:
+        data = f.read()
+    session = hf_xet.XetSession()
+    commit = session.new_upload_commit(endpoint=endpoint, **token_args())
+    stream = commit.start_upload_stream(sha256=hf_xet.SKIP_SHA256)
+    stream.write(data[:len(data) // 2])
+    print("HALF", flush=True)
+    sys.stdin.readline()
+    stream.write(data[len(data) // 2:])
+    info = stream.finish().xet_info
+    commit.wait_to_finish()
+    return {"files": [{"path": path, "hash": info.hash, "size": info.file_size}]}
+
+
 def download(endpoint, triples):
     session = hf_xet.XetSession()
     group = session.new_file_download_group(endpoint=endpoint, **token_args())
@@ -51,6 +69,8 @@ def main(argv):
     elif verb == "download":
         rest = argv[3:]
         out = download(argv[2], [rest[i:i + 3] for i in range(0, len(rest), 3)])
+    elif verb == "held-upload":
+        out = held_upload(argv[2], argv[3])
     elif verb == "hash":
         out = [{"path": p, "hash": i.hash, "size": i.file_size} for p, i in zip(argv[2:], hf_xet.hash_files(argv[2:]))]
     elif verb == "version":
