@@ -73,8 +73,11 @@ std::optional<std::int64_t> process_start(pid_t pid) {
     std::int64_t btime = -1;
     while (boot >> key)
       if (key == "btime" && boot >> btime) break;
-    if (btime < 0) return std::nullopt;
-    return btime + std::int64_t(std::stoull(field) / std::uint64_t(::sysconf(_SC_CLK_TCK)));
+    std::uint64_t ticks = 0;
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    if (btime < 0 || hz <= 0 || std::from_chars(field.data(), field.data() + field.size(), ticks).ec != std::errc{})
+      return std::nullopt;
+    return btime + std::int64_t(ticks / std::uint64_t(hz));
   }
   return std::nullopt;
 }
@@ -152,7 +155,7 @@ bool CacheSteward::run(std::uint64_t now) {
       if (e.shard_cache.empty()) continue;
       seen.insert(e.dir);
       try {
-        changed |= run_endpoint(root, e.dir, e.shard_cache, now, live);
+        changed |= run_endpoint(e.dir, e.shard_cache, now, live);
       } catch (const std::exception& ex) {
         // One cache's trouble never stops the daemon or the other caches.
         spdlog::error("xet cache {}: {}", e.dir, ex.what());
@@ -167,9 +170,8 @@ bool CacheSteward::run(std::uint64_t now) {
   return changed;
 }
 
-bool CacheSteward::run_endpoint(const fs::path& root, const std::string& dir, const std::string& shard_cache,
-                                std::uint64_t now, std::size_t live_clients) {
-  (void)root;
+bool CacheSteward::run_endpoint(const std::string& dir, const std::string& shard_cache, std::uint64_t now,
+                                std::size_t live_clients) {
   EndpointState& ep = endpoints_[dir];
   XetCacheStatus& st = ep.status;
   st.endpoint = dir;

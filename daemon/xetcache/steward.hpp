@@ -57,8 +57,8 @@ class CacheSteward {
     std::vector<Pending> pending;  // originals of merges, still on disk
   };
 
-  bool run_endpoint(const std::filesystem::path& root, const std::string& dir, const std::string& shard_cache,
-                    std::uint64_t now, std::size_t live_clients);
+  bool run_endpoint(const std::string& dir, const std::string& shard_cache, std::uint64_t now,
+                    std::size_t live_clients);
   // The file is the very one the index took (same size and mtime, not
   // rejected): dedupd deletes nothing else.
   bool indexed_unchanged(const std::string& path) const;
