@@ -121,6 +121,15 @@ class Index {
   // Removes every entry up to and including `through_seq`.
   Status outbox_ack(std::uint64_t through_seq);
   Result<OutboxStats> outbox_stats() const;
+  // Takes `entry` out of the queue and keeps it, with `reason`, among the
+  // parked entries, in one transaction. An entry no longer queued is parked
+  // all the same (the caller saw it).
+  Status outbox_park(const OutboxEntry& entry, const std::string& reason, std::uint64_t now);
+  // Parked entries, oldest first (at most `max`).
+  Result<std::vector<ParkedEntry>> outbox_parked(std::size_t max) const;
+  // Queues every parked entry again (at the end of the queue); returns how
+  // many. The outbox being off, there is nothing parked.
+  Result<std::uint64_t> outbox_retry_parked(std::uint64_t now);
   // A live shard's content rebuilt from the index (its xorbs, files, key and
   // expiry; the bytes differ from the file's, the entries do not), so a shard
   // can be published after its file is gone. nullopt: not live.

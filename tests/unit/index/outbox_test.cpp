@@ -251,7 +251,7 @@ TEST_F(Outbox, TheObserverHearsOfEachCommitThatQueued) {
   reopen();  // before obs goes
 }
 
-TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
+TEST(IndexSchemaUpgrade, Version1IndexOfAnEarlierReleaseOpensAsTheCurrentVersion) {
   gen::TempDir tmp;
   std::string dir = (tmp / "idx");
   std::filesystem::create_directories(dir);
@@ -307,7 +307,7 @@ TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
     ASSERT_TRUE(*rebuilt);
   }
   opened->reset();
-  EXPECT_EQ(schema_version_on_disk(dir), 2u);
+  EXPECT_EQ(schema_version_on_disk(dir), 3u);
   // And opens again as it is.
   auto again = Index::open(o);
   ASSERT_TRUE(again) << again.error().to_string();
@@ -353,6 +353,97 @@ TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
   }
   EXPECT_EQ(schema_version_on_disk(dir), 1u);
   EXPECT_TRUE(bytes_of(dir + "/data.mdb") == before) << "data.mdb changed";
+}
+
+// tests/fixtures/index-v2/README.md says how the index was written (by
+// release c91351c, whose publisher acknowledged three shards it could not
+// rebuild).
+TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuild) {
+  gen::TempDir tmp;
+  std::string dir = (tmp / "idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v2/data.mdb", dir + "/data.mdb");
+  ASSERT_EQ(schema_version_on_disk(dir), 2u);
+  Options o;
+  o.dir = dir;
+  {
+    auto opened = Index::open(o);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    auto& idx = **opened;
+    EXPECT_EQ(idx.schema_version(), 3u);
+    auto problems = idx.check_invariants();
+    ASSERT_TRUE(problems);
+    EXPECT_THAT(*problems, IsEmpty());
+    auto ob = idx.outbox_stats();
+    ASSERT_TRUE(ob);
+    EXPECT_TRUE(ob->enabled);
+    EXPECT_EQ(ob->depth, 0u) << "that release acknowledged everything";
+    EXPECT_EQ(ob->parked, 0u);
+    auto live = idx.shards(ShardState::live);
+    ASSERT_TRUE(live);
+    ASSERT_EQ(live->size(), 4u);
+    // Refs written before schema 3 do not say each file's flags: the
+    // rebuild follows the rest of the shard for the empty file, so it
+    // parses, and keeps every file with terms as it was.
+    for (const auto& s : *live) {
+      auto bytes = idx.rebuild_shard(s.hash);
+      ASSERT_TRUE(bytes) << bytes.error().to_string();
+      ASSERT_TRUE(*bytes);
+      auto view = shard::ShardView::parse(**bytes);
+      ASSERT_TRUE(view) << s.hash.to_string() << ": " << view.error().to_string();
+    }
+    // Parking works on the upgraded index.
+    OutboxEntry e;
+    e.seq = 99;
+    e.shard = (*live)[0].hash;
+    ASSERT_TRUE(idx.outbox_park(e, "index.rebuild: a test", 5));
+    EXPECT_EQ(idx.outbox_stats()->parked, 1u);
+  }
+  EXPECT_EQ(schema_version_on_disk(dir), 3u);
+  auto again = Index::open(o);
+  ASSERT_TRUE(again) << again.error().to_string();
+  auto parked = (*again)->outbox_parked(10);
+  ASSERT_TRUE(parked);
+  ASSERT_EQ(parked->size(), 1u);
+  EXPECT_EQ((*parked)[0].reason, "index.rebuild: a test");
+  EXPECT_EQ((*parked)[0].parked_at, 5u);
+}
+
+// A parked entry leaves the queue with its reason and comes back at the end
+// of it on retry; turning the outbox off forgets it with the rest.
+TEST_F(Outbox, AParkedEntryStaysWithItsReasonUntilRetried) {
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2);
+  ingest(a);
+  ingest(b);
+  auto q = entries();
+  ASSERT_EQ(q.size(), 2u);
+  ASSERT_TRUE(idx->outbox_park(q[0], "fleet.argument: refused", 200));
+  EXPECT_EQ(outbox().depth, 1u);
+  EXPECT_EQ(outbox().parked, 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+  reopen();
+  auto parked = idx->outbox_parked(10);
+  ASSERT_TRUE(parked);
+  ASSERT_EQ(parked->size(), 1u);
+  EXPECT_EQ((*parked)[0].entry.shard, a.hash);
+  EXPECT_EQ((*parked)[0].entry.op, OutboxOp::publish);
+  EXPECT_EQ((*parked)[0].reason, "fleet.argument: refused");
+  auto moved = idx->outbox_retry_parked(300);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(*moved, 1u);
+  auto again = idx->outbox_retry_parked(300);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 0u);
+  q = entries();
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].shard, b.hash);
+  EXPECT_EQ(q[1].shard, a.hash);
+  EXPECT_EQ(outbox().parked, 0u);
+  ASSERT_TRUE(idx->outbox_park(q[1], "again", 400));
+  ASSERT_TRUE(idx->set_outbox(false, 500));
+  EXPECT_EQ(outbox().parked, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
 }
 
 TEST(IndexSchemaUpgrade, AReadOnlyOpenNeverCreatesAnIndex) {
