@@ -130,6 +130,15 @@ class Index {
   // Queues every parked entry again (at the end of the queue); returns how
   // many. The outbox being off, there is nothing parked.
   Result<std::uint64_t> outbox_retry_parked(std::uint64_t now);
+  // Anti-entropy, one bounded round: `fleet_held` are the shards the fleet
+  // lists for this host after `after`, in hash order, and `fleet_more` says
+  // the list stopped short. Compares them with the live shards after
+  // `after` (at most `max` shard records read) over the hashes both sides
+  // cover, and queues what differs, except shards with an entry already
+  // queued or parked: the live ones the fleet lacks for publishing, the
+  // others for a hold drop. Nothing is queued while the outbox is off.
+  Result<ReconcileRound> outbox_reconcile(const std::optional<Hash>& after, std::span<const Hash> fleet_held,
+                                          bool fleet_more, std::size_t max, std::uint64_t now);
   // A live shard's content rebuilt from the index (its xorbs, files, key and
   // expiry; the bytes differ from the file's, the entries do not), so a shard
   // can be published after its file is gone. nullopt: not live.

@@ -6,6 +6,7 @@
 #include "index/outbox.hpp"
 
 #include <ctime>
+#include <set>
 
 #include "index/outbox_txn.hpp"
 #include "shard/writer.hpp"
@@ -315,6 +316,79 @@ Result<std::uint64_t> Index::outbox_retry_parked(std::uint64_t now) {
   impl_->outbox_written(status.ok());
   if (!status) return status.error();
   return moved;
+}
+
+Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after, std::span<const Hash> fleet_held,
+                                               bool fleet_more, std::size_t max, std::uint64_t now) {
+  std::lock_guard lock(impl_->write_mu);
+  const schema::Dbs& d = impl_->dbs;
+  ReconcileRound out;
+  auto status = impl_->env->write(
+      [&](MDB_txn* txn) -> lmdb::TxnResult {
+        out = ReconcileRound{};
+        bool on;
+        if (int rc = enabled(d, txn, on); rc || !on) return rc ? lmdb::TxnResult(rc) : lmdb::TxnResult::rollback();
+        // The live shards after `after`, at most `max` records read.
+        std::vector<Hash> live;
+        bool local_more = false;
+        std::optional<Hash> last_read;
+        {
+          Cursor c;
+          if (int rc = c.open(txn, d.shards)) return rc;
+          MDB_val k = after ? val(*after) : MDB_val{0, nullptr}, v;
+          int rc = after ? c.move(&k, &v, MDB_SET_RANGE) : c.move(&k, &v, MDB_FIRST);
+          std::size_t read = 0;
+          for (; rc == 0; rc = c.move(&k, &v, MDB_NEXT)) {
+            if (k.mv_size != 32) continue;
+            Hash h = Hash::from_bytes(span_of(k));
+            if (after && h == *after) continue;
+            if (read == max) {
+              local_more = true;
+              break;
+            }
+            ++read;
+            last_read = h;
+            auto rec = decode_shard(v);
+            if (rec && rec->state == ShardState::live) live.push_back(h);
+          }
+          if (rc && rc != MDB_NOTFOUND) return rc;
+        }
+        // Both sides are complete up to `through`.
+        if (fleet_more && !fleet_held.empty()) out.through = fleet_held.back();
+        if (local_more && last_read && (!out.through || *last_read < *out.through)) out.through = last_read;
+        auto covered = [&](const Hash& h) { return !out.through || h <= *out.through; };
+        // What is queued or parked already gets there by itself.
+        std::set<Hash> pending;
+        for (MDB_dbi table : {d.outbox, d.parked}) {
+          Cursor c;
+          if (int rc = c.open(txn, table)) return rc;
+          MDB_val k, v;
+          int rc;
+          for (rc = c.move(&k, &v, MDB_FIRST); rc == 0; rc = c.move(&k, &v, MDB_NEXT))
+            if (v.mv_size >= kValueBytes)
+              pending.insert(Hash::from_bytes({static_cast<const std::uint8_t*>(v.mv_data) + 1, 32}));
+          if (rc != MDB_NOTFOUND) return rc;
+        }
+        std::set<Hash> held(fleet_held.begin(), fleet_held.end());
+        for (const Hash& h : live)
+          if (covered(h) && !held.contains(h) && !pending.contains(h)) {
+            if (int rc = put_entry(d, txn, OutboxOp::publish, h, now)) return rc;
+            ++out.publish;
+          }
+        std::set<Hash> here(live.begin(), live.end());
+        for (const Hash& h : fleet_held)
+          if (covered(h) && !here.contains(h) && !pending.contains(h)) {
+            if (int rc = put_entry(d, txn, OutboxOp::drop_hold, h, now)) return rc;
+            ++out.drop;
+          }
+        if (out.publish + out.drop == 0) return lmdb::TxnResult::rollback();
+        impl_->outbox_queued = true;
+        return 0;
+      },
+      "reconciling with the fleet");
+  impl_->outbox_written(status.ok());
+  if (!status) return status.error();
+  return out;
 }
 
 Result<std::optional<std::vector<std::uint8_t>>> Index::rebuild_shard(const Hash& shard_hash) const {

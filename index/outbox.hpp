@@ -40,6 +40,15 @@ struct ParkedEntry {
   std::string reason;           // the error, with its rule
 };
 
+// One round of anti-entropy (Index::outbox_reconcile).
+struct ReconcileRound {
+  std::uint64_t publish = 0;  // live here, not listed by the fleet: queued for publishing
+  std::uint64_t drop = 0;     // listed by the fleet, not live here: its hold queued for dropping
+  // The round compared the shards up to this hash; the next one starts
+  // after it. nullopt: up to the last, the pass is over.
+  std::optional<shard::Hash> through;
+};
+
 struct OutboxStats {
   bool enabled = false;
   std::uint64_t depth = 0;                     // entries not yet acknowledged

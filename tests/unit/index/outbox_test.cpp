@@ -446,6 +446,60 @@ TEST_F(Outbox, AParkedEntryStaysWithItsReasonUntilRetried) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
+// Anti-entropy rounds: what differs within the hashes both sides cover is
+// queued, a bounded number of records per round, never a shard whose entry
+// is queued or parked already.
+TEST_F(Outbox, ReconcileQueuesWhatDiffersRoundByRound) {
+  std::vector<OwnedShard> s;
+  std::vector<gen::GenXorb> xs;
+  for (std::uint64_t i = 0; i < 6; ++i) xs.push_back(gen::gen_xorb(50 + i, 2));
+  for (std::uint64_t i = 0; i < 6; ++i) s.push_back(shard_of({&xs[i]}, 10 + i));
+  for (const auto& x : s) ingest(x);
+  std::vector<Hash> live;
+  for (const auto& x : s) live.push_back(x.hash);
+  std::sort(live.begin(), live.end());
+  // Off: nothing queued, the pass is over.
+  auto off = idx->outbox_reconcile(std::nullopt, {}, false, 100, 1);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->publish + off->drop, 0u);
+  EXPECT_FALSE(off->through);
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  ASSERT_TRUE(idx->outbox_ack(entries().back().seq));
+  // The fleet holds live[0], live[2] and a shard this host does not have.
+  Hash gone = gen::hash_of_seed(4242);
+  std::vector<Hash> fleet{live[0], live[2], gone};
+  std::sort(fleet.begin(), fleet.end());
+  // live[1] is already parked: it gets there by itself.
+  OutboxEntry p;
+  p.seq = 1000;
+  p.shard = live[1];
+  ASSERT_TRUE(idx->outbox_park(p, "parked", 1));
+  std::size_t publish = 0, drop = 0, rounds = 0;
+  std::optional<Hash> after;
+  do {
+    std::vector<Hash> page;
+    for (const Hash& h : fleet)
+      if ((!after || h > *after) && page.size() < 2) page.push_back(h);
+    const bool more = page.size() == 2 && page.back() != fleet.back();
+    auto r = idx->outbox_reconcile(after, page, more, 2, 200);
+    ASSERT_TRUE(r) << r.error().to_string();
+    publish += r->publish, drop += r->drop, ++rounds;
+    after = r->through;
+  } while (after && rounds < 20);
+  EXPECT_GE(rounds, 3u) << "2 records a round";
+  EXPECT_EQ(publish, 3u);  // live[3..5]
+  EXPECT_EQ(drop, 1u);     // gone
+  std::set<Hash> published, dropped;
+  for (const auto& e : entries()) (e.op == OutboxOp::publish ? published : dropped).insert(e.shard);
+  EXPECT_EQ(published, (std::set<Hash>{live[3], live[4], live[5]}));
+  EXPECT_EQ(dropped, (std::set<Hash>{gone}));
+  // Queued now: a second pass queues nothing.
+  auto again = idx->outbox_reconcile(std::nullopt, fleet, false, 100, 300);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->publish + again->drop, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
 TEST(IndexSchemaUpgrade, AReadOnlyOpenNeverCreatesAnIndex) {
   gen::TempDir tmp;
   Options o;
