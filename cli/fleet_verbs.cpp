@@ -74,12 +74,18 @@ bool parked_listed(const json& doc) {
   return fl.is_object() && fl.contains("parked") && fl["parked"].is_array() && !fl["parked"].empty();
 }
 
-int fleet_retry(Context& ctx) {
+// A fleet route's answer; a daemon without a fleet is exit 69.
+json fleet_call(Context& ctx, const char* method, std::string_view path, const std::string& what) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
-  const std::string what = "fleet retry";
   bool not_found = false;
-  json doc = call(client, "POST", std::string(api::kFleetRetry), what, &not_found);
+  json doc = call(client, method, std::string(path), what, &not_found);
   if (not_found) throw CliError(kUnavailable, "dedupd has no fleet configured (the fleet section of dedupd.yaml)");
+  return doc;
+}
+
+int fleet_retry(Context& ctx) {
+  const std::string what = "fleet retry";
+  json doc = fleet_call(ctx, "POST", api::kFleetRetry, what);
   const std::uint64_t queued = need_u64(doc, "queued", what);
   if (ctx.opt.json) print_json(ctx.out(), doc);
   else if (ctx.human())
@@ -88,11 +94,8 @@ int fleet_retry(Context& ctx) {
 }
 
 int fleet_status(Context& ctx) {
-  Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::string what = "fleet status";
-  bool not_found = false;
-  json doc = call(client, "GET", std::string(api::kFleetStatus), what, &not_found);
-  if (not_found) throw CliError(kUnavailable, "dedupd has no fleet configured (the fleet section of dedupd.yaml)");
+  json doc = fleet_call(ctx, "GET", api::kFleetStatus, what);
   need(doc, "this_host", what);
   const bool answered = doc.value("fleet", std::string()) == "ok";
   if (answered) {

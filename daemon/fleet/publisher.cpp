@@ -160,6 +160,40 @@ bool Publisher::connect() {
   return true;
 }
 
+Publisher::Step Publisher::handle(const index::OutboxEntry& e) {
+  auto park_it = [&](const std::string& why) { return park(e, why) ? Step::parked : Step::stuck; };
+  if (e.op == index::OutboxOp::publish) {
+    auto bytes = index_.rebuild_shard(e.shard);
+    if (!bytes && about_the_entry(bytes.error())) return park_it("rebuilding the shard: " + bytes.error().to_string());
+    if (!bytes) {
+      spdlog::error("fleet: rebuilding shard {} to publish it: {}", e.shard, bytes.error());
+      return Step::failed;
+    }
+    if (!*bytes) return Step::done;  // removed since: its drop follows in the outbox
+    auto view = shard::ShardView::parse(**bytes);
+    if (!view) return park_it("the shard rebuilt from the index does not parse: " + view.error().to_string());
+    auto r = writer_->publish(*view, e.shard);
+    if (!r && about_the_entry(r.error())) return park_it("the fleet refused the shard: " + r.error().to_string());
+    if (!r) {
+      failed(r.error(), "publishing a shard");
+      return Step::failed;
+    }
+    std::lock_guard lock(mu_);
+    if (r->result == fleet::PublishResult::already_held) state_.replays++;
+    else state_.published++;
+    return Step::done;
+  }
+  auto r = writer_->drop_hold(e.shard);
+  if (!r && about_the_entry(r.error())) return park_it("the fleet refused to drop the hold: " + r.error().to_string());
+  if (!r) {
+    failed(r.error(), "dropping a hold");
+    return Step::failed;
+  }
+  std::lock_guard lock(mu_);
+  state_.drops++;
+  return Step::done;
+}
+
 bool Publisher::drain() {
   for (;;) {
     {
@@ -173,58 +207,11 @@ bool Publisher::drain() {
     }
     if (batch->empty()) return true;
     std::optional<std::uint64_t> done;
-    bool ok = true, stuck = false;
+    Step last = Step::done;
     for (const index::OutboxEntry& e : *batch) {
-      if (e.op == index::OutboxOp::publish) {
-        auto bytes = index_.rebuild_shard(e.shard);
-        if (!bytes && about_the_entry(bytes.error())) {
-          if (park(e, "rebuilding the shard: " + bytes.error().to_string())) continue;
-          stuck = true;
-          break;
-        }
-        if (!bytes) {
-          spdlog::error("fleet: rebuilding shard {} to publish it: {}", e.shard, bytes.error());
-          ok = false;
-          break;
-        }
-        if (*bytes) {  // otherwise removed since: its drop follows in the outbox
-          auto view = shard::ShardView::parse(**bytes);
-          if (!view) {
-            if (park(e, "the shard rebuilt from the index does not parse: " + view.error().to_string())) continue;
-            stuck = true;
-            break;
-          }
-          auto r = writer_->publish(*view, e.shard);
-          if (!r && about_the_entry(r.error())) {
-            if (park(e, "the fleet refused the shard: " + r.error().to_string())) continue;
-            stuck = true;
-            break;
-          }
-          if (!r) {
-            failed(r.error(), "publishing a shard");
-            ok = false;
-            break;
-          }
-          std::lock_guard lock(mu_);
-          if (r->result == fleet::PublishResult::already_held) state_.replays++;
-          else state_.published++;
-        }
-      } else {
-        auto r = writer_->drop_hold(e.shard);
-        if (!r && about_the_entry(r.error())) {
-          if (park(e, "the fleet refused to drop the hold: " + r.error().to_string())) continue;
-          stuck = true;
-          break;
-        }
-        if (!r) {
-          failed(r.error(), "dropping a hold");
-          ok = false;
-          break;
-        }
-        std::lock_guard lock(mu_);
-        state_.drops++;
-      }
-      done = e.seq;
+      last = handle(e);
+      if (last == Step::done) done = e.seq;
+      else if (last != Step::parked) break;  // out of the queue already: nothing to acknowledge
     }
     if (done) {
       if (auto acked = index_.outbox_ack(*done); !acked) {
@@ -232,8 +219,8 @@ bool Publisher::drain() {
         return true;
       }
     }
-    if (stuck) return true;
-    if (!ok) return false;
+    if (last == Step::stuck) return true;
+    if (last == Step::failed) return false;
     succeeded();
   }
 }

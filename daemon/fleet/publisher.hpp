@@ -76,6 +76,11 @@ class Publisher {
   bool connect();
   // Publishes or drops what the outbox holds; false when a fleet call failed.
   bool drain();
+  // What became of one entry: done (acknowledge it), parked, stuck (it
+  // could not be parked: it stays queued, and nothing after it may be
+  // acknowledged), failed (the fleet or the index failed: try later).
+  enum class Step : std::uint8_t { done, parked, stuck, failed };
+  Step handle(const index::OutboxEntry& e);
   bool periodic();
   // One anti-entropy round when one is due and the outbox is drained; false
   // when a fleet call failed.

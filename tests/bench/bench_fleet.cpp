@@ -152,6 +152,16 @@ struct Pg {
   }
 };
 
+// The bare statement's one parameter: the raw forms' prefixes.
+fleet::wire::Params raw_prefix_params(std::span<const shard::Hash> hashes) {
+  std::vector<std::int64_t> prefixes;
+  prefixes.reserve(hashes.size());
+  for (const auto& h : hashes) prefixes.push_back(fleet::wire::prefix_of(h.data()));
+  fleet::wire::Params p;
+  p.int8_array(prefixes);
+  return p;
+}
+
 // A dedupd of the fleet whose own index is empty: every answer comes from
 // the fleet. Stopped (SIGTERM) and its directory deleted however the run ends.
 struct Daemon {
@@ -367,12 +377,7 @@ int main(int argc, char** argv) {
 
     // Bare, the raw forms alone: the least any complete answer asks.
     t0 = Clock::now();
-    std::vector<std::int64_t> raw_prefixes;
-    raw_prefixes.reserve(part.size());
-    for (const auto& h : part) raw_prefixes.push_back(fleet::wire::prefix_of(h.data()));
-    fleet::wire::Params raw_params;
-    raw_params.int8_array(raw_prefixes);
-    bare_found += bare.any(raw_params, true);
+    bare_found += bare.any(raw_prefix_params(part), true);
     bare_raw_s += secs(t0, Clock::now());
   }
   double lookup_rate = double(total_queries) / fleet_lookup_s, bare_lookup_rate = double(total_queries) / bare_lookup_s;
@@ -504,10 +509,13 @@ int main(int argc, char** argv) {
   {
     std::vector<shard::Hash> hits;
     const std::size_t want = std::min<std::size_t>(200'000, entries);
-    for (std::size_t x = 1; hits.size() < want; ++x) {
-      auto g = index::gen::gen_xorb(x, kChunksPerXorb);
-      for (const auto& h : g.raw)
-        if (hits.size() < want) hits.push_back(h);
+    // From raw shards only: the bare table holds the stored forms, keyed
+    // for keyed shards (the daemon finds those too, under their key).
+    for (std::size_t sh = 0; sh < shards && hits.size() < want; ++sh) {
+      if (keys && sh % 10 == 3) continue;
+      for (std::size_t x = 0; x < kXorbsPerShard && hits.size() < want; ++x)
+        for (const auto& h : index::gen::gen_xorb(sh * kXorbsPerShard + x + 1, kChunksPerXorb).raw)
+          if (hits.size() < want) hits.push_back(h);
     }
     std::shuffle(hits.begin(), hits.end(), rng);
     Daemon daemon(url);
@@ -538,12 +546,7 @@ int main(int argc, char** argv) {
     for (std::size_t off = 0; off < hits.size(); off += block) {
       auto part = std::span(hits).subspan(off, std::min(block, hits.size() - off));
       t0 = Clock::now();
-      std::vector<std::int64_t> raw_prefixes;
-      raw_prefixes.reserve(part.size());
-      for (const auto& h : part) raw_prefixes.push_back(fleet::wire::prefix_of(h.data()));
-      fleet::wire::Params raw_params;
-      raw_params.int8_array(raw_prefixes);
-      bare_hits += bare.any(raw_params, true);
+      bare_hits += bare.any(raw_prefix_params(part), true);
       bare_hits_s += secs(t0, Clock::now());
     }
     // Where the time goes: the Reader alone over the same hits, in the

@@ -209,6 +209,14 @@ std::uint32_t schema_version_on_disk(const std::string& dir) {
   return version;
 }
 
+// A copy of tests/fixtures/<name>/data.mdb in tmp/idx; its directory.
+std::string copy_of_fixture_index(const gen::TempDir& tmp, const std::string& name) {
+  std::string dir = (tmp / "idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/" + name + "/data.mdb", dir + "/data.mdb");
+  return dir;
+}
+
 // tests/fixtures/index-v1/README.md says how the index was written (by the
 // release before the outbox, with these same generated shards).
 // The observer hears of each commit that queued entries, and of no other,
@@ -253,9 +261,7 @@ TEST_F(Outbox, TheObserverHearsOfEachCommitThatQueued) {
 
 TEST(IndexSchemaUpgrade, Version1IndexOfAnEarlierReleaseOpensAsTheCurrentVersion) {
   gen::TempDir tmp;
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  const std::string dir = copy_of_fixture_index(tmp, "index-v1");
   ASSERT_EQ(schema_version_on_disk(dir), 1u);
 
   Options o;
@@ -323,9 +329,7 @@ std::string bytes_of(const std::string& path) {
 // upgrade waits for a writer, and not a byte of data.mdb changes.
 TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
   gen::TempDir tmp;
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  const std::string dir = copy_of_fixture_index(tmp, "index-v1");
   const std::string before = bytes_of(dir + "/data.mdb");
   {
     Options o;
@@ -360,9 +364,7 @@ TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
 // rebuild).
 TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuild) {
   gen::TempDir tmp;
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v2/data.mdb", dir + "/data.mdb");
+  const std::string dir = copy_of_fixture_index(tmp, "index-v2");
   ASSERT_EQ(schema_version_on_disk(dir), 2u);
   Options o;
   o.dir = dir;
