@@ -251,7 +251,8 @@ bool Publisher::periodic() {
   return true;
 }
 
-bool Publisher::reconcile() {
+bool Publisher::reconcile(bool& ran) {
+  ran = false;
   auto now = std::chrono::steady_clock::now();
   if (!in_pass_ && now < next_reconcile_) return true;
   auto ob = index_.outbox_stats();
@@ -270,6 +271,7 @@ bool Publisher::reconcile() {
     failed(held.error(), "listing this host's fleet shards");
     return false;
   }
+  ran = true;
   auto round = index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, unix_now());
   if (!round) {
     spdlog::error("fleet: anti-entropy: {}", round.error());
@@ -322,15 +324,19 @@ void Publisher::run() {
       back_off();
       continue;
     }
-    if (!drain() || !periodic() || !reconcile()) {
+    bool reconciled = false;
+    if (!drain() || !periodic() || !reconcile(reconciled)) {
       back_off();
       continue;
     }
+    if (reconciled && in_pass_) continue;  // the next round at once (after what it queued)
     // Until new entries are committed, or the heartbeat or expiry is due.
     auto now = std::chrono::steady_clock::now();
-    if (in_pass_) continue;  // the next round at once (after what it queued)
-    wait(std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now,
-                   next_reconcile_ - now}));
+    auto until = std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now});
+    // A round that is due but waits for the outbox to drain is woken with
+    // it (a commit, the poll), never spun on.
+    if (!in_pass_ && now < next_reconcile_) until = std::min(until, next_reconcile_ - now);
+    wait(until);
   }
 }
 

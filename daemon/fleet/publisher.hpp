@@ -82,9 +82,9 @@ class Publisher {
   enum class Step : std::uint8_t { done, parked, stuck, failed };
   Step handle(const index::OutboxEntry& e);
   bool periodic();
-  // One anti-entropy round when one is due and the outbox is drained; false
-  // when a fleet call failed.
-  bool reconcile();
+  // One anti-entropy round when one is due and the outbox is drained (`ran`
+  // says whether it ran); false when a fleet call failed.
+  bool reconcile(bool& ran);
   // Takes `e` out of the queue, into the parked entries, with `why`; false
   // when the index could not (`e` stays queued).
   bool park(const index::OutboxEntry& e, const std::string& why);
