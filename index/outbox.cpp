@@ -16,11 +16,44 @@ namespace dedupd::index {
 using namespace records;
 using detail::Cursor;
 
+namespace detail {
+
+constexpr std::size_t kOutboxValueBytes = 1 + 32 + 8;
+
+std::optional<OutboxEntry> decode_entry(const MDB_val& k, const MDB_val& v) {
+  if (k.mv_size != 8 || v.mv_size != kOutboxValueBytes) return std::nullopt;
+  auto p = static_cast<const std::uint8_t*>(v.mv_data);
+  if (p[0] != std::uint8_t(OutboxOp::publish) && p[0] != std::uint8_t(OutboxOp::drop_hold)) return std::nullopt;
+  OutboxEntry e;
+  e.seq = load_be64(static_cast<const std::uint8_t*>(k.mv_data));
+  e.op = OutboxOp(p[0]);
+  e.shard = Hash::from_bytes({p + 1, 32});
+  e.queued_at = load_be64(p + 33);
+  return e;
+}
+
+std::optional<ParkedEntry> decode_parked(const MDB_val& k, const MDB_val& v) {
+  if (v.mv_size < kOutboxValueBytes + 8) return std::nullopt;
+  MDB_val head = val(v.mv_data, kOutboxValueBytes);
+  auto e = decode_entry(k, head);
+  if (!e) return std::nullopt;
+  auto p = static_cast<const std::uint8_t*>(v.mv_data);
+  ParkedEntry pe;
+  pe.entry = *e;
+  pe.parked_at = load_be64(p + kOutboxValueBytes);
+  pe.reason.assign(reinterpret_cast<const char*>(p + kOutboxValueBytes + 8), v.mv_size - kOutboxValueBytes - 8);
+  return pe;
+}
+
+}  // namespace detail
+
 namespace {
 
 constexpr const char* kOutboxEnabled = "outbox.enabled";
 constexpr const char* kOutboxNextSeq = "outbox.next_seq";
-constexpr std::size_t kValueBytes = 1 + 32 + 8;
+constexpr std::size_t kValueBytes = detail::kOutboxValueBytes;
+using detail::decode_entry;
+using detail::decode_parked;
 
 std::uint64_t wall_now() { return std::uint64_t(std::time(nullptr)); }
 
@@ -37,31 +70,6 @@ int put_entry(const schema::Dbs& d, MDB_txn* txn, OutboxOp op, const Hash& shard
   // Sequence numbers only grow, so every entry is an append.
   if (int rc = mdb_put(txn, d.outbox, &k, &v, MDB_APPEND)) return rc;
   return schema::put_u64(txn, d.meta, kOutboxNextSeq, seq + 1);
-}
-
-std::optional<OutboxEntry> decode_entry(const MDB_val& k, const MDB_val& v) {
-  if (k.mv_size != 8 || v.mv_size != kValueBytes) return std::nullopt;
-  auto p = static_cast<const std::uint8_t*>(v.mv_data);
-  if (p[0] != std::uint8_t(OutboxOp::publish) && p[0] != std::uint8_t(OutboxOp::drop_hold)) return std::nullopt;
-  OutboxEntry e;
-  e.seq = load_be64(static_cast<const std::uint8_t*>(k.mv_data));
-  e.op = OutboxOp(p[0]);
-  e.shard = Hash::from_bytes({p + 1, 32});
-  e.queued_at = load_be64(p + 33);
-  return e;
-}
-
-std::optional<ParkedEntry> decode_parked(const MDB_val& k, const MDB_val& v) {
-  if (v.mv_size < kValueBytes + 8) return std::nullopt;
-  MDB_val head = val(v.mv_data, kValueBytes);
-  auto e = decode_entry(k, head);
-  if (!e) return std::nullopt;
-  auto p = static_cast<const std::uint8_t*>(v.mv_data);
-  ParkedEntry pe;
-  pe.entry = *e;
-  pe.parked_at = load_be64(p + kValueBytes);
-  pe.reason.assign(reinterpret_cast<const char*>(p + kValueBytes + 8), v.mv_size - kValueBytes - 8);
-  return pe;
 }
 
 int enabled(const schema::Dbs& d, MDB_txn* txn, bool& on) {
