@@ -32,6 +32,7 @@ inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_r
 inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
 inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format=swh-shard -> file bytes
 inline constexpr std::string_view kFleetForgetHost = "/v1/admin/fleet/forget-host/";  // POST + <host name>
+inline constexpr std::string_view kFleetRetry = "/v1/admin/fleet/retry";  // POST: queue parked entries again
 
 // Xet global-dedup endpoint, as the Hugging Face server answers it; the
 // JavaScript client uses the "default" prefix, the docs "default-merkledb".

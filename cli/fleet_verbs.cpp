@@ -51,6 +51,8 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
     if (ob.contains("oldest_age_s") && ob["oldest_age_s"].is_number_unsigned())
       text += ", oldest " + std::to_string(ob["oldest_age_s"].get<std::uint64_t>()) + " s";
     f.add("Outbox", text);
+    if (std::uint64_t parked = ob.value("parked", std::uint64_t(0)))
+      f.add("Parked", std::to_string(parked) + " not published (dedupctl fleet retry queues them again)", Color::red);
   }
   if (fl.contains("last_contact") && fl["last_contact"].is_number_unsigned())
     f.add("Last contact", time_text(fl["last_contact"].get<std::uint64_t>(), now));
@@ -60,12 +62,40 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
 
 namespace {
 
-int fleet_status(Context& ctx) {
+std::uint64_t parked_count(const json& doc) {
+  const json& fl = doc["this_host"];
+  if (!fl.is_object() || !fl.contains("outbox") || !fl["outbox"].is_object()) return 0;
+  const json& n = fl["outbox"].value("parked", json(0));
+  return n.is_number_unsigned() ? n.get<std::uint64_t>() : 0;
+}
+
+bool parked_listed(const json& doc) {
+  const json& fl = doc["this_host"];
+  return fl.is_object() && fl.contains("parked") && fl["parked"].is_array() && !fl["parked"].empty();
+}
+
+// A fleet route's answer; a daemon without a fleet is exit 69.
+json fleet_call(Context& ctx, const char* method, std::string_view path, const std::string& what) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
-  const std::string what = "fleet status";
   bool not_found = false;
-  json doc = call(client, "GET", std::string(api::kFleetStatus), what, &not_found);
+  json doc = call(client, method, std::string(path), what, &not_found);
   if (not_found) throw CliError(kUnavailable, "dedupd has no fleet configured (the fleet section of dedupd.yaml)");
+  return doc;
+}
+
+int fleet_retry(Context& ctx) {
+  const std::string what = "fleet retry";
+  json doc = fleet_call(ctx, "POST", api::kFleetRetry, what);
+  const std::uint64_t queued = need_u64(doc, "queued", what);
+  if (ctx.opt.json) print_json(ctx.out(), doc);
+  else if (ctx.human())
+    ctx.out() << queued << " parked outbox entr" << (queued == 1 ? "y" : "ies") << " queued again\n";
+  return kOk;
+}
+
+int fleet_status(Context& ctx) {
+  const std::string what = "fleet status";
+  json doc = fleet_call(ctx, "GET", api::kFleetStatus, what);
   need(doc, "this_host", what);
   const bool answered = doc.value("fleet", std::string()) == "ok";
   if (answered) {
@@ -100,6 +130,20 @@ int fleet_status(Context& ctx) {
       }
       t.print(ctx.out(), ctx.style);
     }
+    if (parked_listed(doc)) {
+      ctx.out() << '\n';
+      Table t({{"PARKED"}, {"SHARD"}, {"SINCE"}, {"REASON"}});
+      for (const auto& p : doc["this_host"]["parked"])
+        t.add({p.value("op", std::string("?")), p.value("shard", std::string("?")),
+               time_text(p.value("parked_at", std::uint64_t(0)), now), p.value("reason", std::string())});
+      t.print(ctx.out(), ctx.style);
+    }
+  }
+  if (const std::uint64_t parked = parked_count(doc)) {
+    if (!ctx.opt.quiet)
+      ctx.err() << "dedupctl: " << parked << " outbox entr" << (parked == 1 ? "y is" : "ies are")
+                << " parked: not in the fleet\n";
+    return kNotFound;
   }
   if (!answered) {
     if (!ctx.opt.quiet) ctx.err() << "dedupctl: warning: the fleet database did not answer\n";
@@ -134,6 +178,9 @@ void add_fleet_verbs(CLI::App& app, Action& action) {
   fleet->require_subcommand(1);
   fleet->add_subcommand("status", "Hosts, their last contact, fleet shards and entries, this host's outbox")
       ->callback([&action] { action = fleet_status; });
+  fleet->add_subcommand("retry", "Queue the parked outbox entries again (admin)")->callback([&action] {
+    action = fleet_retry;
+  });
   auto name = std::make_shared<std::string>();
   auto* forget = fleet->add_subcommand("forget-host", "Drop every hold of a host gone for good (admin)");
   forget->add_option("NAME", *name, "The host's name in the fleet")->required();

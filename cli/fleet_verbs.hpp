@@ -12,7 +12,7 @@
 
 namespace dedupctl {
 
-void add_fleet_verbs(CLI::App& app, Action& action);  // fleet status, fleet forget-host
+void add_fleet_verbs(CLI::App& app, Action& action);  // fleet status, fleet retry, fleet forget-host
 
 // "?local_only=1" when asked to leave the fleet out, else "".
 std::string local_only_query(bool local_only);

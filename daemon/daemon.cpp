@@ -425,6 +425,11 @@ fleet::ConnectOptions Daemon::fleet_options() const {
   return o;
 }
 
+fleet_link::ReconcileOptions Daemon::reconcile_options() const {
+  std::lock_guard lock(config_mutex_);
+  return {config_.fleet.reconcile_interval, config_.fleet.reconcile_batch};
+}
+
 bool Daemon::fleet_enabled() const {
   std::lock_guard lock(config_mutex_);
   return config_.fleet.enabled();
@@ -434,6 +439,12 @@ std::optional<fleet_link::PublisherState> Daemon::fleet_state() const {
   std::lock_guard lock(fleet_mu_);
   if (!publisher_) return std::nullopt;
   return publisher_->state();
+}
+
+shard::Result<std::uint64_t> Daemon::fleet_retry() {
+  std::lock_guard lock(fleet_mu_);
+  if (!publisher_) return seam_error(kRuleNoFleet, "no fleet configured");
+  return publisher_->retry_parked();
 }
 
 // Loop thread. Never logs the url: it may carry a password.
@@ -455,11 +466,11 @@ void Daemon::apply_fleet(bool initial) {
     return;
   }
   if (publisher_) {
-    publisher_->configure(std::move(o));
+    publisher_->configure(std::move(o), reconcile_options());
     return;
   }
   spdlog::info("fleet: on, this host is {}", o.host_name);
-  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o));
+  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o), reconcile_options());
 }
 
 // ---- admin actions (loop thread) --------------------------------------------

@@ -72,8 +72,11 @@ class Daemon {
   // publisher's state (nullopt without a fleet).
   fleet_link::FleetLookup& fleet_lookup() { return *fleet_lookup_; }
   std::optional<fleet_link::PublisherState> fleet_state() const;
+  // Parked outbox entries queued again (any thread); "daemon.no_fleet" without a fleet.
+  shard::Result<std::uint64_t> fleet_retry();
   bool fleet_enabled() const;
   fleet::ConnectOptions fleet_options() const;
+  fleet_link::ReconcileOptions reconcile_options() const;
 
  private:
   bool open_index();

@@ -34,6 +34,7 @@ class ServiceImpl final : public Service {
   std::optional<fleet_link::PublisherState> fleet_state() const override;
   shard::Result<fleet::Status> fleet_status() override;
   shard::Result<bool> fleet_forget_host(const std::string& name) override;
+  shard::Result<std::uint64_t> fleet_retry() override;
 
  private:
   Daemon& daemon_;

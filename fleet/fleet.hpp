@@ -207,6 +207,10 @@ class Writer {
   // False when no such host.
   Result<bool> forget_host(std::string_view host_name);
   Result<Ok> heartbeat();  // records this host's last contact
+  // The shards this host holds, in hash order (bytewise), after `after`
+  // (from the first when nullopt), at most `max`: anti-entropy's view of
+  // what the fleet lists for this host.
+  Result<std::vector<Hash>> held_shards(const std::optional<Hash>& after, std::size_t max);
 
  private:
   explicit Writer(ConnectOptions options);

@@ -401,6 +401,26 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
   return gone;
 }
 
+Result<std::vector<Hash>> Writer::held_shards(const std::optional<Hash>& after, std::size_t max) {
+  if (auto c = ensure_connected(); !c) return c.error();
+  Connection& c = *conn_;
+  // An empty bytea sorts before every hash.
+  Hash none{};
+  auto r = c.exec(
+      "SELECT s.hash FROM dedupd.hold h JOIN dedupd.shard s ON s.id = h.shard_id "
+      "WHERE h.host_id = $1 AND s.hash > $2 ORDER BY s.hash LIMIT $3",
+      Params()
+          .int4(host_id_)
+          .bytea(after ? std::span<const std::uint8_t>(after->bytes)
+                       : std::span<const std::uint8_t>(none.bytes.data(), 0))
+          .int8(wire::saturating_int8(max)));
+  if (!r) return r.error();
+  std::vector<Hash> out;
+  out.reserve(std::size_t(r->size()));
+  for (int i = 0; i < r->size(); ++i) out.push_back(r->hash(i, 0));
+  return out;
+}
+
 Result<bool> Writer::forget_host(std::string_view host_name) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;

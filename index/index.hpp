@@ -121,6 +121,24 @@ class Index {
   // Removes every entry up to and including `through_seq`.
   Status outbox_ack(std::uint64_t through_seq);
   Result<OutboxStats> outbox_stats() const;
+  // Takes `entry` out of the queue and keeps it, with `reason`, among the
+  // parked entries, in one transaction. An entry no longer queued is parked
+  // all the same (the caller saw it).
+  Status outbox_park(const OutboxEntry& entry, const std::string& reason, std::uint64_t now);
+  // Parked entries, oldest first (at most `max`).
+  Result<std::vector<ParkedEntry>> outbox_parked(std::size_t max) const;
+  // Queues every parked entry again (at the end of the queue); returns how
+  // many. The outbox being off, there is nothing parked.
+  Result<std::uint64_t> outbox_retry_parked(std::uint64_t now);
+  // Anti-entropy, one bounded round: `fleet_held` are the shards the fleet
+  // lists for this host after `after`, in hash order, and `fleet_more` says
+  // the list stopped short. Compares them with the live shards after
+  // `after` (at most `max` shard records read) over the hashes both sides
+  // cover, and queues what differs, except shards with an entry already
+  // queued or parked: the live ones the fleet lacks for publishing, the
+  // others for a hold drop. Nothing is queued while the outbox is off.
+  Result<ReconcileRound> outbox_reconcile(const std::optional<Hash>& after, std::span<const Hash> fleet_held,
+                                          bool fleet_more, std::size_t max, std::uint64_t now);
   // A live shard's content rebuilt from the index (its xorbs, files, key and
   // expiry; the bytes differ from the file's, the entries do not), so a shard
   // can be published after its file is gone. nullopt: not live.

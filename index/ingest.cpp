@@ -108,6 +108,7 @@ TxnResult add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, 
   if (rc == MDB_KEYEXIST) return 0;  // listed twice in this shard
   if (rc) return rc;
   refs.files.push_back(fh);
+  refs.file_flags.push_back(ref_flags_of(fb.header()));
   auto bytes = view.bytes().subspan(fb.offset(), fb.byte_size());
   MDB_val old;
   rc = mdb_get(txn, im.dbs.files, &k, &old);

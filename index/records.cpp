@@ -214,24 +214,34 @@ ShardInfo to_info(const Hash& hash, const ShardRecord& r) {
   return s;
 }
 
+std::uint8_t ref_flags_of(const shard::FileHeader& h) {
+  return std::uint8_t((h.with_verification() ? kRefVerification : 0) | (h.with_metadata_ext() ? kRefMetadataExt : 0));
+}
+
 Bytes encode(const ShardRefs& r) {
-  Out o(8 + 4 * r.xorbs.size() + 32 * r.files.size());
+  Out o(8 + 4 * r.xorbs.size() + 32 * r.files.size() + r.file_flags.size());
   o.u32(std::uint32_t(r.xorbs.size()));
   o.u32(std::uint32_t(r.files.size()));
   for (XorbId id : r.xorbs) o.u32(id);
   for (const auto& f : r.files) o.hash(f);
+  o.raw(r.file_flags.data(), r.file_flags.size());
   return o.take();
 }
 
 std::optional<ShardRefs> decode_refs(const MDB_val& v) {
   In in(v);
   std::uint32_t nx = in.u32(), nf = in.u32();
-  if (!in.ok() || v.mv_size != 8 + 4 * std::uint64_t(nx) + 32 * std::uint64_t(nf)) return std::nullopt;
+  const std::uint64_t without_flags = 8 + 4 * std::uint64_t(nx) + 32 * std::uint64_t(nf);
+  if (!in.ok() || (v.mv_size != without_flags && v.mv_size != without_flags + nf)) return std::nullopt;
   ShardRefs r;
   r.xorbs.reserve(nx);
   r.files.reserve(nf);
   for (std::uint32_t i = 0; i < nx; ++i) r.xorbs.push_back(in.u32());
   for (std::uint32_t i = 0; i < nf; ++i) r.files.push_back(in.hash());
+  if (v.mv_size != without_flags) {
+    auto p = static_cast<const std::uint8_t*>(v.mv_data) + without_flags;
+    r.file_flags.assign(p, p + nf);
+  }
   return r;
 }
 

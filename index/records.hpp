@@ -169,12 +169,20 @@ std::optional<ShardRecord> decode_shard(const MDB_val& v);
 ShardInfo to_info(const Hash& hash, const ShardRecord& r);
 
 // ---- shard contributions: shard_refs[shard hash] (live shards only) -------
-// u32 n_xorbs, u32 n_files, n_xorbs x u32 xorb id (LE), n_files x file hash.
+// u32 n_xorbs, u32 n_files, n_xorbs x u32 xorb id (LE), n_files x file hash,
+// then (schema 3) n_files x u8 file flags: what this shard said of each
+// file. A file record is shared by every shard listing the file and keeps
+// the richest description (ingest.cpp), and an empty file's flags are
+// nowhere else, so only these rebuild the shard as it was. Records written
+// before schema 3 lack them (file_flags empty).
 // Each id and file appears once even when the shard lists it twice.
+inline constexpr std::uint8_t kRefVerification = 1, kRefMetadataExt = 2;
 struct ShardRefs {
   std::vector<XorbId> xorbs;
   std::vector<Hash> files;
+  std::vector<std::uint8_t> file_flags;  // one per file, or empty (written before schema 3)
 };
+std::uint8_t ref_flags_of(const shard::FileHeader& h);
 Bytes encode(const ShardRefs& r);
 std::optional<ShardRefs> decode_refs(const MDB_val& v);
 

@@ -35,7 +35,15 @@ const Table kTables[] = {
     {"sha256", kDup, &Dbs::sha256},
     {"sources", 0, &Dbs::sources},
     {"outbox", 0, &Dbs::outbox},
+    {"parked", 0, &Dbs::parked},
 };
+
+// The version that added a table (1: the first layout).
+std::uint32_t added_in(MDB_dbi Dbs::*member) {
+  if (member == &Dbs::outbox) return 2;
+  if (member == &Dbs::parked) return 3;
+  return 1;
+}
 
 // The chunk tables are searched more than anything else, and LMDB's default
 // comparison calls memcmp through the PLT for every 1-byte key and 12-byte
@@ -103,9 +111,9 @@ int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta) {
 namespace {
 
 // Why this code cannot use an index of schema `found`; empty when it can
-// (the current version, or 1, which it upgrades).
+// (the current version, or an older one, which it upgrades).
 std::string version_problem(std::uint32_t found) {
-  if (found == kVersion || (found == 1 && kVersion == 2)) return {};
+  if (found >= 1 && found <= kVersion) return {};
   return "the index has schema version " + std::to_string(found) + ", this dedupd reads version " +
          std::to_string(kVersion) +
          (found > kVersion ? " (written by a newer dedupd: upgrade dedupd, or move the index away)"
@@ -156,7 +164,7 @@ Result<Dbs> open_read_only(lmdb::Env& env) {
   if ((rc = read_version(txn, dbs.meta, dbs.version, why))) return lmdb::error_of(rc, "reading the schema version");
   if (!why.empty()) return not_ours(why);
   for (const Table& t : kTables) {
-    if (dbs.version == 1 && t.member == &Dbs::outbox) continue;  // schema 2 adds it
+    if (dbs.version < added_in(t.member)) continue;
     rc = mdb_dbi_open(txn, t.name, t.flags, &(dbs.*t.member));
     if (rc == MDB_NOTFOUND) return not_ours(std::string("table \"") + t.name + "\" is missing");
     if (rc == MDB_INCOMPATIBLE)

@@ -20,6 +20,9 @@
 //   sha256       sha256 -> dup file hash
 //   sources      blake3(path) -> Source (accepted or rejected file)
 //   outbox       u64 BE sequence -> what the fleet must still learn (outbox.hpp)
+//   parked       u64 BE sequence -> an outbox entry that could not be
+//                published, with why (outbox.hpp); back into the outbox on
+//                retry
 //
 // Refcounts are not numbers that could drift: an entry lives while its
 // (entry, shard) duplicates exist, and the last one removed takes it along.
@@ -36,16 +39,20 @@
 namespace dedupd::index::schema {
 
 // 1: first layout (records.hpp).
-// 2: + outbox. Version 1 is upgraded in place when opened (one transaction).
-inline constexpr std::uint32_t kVersion = 2;
-inline constexpr unsigned kMaxDbs = 16;
+// 2: + outbox.
+// 3: + parked; shard_refs say each file's flags as its shard had them.
+// Versions 1 and 2 are upgraded in place when opened (one transaction): the
+// new tables are created; refs written before 3 stay as they are
+// (records.hpp).
+inline constexpr std::uint32_t kVersion = 3;
+inline constexpr unsigned kMaxDbs = 20;
 
 struct Dbs {
   MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
-      file_shards, sha256, sources, outbox;
-  // The layout the file has: kVersion, or 1 in a read-only environment
-  // (whose upgrade waits for a writer; it has no outbox table, so `outbox`
-  // is not set).
+      file_shards, sha256, sources, outbox, parked;
+  // The layout the file has: kVersion, or an older one in a read-only
+  // environment (whose upgrade waits for a writer; the tables it lacks,
+  // `outbox` before 2 and `parked` before 3, are not set).
   std::uint32_t version = kVersion;
 };
 

@@ -26,6 +26,8 @@ inline constexpr const char* kRuleAlreadyOpen = "index.already_open";
 inline constexpr const char* kRuleCorrupt = "index.corrupt";  // a record fails to decode
 inline constexpr const char* kRuleLimit = "index.limit";      // beyond what the records encode
 inline constexpr const char* kRuleArgument = "index.argument";
+// A shard the index cannot give back as it was (its records lost what it said).
+inline constexpr const char* kRuleRebuild = "index.rebuild";
 
 inline Error make_error(const char* rule, std::string message) {
   return Error{rule, 0, std::move(message), /*has_offset=*/false};

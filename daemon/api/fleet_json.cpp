@@ -105,9 +105,18 @@ bool local_only(const Request& req) {
 
 Json publisher_json(const fleet_link::PublisherState& s) {
   auto opt = [](const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); };
+  Json parked = Json::array();
+  for (const auto& p : s.parked_items)
+    parked.push_back({{"op", p.op}, {"shard", p.shard}, {"reason", p.reason}, {"parked_at", p.parked_at}});
   return {{"state", fleet_link::to_string(s.state)},
           {"host", s.host},
-          {"outbox", {{"depth", s.outbox_depth}, {"oldest_age_s", opt(s.outbox_oldest_age_s)}}},
+          {"outbox", {{"depth", s.outbox_depth}, {"oldest_age_s", opt(s.outbox_oldest_age_s)}, {"parked", s.parked}}},
+          {"parked", std::move(parked)},
+          {"anti_entropy",
+           {{"passes", s.reconcile_passes},
+            {"published", s.reconciled_publish},
+            {"dropped", s.reconciled_drop},
+            {"last_pass", opt(s.last_reconcile)}}},
           {"published", s.published},
           {"replays", s.replays},
           {"drops", s.drops},

@@ -26,6 +26,7 @@ std::vector<Route> api_routes() {
       {"export", p::kExport, false, {{"POST", post_export, admin}}},
       {"fleet_status", p::kFleetStatus, false, {{"GET", get_fleet_status}}},
       {"fleet_forget_host", p::kFleetForgetHost, true, {{"POST", post_fleet_forget_host, admin}}},
+      {"fleet_retry", p::kFleetRetry, false, {{"POST", post_fleet_retry, admin}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup}}},
   };

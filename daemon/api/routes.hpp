@@ -35,6 +35,7 @@ Response post_export(Context&, Request&);
 // routes_fleet.cpp
 Response get_fleet_status(Context&, Request&);
 Response post_fleet_forget_host(Context&, Request&);  // admin
+Response post_fleet_retry(Context&, Request&);        // admin
 // routes_global_dedup.cpp
 Response get_global_dedup(Context&, Request&);
 

@@ -1,4 +1,5 @@
-// GET /v1/fleet/status and POST /v1/admin/fleet/forget-host/<name>.
+// GET /v1/fleet/status, POST /v1/admin/fleet/forget-host/<name> and
+// POST /v1/admin/fleet/retry.
 #include "api/routes.hpp"
 #include "daemon/api/failure.hpp"
 #include "daemon/api/fleet_json.hpp"
@@ -34,6 +35,12 @@ Response get_fleet_status(Context& ctx, Request&) {
   doc["entries"] = s.entries;
   doc["live_keys"] = s.live_keys;
   return json(dump(doc));
+}
+
+Response post_fleet_retry(Context& ctx, Request& req) {
+  auto queued = ctx.service.fleet_retry();
+  if (!queued) return failure(req, queued.error());
+  return json(dump(Json{{"queued", *queued}}));
 }
 
 Response post_fleet_forget_host(Context& ctx, Request& req) {

@@ -126,6 +126,13 @@ Response get_metrics(Context& ctx, Request& req) {
     w.sample("dedupd_fleet_outbox_depth", "", fleet->outbox_depth);
     w.family("dedupd_fleet_outbox_oldest_age_seconds", "gauge", "Age of the oldest outbox entry (0: empty).");
     w.sample("dedupd_fleet_outbox_oldest_age_seconds", "", fleet->outbox_oldest_age_s.value_or(0));
+    w.family("dedupd_fleet_parked", "gauge", "Outbox entries parked: not published (or dropped) and not retried yet.");
+    w.sample("dedupd_fleet_parked", "", fleet->parked);
+    counter("dedupd_fleet_reconcile_passes_total", "Anti-entropy passes over this host's shards.",
+            fleet->reconcile_passes);
+    w.family("dedupd_fleet_reconciled_total", "counter", "Differences anti-entropy found and queued.");
+    w.sample("dedupd_fleet_reconciled_total", "action=\"publish\"", fleet->reconciled_publish);
+    w.sample("dedupd_fleet_reconciled_total", "action=\"drop_hold\"", fleet->reconciled_drop);
     counter("dedupd_fleet_published_total", "Shards published to the fleet.", fleet->published);
     counter("dedupd_fleet_replays_total", "Publishes the fleet already had (replays after a crash).", fleet->replays);
     counter("dedupd_fleet_drops_total", "Holds dropped in the fleet.", fleet->drops);

@@ -82,6 +82,11 @@ class Service {
   }
   // Admin: drops every hold of a host that is gone for good. True when the
   // host was known; "fleet.*" when the primary cannot be reached.
+  // Queues every parked outbox entry again; how many. "daemon.no_fleet"
+  // without a fleet.
+  [[nodiscard]] virtual shard::Result<std::uint64_t> fleet_retry() {
+    return seam_error(kRuleNoFleet, "no fleet configured");
+  }
   [[nodiscard]] virtual shard::Result<bool> fleet_forget_host(const std::string& name) {
     (void)name;
     return seam_error(kRuleNoFleet, "no fleet configured");

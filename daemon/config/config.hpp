@@ -79,6 +79,11 @@ struct FleetConfig {
   // How long an answer waits for the fleet part before it goes out as the
   // local answer marked "fleet": "unavailable".
   std::chrono::milliseconds lookup_timeout{50};
+  // Anti-entropy: how often this host compares the shards the fleet lists
+  // for it with its live local shards (and once at start), and the most
+  // shards of each side one round compares (a pass is several rounds).
+  std::chrono::seconds reconcile_interval{600};
+  std::uint32_t reconcile_batch = 10000;
   bool enabled() const { return !url.empty(); }
   bool operator==(const FleetConfig&) const = default;
 };

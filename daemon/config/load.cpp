@@ -293,7 +293,8 @@ class Loader {
 
   void fleet(const std::string& key, const YAML::Node& v, FleetConfig& out) {
     if (v.IsNull()) return;  // "fleet:" alone: off
-    if (!v.IsMap()) return fail(key, v, "expected a mapping (url, host, lookup_timeout)");
+    if (!v.IsMap())
+      return fail(key, v, "expected a mapping (url, host, lookup_timeout, reconcile_interval, reconcile_batch)");
     const int section_line = key_line_;
     bool has_url = false;
     for (auto it = v.begin(); it != v.end(); ++it) {
@@ -312,8 +313,12 @@ class Loader {
         else out.host = s;
       } else if (name == "lookup_timeout") {
         milliseconds(k, val, out.lookup_timeout);
+      } else if (name == "reconcile_interval") {
+        duration(k, val, out.reconcile_interval, std::chrono::seconds(1));
+      } else if (name == "reconcile_batch") {
+        count(k, val, out.reconcile_batch, std::uint32_t(1));
       } else {
-        unknown(k, it->first, "url, host, lookup_timeout");
+        unknown(k, it->first, "url, host, lookup_timeout, reconcile_interval, reconcile_batch");
       }
     }
     if (!has_url) {

@@ -15,10 +15,17 @@ using namespace std::chrono_literals;
 namespace {
 constexpr auto kFirstBackoff = 250ms;
 constexpr auto kMaxBackoff = std::chrono::milliseconds(30s);
+
+// An error about the entry itself, which no retry of the same code cures:
+// park it. Anything else (the fleet out of reach, a timeout, a server
+// refusing for now) keeps it queued.
+bool about_the_entry(const shard::Error& e) {
+  return e.rule == index::kRuleRebuild || e.rule == index::kRuleCorrupt || e.rule == fleet::kRuleArgument;
+}
 }  // namespace
 
-Publisher::Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options)
-    : index_(index), wake_(wake), options_(std::move(options)) {
+Publisher::Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile)
+    : index_(index), wake_(wake), options_(std::move(options)), reconcile_(reconcile) {
   state_.state = LinkState::connecting;
   state_.host = options_.host_name;
   thread_ = std::thread([this] { run(); });
@@ -33,9 +40,10 @@ Publisher::~Publisher() {
   thread_.join();
 }
 
-void Publisher::configure(fleet::ConnectOptions options) {
+void Publisher::configure(fleet::ConnectOptions options, ReconcileOptions reconcile) {
   {
     std::lock_guard lock(mu_);
+    reconcile_ = reconcile;  // taken at the next pass
     if (options.url == options_.url && options.host_name == options_.host_name) return;
     options_ = std::move(options);
     state_.host = options_.host_name;
@@ -57,8 +65,31 @@ PublisherState Publisher::state() const {
       std::uint64_t now = unix_now();
       s.outbox_oldest_age_s = now > *ob->oldest_queued ? now - *ob->oldest_queued : 0;
     }
+    s.parked = ob->parked;
+  }
+  if (s.parked) {
+    if (auto parked = index_.outbox_parked(kParkedListed); parked)
+      for (const index::ParkedEntry& p : *parked)
+        s.parked_items.push_back({index::to_string(p.entry.op), p.entry.shard.to_string(), p.reason, p.parked_at});
   }
   return s;
+}
+
+index::Result<std::uint64_t> Publisher::retry_parked() {
+  auto n = index_.outbox_retry_parked(unix_now());
+  if (n && *n) spdlog::info("fleet: {} parked outbox entr{} queued again", *n, *n == 1 ? "y" : "ies");
+  return n;
+}
+
+bool Publisher::park(const index::OutboxEntry& e, const std::string& why) {
+  if (auto r = index_.outbox_park(e, why, unix_now()); !r) {
+    // Still queued, so nothing after it may be acknowledged: tried again at the next round.
+    spdlog::error("fleet: parking the {} of shard {}: {}", index::to_string(e.op), e.shard, r.error());
+    return false;
+  }
+  spdlog::error("fleet: {} of shard {} parked, not acknowledged: {} (`dedupctl fleet retry` queues it again)",
+                index::to_string(e.op), e.shard, why);
+  return true;
 }
 
 bool Publisher::interrupted() const {
@@ -122,8 +153,45 @@ bool Publisher::connect() {
   writer_ = std::move(w).value();
   spdlog::info("fleet: publishing as host {}", o.host_name);
   succeeded();
-  next_expire_ = next_heartbeat_ = std::chrono::steady_clock::now();
+  next_expire_ = next_heartbeat_ = next_reconcile_ = std::chrono::steady_clock::now();
+  reconcile_after_.reset();
+  in_pass_ = false;
+  pass_publish_ = pass_drop_ = 0;
   return true;
+}
+
+Publisher::Step Publisher::handle(const index::OutboxEntry& e) {
+  auto park_it = [&](const std::string& why) { return park(e, why) ? Step::parked : Step::stuck; };
+  if (e.op == index::OutboxOp::publish) {
+    auto bytes = index_.rebuild_shard(e.shard);
+    if (!bytes && about_the_entry(bytes.error())) return park_it("rebuilding the shard: " + bytes.error().to_string());
+    if (!bytes) {
+      spdlog::error("fleet: rebuilding shard {} to publish it: {}", e.shard, bytes.error());
+      return Step::failed;
+    }
+    if (!*bytes) return Step::done;  // removed since: its drop follows in the outbox
+    auto view = shard::ShardView::parse(**bytes);
+    if (!view) return park_it("the shard rebuilt from the index does not parse: " + view.error().to_string());
+    auto r = writer_->publish(*view, e.shard);
+    if (!r && about_the_entry(r.error())) return park_it("the fleet refused the shard: " + r.error().to_string());
+    if (!r) {
+      failed(r.error(), "publishing a shard");
+      return Step::failed;
+    }
+    std::lock_guard lock(mu_);
+    if (r->result == fleet::PublishResult::already_held) state_.replays++;
+    else state_.published++;
+    return Step::done;
+  }
+  auto r = writer_->drop_hold(e.shard);
+  if (!r && about_the_entry(r.error())) return park_it("the fleet refused to drop the hold: " + r.error().to_string());
+  if (!r) {
+    failed(r.error(), "dropping a hold");
+    return Step::failed;
+  }
+  std::lock_guard lock(mu_);
+  state_.drops++;
+  return Step::done;
 }
 
 bool Publisher::drain() {
@@ -139,44 +207,11 @@ bool Publisher::drain() {
     }
     if (batch->empty()) return true;
     std::optional<std::uint64_t> done;
-    bool ok = true;
+    Step last = Step::done;
     for (const index::OutboxEntry& e : *batch) {
-      if (e.op == index::OutboxOp::publish) {
-        auto bytes = index_.rebuild_shard(e.shard);
-        if (!bytes) {
-          spdlog::error("fleet: rebuilding shard {} to publish it: {}", e.shard, bytes.error());
-          ok = false;
-          break;
-        }
-        if (*bytes) {  // otherwise removed since: its drop follows in the outbox
-          auto view = shard::ShardView::parse(**bytes);
-          if (!view) {
-            // Cannot happen for what the index accepted; never block the queue on it.
-            spdlog::error("fleet: shard {} rebuilt from the index does not parse ({}); not published", e.shard,
-                          view.error());
-          } else {
-            auto r = writer_->publish(*view, e.shard);
-            if (!r) {
-              failed(r.error(), "publishing a shard");
-              ok = false;
-              break;
-            }
-            std::lock_guard lock(mu_);
-            if (r->result == fleet::PublishResult::already_held) state_.replays++;
-            else state_.published++;
-          }
-        }
-      } else {
-        auto r = writer_->drop_hold(e.shard);
-        if (!r) {
-          failed(r.error(), "dropping a hold");
-          ok = false;
-          break;
-        }
-        std::lock_guard lock(mu_);
-        state_.drops++;
-      }
-      done = e.seq;
+      last = handle(e);
+      if (last == Step::done) done = e.seq;
+      else if (last != Step::parked) break;  // out of the queue already: nothing to acknowledge
     }
     if (done) {
       if (auto acked = index_.outbox_ack(*done); !acked) {
@@ -184,7 +219,8 @@ bool Publisher::drain() {
         return true;
       }
     }
-    if (!ok) return false;
+    if (last == Step::stuck) return true;
+    if (last == Step::failed) return false;
     succeeded();
   }
 }
@@ -215,7 +251,65 @@ bool Publisher::periodic() {
   return true;
 }
 
+bool Publisher::reconcile(bool& ran) {
+  ran = false;
+  auto now = std::chrono::steady_clock::now();
+  if (!in_pass_ && now < next_reconcile_) return true;
+  auto ob = index_.outbox_stats();
+  if (!ob) {
+    spdlog::error("fleet: anti-entropy: reading the outbox: {}", ob.error());
+    return true;
+  }
+  if (ob->depth) return true;  // drained first: what is queued is not a difference
+  ReconcileOptions o;
+  {
+    std::lock_guard lock(mu_);
+    o = reconcile_;
+  }
+  auto held = writer_->held_shards(reconcile_after_, o.batch);
+  if (!held) {
+    failed(held.error(), "listing this host's fleet shards");
+    return false;
+  }
+  ran = true;
+  auto round = index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, unix_now());
+  if (!round) {
+    spdlog::error("fleet: anti-entropy: {}", round.error());
+    next_reconcile_ = now + o.interval;
+    in_pass_ = false;
+    reconcile_after_.reset();
+    return true;
+  }
+  pass_publish_ += round->publish;
+  pass_drop_ += round->drop;
+  if (round->through) {
+    in_pass_ = true;
+    reconcile_after_ = round->through;
+    return true;
+  }
+  if (pass_publish_ || pass_drop_)
+    spdlog::warn(
+        "fleet: anti-entropy: the fleet disagreed with this host; {} shard{} it lacked queued for publishing, {} "
+        "hold{} on shards gone here queued for dropping",
+        pass_publish_, pass_publish_ == 1 ? "" : "s", pass_drop_, pass_drop_ == 1 ? "" : "s");
+  else spdlog::debug("fleet: anti-entropy: the fleet lists exactly this host's live shards");
+  {
+    std::lock_guard lock(mu_);
+    state_.reconcile_passes++;
+    state_.reconciled_publish += pass_publish_;
+    state_.reconciled_drop += pass_drop_;
+    state_.last_reconcile = unix_now();
+  }
+  pass_publish_ = pass_drop_ = 0;
+  in_pass_ = false;
+  reconcile_after_.reset();
+  next_reconcile_ = now + o.interval;
+  return true;
+}
+
 void Publisher::run() {
+  // What an earlier dedupd parked gets another chance with this one.
+  if (auto r = retry_parked(); !r) spdlog::error("fleet: queuing parked outbox entries again: {}", r.error());
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -230,13 +324,19 @@ void Publisher::run() {
       back_off();
       continue;
     }
-    if (!drain() || !periodic()) {
+    bool reconciled = false;
+    if (!drain() || !periodic() || !reconcile(reconciled)) {
       back_off();
       continue;
     }
+    if (reconciled && in_pass_) continue;  // the next round at once (after what it queued)
     // Until new entries are committed, or the heartbeat or expiry is due.
     auto now = std::chrono::steady_clock::now();
-    wait(std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now}));
+    auto until = std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now});
+    // A round that is due but waits for the outbox to drain is woken with
+    // it (a commit, the poll), never spun on.
+    if (!in_pass_ && now < next_reconcile_) until = std::min(until, next_reconcile_ - now);
+    wait(until);
   }
 }
 

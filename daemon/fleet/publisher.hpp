@@ -10,18 +10,33 @@
 // index observer posts `wake`), with a slow poll as a safety net. With the
 // database down the thread reconnects with backoff (250 ms doubling to
 // 30 s), which a wake-up does not cut short; entries wait in the outbox,
-// which survives restarts. It also
+// which survives restarts. An entry the fleet can never take as it is (the
+// shard does not rebuild as it was, or the fleet refuses it for what it is)
+// is parked in the index with its reason rather than acknowledged, and
+// queued again at the next start (a new dedupd may know better) and on
+// retry_parked() (`dedupctl fleet retry`). It also
 // carries out fleet expiry and records this host's heartbeat periodically.
+//
+// Anti-entropy: after each connect and then every `reconcile.interval`, once
+// the outbox is drained, it compares the shards the fleet lists for this
+// host with the live local shards, `reconcile.batch` of each at a time in
+// hash order, and queues what differs (publish what the fleet lacks, drop
+// holds on what is gone here). That heals what no outbox entry describes: a
+// shard an earlier release skipped, a fleet database restored from an older
+// backup, an outbox lost with its disk, a host forgotten by mistake.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "daemon/fleet/state.hpp"
 #include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
+#include "index/outbox.hpp"
+#include "index/status.hpp"
 
 namespace dedupd::index {
 class Index;
@@ -29,18 +44,26 @@ class Index;
 
 namespace dedupd::daemon::fleet_link {
 
+struct ReconcileOptions {
+  std::chrono::seconds interval{600};
+  std::size_t batch = 10000;
+  bool operator==(const ReconcileOptions&) const = default;
+};
+
 class Publisher {
  public:
   // `wake` is posted when new entries were committed (and by the publisher
   // itself to stop); it outlives the publisher.
-  Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options);
+  Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile = {});
   ~Publisher();  // stops the thread; what is not acknowledged stays queued
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
   // A changed url or host name: drop the connection and connect anew.
-  void configure(fleet::ConnectOptions options);
+  void configure(fleet::ConnectOptions options, ReconcileOptions reconcile = {});
   PublisherState state() const;
+  // Queues every parked entry again and wakes the thread; how many.
+  index::Result<std::uint64_t> retry_parked();
 
   static constexpr auto kExpireEvery = std::chrono::seconds(60);
   static constexpr auto kHeartbeatEvery = std::chrono::seconds(15);
@@ -53,7 +76,18 @@ class Publisher {
   bool connect();
   // Publishes or drops what the outbox holds; false when a fleet call failed.
   bool drain();
+  // What became of one entry: done (acknowledge it), parked, stuck (it
+  // could not be parked: it stays queued, and nothing after it may be
+  // acknowledged), failed (the fleet or the index failed: try later).
+  enum class Step : std::uint8_t { done, parked, stuck, failed };
+  Step handle(const index::OutboxEntry& e);
   bool periodic();
+  // One anti-entropy round when one is due and the outbox is drained (`ran`
+  // says whether it ran); false when a fleet call failed.
+  bool reconcile(bool& ran);
+  // Takes `e` out of the queue, into the parked entries, with `why`; false
+  // when the index could not (`e` stays queued).
+  bool park(const index::OutboxEntry& e, const std::string& why);
   void failed(const fleet::Error& e, const char* doing);
   void succeeded();
   bool interrupted() const;  // stopping, or new settings
@@ -66,6 +100,7 @@ class Publisher {
   WakeFd& wake_;
   mutable std::mutex mu_;
   fleet::ConnectOptions options_;  // under mu_
+  ReconcileOptions reconcile_;     // under mu_
   bool reconfigured_ = false;      // under mu_
   bool stopping_ = false;          // under mu_
   PublisherState state_;           // under mu_ (outbox fields filled by state())
@@ -73,7 +108,10 @@ class Publisher {
   // The thread's own.
   std::unique_ptr<fleet::Writer> writer_;
   std::chrono::milliseconds backoff_{0};
-  std::chrono::steady_clock::time_point next_expire_{}, next_heartbeat_{};
+  std::chrono::steady_clock::time_point next_expire_{}, next_heartbeat_{}, next_reconcile_{};
+  std::optional<shard::Hash> reconcile_after_;  // within a pass: where the next round starts
+  bool in_pass_ = false;
+  std::uint64_t pass_publish_ = 0, pass_drop_ = 0;
   std::thread thread_;
 };
 

@@ -60,6 +60,8 @@ shard::Result<fleet::Status> ServiceImpl::fleet_status() {
   return out;
 }
 
+shard::Result<std::uint64_t> ServiceImpl::fleet_retry() { return daemon_.fleet_retry(); }
+
 shard::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
   if (!daemon_.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
   // Its own short-lived connection to the primary: an admin action, rare,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dedupd::daemon::fleet_link {
 
@@ -28,14 +29,29 @@ inline const char* to_string(LinkState s) {
   return "unknown";
 }
 
+// An outbox entry that could not be published (index/outbox.hpp).
+struct ParkedItem {
+  std::string op;     // "publish" or "drop_hold"
+  std::string shard;  // the shard hash, string form
+  std::string reason;
+  std::uint64_t parked_at = 0;  // unix seconds
+};
+
+inline constexpr std::size_t kParkedListed = 50;
+
 struct PublisherState {
   LinkState state = LinkState::off;
   std::string host;  // this host's name in the fleet
   std::uint64_t outbox_depth = 0;
   std::optional<std::uint64_t> outbox_oldest_age_s{};  // age of the oldest queued entry
+  std::uint64_t parked = 0;                            // entries parked: not published, not dropped
+  std::vector<ParkedItem> parked_items{};              // the oldest of them (at most kParkedListed)
   std::uint64_t published = 0, drops = 0, replays = 0, expired = 0, failures = 0;
-  std::optional<std::uint64_t> last_contact{};  // unix seconds of the last successful call
-  std::string last_error{};                     // rule and message; never the url
+  // Anti-entropy: passes completed, and the differences they queued.
+  std::uint64_t reconcile_passes = 0, reconciled_publish = 0, reconciled_drop = 0;
+  std::optional<std::uint64_t> last_reconcile{};  // unix seconds of the last pass's end
+  std::optional<std::uint64_t> last_contact{};    // unix seconds of the last successful call
+  std::string last_error{};                       // rule and message; never the url
   std::optional<std::uint64_t> last_error_at{};
 };
 

@@ -9,6 +9,10 @@
 //     form (raw + one per live key), and of the raw forms alone; the first
 //     lookup's time (it builds the filters), and a new reader under the
 //     daemon's 50 ms bound with and without Reader::warm_up;
+//   lookups of hits through the daemon: `dedupctl query --format short -`
+//     of 200,000 raw hashes the fleet holds, on a dedupd whose own index is
+//     empty, vs a bare prepared "SELECT prefix ... = ANY($1)" over the same
+//     raw forms in blocks of --block, in the same run;
 //   bytes per chunk entry: pg_total_relation_size of the fleet schema's
 //     tables (with their indexes and TOAST) / entries, and the bare table's.
 //
@@ -20,6 +24,8 @@
 // earlier --url run with the same N and K filled: publishing is skipped and
 // only lookups and sizes are measured.
 #include <libpq-fe.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
@@ -142,6 +149,62 @@ struct Pg {
     std::size_t n = std::size_t(PQntuples(r));
     PQclear(r);
     return n;
+  }
+};
+
+// The bare statement's one parameter: the raw forms' prefixes.
+fleet::wire::Params raw_prefix_params(std::span<const shard::Hash> hashes) {
+  std::vector<std::int64_t> prefixes;
+  prefixes.reserve(hashes.size());
+  for (const auto& h : hashes) prefixes.push_back(fleet::wire::prefix_of(h.data()));
+  fleet::wire::Params p;
+  p.int8_array(prefixes);
+  return p;
+}
+
+// A dedupd of the fleet whose own index is empty: every answer comes from
+// the fleet. Stopped (SIGTERM) and its directory deleted however the run ends.
+struct Daemon {
+  std::filesystem::path dir;
+  pid_t pid = -1;
+  explicit Daemon(const std::string& url) {
+    char tmpl[] = "/tmp/dedupd-bench-fleet-daemon-XXXXXX";
+    if (!::mkdtemp(tmpl)) die("mkdtemp");
+    dir = tmpl;
+    std::filesystem::create_directories(dir / "watch");
+    std::ofstream(dir / "dedupd.yaml") << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket()
+                                       << "\nwatch:\n  - " << (dir / "watch").string() << "\nfleet:\n  url: \"" << url
+                                       << "\"\n  host: bench-b\n  lookup_timeout: 10s\n";
+    pid = ::fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+      std::string log = (dir / "dedupd.log").string(), config = (dir / "dedupd.yaml").string();
+      if (!std::freopen(log.c_str(), "w", stderr) || !std::freopen(log.c_str(), "a", stdout)) ::_exit(126);
+      ::execl(DEDUPD_BINARY, DEDUPD_BINARY, "--config", config.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Daemon() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string socket() const { return (dir / "dedupd.sock").string(); }
+  // `dedupctl query --format short -` of the hashes in `in`; how many found,
+  // -1 when dedupctl could not ask (not ready yet).
+  long query(const std::filesystem::path& in) const {
+    const std::string out = (dir / "answers.txt").string();
+    std::string cmd = std::string(DEDUPCTL_BINARY) + " --socket " + socket() + " query --format short - < " +
+                      in.string() + " > " + out;
+    int rc = std::system(cmd.c_str());
+    if (!WIFEXITED(rc) || (WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 1)) return -1;
+    std::ifstream f(out);
+    long found = 0;
+    for (std::string line; std::getline(f, line);) found += line.find(" found ") != std::string::npos;
+    return found;
   }
 };
 
@@ -314,12 +377,7 @@ int main(int argc, char** argv) {
 
     // Bare, the raw forms alone: the least any complete answer asks.
     t0 = Clock::now();
-    std::vector<std::int64_t> raw_prefixes;
-    raw_prefixes.reserve(part.size());
-    for (const auto& h : part) raw_prefixes.push_back(fleet::wire::prefix_of(h.data()));
-    fleet::wire::Params raw_params;
-    raw_params.int8_array(raw_prefixes);
-    bare_found += bare.any(raw_params, true);
+    bare_found += bare.any(raw_prefix_params(part), true);
     bare_raw_s += secs(t0, Clock::now());
   }
   double lookup_rate = double(total_queries) / fleet_lookup_s, bare_lookup_rate = double(total_queries) / bare_lookup_s;
@@ -444,6 +502,69 @@ int main(int argc, char** argv) {
         "median / p99 of " + num(double(n)) + "; bare fetch of the same blocks " + num(quantile(bare_ms, 0.5), 1) +
             " / " + num(quantile(bare_ms, 0.99), 1) + "; " + num(double(reply_bytes)) + " B of blocks; " +
             num(double(within)) + " within 50 ms");
+  }
+
+  // Hits through the daemon, as a user asks: `dedupctl query --format short
+  // -` on a host that holds nothing itself, every hash held by the fleet.
+  {
+    std::vector<shard::Hash> hits;
+    const std::size_t want = std::min<std::size_t>(200'000, entries);
+    // From raw shards only: the bare table holds the stored forms, keyed
+    // for keyed shards (the daemon finds those too, under their key).
+    for (std::size_t sh = 0; sh < shards && hits.size() < want; ++sh) {
+      if (keys && sh % 10 == 3) continue;
+      for (std::size_t x = 0; x < kXorbsPerShard && hits.size() < want; ++x)
+        for (const auto& h : index::gen::gen_xorb(sh * kXorbsPerShard + x + 1, kChunksPerXorb).raw)
+          if (hits.size() < want) hits.push_back(h);
+    }
+    std::shuffle(hits.begin(), hits.end(), rng);
+    Daemon daemon(url);
+    const auto in = daemon.dir / "hashes.txt";
+    {
+      std::ofstream f(in);
+      for (const auto& h : hits) f << h.to_string() << '\n';
+    }
+    const auto warm = daemon.dir / "warm.txt";
+    {
+      std::ofstream f(warm);
+      for (std::size_t i = 0; i < 1000; ++i) f << hits[i].to_string() << '\n';
+    }
+    // Ready, and the fleet connected (its connector thread), before timing.
+    bool ready = false;
+    for (int i = 0; i < 600 && !ready; ++i) {
+      ready = std::filesystem::exists(daemon.socket()) && daemon.query(warm) == 1000;
+      if (!ready) ::usleep(100'000);
+    }
+    if (!ready) die("dedupd did not answer from the fleet (log: " + (daemon.dir / "dedupd.log").string() + ")");
+    auto t0 = Clock::now();
+    long through = daemon.query(in);
+    double daemon_s = secs(t0, Clock::now());
+    if (through != long(hits.size()))
+      die("through the daemon: " + std::to_string(through) + " of " + std::to_string(hits.size()) + " found");
+    double bare_hits_s = 0;
+    std::size_t bare_hits = 0;
+    for (std::size_t off = 0; off < hits.size(); off += block) {
+      auto part = std::span(hits).subspan(off, std::min(block, hits.size() - off));
+      t0 = Clock::now();
+      bare_hits += bare.any(raw_prefix_params(part), true);
+      bare_hits_s += secs(t0, Clock::now());
+    }
+    // Where the time goes: the Reader alone over the same hits, in the
+    // daemon's blocks (HashSpool::kBlockHashes).
+    double reader_s = 0;
+    for (std::size_t off = 0; off < hits.size(); off += 4096) {
+      auto part = std::span(hits).subspan(off, std::min<std::size_t>(4096, hits.size() - off));
+      t0 = Clock::now();
+      auto ok = (*reader)->lookup_chunks(part, answers, far());
+      reader_s += secs(t0, Clock::now());
+      if (!ok) die(ok.error().to_string());
+    }
+    if (bare_hits < hits.size()) die("bare: " + std::to_string(bare_hits) + " rows for " + std::to_string(hits.size()));
+    double rate = double(hits.size()) / daemon_s, bare_rate = double(hits.size()) / bare_hits_s;
+    row("hits through dedupd (dedupctl query --format short -), hashes/s", num(rate),
+        "bare prepared SELECT = ANY of the raw forms " + num(bare_rate) + " (" + num(rate / bare_rate, 2) +
+            " x; goal >= 0.8 x and >= 100,000)");
+    row("  the Reader alone, 4,096-hash blocks, hashes/s", num(double(hits.size()) / reader_s), "");
   }
 
   Pg admin(url);

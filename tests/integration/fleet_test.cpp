@@ -3,6 +3,7 @@
 // promote servers). Each host has its own state dir, socket and watched dir;
 // tests wait for progress (what the fleet or a host answers), never for time.
 #include <gtest/gtest.h>
+#include <lmdb.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -27,9 +28,12 @@
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/silent_server.hpp"
+#include "index/index.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
+#include "shard/writer.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
+#include "tests/unit/index/gen.hpp"
 
 namespace dedupd::itest {
 namespace {
@@ -63,11 +67,13 @@ struct Host {
     config = dir / "dedupd.yaml";
     log = dir / "dedupd.log";
   }
-  void write_config(const std::string& url, const std::string& lookup_timeout = "200ms") {
+  void write_config(const std::string& url, const std::string& lookup_timeout = "200ms",
+                    const std::string& fleet_extra = "") {
     std::ofstream f(config);
     f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
       << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name
-      << "\n  lookup_timeout: " << lookup_timeout << "\n";
+      << "\n  lookup_timeout: " << lookup_timeout << "\n"
+      << fleet_extra;
   }
   void start() {
     LaunchOptions o;
@@ -193,6 +199,41 @@ std::vector<shard::Hash> reply_xorbs(const std::string& body) {
   return out;
 }
 
+// The shard with the empty file (hash zero, no terms) added last, carrying
+// the verification flag the other files have: the shape the JavaScript
+// client and xet-core write, and the one releases before schema 3 could not
+// rebuild.
+MadeShard with_empty_file(MadeShard s) {
+  auto view = shard::ShardView::parse(s.bytes);
+  if (!view) throw std::runtime_error(view.error().to_string());
+  shard::ShardWriter w = shard::ShardWriter::from_view(*view);
+  shard::FileRecord empty;
+  empty.header.flags = shard::kFileFlagWithVerification;
+  w.add_file(empty);
+  s.bytes = w.write(shard::ShardWriter::options_of(*view));
+  s.file_hash = shard::shard_file_hash(s.bytes);
+  return s;
+}
+
+// Every hold of the fleet as "host:shard hash" (byte hex), sorted.
+std::set<std::string> fleet_holds(Admin& admin) {
+  std::string all = admin.one(
+      "SELECT string_agg(o.name || ':' || encode(s.hash, 'hex'), ',') FROM dedupd.hold h JOIN dedupd.host o ON "
+      "o.id = h.host_id JOIN dedupd.shard s ON s.id = h.shard_id");
+  std::set<std::string> out;
+  std::stringstream in(all);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.insert(item);
+  return out;
+}
+
+std::string hold_of(const std::string& host, const shard::Hash& shard) { return host + ":" + shard.to_hex_bytes(); }
+
+int run(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 // Requests sent at once, each on its own connection, answered in any order.
 class Concurrent {
  public:
@@ -240,9 +281,10 @@ class Fleet : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  Host& add_host(const std::string& name, const std::string& url, const std::string& lookup_timeout = "200ms") {
+  Host& add_host(const std::string& name, const std::string& url, const std::string& lookup_timeout = "200ms",
+                 const std::string& fleet_extra = "") {
     hosts.push_back(std::make_unique<Host>(root, name));
-    hosts.back()->write_config(url, lookup_timeout);
+    hosts.back()->write_config(url, lookup_timeout, fleet_extra);
     return *hosts.back();
   }
   fs::path root;
@@ -687,12 +729,16 @@ TEST_F(Fleet, AfterTheStandbyIsPromotedPublishingResumesWithNothingLost) {
   Host& b = add_host("host-b", url);
   a.start();
   b.start();
-  MadeShard before = make_shard({.seed = 1306, .xorbs = 1, .chunks_per_xorb = 3});
+  // Both shards hold an empty file beside verified ones: nothing is lost,
+  // that shape included.
+  MadeShard before =
+      with_empty_file(make_shard({.seed = 1306, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true}));
   drop_file(a.incoming, before.file_name(), before.bytes);
   ASSERT_TRUE(eventually([&] { return fleet_holders(b, before.first_chunks[0]).has_value(); }));
   pg.wait_standby_caught_up();
   pg.stop_primary();
-  MadeShard during = make_shard({.seed = 1307, .xorbs = 1, .chunks_per_xorb = 3});
+  MadeShard during =
+      with_empty_file(make_shard({.seed = 1307, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true}));
   drop_file(a.incoming, during.file_name(), during.bytes);
   ASSERT_TRUE(
       eventually([&] { return a.http().get("/v1/chunk/" + during.first_chunks[0].to_string()).status == 200; }));
@@ -702,6 +748,172 @@ TEST_F(Fleet, AfterTheStandbyIsPromotedPublishingResumesWithNothingLost) {
   EXPECT_TRUE(fleet_holders(b, before.first_chunks[0]).has_value()) << "lost in the failover";
   Admin promoted(pg.standby_url(db));
   EXPECT_EQ(promoted.one("SELECT count(*) FROM dedupd.shard"), "2");
+  EXPECT_EQ(a.status()["fleet"]["outbox"]["parked"], 0);
+  // The empty file came along with each shard, verification flag and all.
+  EXPECT_EQ(promoted.one("SELECT count(*) FROM dedupd.file WHERE hash = '\\x" + std::string(64, '0') + "'"), "1");
+}
+
+// An index written by c91351c, whose publisher acknowledged the three shards
+// it could not rebuild (tests/fixtures/index-v2): upgraded in place, and the
+// first anti-entropy pass publishes what the fleet lacks.
+TEST_F(Fleet, AnIndexOfC91351cWhoseOutboxSkippedShardsIsUpgradedAndTheyReachTheFleet) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  fs::create_directories(a.dir / "state" / "index");
+  fs::copy_file(fs::path(DEDUPD_FIXTURE_DIR) / "index-v2" / "data.mdb", a.dir / "state" / "index" / "data.mdb");
+  a.start();
+  b.start();
+  Admin admin(url);
+  // The first chunk of each skipped shard's xorb (js, local, plain), asked on B.
+  for (std::uint64_t seed : {1, 2, 3}) {
+    shard::Hash chunk = index::gen::gen_xorb(seed, 10).raw[0];
+    ASSERT_TRUE(eventually([&] { return fleet_holders(b, chunk) == std::set<std::string>{"host-a"}; }))
+        << "the shard of xorb seed " << seed << " never reached the fleet";
+  }
+  // Nothing missing, nothing extra: the fleet lists A's live shards.
+  ASSERT_TRUE(eventually([&] {
+    json st = a.status();
+    return a.outbox_depth() == 0 && st["fleet"]["anti_entropy"]["passes"].get<std::uint64_t>() >= 1 &&
+           admin.one(
+               "SELECT count(*) FROM dedupd.hold h JOIN dedupd.host o ON o.id = h.host_id WHERE o.name = "
+               "'host-a'") == a.http().get("/v1/stats").json()["shards"]["live"].dump();
+  }));
+  json st = a.status();
+  EXPECT_GE(st["fleet"]["anti_entropy"]["published"].get<std::uint64_t>(), 3u);
+  EXPECT_EQ(st["fleet"]["outbox"]["parked"], 0);
+  EXPECT_NE(a.log_text().find("anti-entropy: the fleet disagreed"), std::string::npos);
+  std::string out, err;
+  EXPECT_EQ(dedupctl(a, {"fleet", "status"}, &out, &err), 0) << out << err;
+}
+
+// pg_dump, changes on every host, pg_restore of the dump (the fleet goes
+// back in time while the hosts run): every host heals the fleet, nothing
+// missing, nothing extra. A batch of 2 makes each pass several rounds.
+TEST_F(Fleet, AFleetDatabaseRestoredToAnEarlierDumpIsHealedByEveryHost) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  const std::string fast = "  reconcile_interval: 1s\n  reconcile_batch: 2\n";
+  Host& a = add_host("host-a", url, "200ms", fast);
+  Host& b = add_host("host-b", url, "200ms", fast);
+  Host& c = add_host("host-c", url, "200ms", fast);
+  for (Host* h : {&a, &b, &c}) h->start();
+  std::vector<MadeShard> s;
+  for (std::uint64_t i = 0; i < 7; ++i)
+    s.push_back(make_shard({.seed = 1501 + i, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true}));
+  drop_file(a.incoming, s[1].file_name(), s[1].bytes);
+  drop_file(a.incoming, s[6].file_name(), s[6].bytes);
+  drop_file(b.incoming, s[2].file_name(), s[2].bytes);
+  drop_file(c.incoming, s[3].file_name(), s[3].bytes);
+  drop_file(c.incoming, s[5].file_name(), s[5].bytes);
+  Admin admin(url);
+  std::set<std::string> before{hold_of("host-a", s[1].file_hash), hold_of("host-a", s[6].file_hash),
+                               hold_of("host-b", s[2].file_hash), hold_of("host-c", s[3].file_hash),
+                               hold_of("host-c", s[5].file_hash)};
+  ASSERT_TRUE(eventually([&] { return fleet_holds(admin) == before; }));
+  const fs::path dump = root / "fleet.dump";
+  ASSERT_EQ(run("pg_dump -Fc -d '" + url + "' -f " + dump.string()), 0);
+
+  // After the dump: a new shard on A, B's only shard removed, C holds A's too.
+  drop_file(a.incoming, s[4].file_name(), s[4].bytes);
+  EXPECT_EQ(b.http().del("/v1/shard/" + s[2].file_hash.to_string()).status, 200);
+  drop_file(c.incoming, s[1].file_name(), s[1].bytes);
+  std::set<std::string> now{hold_of("host-a", s[1].file_hash), hold_of("host-a", s[4].file_hash),
+                            hold_of("host-a", s[6].file_hash), hold_of("host-c", s[1].file_hash),
+                            hold_of("host-c", s[3].file_hash), hold_of("host-c", s[5].file_hash)};
+  ASSERT_TRUE(eventually([&] { return fleet_holds(admin) == now; }));
+
+  ASSERT_EQ(run("pg_restore --clean --if-exists --single-transaction -d '" + url + "' " + dump.string()), 0);
+  // Healed by the hosts' anti-entropy: A publishes s4, B drops s2 (which
+  // leaves the fleet with it), C publishes its hold on s1.
+  ASSERT_TRUE(eventually([&] { return fleet_holds(admin) == now; }, std::chrono::seconds(120)))
+      << ::testing::PrintToString(fleet_holds(admin));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "5");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard WHERE hash = '\\x" + s[2].file_hash.to_hex_bytes() + "'"),
+            "0");
+  // Each pass logs its corrections when it ends, which may be after the
+  // fleet already took them (a pass of several rounds).
+  for (Host* h : {&a, &b, &c})
+    EXPECT_TRUE(eventually([&] {
+      return h->log_text().find("anti-entropy: the fleet disagreed") != std::string::npos;
+    })) << h->name;
+  // Every host answers the new shard's chunks from the fleet again.
+  EXPECT_EQ(fleet_holders(b, s[4].first_chunks[0]), std::set<std::string>{"host-a"});
+}
+
+// A shard whose index record is damaged cannot be rebuilt: it is parked with
+// its reason (never acknowledged), shown by status, --json and /metrics, and
+// queued again on `dedupctl fleet retry` and at each start.
+TEST_F(Fleet, AShardThatCannotBePublishedIsParkedShownAndRetried) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  MadeShard good = make_shard({.seed = 1601, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
+  MadeShard bad = make_shard({.seed = 1602, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
+  const fs::path dir = a.dir / "state" / "index";
+  fs::create_directories(dir);
+  shard::Hash bad_file;
+  {
+    index::Options o;
+    o.dir = dir.string();
+    auto idx = index::Index::open(o);
+    ASSERT_TRUE(idx) << idx.error().to_string();
+    ASSERT_TRUE((*idx)->set_outbox(true, 0));
+    for (const MadeShard* m : {&good, &bad}) {
+      auto view = shard::ShardView::parse(m->bytes);
+      ASSERT_TRUE(view);
+      ASSERT_TRUE((*idx)->ingest(*view, index::SourceInfo{}));
+      if (m == &bad) bad_file = (*view->files().begin()).hash();
+    }
+  }
+  {  // The bad shard's file record damaged, as a bad disk block would.
+    MDB_env* env = nullptr;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 32), 0);
+    ASSERT_EQ(mdb_env_open(env, dir.c_str(), 0, 0640), 0);
+    MDB_txn* txn = nullptr;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    MDB_dbi files;
+    ASSERT_EQ(mdb_dbi_open(txn, "files", 0, &files), 0);
+    MDB_val k{32, bad_file.bytes.data()}, v{3, const_cast<char*>("bad")};
+    ASSERT_EQ(mdb_put(txn, files, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+  }
+  a.start();
+  Admin admin(url);
+  auto parked = [&] { return a.status()["fleet"]["outbox"]["parked"].get<std::uint64_t>(); };
+  ASSERT_TRUE(eventually([&] { return parked() == 1 && a.outbox_depth() == 0; }));
+  EXPECT_EQ(fleet_holds(admin), std::set<std::string>{hold_of("host-a", good.file_hash)});
+  std::string out, err;
+  EXPECT_EQ(dedupctl(a, {"fleet", "status"}, &out, &err), 1) << out << err;
+  EXPECT_NE(out.find(bad.file_hash.to_string()), std::string::npos) << out;
+  EXPECT_NE(out.find("index.corrupt"), std::string::npos) << out;
+  EXPECT_NE(err.find("1 outbox entry is parked"), std::string::npos) << err;
+  EXPECT_EQ(dedupctl(a, {"fleet", "status", "--json"}, &out, &err), 1) << out << err;
+  json doc = json::parse(out);
+  ASSERT_EQ(doc["this_host"]["parked"].size(), 1u);
+  EXPECT_EQ(doc["this_host"]["parked"][0]["shard"], bad.file_hash.to_string());
+  EXPECT_EQ(doc["this_host"]["parked"][0]["op"], "publish");
+  EXPECT_NE(a.http().get("/metrics").body.find("\ndedupd_fleet_parked 1\n"), std::string::npos);
+  auto parks = [&] {
+    std::string log = a.log_text();
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = log.find("parked, not acknowledged", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(parks(), 1u);
+  // Retried on request: still damaged, so parked again.
+  EXPECT_EQ(dedupctl(a, {"fleet", "retry"}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "1 parked outbox entry queued again\n");
+  ASSERT_TRUE(eventually([&] { return parks() == 2u && parked() == 1; }));
+  // And at the next start.
+  a.process.kill_hard();
+  a.start();
+  ASSERT_TRUE(eventually([&] { return parks() == 3u && parked() == 1; }));
+  // Anti-entropy never queues a parked shard again by itself.
+  EXPECT_EQ(fleet_holds(admin), std::set<std::string>{hold_of("host-a", good.file_hash)});
 }
 
 }  // namespace

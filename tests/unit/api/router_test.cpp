@@ -57,7 +57,7 @@ TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
       if (e.access == Access::admin) admin.push_back(std::string(e.method) + " " + std::string(r.path));
   EXPECT_EQ(admin, (std::vector<std::string>{"DELETE /v1/shard/", "POST /v1/admin/rescan", "POST /v1/admin/purge",
                                              "POST /v1/admin/ingest", "POST /v1/admin/export",
-                                             "POST /v1/admin/fleet/forget-host/"}));
+                                             "POST /v1/admin/fleet/forget-host/", "POST /v1/admin/fleet/retry"}));
 }
 
 const std::string kA(64, 'a');

@@ -36,6 +36,15 @@ TEST(FleetConfig, EveryKey) {
   r = load("fleet:\n  url: postgresql://db/dedupd\n  lookup_timeout: 2s\n");
   ASSERT_TRUE(std::holds_alternative<Config>(r));
   EXPECT_EQ(std::get<Config>(r).fleet.lookup_timeout, 2000ms);
+  r = load("fleet:\n  url: postgresql://db/dedupd\n  reconcile_interval: 1h\n  reconcile_batch: 500\n");
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  EXPECT_EQ(std::get<Config>(r).fleet.reconcile_interval, std::chrono::seconds(3600));
+  EXPECT_EQ(std::get<Config>(r).fleet.reconcile_batch, 500u);
+  r = load("fleet:\n  url: postgresql://db/dedupd\n");
+  EXPECT_EQ(std::get<Config>(r).fleet.reconcile_interval, std::chrono::seconds(600));
+  EXPECT_EQ(std::get<Config>(r).fleet.reconcile_batch, 10000u);
+  EXPECT_TRUE(std::holds_alternative<std::vector<ConfigError>>(
+      load("fleet:\n  url: postgresql://db/dedupd\n  reconcile_batch: 0\n")));
 }
 
 TEST(FleetConfig, HostDefaultsToTheHostname) {

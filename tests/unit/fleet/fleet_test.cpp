@@ -354,6 +354,34 @@ TEST_F(FleetTest, AShardWithNothingInItIsPublishedAndDropped) {
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
 }
 
+// Anti-entropy's view of the fleet: this host's shards only, in byte order,
+// page by page.
+TEST_F(FleetTest, HeldShardsListsThisHostsShardsInHashOrderPageByPage) {
+  auto a = writer(url_, "a"), b = writer(url_, "b");
+  ASSERT_TRUE(a && b);
+  std::vector<OwnedShard> shards;
+  for (std::uint64_t i = 0; i < 5; ++i) shards.push_back(make_shard({}, 100 + i));
+  std::vector<Hash> mine;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    publish(i == 4 ? *b : *a, shards[i]);
+    if (i != 4) mine.push_back(shards[i].hash);
+  }
+  std::sort(mine.begin(), mine.end());
+  std::vector<Hash> seen;
+  std::optional<Hash> after;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = a->held_shards(after, 3);
+    ASSERT_TRUE(page) << page.error().to_string();
+    seen.insert(seen.end(), page->begin(), page->end());
+    if (page->size() < 3) break;
+    after = page->back();
+  }
+  EXPECT_EQ(seen, mine);
+  auto none = b->held_shards(shards[4].hash, 10);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_F(FleetTest, AReaderBeforeAnySchemaIsToldSo) {
   auto r = Reader::connect(options(url_, "r"));
   ASSERT_FALSE(r);

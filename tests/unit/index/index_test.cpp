@@ -774,7 +774,7 @@ TEST_P(IndexTest, AnotherSchemaVersionIsAClearError) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().rule, kRuleSchema);
   EXPECT_THAT(r.error().message, HasSubstr("schema version 99"));
-  EXPECT_THAT(r.error().message, HasSubstr("reads version 2"));
+  EXPECT_THAT(r.error().message, HasSubstr("reads version 3"));
   EXPECT_THAT(r.error().message, HasSubstr("newer dedupd"));
   // Refusing must not have touched it.
   EXPECT_EQ(table_items(tmp / "idx")["meta"], 1u);

@@ -209,6 +209,14 @@ std::uint32_t schema_version_on_disk(const std::string& dir) {
   return version;
 }
 
+// A copy of tests/fixtures/<name>/data.mdb in tmp/idx; its directory.
+std::string copy_of_fixture_index(const gen::TempDir& tmp, const std::string& name) {
+  std::string dir = (tmp / "idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/" + name + "/data.mdb", dir + "/data.mdb");
+  return dir;
+}
+
 // tests/fixtures/index-v1/README.md says how the index was written (by the
 // release before the outbox, with these same generated shards).
 // The observer hears of each commit that queued entries, and of no other,
@@ -251,11 +259,9 @@ TEST_F(Outbox, TheObserverHearsOfEachCommitThatQueued) {
   reopen();  // before obs goes
 }
 
-TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
+TEST(IndexSchemaUpgrade, Version1IndexOfAnEarlierReleaseOpensAsTheCurrentVersion) {
   gen::TempDir tmp;
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  const std::string dir = copy_of_fixture_index(tmp, "index-v1");
   ASSERT_EQ(schema_version_on_disk(dir), 1u);
 
   Options o;
@@ -307,7 +313,7 @@ TEST(IndexSchemaUpgrade, Version1IndexOfThePreviousReleaseOpensAsVersion2) {
     ASSERT_TRUE(*rebuilt);
   }
   opened->reset();
-  EXPECT_EQ(schema_version_on_disk(dir), 2u);
+  EXPECT_EQ(schema_version_on_disk(dir), 3u);
   // And opens again as it is.
   auto again = Index::open(o);
   ASSERT_TRUE(again) << again.error().to_string();
@@ -323,9 +329,7 @@ std::string bytes_of(const std::string& path) {
 // upgrade waits for a writer, and not a byte of data.mdb changes.
 TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
   gen::TempDir tmp;
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/index-v1/data.mdb", dir + "/data.mdb");
+  const std::string dir = copy_of_fixture_index(tmp, "index-v1");
   const std::string before = bytes_of(dir + "/data.mdb");
   {
     Options o;
@@ -353,6 +357,149 @@ TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
   }
   EXPECT_EQ(schema_version_on_disk(dir), 1u);
   EXPECT_TRUE(bytes_of(dir + "/data.mdb") == before) << "data.mdb changed";
+}
+
+// tests/fixtures/index-v2/README.md says how the index was written (by
+// release c91351c, whose publisher acknowledged three shards it could not
+// rebuild).
+TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuild) {
+  gen::TempDir tmp;
+  const std::string dir = copy_of_fixture_index(tmp, "index-v2");
+  ASSERT_EQ(schema_version_on_disk(dir), 2u);
+  Options o;
+  o.dir = dir;
+  {
+    auto opened = Index::open(o);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    auto& idx = **opened;
+    EXPECT_EQ(idx.schema_version(), 3u);
+    auto problems = idx.check_invariants();
+    ASSERT_TRUE(problems);
+    EXPECT_THAT(*problems, IsEmpty());
+    auto ob = idx.outbox_stats();
+    ASSERT_TRUE(ob);
+    EXPECT_TRUE(ob->enabled);
+    EXPECT_EQ(ob->depth, 0u) << "that release acknowledged everything";
+    EXPECT_EQ(ob->parked, 0u);
+    auto live = idx.shards(ShardState::live);
+    ASSERT_TRUE(live);
+    ASSERT_EQ(live->size(), 4u);
+    // Refs written before schema 3 do not say each file's flags: the
+    // rebuild follows the rest of the shard for the empty file, so it
+    // parses, and keeps every file with terms as it was.
+    for (const auto& s : *live) {
+      auto bytes = idx.rebuild_shard(s.hash);
+      ASSERT_TRUE(bytes) << bytes.error().to_string();
+      ASSERT_TRUE(*bytes);
+      auto view = shard::ShardView::parse(**bytes);
+      ASSERT_TRUE(view) << s.hash.to_string() << ": " << view.error().to_string();
+    }
+    // Parking works on the upgraded index.
+    OutboxEntry e;
+    e.seq = 99;
+    e.shard = (*live)[0].hash;
+    ASSERT_TRUE(idx.outbox_park(e, "index.rebuild: a test", 5));
+    EXPECT_EQ(idx.outbox_stats()->parked, 1u);
+  }
+  EXPECT_EQ(schema_version_on_disk(dir), 3u);
+  auto again = Index::open(o);
+  ASSERT_TRUE(again) << again.error().to_string();
+  auto parked = (*again)->outbox_parked(10);
+  ASSERT_TRUE(parked);
+  ASSERT_EQ(parked->size(), 1u);
+  EXPECT_EQ((*parked)[0].reason, "index.rebuild: a test");
+  EXPECT_EQ((*parked)[0].parked_at, 5u);
+}
+
+// A parked entry leaves the queue with its reason and comes back at the end
+// of it on retry; turning the outbox off forgets it with the rest.
+TEST_F(Outbox, AParkedEntryStaysWithItsReasonUntilRetried) {
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2);
+  ingest(a);
+  ingest(b);
+  auto q = entries();
+  ASSERT_EQ(q.size(), 2u);
+  ASSERT_TRUE(idx->outbox_park(q[0], "fleet.argument: refused", 200));
+  EXPECT_EQ(outbox().depth, 1u);
+  EXPECT_EQ(outbox().parked, 1u);
+  EXPECT_THAT(problems(), IsEmpty());
+  reopen();
+  auto parked = idx->outbox_parked(10);
+  ASSERT_TRUE(parked);
+  ASSERT_EQ(parked->size(), 1u);
+  EXPECT_EQ((*parked)[0].entry.shard, a.hash);
+  EXPECT_EQ((*parked)[0].entry.op, OutboxOp::publish);
+  EXPECT_EQ((*parked)[0].reason, "fleet.argument: refused");
+  auto moved = idx->outbox_retry_parked(300);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(*moved, 1u);
+  auto again = idx->outbox_retry_parked(300);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 0u);
+  q = entries();
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].shard, b.hash);
+  EXPECT_EQ(q[1].shard, a.hash);
+  EXPECT_EQ(outbox().parked, 0u);
+  ASSERT_TRUE(idx->outbox_park(q[1], "again", 400));
+  ASSERT_TRUE(idx->set_outbox(false, 500));
+  EXPECT_EQ(outbox().parked, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+// Anti-entropy rounds: what differs within the hashes both sides cover is
+// queued, a bounded number of records per round, never a shard whose entry
+// is queued or parked already.
+TEST_F(Outbox, ReconcileQueuesWhatDiffersRoundByRound) {
+  std::vector<OwnedShard> s;
+  std::vector<gen::GenXorb> xs;
+  for (std::uint64_t i = 0; i < 6; ++i) xs.push_back(gen::gen_xorb(50 + i, 2));
+  for (std::uint64_t i = 0; i < 6; ++i) s.push_back(shard_of({&xs[i]}, 10 + i));
+  for (const auto& x : s) ingest(x);
+  std::vector<Hash> live;
+  for (const auto& x : s) live.push_back(x.hash);
+  std::sort(live.begin(), live.end());
+  // Off: nothing queued, the pass is over.
+  auto off = idx->outbox_reconcile(std::nullopt, {}, false, 100, 1);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->publish + off->drop, 0u);
+  EXPECT_FALSE(off->through);
+  ASSERT_TRUE(idx->set_outbox(true, 100));
+  ASSERT_TRUE(idx->outbox_ack(entries().back().seq));
+  // The fleet holds live[0], live[2] and a shard this host does not have.
+  Hash gone = gen::hash_of_seed(4242);
+  std::vector<Hash> fleet{live[0], live[2], gone};
+  std::sort(fleet.begin(), fleet.end());
+  // live[1] is already parked: it gets there by itself.
+  OutboxEntry p;
+  p.seq = 1000;
+  p.shard = live[1];
+  ASSERT_TRUE(idx->outbox_park(p, "parked", 1));
+  std::size_t publish = 0, drop = 0, rounds = 0;
+  std::optional<Hash> after;
+  do {
+    std::vector<Hash> page;
+    for (const Hash& h : fleet)
+      if ((!after || h > *after) && page.size() < 2) page.push_back(h);
+    const bool more = page.size() == 2 && page.back() != fleet.back();
+    auto r = idx->outbox_reconcile(after, page, more, 2, 200);
+    ASSERT_TRUE(r) << r.error().to_string();
+    publish += r->publish, drop += r->drop, ++rounds;
+    after = r->through;
+  } while (after && rounds < 20);
+  EXPECT_GE(rounds, 3u) << "2 records a round";
+  EXPECT_EQ(publish, 3u);  // live[3..5]
+  EXPECT_EQ(drop, 1u);     // gone
+  std::set<Hash> published, dropped;
+  for (const auto& e : entries()) (e.op == OutboxOp::publish ? published : dropped).insert(e.shard);
+  EXPECT_EQ(published, (std::set<Hash>{live[3], live[4], live[5]}));
+  EXPECT_EQ(dropped, (std::set<Hash>{gone}));
+  // Queued now: a second pass queues nothing.
+  auto again = idx->outbox_reconcile(std::nullopt, fleet, false, 100, 300);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->publish + again->drop, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
 }
 
 TEST(IndexSchemaUpgrade, AReadOnlyOpenNeverCreatesAnIndex) {
