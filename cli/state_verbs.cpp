@@ -17,8 +17,9 @@ namespace api = dedupd::api;
 // The caches dedupd looks after (`manage: xet-cache`), each against its
 // caps: what the Xet client loads at every session start.
 void print_managed_caches(Context& ctx, Client& client) {
-  json doc = call(client, "GET", std::string(api::kStatus), "status");
-  if (!doc.contains("xet_caches") || !doc["xet_caches"].is_array() || doc["xet_caches"].empty()) return;
+  bool not_found = false;  // a daemon from before managed caches
+  json doc = call(client, "GET", std::string(api::kStatus), "status", &not_found);
+  if (not_found || !doc.contains("xet_caches") || !doc["xet_caches"].is_array() || doc["xet_caches"].empty()) return;
   Table t({{"MANAGED XET CACHE"},
            {"FILES", Table::right},
            {"SIZE", Table::right},

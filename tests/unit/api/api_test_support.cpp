@@ -138,7 +138,15 @@ void ApiTest::SetUp() {
   index_ = std::move(*opened);
 
   ON_CALL(service_, index()).WillByDefault(Return(index_.get()));
-  StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}};
+  XetCacheStatus cache;
+  cache.endpoint = "/home/ci/.cache/huggingface/xet/https___cas_serv-AbCd";
+  cache.files = 3;
+  cache.bytes = 4096;
+  cache.chunk_entries = 70;
+  cache.max_bytes = 1u << 20;
+  cache.max_chunk_entries = 100;
+  cache.merges = 2;
+  StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}, {cache}};
   ON_CALL(service_, status()).WillByDefault(Return(status));
   GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
   ON_CALL(service_, global_dedup_key()).WillByDefault(Return(key));

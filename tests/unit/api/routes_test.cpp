@@ -314,10 +314,27 @@ TEST_F(RoutesTest, StatsAndStatus) {
                      {"state_dir", T::string},
                      {"watch", T::array},
                      {"ready", T::boolean},
-                     {"stats", T::object}});
+                     {"stats", T::object},
+                     {"xet_caches", T::array}});
   EXPECT_EQ(doc["pid"], 4242);
   EXPECT_EQ(doc["watch"][1], "/watch/b");
   expect_shape(doc["stats"], kStatsShape);
+  ASSERT_EQ(doc["xet_caches"].size(), 1u);
+  const auto& cache = doc["xet_caches"][0];
+  EXPECT_EQ(cache["endpoint"], "/home/ci/.cache/huggingface/xet/https___cas_serv-AbCd");
+  EXPECT_EQ(cache["chunk_entries"], 70);
+  EXPECT_EQ(cache["max_chunk_entries"], 100);
+  EXPECT_EQ(cache["merges"], 2);
+
+  // /metrics: one series per managed cache, beside its caps.
+  r = client_->get(std::string(api::kMetrics));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(
+      r.body.find(
+          "dedupd_xet_cache_chunk_entries{endpoint=\"/home/ci/.cache/huggingface/xet/https___cas_serv-AbCd\"} 70"),
+      std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("dedupd_xet_cache_max_chunk_entries{endpoint="), std::string::npos);
 }
 
 TEST_F(RoutesTest, NotReadyIs503ButStatusStillAnswers) {
