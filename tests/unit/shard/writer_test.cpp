@@ -299,8 +299,9 @@ TEST(Writer, DerivesByteTotalsAsXetCoreDoes) {
   auto s = small_shard();
   WriteOptions o;
   o.derive_byte_totals = true;
-  o.footer.stored_bytes = 7;  // replaced
-  auto v = parse_ok(s.writer.write(o));
+  o.footer.stored_bytes = 7;             // replaced
+  const auto bytes = s.writer.write(o);  // the view reads these: they must outlive it
+  auto v = parse_ok(bytes);
   std::uint64_t on_disk = 0, in_xorbs = 0, materialized = 0;
   for (XorbBlock x : v.xorbs()) {
     on_disk += x.header().bytes_on_disk;
