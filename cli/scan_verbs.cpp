@@ -127,12 +127,14 @@ int hash_files(Context& ctx, const std::vector<std::string>& paths) {
   json files = json::array();
   int code = kOk;
   Table t({{"XET FILE HASH"}, {"SHA256"}, {"SIZE", Table::right}, {"PATH"}});
+  std::vector<std::uint64_t> sizes;  // stat'ed once, for the progress line
   std::uint64_t total = 0;
-  for (const auto& path : paths) total += file_size_of(path);
+  for (const auto& path : paths) total += sizes.emplace_back(file_size_of(path));
   Progress progress(ctx, total, paths.size());
-  for (const auto& path : paths) {
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     dedupd::chunk::DigestOptions opt;
-    opt.on_progress = progress.file(path, file_size_of(path));
+    opt.on_progress = progress.file(path, sizes[i]);
     std::optional<dedupd::chunk::FileDigest> d;
     try {
       d = digest_or_throw(path, opt);

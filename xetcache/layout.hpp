@@ -41,8 +41,9 @@ struct EndpointCache {
   std::string shard_cache;        // <dir>/shard-cache; empty when the client made none yet
   std::vector<ShardFile> shards;  // of shard_cache, sorted by path
   // Temporary directories of client sessions (running ones, or left by a
-  // killed process): a session may still read shard-cache files it
-  // registered, so their presence is what the caller weighs before deleting.
+  // killed process). hf_xet 1.8.0 makes one only while a session finalizes,
+  // so they do not say whether a client is running: the daemon's steward
+  // asks the client's logs instead (daemon/xetcache/steward.hpp).
   std::vector<SessionDir> sessions;
   std::optional<SessionDir> xorb_metadata;
 };

@@ -55,6 +55,19 @@ std::optional<ClientLog> parse_client_log(std::string_view name) {
   return log;
 }
 
+// The boot time (unix s) from /proc/stat, read once: it does not change.
+std::int64_t boot_time() {
+  static const std::int64_t btime = [] {
+    std::ifstream boot("/proc/stat");
+    std::string key;
+    std::int64_t t = -1;
+    while (boot >> key)
+      if (key == "btime" && boot >> t) break;
+    return t;
+  }();
+  return btime;
+}
+
 // When `pid` started (unix s), from /proc; nullopt when it cannot be read.
 std::optional<std::int64_t> process_start(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -68,11 +81,7 @@ std::optional<std::int64_t> process_start(pid_t pid) {
   // boot; the state (field 3) is the first after the name.
   for (int i = 3; i <= 22 && fields >> field; ++i) {
     if (i != 22) continue;
-    std::ifstream boot("/proc/stat");
-    std::string key;
-    std::int64_t btime = -1;
-    while (boot >> key)
-      if (key == "btime" && boot >> btime) break;
+    const std::int64_t btime = boot_time();
     std::uint64_t ticks = 0;
     const long hz = ::sysconf(_SC_CLK_TCK);
     if (btime < 0 || hz <= 0 || std::from_chars(field.data(), field.data() + field.size(), ticks).ec != std::errc{})
@@ -207,8 +216,24 @@ bool CacheSteward::run_endpoint(const std::string& dir, const std::string& shard
   std::vector<xetcache::ShardFile> ours;
   for (const auto& f : *files)
     if (!pending_paths.contains(f.path) && indexed_unchanged(f.path)) ours.push_back(f);
-  xetcache::CacheScan scan = xetcache::scan(ours);
-  for (auto& d : scan.shards) d.last_used = last_used_of(d.path, d.creation);
+  std::map<std::string, Described> described;
+  for (const auto& f : ours) {
+    auto known = ep.described.find(f.path);
+    if (known != ep.described.end() && known->second.size == f.size && known->second.mtime_ns == f.mtime_ns) {
+      described.insert(ep.described.extract(known));
+      continue;
+    }
+    auto d = xetcache::describe_file(f);
+    if (!d) continue;  // indexed, so it parsed once: changed under us; the next pass sees it again
+    described.emplace(f.path, Described{f.size, f.mtime_ns, std::move(*d)});
+  }
+  ep.described = std::move(described);  // forgets the files that went
+  xetcache::CacheScan scan;
+  for (auto& [path, entry] : ep.described) {
+    scan.shards.push_back(entry.desc);
+    scan.shards.back().last_used = last_used_of(path, entry.desc.creation);
+  }
+  scan.usage = xetcache::usage_of(scan.shards);
 
   // 2. Consolidation: one group a pass, so the loop is never held for long.
   auto groups = xetcache::plan_consolidation(scan.shards, xetcache::ConsolidationPolicy{}, now);

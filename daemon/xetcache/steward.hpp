@@ -22,6 +22,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/status.hpp"
 #include "index/index.hpp"
+#include "xetcache/shards.hpp"
 
 namespace dedupd::daemon {
 
@@ -52,9 +53,17 @@ class CacheSteward {
     std::string path;
     std::uint64_t replaced_at = 0;
   };
+  // A shard file as last described, valid while its size and mtime hold:
+  // a pass then parses only the files that are new or changed.
+  struct Described {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    xetcache::ShardDesc desc;
+  };
   struct EndpointState {
     XetCacheStatus status;
-    std::vector<Pending> pending;  // originals of merges, still on disk
+    std::vector<Pending> pending;                // originals of merges, still on disk
+    std::map<std::string, Described> described;  // by path
   };
 
   bool run_endpoint(const std::string& dir, const std::string& shard_cache, std::uint64_t now,

@@ -306,18 +306,24 @@ class RealClientTest(unittest.TestCase):
         self.procs.append(s)
         return s
 
-    def wait_indexed(self, dedupd, client, timeout=30):
+    def wait_indexed(self, dedupd, client, timeout=30, rejected_name=None):
         """Waits until dedupd has taken every shard file in the client's
-        cache (live or expired), and returns them by path."""
+        cache (live or expired), and returns them by path. Any rejected file
+        fails the test, unless it is the one named `rejected_name`, which
+        must then be rejected."""
         def taken():
-            files = set(os.path.realpath(p) for p in client.shard_files())
+            files = set(os.path.realpath(p) for p in client.shard_files()
+                        if os.path.basename(p) != rejected_name)
             known = {}
             for s in dedupd.shards():
                 for src in s.get("paths", []):
                     known[os.path.realpath(src)] = s
             rejected = dedupd.shards("rejected")
-            if rejected:
-                raise AssertionError("dedupd rejected files: %s" % json.dumps(rejected, indent=1))
+            if rejected_name is None:
+                if rejected:
+                    raise AssertionError("dedupd rejected files: %s" % json.dumps(rejected, indent=1))
+            elif rejected_name not in {os.path.basename(p) for r in rejected for p in r["paths"]}:
+                return None
             return known if files and files <= set(known) else None
         return wait_for("dedupd to index the client's shard cache", taken, timeout)
 
