@@ -17,11 +17,13 @@ docs/PERFORMANCE.md, "The Xet client's shard cache").
    request the CAS stand-in logs; the whole upload is t_end - t_start. Then
    a fixed set of edits of the three test files is uploaded, and the stand-in
    counts the chunk bytes of the xorbs it received. Every shard a measured
-   session adds is removed afterwards, so each one starts on the same cache.
+   session adds is removed afterwards, so each one starts on the same cache
+   and the edits find only what was there before.
 3. dedupd starts with the cache as a managed watch entry (manage: xet-cache,
    steward every second, replaced originals deleted at once) and the bench
    waits until it has consolidated the cache; then the same again ("after"),
-   with dedupd still running, as on a build host.
+   with dedupd still running, as on a build host (the shards these sessions
+   add stay, for dedupd to merge).
 
 The stand-in answers no global-dedup query in either phase, so only the
 client's own cache decides what it sends. Nothing here asserts a timing: it
@@ -122,6 +124,7 @@ class Bench:
         self.h = harness
         self.root = tempfile.mkdtemp(prefix="dedupd-bench-xet-", dir=args.dir)
         self.procs = []
+        self.dedupd = None
         self.cache = os.path.join(self.root, "xet")
         self.files = os.path.join(self.root, "files")
         self.client = harness.Client(self.cache)
@@ -171,9 +174,12 @@ class Bench:
                       self.file("edit-new.bin", self.h.random_bytes(mib << 19, 33))]
 
     def session(self, paths):
-        """One upload session; returns its result with the session start, and
-        removes the shards it added to the cache, so the next one starts on
-        the same cache (a shard dedupd already merged stays merged)."""
+        """One upload session; returns its result with the session start.
+        Without dedupd it removes the shards the session added, so the next
+        one starts on the same cache. With dedupd running they stay, as on a
+        build host: its steward may merge a session's shard into one of its
+        own while the session runs, and a file that appeared meanwhile can
+        be either (removing it lost a merged shard and its content once)."""
         before = set(os.listdir(self.shard_cache))
         log = os.path.join(self.cas.root, "requests.jsonl")
         out = self.client.upload(self.cas.endpoint, *paths)
@@ -184,7 +190,7 @@ class Bench:
             raise AssertionError("the stand-in logged no request of this session")
         out["session_start_s"] = min(after_start) - out["t_start"]
         out["upload_s"] = out["t_end"] - out["t_start"]
-        for n in set(os.listdir(self.shard_cache)) - before:
+        for n in set(os.listdir(self.shard_cache)) - before if self.dedupd is None else ():
             if SHARD_NAME.match(n):
                 try:
                     os.unlink(os.path.join(self.shard_cache, n))
