@@ -101,6 +101,13 @@ bool write_all(int fd, std::span<const std::uint8_t> bytes) {
   return true;
 }
 
+// The access time is left as it is: only the modification time says how
+// recent the content is.
+bool set_mtime(int fd, std::int64_t mtime_ns) {
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {mtime_ns / 1'000'000'000, mtime_ns % 1'000'000'000}};
+  return ::futimens(fd, times) == 0;
+}
+
 }  // namespace
 
 Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const MergeOptions& options) {
@@ -187,7 +194,8 @@ Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const
   return out;
 }
 
-Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode) {
+Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode,
+                                      std::int64_t mtime_ns) {
   WrittenShard w;
   w.hash = shard::shard_file_hash(bytes);
   w.size = bytes.size();
@@ -199,6 +207,7 @@ Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const st
   const char* failed = nullptr;
   if (!write_all(fd, bytes)) failed = "write";
   else if (::fchmod(fd, mode) != 0) failed = "chmod";
+  else if (mtime_ns != 0 && !set_mtime(fd, mtime_ns)) failed = "set the modification time of";
   else if (::fsync(fd) != 0) failed = "fsync";
   int err = errno;
   if (::close(fd) != 0 && !failed) {
@@ -230,9 +239,13 @@ Result<MergeOutcome> merge_files(std::span<const std::string> member_paths, cons
   std::vector<shard::ShardView> views;
   maps.reserve(member_paths.size());
   views.reserve(member_paths.size());
+  std::int64_t newest_mtime_ns = 0;
   for (const auto& path : member_paths) {
     auto m = shard::MappedFile::open(path);
     if (!m) return m.error();
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+      newest_mtime_ns = std::max(newest_mtime_ns, std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
     maps.push_back(std::move(*m));
     auto v = shard::ShardView::parse(maps.back().bytes());
     if (!v) {
@@ -244,7 +257,7 @@ Result<MergeOutcome> merge_files(std::span<const std::string> member_paths, cons
   }
   auto merged = merge_views(views, options);
   if (!merged) return merged.error();
-  auto written = write_shard_file(dir, merged->bytes, options.file_mode);
+  auto written = write_shard_file(dir, merged->bytes, options.file_mode, newest_mtime_ns);
   if (!written) return written.error();
   MergeOutcome out{std::move(*written), {}, merged->key, merged->creation, merged->expiry, merged->stats};
   for (std::size_t i = 0; i < member_paths.size(); ++i)

@@ -60,8 +60,10 @@ struct WrittenShard {
 
 // Writes `bytes` as the client does: ".<uuid>.mdb_temp" in `dir`, fsync'd,
 // renamed to "<hash of the bytes>.mdb", then the directory fsync'd. The
-// temporary is removed on failure. Rule "xetcache.write".
-Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode = 0644);
+// temporary is removed on failure. Rule "xetcache.write". `mtime_ns`, when
+// not 0, becomes the file's modification time (see merge_files).
+Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode = 0644,
+                                      std::int64_t mtime_ns = 0);
 
 struct MergeOutcome {
   WrittenShard file;
@@ -75,7 +77,11 @@ struct MergeOutcome {
   MergeStats stats;
 };
 
-// Maps each member file, merges and writes the result into `dir`. The
+// Maps each member file, merges and writes the result into `dir`, with the
+// newest member's modification time: the client registers shards newest
+// file first and stops indexing at its entry cap, so a merge stamped "now"
+// would put old content ahead of newer shards and push those past the cap.
+// The
 // members are left in place: when to delete `replaced` is the caller's
 // decision (a running client session may still read them). A member gone
 // since it was planned is an error ("file.open"): plan again.

@@ -92,11 +92,13 @@ std::optional<std::int64_t> process_start(pid_t pid) {
 }
 
 std::uint64_t last_used_of(const std::string& path, std::uint64_t fallback) {
-  // The client reads every shard at each session start: the access time
-  // (relatime: at most a day stale) is the use dedupd can see.
+  // How recent the content is: the file's modification time, which a merge
+  // carries over from its newest member. Not the access time: every session
+  // start reads every shard, so all of them look used (relatime: within a
+  // day) and that says nothing about which content the client still needs.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return fallback;
-  return std::uint64_t(std::max(st.st_atim.tv_sec, st.st_mtim.tv_sec));
+  return std::uint64_t(st.st_mtim.tv_sec);
 }
 
 }  // namespace

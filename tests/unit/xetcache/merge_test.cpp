@@ -1,5 +1,6 @@
 // The merge writer: its output is a shard the client would have written
 // itself, holding every member's content once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -292,6 +293,38 @@ TEST(Merge, AMemberTheMergeReproducesIsNotReplaced) {
   ASSERT_TRUE(out) << out.error().to_string();
   EXPECT_EQ(out->file.path, whole_path);
   EXPECT_EQ(out->replaced, (std::vector<std::string>{part_path}));
+}
+
+TEST(Merge, TheMergedFileKeepsTheNewestMembersModificationTime) {
+  // The client registers shards newest file first and stops indexing at its
+  // entry cap: old content merged "now" must not jump ahead of newer shards.
+  tests::TempDir dir("xetcache-mtime");
+  TestXorb x1 = make_xorb(50, 3), x2 = make_xorb(51, 2);
+  shard::ShardWriter a, b;
+  a.add_xorb(x1.record);
+  b.add_xorb(x2.record);
+  std::string a_path = testing::put_shard(dir.path(), shard_bytes(a, {.creation = 10}));
+  std::string b_path = testing::put_shard(dir.path(), shard_bytes(b, {.creation = 20}));
+  auto set = [](const std::string& path, std::int64_t sec, long nsec) {
+    const struct timespec times[2] = {{sec, 0}, {sec, nsec}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  };
+  set(a_path, 1'700'000'000, 5);
+  set(b_path, 1'700'086'400, 123'456'789);
+  std::vector<std::string> members{a_path, b_path};
+  auto out = merge_files(members, dir.path());
+  ASSERT_TRUE(out) << out.error().to_string();
+  struct stat st {};
+  ASSERT_EQ(::stat(out->file.path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1'700'086'400);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 123'456'789);
+
+  // Written on its own, a file gets the time of writing.
+  std::vector<std::uint8_t> bytes{9, 8, 7};
+  auto w = write_shard_file(dir.path(), bytes);
+  ASSERT_TRUE(w) << w.error().to_string();
+  ASSERT_EQ(::stat(w->path.c_str(), &st), 0);
+  EXPECT_GT(st.st_mtim.tv_sec, 1'700'086'400);
 }
 
 TEST(Merge, WritesThroughADotTempAndLeavesNoneBehind) {
