@@ -227,9 +227,10 @@ class Bench:
             "edits_file_hashes": [f["hash"] for f in edits["files"]],
         }
 
-    def consolidate(self):
+    def consolidate(self, also=lambda cache: True):
         """dedupd on the cache as a managed root; waits until a pass leaves
-        nothing to delete and the file count holds over two passes."""
+        nothing to delete, the file count holds over two passes and `also`
+        holds for the cache's status."""
         watch = [{"path": self.cache, "recursive": True, "manage": "xet-cache"}]
         os.makedirs(os.path.join(self.root, "dedupd"))
         t0 = time.monotonic()
@@ -254,7 +255,7 @@ class Bench:
             if not seen or seen[-1][0] != c["last_pass"]:
                 seen.append((c["last_pass"], c["files"]))
             done = (c["merges"] > 0 and c["pending_deletions"] == 0 and len(seen) >= 3
-                    and seen[-1][1] == seen[-2][1] == seen[-3][1])
+                    and seen[-1][1] == seen[-2][1] == seen[-3][1] and also(c))
             return c if done else None
 
         status = self.h.wait_for("dedupd to consolidate the cache", settled, timeout=self.args.timeout,

@@ -4,7 +4,7 @@ process as `hf upload` or `hf download` would: each run is a new session that
 loads the shard cache under HF_XET_CACHE.
 
   xet_client.py upload ENDPOINT FILE...   -> JSON {"files": [{path, hash,
-      size, sha256}], "t_start", "t_end"}
+      size, sha256}], "t_start", "t_end", "max_rss_kib"}
   xet_client.py download ENDPOINT HASH SIZE DEST...  (HASH SIZE DEST repeated)
   xet_client.py hash FILE...              -> JSON [{path, hash, size}]
   xet_client.py held-upload ENDPOINT FILE -> streams the first half of FILE
@@ -13,6 +13,7 @@ loads the shard cache under HF_XET_CACHE.
 """
 
 import json
+import resource
 import sys
 import time
 
@@ -35,7 +36,11 @@ def upload(endpoint, paths):
     for p, h in handles:
         info = h.result().xet_info
         files.append({"path": p, "hash": info.hash, "size": info.file_size, "sha256": info.sha256})
-    return {"files": files, "t_start": t_start, "t_end": time.time()}
+    t_end = time.time()
+    # The session's peak memory, its shard index included (this process is
+    # Python plus the client, as for `hf upload`).
+    max_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"files": files, "t_start": t_start, "t_end": t_end, "max_rss_kib": max_rss_kib}
 
 
 def held_upload(endpoint, path):
