@@ -227,15 +227,15 @@ class Bench:
             "edits_file_hashes": [f["hash"] for f in edits["files"]],
         }
 
-    def consolidate(self, also=lambda cache: True):
-        """dedupd on the cache as a managed root; waits until a pass leaves
-        nothing to delete, the file count holds over two passes and `also`
-        holds for the cache's status."""
+    def consolidate(self, also=lambda cache: True, xet_cache=""):
+        """dedupd on the cache as a managed root (`xet_cache`: more lines of
+        that section); waits until a pass leaves nothing to delete, the file
+        count holds over two passes and `also` holds for the cache's status."""
         watch = [{"path": self.cache, "recursive": True, "manage": "xet-cache"}]
         os.makedirs(os.path.join(self.root, "dedupd"))
         t0 = time.monotonic()
         self.dedupd = self.h.Dedupd(os.path.join(self.root, "dedupd"), watch,
-                                    "xet_cache:\n  interval: 1s\n  replaced_grace: 0s\n")
+                                    "xet_cache:\n  interval: 1s\n  replaced_grace: 0s\n" + xet_cache)
         self.procs.append(self.dedupd)
         seen = []  # (last_pass, files) of each pass observed
 

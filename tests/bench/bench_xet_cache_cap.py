@@ -3,8 +3,8 @@
 with dedupd as the cache's steward (issue 24, "Proof with the real client":
 70 Mi entries; docs/PERFORMANCE.md, "Past the client's entry cap").
 
-  bench_xet_cache_cap.py [--shards N] [--mib M] [--keyed-percent P]
-                         [--repeat R] [--dir D] [--json FILE] [--keep]
+  bench_xet_cache_cap.py [--shards N] [--mib M] [--keyed-percent P] [--cap C]
+                         [--repeat R] [--dir D] [--json FILE] [--keep] [--quick]
 
 1. The cache: a tiny real upload makes the client's endpoint directory, a
    real 4 MiB file ("first") is uploaded, make_xet_cache adds N shards of
@@ -37,7 +37,6 @@ import time
 
 import bench_xet_cache as base
 
-CLIENT_ENTRY_CAP = 64 * 1024 * 1024  # HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE's default
 
 
 def parse_args():
@@ -51,7 +50,15 @@ def parse_args():
     p.add_argument("--json", help="write the results here")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for dedupd")
-    return p.parse_args()
+    p.add_argument("--cap", type=int, default=0,
+                   help="the client's entry cap (HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE) and dedupd's "
+                        "max_chunk_entries (default: theirs, 64 Mi)")
+    p.add_argument("--quick", action="store_true",
+                   help="40 shards, 4 MiB, cap 50,000, 1 session: the ctest smoke")
+    a = p.parse_args()
+    if a.quick:
+        a.shards, a.mib, a.cap, a.repeat = 40, 4.0, 50_000, 1
+    return a
 
 
 def chunk_entries(paths):
@@ -65,6 +72,11 @@ def chunk_entries(paths):
 
 
 class CapBench(base.Bench):
+    def __init__(self, args, harness):
+        super().__init__(args, harness)
+        if args.cap:
+            self.client = harness.Client(self.cache, {"HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE": str(args.cap)})
+
     def build_cache(self):
         h = self.h
         self.client.upload(self.cas.endpoint, self.file("tiny.bin", h.random_bytes(1000, 1)))
@@ -123,7 +135,7 @@ def table(r):
     b, a = r["before"], r["after"]
     mib = lambda kib: "%d MiB" % (kib // 1024)
     rows = [
-        ("chunk entries in the cache (the client indexes 64 Mi)", base.count(r["entries_before"]),
+        ("chunk entries in the cache (the client indexes %s)" % r["client_cap"], base.count(r["entries_before"]),
          base.count(r["entries_after"]), ""),
         ("session start, warm (upload call -> first CAS request)", base.fmt_s(b["session_start_s"]),
          base.fmt_s(a["session_start_s"]), base.ratio(b["session_start_s"], a["session_start_s"])),
@@ -147,7 +159,6 @@ def table(r):
 
 def main():
     args = parse_args()
-    args.quick = False
     base.programs(args.build)
     sys.path.insert(0, os.path.join(base.REPO, "tests", "xet_client"))
     import harness  # after the environment is set: it reads it at import
@@ -166,13 +177,15 @@ def main():
         print("without dedupd (%d chunk entries) ..." % bench.entries_before, file=sys.stderr)
         before = bench.measure("before")
         print("dedupd indexing, consolidating and capping ...", file=sys.stderr)
-        status = bench.consolidate(also=lambda c: c["chunk_entries"] <= c["max_chunk_entries"])
+        status = bench.consolidate(also=lambda c: c["chunk_entries"] <= c["max_chunk_entries"],
+                                   xet_cache="  max_chunk_entries: %d\n" % args.cap if args.cap else "")
         print("with dedupd ...", file=sys.stderr)
         after = bench.measure("after")
         load = os.getloadavg()
         result = {
             "hf_xet": harness.hf_xet_version(), "generated": bench.generated, "repeat": args.repeat,
             "entries_before": bench.entries_before, "entries_after": status["chunk_entries"],
+            "client_cap": base.count(args.cap) if args.cap else "64 Mi",
             "before": before, "after": after, "dedupd": status,
             "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_end": load},
             "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
