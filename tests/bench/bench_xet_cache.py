@@ -264,6 +264,13 @@ class Bench:
         return status
 
 
+def report(program, problems):
+    """Prints each problem under the program's name; the exit code."""
+    for p in problems:
+        print("%s: %s" % (program, p), file=sys.stderr)
+    return 1 if problems else 0
+
+
 def fmt_s(s):
     if s is None:
         return "n/a"
@@ -359,10 +366,8 @@ def main():
                             % (after["edits_uploaded_bytes"], before["edits_uploaded_bytes"]))
         if after["edits_file_hashes"] != before["edits_file_hashes"]:
             problems.append("the same files hashed differently before and after")
-        for p in problems:
-            print("bench_xet_cache: " + p, file=sys.stderr)
         failed = bool(problems)
-        return 1 if failed else 0
+        return report("bench_xet_cache", problems)
     finally:
         bench.close(failed)
 

@@ -205,10 +205,8 @@ def main():
         for name in ("last_sent", "first_sent"):
             if after[name] > before[name]:
                 problems.append("%s: %d bytes with dedupd, %d without" % (name, after[name], before[name]))
-        for p in problems:
-            print("bench_xet_cache_cap: " + p, file=sys.stderr)
         failed = bool(problems)
-        return 1 if failed else 0
+        return base.report("bench_xet_cache_cap", problems)
     finally:
         bench.close(failed)
 
