@@ -64,18 +64,26 @@ def programs(build):
         os.environ.setdefault(k, v)
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shards", type=int, default=704, help="generated shards (plus 4 real ones; default 704)")
-    p.add_argument("--mib", type=float, default=88.0, help="MiB of generated shards (default 88: about 90 MB in all)")
+def argument_parser(shards, mib, repeat, timeout, quick):
+    """The options both benchmarks share, with their defaults."""
+    p = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.split("\n")[0])
+    p.add_argument("--shards", type=int, default=shards, help="generated shards (default %d)" % shards)
+    p.add_argument("--mib", type=float, default=mib, help="MiB of generated shards (default %g)" % mib)
     p.add_argument("--keyed-percent", type=int, default=15, help="share of global-dedup replies (default 15)")
-    p.add_argument("--repeat", type=int, default=5, help="small-file sessions per phase (default 5; median)")
+    p.add_argument("--repeat", type=int, default=repeat,
+                   help="small-file sessions per phase (default %d; median)" % repeat)
     p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="build directory (default ./build)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--quick", action="store_true", help="40 shards, 4 MiB, 2 sessions: the ctest smoke")
-    p.add_argument("--timeout", type=float, default=900, help="seconds to wait for consolidation")
+    p.add_argument("--quick", action="store_true", help=quick + ": the ctest smoke")
+    p.add_argument("--timeout", type=float, default=timeout, help="seconds to wait for dedupd")
+    return p
+
+
+def parse_args():
+    # 704 generated and 4 real shards, 88 MiB: about 90 MB in all.
+    p = argument_parser(704, 88.0, 5, 900, "40 shards, 4 MiB, 2 sessions")
     a = p.parse_args()
     if a.quick:
         a.shards, a.mib, a.repeat = 40, 4.0, 2

@@ -26,7 +26,6 @@ with dedupd than without. Exit 77 without the client. Needs about 10 GB of
 scratch space (the cache, dedupd's index) and 3 GB of memory for the client.
 """
 
-import argparse
 import json
 import os
 import platform
@@ -40,21 +39,10 @@ import bench_xet_cache as base
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shards", type=int, default=1500, help="generated shards (default 1500)")
-    p.add_argument("--mib", type=float, default=4600.0, help="MiB of generated shards (default 4600)")
-    p.add_argument("--keyed-percent", type=int, default=15, help="share of global-dedup replies (default 15)")
-    p.add_argument("--repeat", type=int, default=3, help="small-file sessions per phase (default 3; median)")
-    p.add_argument("--dir", default=base.tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
-    p.add_argument("--build", default=os.path.join(base.REPO, "build"), help="build directory (default ./build)")
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for dedupd")
+    p = base.argument_parser(1500, 4600.0, 3, 3600, "40 shards, 4 MiB, cap 50,000, 1 session")
     p.add_argument("--cap", type=int, default=0,
                    help="the client's entry cap (HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE) and dedupd's "
                         "max_chunk_entries (default: theirs, 64 Mi)")
-    p.add_argument("--quick", action="store_true",
-                   help="40 shards, 4 MiB, cap 50,000, 1 session: the ctest smoke")
     a = p.parse_args()
     if a.quick:
         a.shards, a.mib, a.cap, a.repeat = 40, 4.0, 50_000, 1
