@@ -20,6 +20,7 @@ bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
     : options_(std::move(options)), timeout_(timeout) {
   options_.key_filter_budget = filter_budget_;
+  options_.xorb_cache_budget = xorb_cache_budget_;
   connector_ = std::thread([this] { run_connector(); });
 }
 
@@ -39,6 +40,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     if (options.url == options_.url && options.host_name == options_.host_name) return;
     options_ = std::move(options);
     options_.key_filter_budget = filter_budget_;
+    options_.xorb_cache_budget = xorb_cache_budget_;
     ++generation_;
     idle_.clear();
     want_idle_ = 1;
@@ -191,7 +193,9 @@ Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::Shard
                                 std::optional<fleet::ShardXorbs>& out) {
   return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
     fleet::ChunkAnswers holders;
-    if (auto res = r.lookup_chunks(std::span(&raw_chunk, 1), holders, d); !res) return res.error();
+    // The shards holding it as the database has them now, not as the
+    // Reader's cache last read them: they are the reply's candidates.
+    if (auto res = r.lookup_chunks(std::span(&raw_chunk, 1), holders, d, true); !res) return res.error();
     std::vector<fleet::ShardCandidate> candidates;
     if (holders.size() == 1)
       for (const fleet::ChunkLocation& loc : holders.of(0))

@@ -87,6 +87,9 @@ class FleetLookup {
   // their memory does not grow with the pool.
   std::shared_ptr<std::atomic<std::int64_t>> filter_budget_ =
       std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
+  // The same for their xorb caches (hashes, holders, CAS blocks of hits).
+  std::shared_ptr<std::atomic<std::int64_t>> xorb_cache_budget_ =
+      std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultXorbCacheBytes);
   std::chrono::milliseconds timeout_;                 // under mu_
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked
