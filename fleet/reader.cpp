@@ -31,14 +31,14 @@ constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
 constexpr const char* kFillStatement = "dedupd_fleet_fill";
 
 // The live keys in the lookup's own snapshot, in the columns of its hit
-// rows: one row per key (prefix NULL; id, key, generation = xmin of its
-// row), and one row with the list "hex,hex" and the epoch (every other
-// column NULL). The epoch names the files of the tables the Reader's xorb
-// cache is filled from: a restore (pg_restore --clean, a new schema), a
+// rows: one row per key (the hit columns NULL; id, key, generation = xmin
+// of its row), and one row with the list "hex,hex" and the epoch (every
+// other column NULL). The epoch names the files of the tables the Reader's
+// xorb cache is filled from: a restore (pg_restore --clean, a new schema), a
 // TRUNCATE or a VACUUM FULL makes them anew, and the cache is cleared,
 // since row ids may then be handed out again.
 constexpr const char* kKeyRows =
-    "SELECT NULL::int8, k.id, NULL::int4, k.key, k.xmin::text, NULL::text FROM dedupd.chunk_key k "
+    "SELECT NULL::int8[], NULL::int8[], k.id, k.key, k.xmin::text, NULL::text FROM dedupd.chunk_key k "
     "WHERE k.shards > 0 "
     "UNION ALL SELECT NULL, NULL, NULL, NULL, "
     "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
@@ -47,15 +47,18 @@ constexpr const char* kKeyRows =
     "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
 
 // The probe: the chunk rows of every form asked, index-only (schema 3's
-// covering index), one "= ANY" per partition; then the key rows.
+// covering index), one "= ANY" per partition; each partition answers in
+// one row of two arrays, the prefixes and (xorb id << 32 | chunk index):
+// 16 rows instead of one per hit cost the server and libpq about a tenth
+// less. Then the key rows.
 const std::string& lookup_sql() {
   static const std::string sql = [] {
     std::string hit;
     for (int i = 0; i < schema::kChunkPartitions; ++i) {
       if (i) hit += " UNION ALL ";
-      hit += "SELECT prefix, xorb_id, chunk_index";
-      if (i == 0) hit += ", NULL::bytea, NULL::text, NULL::text";
-      else hit += ", NULL, NULL, NULL";
+      hit += "SELECT coalesce(array_agg(prefix), '{}'), coalesce(array_agg((xorb_id::int8 << 32) | chunk_index), '{}')";
+      if (i == 0) hit += ", NULL::int4, NULL::bytea, NULL::text, NULL::text";
+      else hit += ", NULL, NULL, NULL, NULL";
       hit += " FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) + "::int8[])";
       if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
       if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
@@ -110,7 +113,7 @@ Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::Live
   for (int r = 0; r < rows.size(); ++r) {
     if (!rows.null(r, 0)) continue;
     if (rows.null(r, 3)) list = KeyRows{rows.text(r, 4), rows.null(r, 5) ? std::string_view() : rows.text(r, 5)};
-    else live.push_back({rows.int4(r, 1), rows.hash(r, 3), std::string(rows.text(r, 4))});
+    else live.push_back({rows.int4(r, 2), rows.hash(r, 3), std::string(rows.text(r, 4))});
   }
   if (!list) return make_error(kRuleProtocol, "lookup answer without the key list");
   return *list;
@@ -352,11 +355,16 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     };
     std::vector<Candidate> candidates;
     std::unordered_map<std::int32_t, std::int32_t> hits;  // per xorb row id
-    const int n = rows->size();
-    for (int r = 0; r < n; ++r) {
+    std::vector<std::int64_t> prefixes, places;
+    for (int r = 0; r < rows->size(); ++r) {
       if (rows->null(r, 0)) continue;  // a key row
-      auto [lo, hi] = forms.equal_range(rows->int8(r, 0));
-      const std::int32_t xorb_id = rows->int4(r, 1), chunk_index = rows->int4(r, 2);
+      if (!wire::read_int8_array(rows->bytes(r, 0), prefixes) || !wire::read_int8_array(rows->bytes(r, 1), places) ||
+          prefixes.size() != places.size())
+        return make_error(kRuleProtocol, "lookup answer with malformed hit arrays");
+    }
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+      auto [lo, hi] = forms.equal_range(prefixes[i]);
+      const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
       for (auto it = lo; it != hi; ++it) {
         candidates.push_back({&it->second, xorb_id, chunk_index});
         ++hits[xorb_id];
