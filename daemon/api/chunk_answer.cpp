@@ -15,7 +15,8 @@ ChunkAnswer::ChunkAnswer(const index::Index& index, std::shared_ptr<HashSpool> h
 
 ChunkAnswer::~ChunkAnswer() {
   // A block looked up ahead refers to this answer's index and service.
-  if (ahead_ && ahead_->valid()) ahead_->wait();
+  for (auto& f : ahead_)
+    if (f.valid()) f.wait();
 }
 
 void ChunkAnswer::start_next(bool ahead) {
@@ -27,32 +28,48 @@ void ChunkAnswer::start_next(bool ahead) {
     return;
   }
   b.hashes.assign(next->begin(), next->end());
-  auto look_up = [this](Block blk) {
+  spool_ended_ = b.hashes.empty();
+  auto look_up = [this, ahead](Block blk) {
     if (blk.hashes.empty()) return blk;
     if (auto st = index_.lookup_batch(blk.hashes, blk.local); !st) {
       blk.error = st.error();
       return blk;
     }
-    if (fleet_) blk.reach = fleet_->fleet_misses(blk.hashes, blk.local, blk.remote);
+    if (!fleet_) return blk;
+    if (!ahead) {
+      blk.reach = fleet_->fleet_misses(blk.hashes, blk.local, blk.remote);
+      return blk;
+    }
+    auto reach = fleet_->fleet_misses_if_idle(blk.hashes, blk.local, blk.remote);
+    blk.fleet_deferred = !reach;
+    if (reach) blk.reach = *reach;
     return blk;
   };
-  if (ahead && !b.hashes.empty()) ahead_ = std::async(std::launch::async, look_up, std::move(b));
+  if (ahead && !b.hashes.empty()) ahead_.push_back(std::async(std::launch::async, look_up, std::move(b)));
   else ready_ = look_up(std::move(b));
 }
 
 ChunkAnswer::Block ChunkAnswer::take_next() {
-  if (!ahead_ && !ready_) start_next(false);
+  if (ahead_.empty() && !ready_) start_next(false);
   Block b;
-  if (ahead_) {
-    b = ahead_->get();
-    ahead_.reset();
+  if (!ahead_.empty()) {
+    b = ahead_.front().get();
+    ahead_.pop_front();
   } else {
     b = std::move(*ready_);
     ready_.reset();
   }
-  // With a fleet answering, the next block's round trip runs while this
+  if (b.fleet_deferred) {
+    // Asked in turn, with no lookup of this answer's in flight, so the
+    // connections it held are back in the pool.
+    for (auto& f : ahead_) f.wait();
+    b.fleet_deferred = false;
+    b.reach = fleet_->fleet_misses(b.hashes, b.local, b.remote);
+  }
+  // With a fleet answering, the next blocks' round trips run while this
   // one is written.
-  if (!b.error && !b.hashes.empty() && b.reach != fleet_link::Reach::off) start_next(true);
+  if (!b.error && !b.hashes.empty() && b.reach != fleet_link::Reach::off)
+    while (ahead_.size() < kAhead && !spool_ended_ && !ready_) start_next(true);
   return b;
 }
 

@@ -5,13 +5,16 @@
 // document, or NDJSON (one result a line). Memory is one block's results
 // and what one read asks for, whatever the batch holds.
 //
-// With a fleet, the next block is looked up (locally, then its misses in
-// the fleet) on a helper thread while this one is written: the fleet's
-// round trip and the database's work overlap the JSON, the socket and the
-// client, so a streamed query costs about the larger of the two rather than
-// their sum. Memory: two blocks.
+// With a fleet, the next two blocks are looked up (locally, then their
+// misses in the fleet), each on a helper thread with a pooled connection of
+// its own, while this one is written: the fleet's round trips and the
+// database's work overlap each other, the JSON, the socket and the client.
+// A block asked ahead that finds every connection lent out is not answered
+// "unavailable": it is asked again in turn, once the lookups in flight are
+// done (fleet_misses_if_idle). Memory: three blocks.
 #pragma once
 
+#include <deque>
 #include <future>
 #include <memory>
 #include <optional>
@@ -53,11 +56,13 @@ class ChunkAnswer : public BodyStream {
     index::BatchResult local;
     fleet_link::FleetMisses remote;
     fleet_link::Reach reach = fleet_link::Reach::off;
+    bool fleet_deferred = false;  // asked ahead, every connection was lent: ask in turn
     std::optional<shard::Error> error;
   };
   // Reads the next block of the spool (on this thread: the spool is not
   // shared) and looks it up, on a helper thread when `ahead`.
   void start_next(bool ahead);
+  static constexpr std::size_t kAhead = 2;  // blocks looked up ahead, at most
   // The block start_next started, looked up; empty hashes at the end.
   Block take_next();
 
@@ -74,7 +79,8 @@ class ChunkAnswer : public BodyStream {
   fleet_link::Reach reach_ = fleet_link::Reach::off;  // the worst of the blocks so far
   Block block_;                                       // being written
   std::size_t next_ = 0;                              // in block_.hashes
-  std::optional<std::future<Block>> ahead_;           // the next block, looked up meanwhile
+  std::deque<std::future<Block>> ahead_;              // the next blocks, looked up meanwhile, in order
+  bool spool_ended_ = false;                          // the spool gave its last block
   std::optional<Block> ready_;                        // or already looked up (no helper thread)
   std::string pending_;
   std::size_t sent_ = 0;  // of pending_

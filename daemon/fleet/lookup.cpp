@@ -59,11 +59,12 @@ std::string FleetLookup::last_error() const {
   return last_error_;
 }
 
-std::optional<FleetLookup::Lease> FleetLookup::borrow() {
+std::optional<FleetLookup::Lease> FleetLookup::borrow(bool* busy) {
   std::lock_guard lock(mu_);
   if (idle_.empty()) {
     // While the link is down the connector is already at it, with backoff.
     if (!down_) {
+      if (busy) *busy = in_use_ > 0;
       // Others hold every connection: keep one more ready from now on.
       if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
       wake_.post();
@@ -97,8 +98,8 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
 }
 
 template <class F>
-Reach FleetLookup::with_reader(F&& f) {
-  auto lease = borrow();
+Reach FleetLookup::with_reader(F&& f, bool* busy) {
+  auto lease = borrow(busy);
   if (!lease) return Reach::unavailable;
   std::optional<fleet::Error> error = f(*lease->reader, fleet::Deadline::in(lease->timeout));
   settle(std::move(*lease), error);
@@ -154,12 +155,14 @@ void FleetLookup::run_connector() {
   }
 }
 
-Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out) {
-  return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
-    auto res = r.lookup_chunks(raw, out, d);
-    if (!res) return res.error();
-    return std::nullopt;
-  });
+Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out, bool* busy) {
+  return with_reader(
+      [&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
+        auto res = r.lookup_chunks(raw, out, d);
+        if (!res) return res.error();
+        return std::nullopt;
+      },
+      busy);
 }
 
 Reach FleetLookup::xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out) {
