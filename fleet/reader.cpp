@@ -133,6 +133,7 @@ struct Form {
   std::uint32_t query;
   Hash stored;
   Key key;
+  std::int64_t prefix;  // of `stored`
 };
 
 }  // namespace
@@ -292,14 +293,13 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
             asked[j].generation = live.generation;
             ++counters_.filtered_keys;
           }
-    // Every form asked of every query, grouped by partition; forms by prefix.
-    std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
-    std::unordered_multimap<std::int64_t, Form> forms;
+    // Every form asked of every query; then, sorted by prefix (a flat
+    // array: a node per form cost more than the rest of the preparation),
+    // each prefix once in its partition's array.
+    std::vector<Form> forms;
     forms.reserve(raw_hashes.size() * (1 + keys_.size()));
     auto add = [&](std::uint32_t q, const Hash& stored, const Key& key) {
-      std::int64_t p = wire::prefix_of(stored.data());
-      if (forms.count(p) == 0) by_partition[schema::partition_of(p)].push_back(p);
-      forms.emplace(p, Form{q, stored, key});
+      forms.push_back(Form{q, stored, key, wire::prefix_of(stored.data())});
     };
     std::vector<shard::KeyedChunkHasher> hashers(keys_.begin(), keys_.end());
     for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
@@ -310,6 +310,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         add(q, stored, keys_[j]);
       }
     }
+    std::sort(forms.begin(), forms.end(), [](const Form& a, const Form& b) { return a.prefix < b.prefix; });
+    std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
+    for (std::size_t i = 0; i < forms.size(); ++i)
+      if (i == 0 || forms[i].prefix != forms[i - 1].prefix)
+        by_partition[schema::partition_of(forms[i].prefix)].push_back(forms[i].prefix);
     counters_.forms += raw_hashes.size() * (1 + keys_.size());
     counters_.forms_asked += forms.size();
     ++counters_.rounds;
@@ -363,10 +368,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         return make_error(kRuleProtocol, "lookup answer with malformed hit arrays");
     }
     for (std::size_t i = 0; i < prefixes.size(); ++i) {
-      auto [lo, hi] = forms.equal_range(prefixes[i]);
+      auto it = std::lower_bound(forms.begin(), forms.end(), prefixes[i],
+                                 [](const Form& f, std::int64_t p) { return f.prefix < p; });
       const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
-      for (auto it = lo; it != hi; ++it) {
-        candidates.push_back({&it->second, xorb_id, chunk_index});
+      for (; it != forms.end() && it->prefix == prefixes[i]; ++it) {
+        candidates.push_back({&*it, xorb_id, chunk_index});
         ++hits[xorb_id];
       }
     }
@@ -513,19 +519,24 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       loc.shard_set = std::uint32_t(h.set);
       found.push_back({c.form->query, loc});
     }
-    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      if (a.query != b.query) return a.query < b.query;
-      if (a.location.xorb != b.location.xorb) return a.location.xorb < b.location.xorb;
-      return a.location.chunk_index < b.location.chunk_index;
-    });
+    // In query order (placed by count, not sorted: most queries have one
+    // location), each query's by xorb and chunk index.
     out.first.assign(raw_hashes.size() + 1, 0);
-    out.locations.reserve(found.size());
-    std::size_t next = 0;
-    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
-      out.first[q] = std::uint32_t(out.locations.size());
-      while (next < found.size() && found[next].query == q) out.locations.push_back(found[next++].location);
+    for (const Found& f : found) ++out.first[f.query + 1];
+    for (std::size_t q = 0; q < raw_hashes.size(); ++q) out.first[q + 1] += out.first[q];
+    out.locations.resize(found.size());
+    {
+      std::vector<std::uint32_t> at(out.first.begin(), out.first.end() - 1);
+      for (Found& f : found) out.locations[at[f.query]++] = std::move(f.location);
     }
-    out.first[raw_hashes.size()] = std::uint32_t(out.locations.size());
+    for (std::size_t q = 0; q < raw_hashes.size(); ++q)
+      if (out.first[q + 1] - out.first[q] > 1)
+        std::sort(out.locations.begin() + out.first[q], out.locations.begin() + out.first[q + 1],
+                  [](const ChunkLocation& a, const ChunkLocation& b) {
+                    if (a.xorb != b.xorb) return a.xorb < b.xorb;
+                    if (a.chunk_index != b.chunk_index) return a.chunk_index < b.chunk_index;
+                    return a.key < b.key;  // the same xorb hash raw and keyed
+                  });
 
     // What the fill read goes into the cache (the answer no longer points
     // into it), merged with what the cache held of the same xorb.
