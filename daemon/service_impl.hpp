@@ -26,6 +26,9 @@ class ServiceImpl final : public Service {
   // The fleet half of answers (daemon/fleet/service.cpp).
   fleet_link::Reach fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
                                  fleet_link::FleetMisses& out) override;
+  std::optional<fleet_link::Reach> fleet_misses_if_idle(std::span<const shard::Hash> raw,
+                                                        const index::BatchResult& local,
+                                                        fleet_link::FleetMisses& out) override;
   fleet_link::Reach fleet_xorb(const shard::Hash& h, std::optional<fleet::XorbAnswer>& out) override;
   fleet_link::Reach fleet_source_shard(const shard::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds,
                                        std::uint64_t now, std::optional<fleet::ShardXorbs>& out) override;
@@ -37,6 +40,11 @@ class ServiceImpl final : public Service {
   shard::Result<std::uint64_t> fleet_retry() override;
 
  private:
+  // fleet_misses, or with only_if_idle nullopt when every fleet connection
+  // is lent out (daemon/fleet/service.cpp).
+  std::optional<fleet_link::Reach> ask_fleet(std::span<const shard::Hash> raw, const index::BatchResult& local,
+                                             fleet_link::FleetMisses& out, bool only_if_idle);
+
   Daemon& daemon_;
 };
 

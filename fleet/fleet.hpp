@@ -46,11 +46,25 @@ struct ConnectOptions {
   // filter would not fit is asked in every form, as without filters: slower,
   // the same answers. Null: each Reader its own kDefaultKeyFilterBytes.
   std::shared_ptr<std::atomic<std::int64_t>> key_filter_budget;
+  // A lookup's answer names the fleet shards holding each hit with their
+  // holders. The Reader keeps them per xorb and reads them again once they
+  // are older than this when an answer is put together (docs/FLEET.md,
+  // "Caches"); 0: read with every lookup.
+  std::chrono::milliseconds holders_max_age{1000};
+  // What the Readers sharing this budget may keep of xorbs in all (bytes):
+  // each hit xorb's hash, key and holders, and the whole CAS block of a xorb
+  // lookups hit often. Least recently used first out. Null: each Reader its
+  // own kDefaultXorbCacheBytes; 0: nothing is kept (every hit asks for its
+  // xorb and chunk entry).
+  std::shared_ptr<std::atomic<std::int64_t>> xorb_cache_budget;
 };
 
 // 16 MiB: the filters of about 4 M keyed entries, whatever the number of
 // Readers sharing it (a daemon's private memory has a 64 MB goal).
 inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(16) << 20;
+// 16 MiB: about 80 CAS blocks of 4,096 chunks (196 KB each), whatever the
+// number of Readers sharing it.
+inline constexpr std::int64_t kDefaultXorbCacheBytes = std::int64_t(16) << 20;
 
 // Bounds how long a call waits on the server.
 struct Deadline {
@@ -166,12 +180,19 @@ struct LookupCounters {
   std::uint64_t forms_asked = 0;
   std::uint32_t rounds = 0;
   std::uint32_t filtered_keys = 0;  // live keys whose filter was used
+  // What the hits needed beyond the probe, not found in the xorb cache, and
+  // read in one more statement (0 or 1 of them, `fills`): xorbs (hash, key),
+  // holder lists, whole CAS blocks, single chunk entries sliced out.
+  std::uint32_t fills = 0;
+  std::uint32_t xorbs_read = 0, holders_read = 0, blocks_read = 0;
+  std::uint64_t entries_sliced = 0;
 };
 
 namespace detail {
 class Connection;
 class Rows;
 struct KeyFilters;
+class XorbCache;
 }  // namespace detail
 namespace wire {
 class Params;
@@ -235,13 +256,21 @@ class Reader {
 
   // Every fleet location of each raw chunk hash (and of its forms under each
   // live fleet key) in one round trip for the whole block. `out` is
-  // rewritten; out.size() == raw_hashes.size() on success.
-  Result<Ok> lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline);
+  // rewritten; out.size() == raw_hashes.size() on success. Holder lists
+  // come from the Reader's cache while younger than holders_max_age;
+  // `fresh_holders` reads every one of them with this lookup.
+  Result<Ok> lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline,
+                           bool fresh_holders = false);
   Result<std::optional<XorbAnswer>> xorb(const Hash& xorb_hash, Deadline deadline);
   Result<std::optional<FileAnswer>> file(const Hash& file_hash, Deadline deadline);
   Result<std::vector<Hash>> files_with_sha256(const Hash& sha256, Deadline deadline);
   Result<Status> status(Deadline deadline);
   const LookupCounters& last_lookup() const { return counters_; }
+  // The xorb cache (fleet/xorb_cache.hpp): entries and bytes held, entries
+  // dropped for room since the Reader was made.
+  std::size_t cached_xorbs() const;
+  std::int64_t cached_xorb_bytes() const;
+  std::uint64_t cache_evictions() const;
   // Connects and brings the key filters up to date using the whole
   // deadline (a lookup spends only its spare time on them): for a reader
   // about to serve lookups under a tight bound. fleet.timeout when they
@@ -276,6 +305,8 @@ class Reader {
   std::vector<Key> keys_{};    // live fleet keys, as last seen
   std::string keys_digest_{};  // the server's list the cache was built from
   std::unique_ptr<detail::KeyFilters> filters_;
+  std::unique_ptr<detail::XorbCache> xorbs_;
+  std::string epoch_{};  // the tables the cache was filled from ("": none yet)
   LookupCounters counters_{};
 };
 

@@ -96,10 +96,33 @@ UPDATE dedupd.shard SET xorb_order = xorb_ids;
 ALTER TABLE dedupd.shard ALTER COLUMN xorb_order SET NOT NULL;
 )sql";
 
+// Version 3: a hit's probe is index-only. The chunk table's index carries
+// the xorb id and chunk index beside the prefix (a covering index, 8 bytes
+// more an entry), so a lookup reads no heap page for a hit; the Reader takes
+// everything else it answers (the xorb's hash and key, the 48-byte chunk
+// entry, the holders) from its own caches or one more statement for what
+// they lack (docs/FLEET.md, "Lookups"). An index-only scan reads the heap
+// for pages the visibility map does not mark all-visible, and only vacuum
+// marks them: the chunk partitions, insert-only between removals, are
+// vacuumed after 2 % new rows (10,000 at least) instead of PostgreSQL's 20 %,
+// so fresh entries do not stay heap fetches for long.
+std::string v3() {
+  std::string sql =
+      "DROP INDEX dedupd.chunk_prefix;\n"
+      "CREATE INDEX chunk_prefix_xorb ON dedupd.chunk (prefix) INCLUDE (xorb_id, chunk_index);\n";
+  for (int i = 0; i < kChunkPartitions; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "dedupd.chunk_p%02d", i);
+    sql += "ALTER TABLE " + std::string(name) +
+           " SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 10000);\n";
+  }
+  return sql;
+}
+
 }  // namespace
 
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> all = {v1(), kV2};
+  static const std::vector<std::string> all = {v1(), kV2, v3()};
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "fleet/answer_text.hpp"
 #include "fleet/connection.hpp"
@@ -17,6 +18,7 @@
 #include "fleet/key_filters.hpp"
 #include "fleet/schema.hpp"
 #include "fleet/sql.hpp"
+#include "fleet/xorb_cache.hpp"
 
 namespace dedupd::fleet {
 namespace {
@@ -26,54 +28,103 @@ using wire::Params;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
+constexpr const char* kFillStatement = "dedupd_fleet_fill";
 
 // The live keys in the lookup's own snapshot, in the columns of its hit
-// rows: one row per key (prefix NULL; id, key, generation = xmin of its
-// row), and the list "hex,hex" (every other column NULL).
+// rows: one row per key (the hit columns NULL; id, key, generation = xmin
+// of its row), and one row with the list "hex,hex" and the epoch (every
+// other column NULL). The epoch names the files of the tables the Reader's
+// xorb cache is filled from: a restore (pg_restore --clean, a new schema), a
+// TRUNCATE or a VACUUM FULL makes them anew, and the cache is cleared,
+// since row ids may then be handed out again.
 constexpr const char* kKeyRows =
-    "SELECT NULL::int8, k.id, NULL::bytea, k.key, NULL::bytea, k.xmin::text FROM dedupd.chunk_key k "
+    "SELECT NULL::int8[], NULL::int8[], k.id, k.key, k.xmin::text, NULL::text FROM dedupd.chunk_key k "
     "WHERE k.shards > 0 "
-    "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, "
     "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
-    "WHERE shards > 0)";
+    "WHERE shards > 0), "
+    "concat_ws('.', pg_relation_filenode(to_regclass('dedupd.xorb')), "
+    "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
 
+// The probe: the chunk rows of every form asked, index-only (schema 3's
+// covering index), one "= ANY" per partition; each partition answers in
+// one row of two arrays, the prefixes and (xorb id << 32 | chunk index):
+// 16 rows instead of one per hit cost the server and libpq about a tenth
+// less. Then the key rows.
 const std::string& lookup_sql() {
   static const std::string sql = [] {
     std::string hit;
     for (int i = 0; i < schema::kChunkPartitions; ++i) {
       if (i) hit += " UNION ALL ";
-      hit += "SELECT prefix, xorb_id, chunk_index FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) +
-             "::int8[])";
+      hit += "SELECT coalesce(array_agg(prefix), '{}'), coalesce(array_agg((xorb_id::int8 << 32) | chunk_index), '{}')";
+      if (i == 0) hit += ", NULL::int4, NULL::bytea, NULL::text, NULL::text";
+      else hit += ", NULL, NULL, NULL, NULL";
+      hit += " FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) + "::int8[])";
       if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
       if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
     }
-    return "WITH hit AS (" + hit +
-           "), "
-           "held AS (SELECT xorb_id, " +
-           sql::shards_of("xorb_id", "xorb_ids") +
-           " AS shards FROM (SELECT DISTINCT xorb_id FROM hit) xs) "
-           "SELECT hit.prefix, hit.chunk_index, x.hash, k.key, "
-           "substring(x.cas_block FROM 48 * (hit.chunk_index + 1) + 1 FOR 48), held.shards "
-           "FROM hit JOIN dedupd.xorb x ON x.id = hit.xorb_id LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
-           "LEFT JOIN held ON held.xorb_id = hit.xorb_id "
-           "UNION ALL " +
-           std::string(kKeyRows);
+    return hit + " UNION ALL " + std::string(kKeyRows);
   }();
   return sql;
 }
 
-// Reads the key rows of kKeyRows out of an answer: the list text, and each
-// key's id and generation. Hit rows (prefix not NULL) are skipped.
-Result<std::string_view> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live) {
+// Fetching a whole CAS block costs about as much as slicing this many bytes
+// of it out entry by entry (measured on PostgreSQL 15, EXTERNAL storage: a
+// slice is a TOAST index descent, about 3 us; a block comes at about 1.4 ms
+// per MB), so a xorb hit at least once per kWholeBlockBytesPerHit bytes of
+// its block in one lookup is fetched whole (and cached), else sliced.
+constexpr std::int64_t kWholeBlockBytesPerHit = 4096;
+
+// What the hits of a probe need that the xorb cache lacks, in one
+// statement. Per xorb ($1, with its hits in this lookup $2 and whether its
+// holders are wanted $3, 1 or 0): its hash, key and chunk count; its whole CAS block
+// when it was hit at least once per kWholeBlockBytesPerHit bytes of it and
+// it fits in $4 bytes; its holders. Then the chunk entries ($5[i], $6[i]) of
+// the xorbs not fetched whole, sliced out of their blocks (the last column
+// not NULL).
+const std::string& fill_sql() {
+  static const std::string sql =
+      "WITH w AS (SELECT u.id, u.holders, x.chunks, "
+      "48 * (x.chunks::int8 + 1) <= least(u.hits::int8 * " +
+      std::to_string(kWholeBlockBytesPerHit) +
+      ", $4::int8) AS whole "
+      "FROM unnest($1::int4[], $2::int4[], $3::int4[]) AS u (id, hits, holders) JOIN dedupd.xorb x ON x.id = u.id) "
+      "SELECT w.id, x.hash, k.key, w.chunks, CASE WHEN w.whole THEN x.cas_block END, "
+      "CASE WHEN w.holders <> 0 THEN " +
+      sql::shards_of("w.id", "xorb_ids") +
+      " END, NULL::int4 "
+      "FROM w JOIN dedupd.xorb x ON x.id = w.id LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
+      "UNION ALL SELECT s.xorb_id, NULL, NULL, NULL, substring(x.cas_block FROM 48 * (s.chunk_index + 1) + 1 FOR 48), "
+      "NULL, s.chunk_index FROM unnest($5::int4[], $6::int4[]) AS s (xorb_id, chunk_index) "
+      "JOIN w ON w.id = s.xorb_id AND NOT w.whole JOIN dedupd.xorb x ON x.id = s.xorb_id";
+  return sql;
+}
+
+struct KeyRows {
+  std::string_view digest;
+  std::string_view epoch;
+};
+
+// Reads the key rows of kKeyRows out of an answer: the list text, the epoch,
+// and each key's id and generation. Hit rows (prefix not NULL) are skipped.
+Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live) {
   live.clear();
-  std::optional<std::string_view> digest;
+  std::optional<KeyRows> list;
   for (int r = 0; r < rows.size(); ++r) {
     if (!rows.null(r, 0)) continue;
-    if (rows.null(r, 3)) digest = rows.text(r, 5);
-    else live.push_back({rows.int4(r, 1), rows.hash(r, 3), std::string(rows.text(r, 5))});
+    if (rows.null(r, 3)) list = KeyRows{rows.text(r, 4), rows.null(r, 5) ? std::string_view() : rows.text(r, 5)};
+    else live.push_back({rows.int4(r, 2), rows.hash(r, 3), std::string(rows.text(r, 4))});
   }
-  if (!digest) return make_error(kRuleProtocol, "lookup answer without the key list");
-  return *digest;
+  if (!list) return make_error(kRuleProtocol, "lookup answer without the key list");
+  return *list;
+}
+
+// The xorb cache holds what tables named `epoch` held: other tables (a
+// restore, a new schema) may reuse its row ids, so it starts again.
+void note_epoch(detail::XorbCache& cache, std::string& known, std::string_view epoch) {
+  if (known == epoch) return;
+  cache.clear();
+  known = std::string(epoch);
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -82,13 +133,20 @@ struct Form {
   std::uint32_t query;
   Hash stored;
   Key key;
+  std::int64_t prefix;  // of `stored`
 };
 
 }  // namespace
 
 Reader::Reader(ConnectOptions options)
-    : options_(std::move(options)), filters_(std::make_unique<detail::KeyFilters>(options_.key_filter_budget)) {}
+    : options_(std::move(options)),
+      filters_(std::make_unique<detail::KeyFilters>(options_.key_filter_budget)),
+      xorbs_(std::make_unique<detail::XorbCache>(options_.xorb_cache_budget)) {}
 Reader::~Reader() = default;
+
+std::size_t Reader::cached_xorbs() const { return xorbs_->size(); }
+std::int64_t Reader::cached_xorb_bytes() const { return xorbs_->bytes(); }
+std::uint64_t Reader::cache_evictions() const { return xorbs_->evictions(); }
 
 std::unique_ptr<Reader> Reader::lazy(const ConnectOptions& options) {
   return std::unique_ptr<Reader>(new Reader(options));
@@ -125,6 +183,10 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
   // Generations are listed again on each connection: after a failover the
   // new primary may hand out the same transaction ids (generations) again.
   filters_->forget_generations();
+  // So is the xorb cache: a promoted standby, or a database restored from
+  // an older dump, may hand out the same row ids again.
+  xorbs_->clear();
+  epoch_.clear();
   auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
   if (!v) {
     drop_connection();
@@ -153,18 +215,24 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     drop_connection();
     return prepared.error();
   }
+  prepared = conn_->prepare_until(kFillStatement, fill_sql().c_str(), 6, deadline.at);
+  if (!prepared) {
+    drop_connection();
+    return prepared.error();
+  }
   return refresh_keys(deadline);
 }
 
 Result<Ok> Reader::refresh_keys(Deadline deadline) {
   auto r = query(kKeyRows, {}, deadline);
   if (!r) return r.error();
-  auto digest = read_key_rows(*r, filters_->live);
-  if (!digest) return digest.error();
-  auto keys = parse_key_list(*digest);
+  auto list = read_key_rows(*r, filters_->live);
+  if (!list) return list.error();
+  auto keys = parse_key_list(list->digest);
   if (!keys) return keys.error();
   keys_ = std::move(*keys);
-  keys_digest_ = std::string(*digest);
+  keys_digest_ = std::string(list->digest);
+  note_epoch(*xorbs_, epoch_, list->epoch);
   return Ok{};
 }
 
@@ -203,7 +271,8 @@ Result<Ok> Reader::warm_up(Deadline deadline) {
   return Ok{};
 }
 
-Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline) {
+Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers& out, Deadline deadline,
+                                 bool fresh_holders) {
   const auto started = Clock::now();
   out.clear();
   counters_ = {};
@@ -224,14 +293,13 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
             asked[j].generation = live.generation;
             ++counters_.filtered_keys;
           }
-    // Every form asked of every query, grouped by partition; forms by prefix.
-    std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
-    std::unordered_multimap<std::int64_t, Form> forms;
+    // Every form asked of every query; then, sorted by prefix (a flat
+    // array: a node per form cost more than the rest of the preparation),
+    // each prefix once in its partition's array.
+    std::vector<Form> forms;
     forms.reserve(raw_hashes.size() * (1 + keys_.size()));
     auto add = [&](std::uint32_t q, const Hash& stored, const Key& key) {
-      std::int64_t p = wire::prefix_of(stored.data());
-      if (forms.count(p) == 0) by_partition[schema::partition_of(p)].push_back(p);
-      forms.emplace(p, Form{q, stored, key});
+      forms.push_back(Form{q, stored, key, wire::prefix_of(stored.data())});
     };
     std::vector<shard::KeyedChunkHasher> hashers(keys_.begin(), keys_.end());
     for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
@@ -242,6 +310,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         add(q, stored, keys_[j]);
       }
     }
+    std::sort(forms.begin(), forms.end(), [](const Form& a, const Form& b) { return a.prefix < b.prefix; });
+    std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
+    for (std::size_t i = 0; i < forms.size(); ++i)
+      if (i == 0 || forms[i].prefix != forms[i - 1].prefix)
+        by_partition[schema::partition_of(forms[i].prefix)].push_back(forms[i].prefix);
     counters_.forms += raw_hashes.size() * (1 + keys_.size());
     counters_.forms_asked += forms.size();
     ++counters_.rounds;
@@ -254,14 +327,14 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     }
     // The live keys first: if they changed, this answer may miss forms.
     std::vector<detail::LiveKey> live;
-    auto digest = read_key_rows(*rows, live);
-    if (!digest) return digest.error();
+    auto list = read_key_rows(*rows, live);
+    if (!list) return list.error();
     bool ask_again = false;
-    if (*digest != keys_digest_ && round == 0) {
-      auto keys = parse_key_list(*digest);
+    if (list->digest != keys_digest_ && round == 0) {
+      auto keys = parse_key_list(list->digest);
       if (!keys) return keys.error();
       keys_ = std::move(*keys);
-      keys_digest_ = std::string(*digest);
+      keys_digest_ = std::string(list->digest);
       ask_again = true;
     }
     // A filter used for a key whose generation moved since it was complete
@@ -274,59 +347,216 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (same == live.end()) ask_again = true;
     }
     filters_->live = std::move(live);
+    note_epoch(*xorbs_, epoch_, list->epoch);
     if (ask_again) continue;
-    int n = rows->size();
+
+    // Candidates: each chunk row with each form its prefix picked. The
+    // prefix only picks them: the xorb's key and the full stored hash in
+    // its chunk entry decide, below.
+    struct Candidate {
+      const Form* form;
+      std::int32_t xorb_id;
+      std::int32_t chunk_index;
+    };
+    std::vector<Candidate> candidates;
+    std::unordered_map<std::int32_t, std::int32_t> hits;  // per xorb row id
+    std::vector<std::int64_t> prefixes, places;
+    for (int r = 0; r < rows->size(); ++r) {
+      if (rows->null(r, 0)) continue;  // a key row
+      if (!wire::read_int8_array(rows->bytes(r, 0), prefixes) || !wire::read_int8_array(rows->bytes(r, 1), places) ||
+          prefixes.size() != places.size())
+        return make_error(kRuleProtocol, "lookup answer with malformed hit arrays");
+    }
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+      auto it = std::lower_bound(forms.begin(), forms.end(), prefixes[i],
+                                 [](const Form& f, std::int64_t p) { return f.prefix < p; });
+      const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
+      for (; it != forms.end() && it->prefix == prefixes[i]; ++it) {
+        candidates.push_back({&*it, xorb_id, chunk_index});
+        ++hits[xorb_id];
+      }
+    }
+
+    // What the cache holds of each xorb hit, and what it lacks.
+    struct Have {
+      detail::CachedXorb* cached = nullptr;  // valid until the cache changes
+      detail::CachedXorb fresh;              // what the fill read (meta, holders, block)
+      bool asked = false;                    // the fill was asked for this xorb
+      bool read = false;                     // and answered for it
+      bool holders_read = false;
+      std::int32_t set = -1;  // its shard set in `out`
+    };
+    std::unordered_map<std::int32_t, Have> have;
+    have.reserve(hits.size());
+    std::vector<std::int32_t> fill_ids, fill_hits, fill_holders, slice_xorbs, slice_chunks;
+    const auto now = Clock::now();
+    for (const auto& [id, count] : hits) {
+      Have& h = have[id];
+      h.cached = xorbs_->find(id);
+      const bool holders_ok =
+          h.cached && h.cached->has_holders && !fresh_holders && now - h.cached->holders_at <= options_.holders_max_age;
+      const bool block_ok = h.cached && !h.cached->block.empty();
+      if (h.cached && holders_ok && block_ok) continue;
+      h.asked = true;
+      fill_ids.push_back(id);
+      fill_hits.push_back(block_ok ? 0 : count);
+      fill_holders.push_back(holders_ok ? 0 : 1);
+    }
+    if (!fill_ids.empty()) {
+      std::unordered_set<std::uint64_t> sliced;  // each entry once, whatever the forms it matched
+      for (const Candidate& c : candidates) {
+        const Have& h = have[c.xorb_id];
+        if (h.cached && !h.cached->block.empty()) continue;
+        if (!sliced.insert((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index)).second)
+          continue;
+        slice_xorbs.push_back(c.xorb_id);
+        slice_chunks.push_back(c.chunk_index);
+      }
+    }
+    std::optional<detail::Rows> filled;
+    std::unordered_map<std::uint64_t, std::span<const std::uint8_t>> slices;
+    if (!fill_ids.empty()) {
+      const auto sent = Clock::now();
+      Params fp;
+      fp.int4_array(fill_ids).int4_array(fill_hits).int4_array(fill_holders).int8(xorbs_->room());
+      fp.int4_array(slice_xorbs).int4_array(slice_chunks);
+      auto f = conn_->exec_prepared_until(kFillStatement, fp, deadline.at);
+      if (!f) {
+        if (f.error().rule != std::string(kRuleQuery)) drop_connection();
+        return f.error();
+      }
+      filled = std::move(*f);
+      ++counters_.fills;
+      std::unordered_map<std::int32_t, bool> asked_holders;
+      for (std::size_t i = 0; i < fill_ids.size(); ++i) asked_holders[fill_ids[i]] = fill_holders[i] != 0;
+      for (int r = 0; r < filled->size(); ++r) {
+        const std::int32_t id = filled->int4(r, 0);
+        if (!filled->null(r, 6)) {  // a sliced entry
+          slices.emplace((std::uint64_t(std::uint32_t(id)) << 32) | std::uint32_t(filled->int4(r, 6)),
+                         filled->bytes(r, 4));
+          ++counters_.entries_sliced;
+          continue;
+        }
+        auto it = have.find(id);
+        if (it == have.end()) return make_error(kRuleProtocol, "fill answer names a xorb not asked for");
+        Have& h = it->second;
+        h.read = true;
+        ++counters_.xorbs_read;
+        h.fresh.hash = filled->hash(r, 1);
+        h.fresh.key = filled->null(r, 2) ? Key{} : filled->hash(r, 2);
+        h.fresh.chunks = filled->int4(r, 3);
+        if (h.fresh.chunks < 0) return make_error(kRuleProtocol, "a xorb with a negative chunk count");
+        if (!filled->null(r, 4)) {
+          auto block = filled->bytes(r, 4);
+          // Published from a validated shard; checked again so an entry
+          // read from it never runs off its end.
+          if (block.size() != shard::kEntrySize * (std::uint64_t(h.fresh.chunks) + 1))
+            return make_error(kRuleProtocol,
+                              "stored CAS block of xorb " + h.fresh.hash.to_string() + " has the wrong size");
+          h.fresh.block.assign(block.begin(), block.end());
+          ++counters_.blocks_read;
+        }
+        if (asked_holders[id]) {
+          h.holders_read = true;
+          h.fresh.has_holders = true;
+          h.fresh.holders_at = sent;
+          if (!filled->null(r, 5)) h.fresh.holders = std::string(filled->text(r, 5));
+          ++counters_.holders_read;
+        }
+      }
+    }
+
+    // Each candidate whose xorb, key and full stored hash match its form.
     struct Found {
       std::uint32_t query;
       ChunkLocation location;
     };
     std::vector<Found> found;
-    std::unordered_map<std::string, std::uint32_t> sets;
-    for (int r = 0; r < n; ++r) {
-      if (rows->null(r, 0)) continue;  // a key row
-      std::int64_t prefix = rows->int8(r, 0);
-      auto entry = rows->bytes(r, 4);
-      if (entry.size() != shard::kEntrySize) return make_error(kRuleProtocol, "chunk entry of the wrong size");
-      Key key = rows->null(r, 3) ? Key{} : rows->hash(r, 3);
-      auto [lo, hi] = forms.equal_range(prefix);
-      for (auto it = lo; it != hi; ++it) {
-        const Form& f = it->second;
-        // The prefix only picks candidates: the full stored hash and the key decide.
-        if (f.key != key || std::memcmp(f.stored.data(), entry.data(), 32) != 0) continue;
-        shard::ChunkEntry e = shard::ChunkEntry::decode(entry.data());
-        ChunkLocation loc;
-        loc.xorb = rows->hash(r, 2);
-        loc.chunk_index = std::uint32_t(rows->int4(r, 1));
-        loc.byte_start = e.byte_start;
-        loc.unpacked_bytes = e.unpacked_bytes;
-        loc.byte_end = e.byte_start + e.unpacked_bytes;
-        loc.flags = e.flags;
-        loc.keyed = !key.is_zero();
-        loc.key = key;
-        std::string shards_text = rows->null(r, 5) ? std::string() : std::string(rows->text(r, 5));
-        auto [set, inserted] = sets.emplace(shards_text, std::uint32_t(out.shard_sets.size()));
+    found.reserve(candidates.size());
+    std::unordered_map<std::string_view, std::uint32_t> sets;
+    for (const Candidate& c : candidates) {
+      Have& h = have[c.xorb_id];
+      // Asked and not answered: the xorb left the fleet between the two
+      // statements.
+      if (h.asked && !h.read) continue;
+      const detail::CachedXorb* meta = h.read ? &h.fresh : h.cached;
+      if (!meta) continue;
+      if (meta->key != c.form->key) continue;
+      if (c.chunk_index < 0 || c.chunk_index >= meta->chunks)
+        return make_error(kRuleProtocol, "a chunk row past the end of its xorb");
+      const std::uint8_t* entry = nullptr;
+      const auto& block = !h.fresh.block.empty() ? h.fresh.block : h.cached ? h.cached->block : h.fresh.block;
+      if (!block.empty()) {
+        entry = block.data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
+      } else {
+        auto it = slices.find((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index));
+        if (it == slices.end() || it->second.size() != shard::kEntrySize)
+          return make_error(kRuleProtocol, "chunk entry of the wrong size");
+        entry = it->second.data();
+      }
+      // The prefix only picked it: the full stored hash decides.
+      if (std::memcmp(c.form->stored.data(), entry, 32) != 0) continue;
+      if (h.set < 0) {
+        const std::string& text = h.holders_read ? h.fresh.holders : h.cached->holders;
+        auto [set, inserted] = sets.emplace(text, std::uint32_t(out.shard_sets.size()));
         if (inserted) {
-          auto refs = parse_shard_list(shards_text);
+          auto refs = parse_shard_list(text);
           if (!refs) return refs.error();
           out.shard_sets.push_back(std::move(*refs));
         }
-        loc.shard_set = set->second;
-        found.push_back({f.query, loc});
+        h.set = std::int32_t(set->second);
       }
+      shard::ChunkEntry e = shard::ChunkEntry::decode(entry);
+      ChunkLocation loc;
+      loc.xorb = meta->hash;
+      loc.chunk_index = std::uint32_t(c.chunk_index);
+      loc.byte_start = e.byte_start;
+      loc.unpacked_bytes = e.unpacked_bytes;
+      loc.byte_end = e.byte_start + e.unpacked_bytes;
+      loc.flags = e.flags;
+      loc.keyed = !meta->key.is_zero();
+      loc.key = meta->key;
+      loc.shard_set = std::uint32_t(h.set);
+      found.push_back({c.form->query, loc});
     }
-    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      if (a.query != b.query) return a.query < b.query;
-      if (a.location.xorb != b.location.xorb) return a.location.xorb < b.location.xorb;
-      return a.location.chunk_index < b.location.chunk_index;
-    });
+    // In query order (placed by count, not sorted: most queries have one
+    // location), each query's by xorb and chunk index.
     out.first.assign(raw_hashes.size() + 1, 0);
-    out.locations.reserve(found.size());
-    std::size_t next = 0;
-    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
-      out.first[q] = std::uint32_t(out.locations.size());
-      while (next < found.size() && found[next].query == q) out.locations.push_back(found[next++].location);
+    for (const Found& f : found) ++out.first[f.query + 1];
+    for (std::size_t q = 0; q < raw_hashes.size(); ++q) out.first[q + 1] += out.first[q];
+    out.locations.resize(found.size());
+    {
+      std::vector<std::uint32_t> at(out.first.begin(), out.first.end() - 1);
+      for (Found& f : found) out.locations[at[f.query]++] = std::move(f.location);
     }
-    out.first[raw_hashes.size()] = std::uint32_t(out.locations.size());
+    for (std::size_t q = 0; q < raw_hashes.size(); ++q)
+      if (out.first[q + 1] - out.first[q] > 1)
+        std::sort(out.locations.begin() + out.first[q], out.locations.begin() + out.first[q + 1],
+                  [](const ChunkLocation& a, const ChunkLocation& b) {
+                    if (a.xorb != b.xorb) return a.xorb < b.xorb;
+                    if (a.chunk_index != b.chunk_index) return a.chunk_index < b.chunk_index;
+                    return a.key < b.key;  // the same xorb hash raw and keyed
+                  });
+
+    // What the fill read goes into the cache (the answer no longer points
+    // into it), merged with what the cache held of the same xorb.
+    // Merged first: putting one may drop others to make room.
+    std::vector<std::pair<std::int32_t, detail::CachedXorb>> keep;
+    for (auto& [id, h] : have) {
+      if (!h.read) continue;
+      detail::CachedXorb x = std::move(h.fresh);
+      if (h.cached) {
+        if (x.block.empty()) x.block = std::move(h.cached->block);
+        if (!h.holders_read) {
+          x.has_holders = h.cached->has_holders;
+          x.holders = std::move(h.cached->holders);
+          x.holders_at = h.cached->holders_at;
+        }
+      }
+      keep.emplace_back(id, std::move(x));
+    }
+    have.clear();
+    for (auto& [id, x] : keep) xorbs_->put(id, std::move(x));
     // Steps start only in the first half of the lookup's time and are sized
     // to end in it; each may run to the lookup's own deadline, so a slow
     // one still ends within the caller's bound and rarely costs the

@@ -58,6 +58,16 @@ class Service {
     out = {};
     return fleet_link::Reach::off;
   }
+  // The same, unless every fleet connection is lent out while the link is
+  // up: then nothing is asked and nullopt says so (the caller asks again
+  // with fleet_misses once its own lookups in flight are done). For
+  // lookups asked ahead, which must not turn a busy pool into an
+  // "unavailable" answer.
+  virtual std::optional<fleet_link::Reach> fleet_misses_if_idle(std::span<const shard::Hash> raw,
+                                                                const index::BatchResult& local,
+                                                                fleet_link::FleetMisses& out) {
+    return fleet_misses(raw, local, out);
+  }
   virtual fleet_link::Reach fleet_xorb(const shard::Hash&, std::optional<fleet::XorbAnswer>&) {
     return fleet_link::Reach::off;
   }

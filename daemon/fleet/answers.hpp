@@ -38,6 +38,8 @@ struct FleetMisses {
   // The fleet locations of query i (empty when it was found locally or not asked).
   std::span<const fleet::ChunkLocation> of(std::uint32_t i) const {
     if (reach != Reach::answered) return {};
+    // Every query up to i asked (a block missed locally): no search.
+    if (i < queries.size() && queries[i] == i) return answers.of(i);
     auto it = std::lower_bound(queries.begin(), queries.end(), i);
     if (it == queries.end() || *it != i) return {};
     return answers.of(std::size_t(it - queries.begin()));

@@ -20,6 +20,7 @@ bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
     : options_(std::move(options)), timeout_(timeout) {
   options_.key_filter_budget = filter_budget_;
+  options_.xorb_cache_budget = xorb_cache_budget_;
   connector_ = std::thread([this] { run_connector(); });
 }
 
@@ -39,6 +40,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     if (options.url == options_.url && options.host_name == options_.host_name) return;
     options_ = std::move(options);
     options_.key_filter_budget = filter_budget_;
+    options_.xorb_cache_budget = xorb_cache_budget_;
     ++generation_;
     idle_.clear();
     want_idle_ = 1;
@@ -57,11 +59,12 @@ std::string FleetLookup::last_error() const {
   return last_error_;
 }
 
-std::optional<FleetLookup::Lease> FleetLookup::borrow() {
+std::optional<FleetLookup::Lease> FleetLookup::borrow(bool* busy) {
   std::lock_guard lock(mu_);
   if (idle_.empty()) {
     // While the link is down the connector is already at it, with backoff.
     if (!down_) {
+      if (busy) *busy = in_use_ > 0;
       // Others hold every connection: keep one more ready from now on.
       if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
       wake_.post();
@@ -95,8 +98,8 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
 }
 
 template <class F>
-Reach FleetLookup::with_reader(F&& f) {
-  auto lease = borrow();
+Reach FleetLookup::with_reader(F&& f, bool* busy) {
+  auto lease = borrow(busy);
   if (!lease) return Reach::unavailable;
   std::optional<fleet::Error> error = f(*lease->reader, fleet::Deadline::in(lease->timeout));
   settle(std::move(*lease), error);
@@ -152,12 +155,14 @@ void FleetLookup::run_connector() {
   }
 }
 
-Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out) {
-  return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
-    auto res = r.lookup_chunks(raw, out, d);
-    if (!res) return res.error();
-    return std::nullopt;
-  });
+Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out, bool* busy) {
+  return with_reader(
+      [&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
+        auto res = r.lookup_chunks(raw, out, d);
+        if (!res) return res.error();
+        return std::nullopt;
+      },
+      busy);
 }
 
 Reach FleetLookup::xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out) {
@@ -191,7 +196,9 @@ Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::Shard
                                 std::optional<fleet::ShardXorbs>& out) {
   return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
     fleet::ChunkAnswers holders;
-    if (auto res = r.lookup_chunks(std::span(&raw_chunk, 1), holders, d); !res) return res.error();
+    // The shards holding it as the database has them now, not as the
+    // Reader's cache last read them: they are the reply's candidates.
+    if (auto res = r.lookup_chunks(std::span(&raw_chunk, 1), holders, d, true); !res) return res.error();
     std::vector<fleet::ShardCandidate> candidates;
     if (holders.size() == 1)
       for (const fleet::ChunkLocation& loc : holders.of(0))

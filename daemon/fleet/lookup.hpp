@@ -45,8 +45,11 @@ class FleetLookup {
   void configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout);
   std::chrono::milliseconds timeout() const;
 
-  // Every fleet location of each raw hash, in one round trip.
-  Reach chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out);
+  // Every fleet location of each raw hash, in one round trip. With `busy`:
+  // when no Reader is idle while the link is up, *busy is set and nothing
+  // is asked (the pool grows for next time), rather than answering
+  // unavailable.
+  Reach chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out, bool* busy = nullptr);
   Reach xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out);
   Reach file(const fleet::Hash& h, std::optional<fleet::FileAnswer>& out);
   Reach files_with_sha256(const fleet::Hash& sha256, std::vector<fleet::Hash>& out);
@@ -75,10 +78,12 @@ class FleetLookup {
     std::uint64_t generation = 0;
     std::chrono::milliseconds timeout{};
   };
-  std::optional<Lease> borrow();
+  // No Reader idle: nullopt, and *busy (when given) says whether the link
+  // is up, every Reader lent out.
+  std::optional<Lease> borrow(bool* busy = nullptr);
   void settle(Lease lease, const std::optional<fleet::Error>& error);
   template <class F>
-  Reach with_reader(F&& f);
+  Reach with_reader(F&& f, bool* busy = nullptr);
   void run_connector();
 
   mutable std::mutex mu_;
@@ -87,6 +92,9 @@ class FleetLookup {
   // their memory does not grow with the pool.
   std::shared_ptr<std::atomic<std::int64_t>> filter_budget_ =
       std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
+  // The same for their xorb caches (hashes, holders, CAS blocks of hits).
+  std::shared_ptr<std::atomic<std::int64_t>> xorb_cache_budget_ =
+      std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultXorbCacheBytes);
   std::chrono::milliseconds timeout_;                 // under mu_
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked

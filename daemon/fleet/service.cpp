@@ -12,6 +12,18 @@ using fleet_link::Reach;
 
 fleet_link::Reach ServiceImpl::fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
                                             fleet_link::FleetMisses& out) {
+  return *ask_fleet(raw, local, out, false);
+}
+
+std::optional<fleet_link::Reach> ServiceImpl::fleet_misses_if_idle(std::span<const shard::Hash> raw,
+                                                                   const index::BatchResult& local,
+                                                                   fleet_link::FleetMisses& out) {
+  return ask_fleet(raw, local, out, true);
+}
+
+std::optional<fleet_link::Reach> ServiceImpl::ask_fleet(std::span<const shard::Hash> raw,
+                                                        const index::BatchResult& local, fleet_link::FleetMisses& out,
+                                                        bool only_if_idle) {
   out.queries.clear();
   out.answers.clear();
   out.reach = Reach::off;
@@ -23,7 +35,12 @@ fleet_link::Reach ServiceImpl::fleet_misses(std::span<const shard::Hash> raw, co
       misses.push_back(raw[i]);
     }
   if (misses.empty()) return out.reach = Reach::answered;
-  out.reach = daemon_.fleet_lookup().chunks(misses, out.answers);
+  bool busy = false;
+  out.reach = daemon_.fleet_lookup().chunks(misses, out.answers, only_if_idle ? &busy : nullptr);
+  if (busy) {
+    out = {};
+    return std::nullopt;
+  }
   if (out.reach == Reach::answered && out.answers.size() != misses.size()) out.reach = Reach::unavailable;
   return out.reach;
 }

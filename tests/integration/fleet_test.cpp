@@ -366,6 +366,44 @@ TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
   EXPECT_EQ(fs["this_host"]["host"], "host-a");
 }
 
+// A streamed batch of many blocks on a host that holds nothing: its blocks
+// are asked of the fleet ahead, on connections of their own, while earlier
+// ones are written; a block asked ahead that finds every connection lent
+// out (the pool starts with one) is asked again in turn, never answered
+// "unavailable". Every hash is found, in order.
+TEST_F(Fleet, AStreamedBatchOfManyBlocksIsAnsweredWholeFromTheFleet) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url, "30s");
+  Host& b = add_host("host-b", url, "30s");
+  for (Host* h : {&a, &b}) h->start();
+  MadeShard s = make_shard({.seed = 1701, .xorbs = 5, .chunks_per_xorb = 4000});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, s.first_chunks[4]).has_value(); }));
+  auto view = shard::ShardView::parse(s.bytes);
+  ASSERT_TRUE(view);
+  json hashes = json::array();
+  std::vector<std::string> expected;
+  for (const auto& x : view->xorbs())
+    for (std::uint32_t i = 0; i < x.num_chunks(); ++i) {
+      std::string h = shard::Hash::from_bytes({x.chunk_hash_bytes(i), 32}).to_string();
+      hashes.push_back(h);
+      expected.push_back(x.hash().to_string() + ":" + std::to_string(i));
+    }
+  ASSERT_EQ(hashes.size(), 20000u);  // five blocks of the daemon's 4,096
+  for (int round = 0; round < 2; ++round) {
+    json doc = b.http().post("/v1/chunk", json{{"hashes", hashes}}.dump()).json();
+    EXPECT_EQ(doc["fleet"], "ok") << "round " << round;
+    EXPECT_EQ(doc["found"], 20000) << "round " << round;
+    ASSERT_EQ(doc["results"].size(), 20000u);
+    for (std::size_t i = 0; i < expected.size(); i += 997) {
+      const json& loc = doc["results"][i]["locations"][0];
+      EXPECT_EQ(loc["xorb"].get<std::string>() + ":" + std::to_string(loc["chunk_index"].get<int>()), expected[i]);
+      EXPECT_EQ(loc["origin"], "fleet");
+    }
+  }
+}
+
 TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());

@@ -5,6 +5,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "fleet/fleet.hpp"
@@ -38,8 +41,13 @@ std::unique_ptr<Writer> writer(const std::string& url, const std::string& host) 
   return w ? std::move(*w) : nullptr;
 }
 
-std::unique_ptr<Reader> reader(const std::string& url) {
-  auto r = Reader::connect(options(url, "reader"));
+// holders_max_age 0: the holders as the database has them at each lookup
+// (tests of what the writer changes in them).
+std::unique_ptr<Reader> reader(const std::string& url,
+                               std::chrono::milliseconds holders_max_age = ConnectOptions{}.holders_max_age) {
+  auto o = options(url, "reader");
+  o.holders_max_age = holders_max_age;
+  auto r = Reader::connect(o);
   EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
   return r ? std::move(*r) : nullptr;
 }
@@ -168,6 +176,125 @@ TEST_F(FleetTest, Schema1IsUpgradedInPlaceAndNewShardsKeepTheirXorbOrder) {
                       s.hash.to_hex_bytes() + "', 'hex')"),
             expected);
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "2");
+}
+
+// The answers of tests/fixtures/fleet-v2/answers.txt, as its writer
+// (make_fleet_v2.cpp.txt there) printed them: one line per answer, so "as
+// before" is a text comparison.
+std::string hex_of(std::span<const std::uint8_t> b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (auto c : b) {
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+std::string shards_text(const std::vector<FleetShardRef>& refs) {
+  std::vector<std::string> items;
+  for (const auto& r : refs) {
+    std::string item = r.shard.to_string() + "=";
+    for (std::size_t i = 0; i < r.holders.size(); ++i) item += (i ? "," : "") + r.holders[i];
+    items.push_back(item);
+  }
+  std::sort(items.begin(), items.end());
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : " ") + i;
+  return s;
+}
+std::string lookup_text(const ChunkAnswers& a, std::size_t q) {
+  std::string s;
+  for (const auto& l : a.of(q)) {
+    s += " " + l.xorb.to_string() + ":" + std::to_string(l.chunk_index) + " [" + std::to_string(l.byte_start) + "," +
+         std::to_string(l.byte_end) + ") u" + std::to_string(l.unpacked_bytes) + " f" + std::to_string(l.flags) +
+         (l.keyed ? " key " + l.key.to_string() : std::string(" raw")) + " {" + shards_text(a.shards(l)) + "}";
+  }
+  return s.empty() ? " none" : s;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A schema-2 database as c91351c wrote it (tests/fixtures/fleet-v2): upgraded
+// in place to the covering index of schema 3, it answers every lookup,
+// xorb and file (holders included) as c91351c answered, and takes new
+// shards.
+TEST_F(FleetTest, AFleetDatabaseOfC91351cIsUpgradedInPlaceAndAnswersAsBefore) {
+  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
+  ASSERT_EQ(
+      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
+      0);
+  Admin admin(url_);
+  ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "2");
+  auto m = migrate(options(url_, "unused"));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 2u);
+  EXPECT_EQ(m->to, known_schema_version());
+  EXPECT_EQ(
+      admin.one("SELECT indexdef FROM pg_indexes WHERE schemaname = 'dedupd' AND indexname = 'chunk_prefix_xorb'"),
+      "CREATE INDEX chunk_prefix_xorb ON ONLY dedupd.chunk USING btree (prefix) INCLUDE (xorb_id, chunk_index)");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM pg_indexes WHERE schemaname = 'dedupd' AND indexname = 'chunk_prefix'"),
+            "0");
+
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  std::istringstream expected(read_text(dir + "/answers.txt"));
+  std::vector<std::string> want, got;
+  std::vector<Hash> queries;
+  for (std::string line; std::getline(expected, line);) {
+    want.push_back(line);
+    if (line.rfind("chunk ", 0) == 0) {
+      auto h = Hash::parse(line.substr(6, 64));
+      ASSERT_TRUE(h) << line;
+      queries.push_back(*h);
+    }
+  }
+  ASSERT_EQ(queries.size(), 15u);
+  // Twice: from the database, then from the Reader's caches.
+  for (int pass = 0; pass < 2; ++pass) {
+    got.clear();
+    auto ans = lookup(*r, queries);
+    for (std::size_t i = 0; i < queries.size(); ++i)
+      got.push_back("chunk " + queries[i].to_string() + lookup_text(ans, i));
+    for (const auto& line : want) {
+      if (line.rfind("xorb ", 0) == 0) {
+        auto h = Hash::parse(line.substr(5, 64));
+        ASSERT_TRUE(h);
+        auto xa = r->xorb(*h, Deadline::in(kDeadline));
+        ASSERT_TRUE(xa) << xa.error().to_string();
+        std::string text = "xorb " + h->to_string();
+        if (!*xa) text += " none";
+        else
+          for (const auto& f : (*xa)->forms)
+            text += " " + (f.keyed ? f.key.to_string() : std::string("raw")) + " " + hex_of(f.cas_block) + " {" +
+                    shards_text(f.shards) + "}";
+        got.push_back(text);
+      } else if (line.rfind("file ", 0) == 0) {
+        auto h = Hash::parse(line.substr(5, 64));
+        ASSERT_TRUE(h);
+        auto fa = r->file(*h, Deadline::in(kDeadline));
+        ASSERT_TRUE(fa && *fa);
+        got.push_back("file " + h->to_string() + " " + hex_of((*fa)->block) + " " +
+                      ((*fa)->sha256 ? (*fa)->sha256->to_string() : "-") + " {" + shards_text((*fa)->shards) + "}");
+      }
+    }
+    EXPECT_EQ(got, want) << "pass " << pass;
+  }
+
+  // New shards go in and are found, next to the old ones.
+  GenXorb x = index::gen::gen_xorb(9101, 6);
+  auto w = writer(url_, "host-c");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(publish(*w, make_shard({&x}, 77)).result, PublishResult::added);
+  std::vector<Hash> q = {x.raw[3], queries[0]};
+  auto ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"host-c"});
+  EXPECT_EQ("chunk " + queries[0].to_string() + lookup_text(ans, 1), want[0]);
 }
 
 // A global-dedup reply from the fleet takes a shard's xorbs as a local one
@@ -400,7 +527,7 @@ TEST_F(FleetTest, AnEmptyBlockIsAnEmptyAnswer) {
 TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
   auto a = writer(url_, "a");
   auto b = writer(url_, "b");
-  auto r = reader(url_);
+  auto r = reader(url_, std::chrono::milliseconds(0));
   ASSERT_TRUE(a && b && r);
   GenXorb x = index::gen::gen_xorb(3, 10);
   auto s = make_shard({&x}, 1);
@@ -440,7 +567,7 @@ TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
 
 TEST_F(FleetTest, EntriesSharedByShardsStayWhileOneHoldsThem) {
   auto w = writer(url_, "a");
-  auto r = reader(url_);
+  auto r = reader(url_, std::chrono::milliseconds(0));
   ASSERT_TRUE(w && r);
   GenXorb shared = index::gen::gen_xorb(4, 20), only1 = index::gen::gen_xorb(5, 3);
   auto s1 = make_shard({&shared, &only1}, 1);

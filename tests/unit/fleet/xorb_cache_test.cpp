@@ -1,0 +1,303 @@
+// The Reader's xorb cache (fleet/xorb_cache.hpp) against a real PostgreSQL:
+// cached answers are the answers asked in full, holders are read again past
+// their bound, a new connection or a restored database starts it again, the
+// budget holds, and the full stored hash still decides every hit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "fleet/fleet.hpp"
+#include "tests/unit/fleet/pg_support.hpp"
+#include "tests/unit/index/gen.hpp"
+
+// Named, not anonymous: a unity build puts this file beside fleet_test.cpp,
+// whose helpers have the same names.
+namespace dedupd::fleet::xorb_cache_test {
+
+using index::gen::GenXorb;
+using index::gen::OwnedShard;
+using test::Admin;
+using test::Cluster;
+
+constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
+constexpr auto kHour = std::chrono::milliseconds(3'600'000);
+
+ConnectOptions options(const std::string& url, const std::string& host = "reader") {
+  ConnectOptions o;
+  o.url = url;
+  o.host_name = host;
+  o.retry_after = std::chrono::milliseconds(0);
+  o.connect_timeout = kDeadline;
+  return o;
+}
+
+OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created) {
+  index::gen::ShardSpec spec;
+  spec.xorbs = std::move(xorbs);
+  spec.created = created;
+  return index::gen::own(index::gen::build_shard(spec));
+}
+
+void publish(Writer& w, const OwnedShard& s) {
+  auto r = w.publish(*s.view, s.hash);
+  ASSERT_TRUE(r) << r.error().to_string();
+}
+
+ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes, bool fresh_holders = false) {
+  ChunkAnswers out;
+  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline), fresh_holders);
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
+  return out;
+}
+
+// Everything an answer says, as text, so two answers compare whole.
+std::vector<std::string> describe(const ChunkAnswers& a) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (const auto& l : a.of(i)) {
+      std::string s = std::to_string(i) + " " + l.xorb.to_string() + " " + std::to_string(l.chunk_index) + " " +
+                      std::to_string(l.byte_start) + "-" + std::to_string(l.byte_end) + " " +
+                      std::to_string(l.unpacked_bytes) + " " + std::to_string(l.flags) + " " +
+                      (l.keyed ? l.key.to_string() : "raw");
+      for (const auto& sh : a.shards(l)) {
+        s += " " + sh.shard.to_string();
+        for (const auto& h : sh.holders) s += "," + h;
+      }
+      out.push_back(s);
+    }
+  return out;
+}
+
+std::vector<std::string> holders_of_first(const ChunkAnswers& a) {
+  std::vector<std::string> out;
+  if (a.size() == 0 || a.of(0).empty()) return out;
+  for (const auto& sh : a.shards(a.of(0)[0]))
+    for (const auto& h : sh.holders) out.push_back(h);
+  return out;
+}
+
+class FleetXorbCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = Cluster::shared().new_database();
+    url_ = Cluster::shared().primary_url(db_);
+    auto w = Writer::connect(options(url_, "host-a"));
+    ASSERT_TRUE(w) << w.error().to_string();
+    writer_ = std::move(*w);
+  }
+  std::unique_ptr<Reader> reader(ConnectOptions o) {
+    auto r = Reader::connect(o);
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? std::move(*r) : nullptr;
+  }
+  std::unique_ptr<Reader> reader() { return reader(options(url_)); }
+  // A Reader that keeps nothing: every hit asks for its xorb and entry.
+  std::unique_ptr<Reader> uncached() {
+    auto o = options(url_);
+    o.xorb_cache_budget = std::make_shared<std::atomic<std::int64_t>>(0);
+    return reader(o);
+  }
+  std::string db_, url_;
+  std::unique_ptr<Writer> writer_;
+};
+
+// A hit's xorb, holders and entry come from the cache on the next lookup;
+// a xorb hit often in one lookup comes whole, one hit rarely is sliced; the
+// answers are those of a Reader that keeps nothing.
+TEST_F(FleetXorbCache, CachedAnswersAreTheAnswersAskedInFull) {
+  GenXorb big = index::gen::gen_xorb(31, 200), small = index::gen::gen_xorb(32, 3);
+  publish(*writer_, make_shard({&big, &small}, 1));
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  auto r = reader(o);
+  auto bare = uncached();
+  ASSERT_TRUE(r && bare);
+
+  // One hit of a 200-chunk block (9,648 bytes): sliced, not fetched whole.
+  std::vector<Hash> one = {big.raw[17]};
+  auto a = lookup(*r, one);
+  EXPECT_EQ(describe(a), describe(lookup(*bare, one)));
+  EXPECT_EQ(r->last_lookup().fills, 1u);
+  EXPECT_EQ(r->last_lookup().entries_sliced, 1u);
+  EXPECT_EQ(r->last_lookup().blocks_read, 0u);
+
+  // Every chunk: the block comes whole (the small one too: 1 hit per 192 bytes).
+  std::vector<Hash> all(big.raw.begin(), big.raw.end());
+  all.insert(all.end(), small.raw.begin(), small.raw.end());
+  a = lookup(*r, all);
+  EXPECT_EQ(a.locations.size(), all.size());
+  EXPECT_EQ(describe(a), describe(lookup(*bare, all)));
+  EXPECT_EQ(r->last_lookup().blocks_read, 2u);
+  EXPECT_EQ(r->last_lookup().entries_sliced, 0u);
+  EXPECT_EQ(r->cached_xorbs(), 2u);
+
+  // Now nothing but the probe.
+  a = lookup(*r, all);
+  EXPECT_EQ(r->last_lookup().fills, 0u);
+  EXPECT_EQ(describe(a), describe(lookup(*bare, all)));
+  a = lookup(*r, one);
+  EXPECT_EQ(r->last_lookup().fills, 0u);
+  EXPECT_EQ(describe(a), describe(lookup(*bare, one)));
+  // The uncached Reader asked every time.
+  EXPECT_EQ(bare->last_lookup().fills, 1u);
+  EXPECT_EQ(bare->cached_xorbs(), 0u);
+}
+
+// Holders are kept no longer than holders_max_age: within it a changed
+// holder list may still show the old one, past it never; fresh_holders
+// reads them with the lookup.
+TEST_F(FleetXorbCache, HoldersAreReadAgainOnceOlderThanTheirBound) {
+  auto b = Writer::connect(options(url_, "host-b"));
+  ASSERT_TRUE(b) << b.error().to_string();
+  GenXorb x = index::gen::gen_xorb(33, 5);
+  auto s = make_shard({&x}, 1);
+  publish(*writer_, s);
+  publish(**b, s);
+  std::vector<Hash> q = {x.raw[2]};
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  auto kept = reader(o);
+  o.holders_max_age = std::chrono::milliseconds(50);
+  auto brief = reader(o);
+  ASSERT_TRUE(kept && brief);
+  EXPECT_EQ(holders_of_first(lookup(*kept, q)), (std::vector<std::string>{"host-a", "host-b"}));
+  EXPECT_EQ(holders_of_first(lookup(*brief, q)), (std::vector<std::string>{"host-a", "host-b"}));
+
+  ASSERT_TRUE((*b)->drop_hold(s.hash));
+  // Within the hour: the list read an instant ago.
+  EXPECT_EQ(holders_of_first(lookup(*kept, q)), (std::vector<std::string>{"host-a", "host-b"}));
+  EXPECT_EQ(kept->last_lookup().fills, 0u);
+  // Asked fresh: as the database has them.
+  EXPECT_EQ(holders_of_first(lookup(*kept, q, true)), std::vector<std::string>{"host-a"});
+  EXPECT_EQ(kept->last_lookup().holders_read, 1u);
+  // Past a 50 ms bound: read again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(holders_of_first(lookup(*brief, q)), std::vector<std::string>{"host-a"});
+  EXPECT_EQ(brief->last_lookup().holders_read, 1u);
+  EXPECT_EQ(brief->last_lookup().blocks_read + brief->last_lookup().entries_sliced, 0u) << "the entry was cached";
+}
+
+// Row ids are handed out again here as a database restored from an older
+// dump hands them out (the xorb identity restarted): after a new connection
+// the Reader answers from the database, never from what it kept of the
+// xorb that had the id before.
+TEST_F(FleetXorbCache, ANewConnectionStartsTheCacheAgain) {
+  GenXorb x1 = index::gen::gen_xorb(34, 40), x2 = index::gen::gen_xorb(35, 40);
+  auto s1 = make_shard({&x1}, 1), s2 = make_shard({&x2}, 2);
+  publish(*writer_, s1);
+  Admin admin(url_);
+  const std::string id1 = admin.one("SELECT id FROM dedupd.xorb");
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  auto r = reader(o);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q1(x1.raw.begin(), x1.raw.end()), q2(x2.raw.begin(), x2.raw.end());
+  EXPECT_EQ(lookup(*r, q1).locations.size(), q1.size());
+  ASSERT_EQ(r->cached_xorbs(), 1u);
+
+  ASSERT_TRUE(writer_->drop_hold(s1.hash));
+  admin.one("ALTER TABLE dedupd.xorb ALTER COLUMN id RESTART WITH " + id1);
+  publish(*writer_, s2);
+  ASSERT_EQ(admin.one("SELECT id FROM dedupd.xorb"), id1) << "the id was not handed out again";
+  // The Reader's connection goes (a failover, a restart of the server).
+  admin.one(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND pid <> pg_backend_pid()");
+  ChunkAnswers a;
+  for (int i = 0; i < 3; ++i)  // the first call may find the connection gone
+    if (r->lookup_chunks(q2, a, Deadline::in(kDeadline))) break;
+  ASSERT_EQ(a.locations.size(), q2.size());
+  EXPECT_EQ(a.of(0)[0].xorb, x2.hash);
+  EXPECT_EQ(lookup(*r, q1).locations.size(), 0u);
+}
+
+// pg_restore --clean of an older dump while the Reader stays connected:
+// the tables are made anew (the lookup's epoch changes), the cache starts
+// again, and an id the restored database hands out again is answered as
+// the database has it.
+TEST_F(FleetXorbCache, ADatabaseRestoredUnderALiveConnectionIsNotAnsweredFromTheCache) {
+  GenXorb x1 = index::gen::gen_xorb(36, 30), x2 = index::gen::gen_xorb(37, 30), x3 = index::gen::gen_xorb(38, 30);
+  publish(*writer_, make_shard({&x1}, 1));
+  const auto dump = std::filesystem::temp_directory_path() / (db_ + ".dump");
+  ASSERT_EQ(std::system(("pg_dump -Fc -d '" + url_ + "' -f '" + dump.string() + "'").c_str()), 0);
+  publish(*writer_, make_shard({&x2}, 2));
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  auto r = reader(o);
+  ASSERT_TRUE(r);
+  std::vector<Hash> q2(x2.raw.begin(), x2.raw.end()), q3(x3.raw.begin(), x3.raw.end());
+  EXPECT_EQ(lookup(*r, q2).locations.size(), q2.size());
+  Admin admin(url_);
+  const std::string id2 = admin.one("SELECT max(id) FROM dedupd.xorb");
+
+  ASSERT_EQ(
+      std::system(
+          ("pg_restore --clean --if-exists --single-transaction -d '" + url_ + "' '" + dump.string() + "'").c_str()),
+      0);
+  std::filesystem::remove(dump);
+  auto w = Writer::connect(options(url_, "host-a"));
+  ASSERT_TRUE(w) << w.error().to_string();
+  publish(**w, make_shard({&x3}, 3));
+  ASSERT_EQ(admin.one("SELECT max(id) FROM dedupd.xorb"), id2) << "the id was not handed out again";
+  auto a = lookup(*r, q3);
+  ASSERT_EQ(a.locations.size(), q3.size());
+  EXPECT_EQ(a.of(0)[0].xorb, x3.hash);
+  EXPECT_EQ(holders_of_first(a), std::vector<std::string>{"host-a"});
+  EXPECT_EQ(lookup(*r, q2).locations.size(), 0u);
+}
+
+// A budget that holds one block: the least recently used goes, what is
+// kept stays within the budget, answers do not change, and the budget is
+// whole again once the Reader is gone.
+TEST_F(FleetXorbCache, ATightBudgetDropsTheLeastRecentlyUsedAndAnswersTheSame) {
+  GenXorb x1 = index::gen::gen_xorb(39, 200), x2 = index::gen::gen_xorb(40, 200);
+  publish(*writer_, make_shard({&x1, &x2}, 1));
+  const std::int64_t budget_bytes = 14'000;  // one 9,648-byte block and a few entries
+  auto budget = std::make_shared<std::atomic<std::int64_t>>(budget_bytes);
+  auto o = options(url_);
+  o.xorb_cache_budget = budget;
+  auto r = reader(o);
+  auto bare = uncached();
+  ASSERT_TRUE(r && bare);
+  std::vector<Hash> q1(x1.raw.begin(), x1.raw.end()), q2(x2.raw.begin(), x2.raw.end());
+  for (int round = 0; round < 3; ++round)
+    for (const auto* q : {&q1, &q2}) {
+      auto a = lookup(*r, *q);
+      EXPECT_EQ(a.locations.size(), q->size());
+      EXPECT_EQ(describe(a), describe(lookup(*bare, *q)));
+      EXPECT_LE(r->cached_xorb_bytes(), budget_bytes);
+      EXPECT_GE(budget->load(), 0);
+    }
+  EXPECT_GE(r->cache_evictions(), 1u);
+  r.reset();
+  EXPECT_EQ(budget->load(), budget_bytes);
+}
+
+// The prefix only picks candidates: a query sharing a stored hash's first 8
+// bytes and differing after them is not found, whether the entry comes from
+// a cached block or is sliced out.
+TEST_F(FleetXorbCache, APrefixCollisionWithAnotherFullHashIsNotFound) {
+  GenXorb x = index::gen::gen_xorb(41, 200);
+  publish(*writer_, make_shard({&x}, 1));
+  Hash twin = x.raw[7];
+  twin.bytes[20] ^= 0x5a;
+  std::vector<Hash> q = {twin, x.raw[7]};
+  auto bare = uncached();
+  auto cached = reader();
+  ASSERT_TRUE(bare && cached);
+  std::vector<Hash> all(x.raw.begin(), x.raw.end());
+  lookup(*cached, all);  // the block is now cached whole
+  ASSERT_EQ(cached->cached_xorbs(), 1u);
+  for (Reader* r : {bare.get(), cached.get()}) {
+    auto a = lookup(*r, q);
+    EXPECT_EQ(a.of(0).size(), 0u) << "a prefix collision answered as a hit";
+    ASSERT_EQ(a.of(1).size(), 1u);
+    EXPECT_EQ(a.of(1)[0].chunk_index, 7u);
+  }
+  EXPECT_EQ(bare->last_lookup().entries_sliced, 1u);
+  EXPECT_EQ(cached->last_lookup().fills, 0u);
+}
+
+}  // namespace dedupd::fleet::xorb_cache_test
