@@ -12,6 +12,7 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/migrations.hpp"
+#include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -23,8 +24,9 @@ using index::gen::OwnedShard;
 using index::gen::ShardSpec;
 using test::Admin;
 using test::Cluster;
-
-constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
+using test::kDeadline;
+using test::lookup;
+using test::publish;
 
 ConnectOptions options(const std::string& url, const std::string& host) {
   ConnectOptions o;
@@ -61,19 +63,6 @@ OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, 
   spec.expiry = expiry;
   spec.files = std::move(files);
   return index::gen::own(index::gen::build_shard(spec));
-}
-
-PublishOutcome publish(Writer& w, const OwnedShard& s) {
-  auto r = w.publish(*s.view, s.hash);
-  EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
-  return r ? *r : PublishOutcome{};
-}
-
-ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes) {
-  ChunkAnswers out;
-  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline));
-  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
-  return out;
 }
 
 // Holder names of every shard listing the location, "shard:host,host;...".

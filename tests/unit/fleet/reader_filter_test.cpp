@@ -5,6 +5,7 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/key_filter.hpp"
+#include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -15,8 +16,10 @@ namespace dedupd::fleet::key_filter_test {
 using index::gen::GenXorb;
 using index::gen::OwnedShard;
 using test::Cluster;
-
-constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
+using test::describe;
+using test::kDeadline;
+using test::lookup;
+using test::publish;
 
 ConnectOptions options(const std::string& url, bool key_filters) {
   ConnectOptions o;
@@ -35,36 +38,6 @@ OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, 
   spec.key = key;
   if (!key.is_zero()) spec.expiry = 4000000000ull;
   return index::gen::own(index::gen::build_shard(spec));
-}
-
-void publish(Writer& w, const OwnedShard& s) {
-  auto r = w.publish(*s.view, s.hash);
-  ASSERT_TRUE(r) << r.error().to_string();
-}
-
-ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes) {
-  ChunkAnswers out;
-  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline));
-  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
-  return out;
-}
-
-// Everything an answer says, as text, so two answers compare whole.
-std::vector<std::string> describe(const ChunkAnswers& a) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    for (const auto& l : a.of(i)) {
-      std::string s = std::to_string(i) + " " + l.xorb.to_string() + " " + std::to_string(l.chunk_index) + " " +
-                      std::to_string(l.byte_start) + "-" + std::to_string(l.byte_end) + " " +
-                      std::to_string(l.unpacked_bytes) + " " + std::to_string(l.flags) + " " +
-                      (l.keyed ? l.key.to_string() : "raw");
-      for (const auto& sh : a.shards(l)) {
-        s += " " + sh.shard.to_string();
-        for (const auto& h : sh.holders) s += "," + h;
-      }
-      out.push_back(s);
-    }
-  return out;
 }
 
 class FleetKeyFilter : public ::testing::Test {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fleet/fleet.hpp"
+#include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -20,8 +21,11 @@ using index::gen::GenXorb;
 using index::gen::OwnedShard;
 using test::Admin;
 using test::Cluster;
+using test::describe;
+using test::kDeadline;
+using test::lookup;
+using test::publish;
 
-constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
 constexpr auto kHour = std::chrono::milliseconds(3'600'000);
 
 ConnectOptions options(const std::string& url, const std::string& host = "reader") {
@@ -38,36 +42,6 @@ OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created) 
   spec.xorbs = std::move(xorbs);
   spec.created = created;
   return index::gen::own(index::gen::build_shard(spec));
-}
-
-void publish(Writer& w, const OwnedShard& s) {
-  auto r = w.publish(*s.view, s.hash);
-  ASSERT_TRUE(r) << r.error().to_string();
-}
-
-ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes, bool fresh_holders = false) {
-  ChunkAnswers out;
-  auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline), fresh_holders);
-  EXPECT_TRUE(ok) << (ok ? "" : ok.error().to_string());
-  return out;
-}
-
-// Everything an answer says, as text, so two answers compare whole.
-std::vector<std::string> describe(const ChunkAnswers& a) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    for (const auto& l : a.of(i)) {
-      std::string s = std::to_string(i) + " " + l.xorb.to_string() + " " + std::to_string(l.chunk_index) + " " +
-                      std::to_string(l.byte_start) + "-" + std::to_string(l.byte_end) + " " +
-                      std::to_string(l.unpacked_bytes) + " " + std::to_string(l.flags) + " " +
-                      (l.keyed ? l.key.to_string() : "raw");
-      for (const auto& sh : a.shards(l)) {
-        s += " " + sh.shard.to_string();
-        for (const auto& h : sh.holders) s += "," + h;
-      }
-      out.push_back(s);
-    }
-  return out;
 }
 
 std::vector<std::string> holders_of_first(const ChunkAnswers& a) {
