@@ -89,10 +89,9 @@ class Store:
         os.makedirs(os.path.join(root, "xorbs"), exist_ok=True)
         os.makedirs(os.path.join(root, "shards"), exist_ok=True)
         os.makedirs(os.path.join(root, "replies"), exist_ok=True)
-        self.reply_count = 0
+        self.stored = {"shards": 0, "replies": 0}  # bodies kept so far, by folder
         self.xorb_chunks = {}  # hash -> [(offset, compressed, uncompressed)]
         self.files = {}  # file hash -> [{"xorb", "start", "end", "unpacked"}]
-        self.shard_count = 0
         self.reset()
 
     def reset(self):
@@ -136,12 +135,7 @@ class Store:
     def put_shard(self, body):
         """Checks the shard with dedupd's own verifier, then registers it.
         Returns an error text or None."""
-        with self.lock:
-            self.shard_count += 1
-            n = self.shard_count
-        path = os.path.join(self.root, "shards", "%04d.mdb" % n)
-        with open(path, "wb") as f:
-            f.write(body)
+        path = self.keep("shards", body)
         verify = subprocess.run([self.dedupctl, "verify", path], capture_output=True, text=True)
         if verify.returncode != 0:
             return "dedupctl verify: " + (verify.stdout + verify.stderr).strip()
@@ -174,10 +168,14 @@ class Store:
     def save_reply(self, body):
         """Keeps a global-dedup reply as sent, so a test can compare it with
         what the client saved in its cache."""
+        return self.keep("replies", body)
+
+    def keep(self, folder, body):
+        """Writes a body as the next numbered file of `folder`; its path."""
         with self.lock:
-            self.reply_count += 1
-            n = self.reply_count
-        path = os.path.join(self.root, "replies", "%04d.mdb" % n)
+            self.stored[folder] += 1
+            n = self.stored[folder]
+        path = os.path.join(self.root, folder, "%04d.mdb" % n)
         with open(path, "wb") as f:
             f.write(body)
         return path
