@@ -91,16 +91,6 @@ std::optional<std::int64_t> process_start(pid_t pid) {
   return std::nullopt;
 }
 
-std::uint64_t last_used_of(const std::string& path, std::uint64_t fallback) {
-  // How recent the content is: the file's modification time, which a merge
-  // carries over from its newest member. Not the access time: every session
-  // start reads every shard, so all of them look used (relatime: within a
-  // day) and that says nothing about which content the client still needs.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return fallback;
-  return std::uint64_t(st.st_mtim.tv_sec);
-}
-
 }  // namespace
 
 std::vector<pid_t> live_xet_clients(const fs::path& cache_root) {
@@ -230,11 +220,11 @@ bool CacheSteward::run_endpoint(const std::string& dir, const std::string& shard
     described.emplace(f.path, Described{f.size, f.mtime_ns, std::move(*d)});
   }
   ep.described = std::move(described);  // forgets the files that went
+  // Recency is the file's modification time (describe_file keeps it), not
+  // the access time: every session start reads every shard, so all of them
+  // look used, and a merge carries its newest member's time over.
   xetcache::CacheScan scan;
-  for (auto& [path, entry] : ep.described) {
-    scan.shards.push_back(entry.desc);
-    scan.shards.back().last_used = last_used_of(path, entry.desc.creation);
-  }
+  for (const auto& [path, entry] : ep.described) scan.shards.push_back(entry.desc);
   scan.usage = xetcache::usage_of(scan.shards);
 
   // 2. Consolidation: one group a pass, so the loop is never held for long.
