@@ -26,6 +26,8 @@ namespace dedupd::fleet {
 using shard::Hash;
 using shard::Key;
 
+class XorbCache;  // fleet/xorb_cache.hpp
+
 struct ConnectOptions {
   std::string url;        // libpq conninfo or URI; may list several hosts
   std::string host_name;  // this host's name in the fleet: [A-Za-z0-9._-], 1-253 characters
@@ -51,12 +53,14 @@ struct ConnectOptions {
   // are older than this when an answer is put together (docs/FLEET.md,
   // "Caches"); 0: read with every lookup.
   std::chrono::milliseconds holders_max_age{1000};
-  // What the Readers sharing this budget may keep of xorbs in all (bytes):
-  // each hit xorb's hash, key and holders, and the whole CAS block of a xorb
-  // lookups hit often. Least recently used first out. Null: each Reader its
-  // own kDefaultXorbCacheBytes; 0: nothing is kept (every hit asks for its
-  // xorb and chunk entry).
-  std::shared_ptr<std::atomic<std::int64_t>> xorb_cache_budget;
+  // What a lookup hit needs of its xorb (hash, key, holders, and the whole
+  // CAS block of a xorb hit often), kept for the Readers that share this
+  // cache (fleet/xorb_cache.hpp). Null: the Reader keeps its own of
+  // kDefaultXorbCacheBytes and starts it again on each new connection; a
+  // shared one is started again by its owner (the daemon's pool, after an
+  // outage). A cache of 0 bytes keeps nothing: every hit asks for its xorb
+  // and chunk entry.
+  std::shared_ptr<XorbCache> xorb_cache;
 };
 
 // 16 MiB: the filters of about 4 M keyed entries, whatever the number of
@@ -192,7 +196,6 @@ namespace detail {
 class Connection;
 class Rows;
 struct KeyFilters;
-class XorbCache;
 }  // namespace detail
 namespace wire {
 class Params;
@@ -305,8 +308,10 @@ class Reader {
   std::vector<Key> keys_{};    // live fleet keys, as last seen
   std::string keys_digest_{};  // the server's list the cache was built from
   std::unique_ptr<detail::KeyFilters> filters_;
-  std::unique_ptr<detail::XorbCache> xorbs_;
-  std::string epoch_{};  // the tables the cache was filled from ("": none yet)
+  std::shared_ptr<XorbCache> xorbs_;
+  bool own_xorbs_ = false;  // not shared: started again on each new connection
+  std::string epoch_{};     // the tables the cache is filled from ("": none yet)
+  std::uint32_t era_ = 0;   // their era in xorbs_
   LookupCounters counters_{};
 };
 

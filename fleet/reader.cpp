@@ -33,17 +33,18 @@ constexpr const char* kFillStatement = "dedupd_fleet_fill";
 // The live keys in the lookup's own snapshot, in the columns of its hit
 // rows: one row per key (the hit columns NULL; id, key, generation = xmin
 // of its row), and one row with the list "hex,hex" and the epoch (every
-// other column NULL). The epoch names the files of the tables the Reader's
-// xorb cache is filled from: a restore (pg_restore --clean, a new schema), a
-// TRUNCATE or a VACUUM FULL makes them anew, and the cache is cleared,
-// since row ids may then be handed out again.
+// other column NULL). The epoch names the server (its start time) and the
+// files of the tables the xorb cache is filled from: a restore (pg_restore
+// --clean, a new schema), a TRUNCATE or a VACUUM FULL makes them anew, and
+// row ids may then be handed out again, so what the cache holds from before
+// is not used (a new era, fleet/xorb_cache.hpp).
 constexpr const char* kKeyRows =
     "SELECT NULL::int8[], NULL::int8[], k.id, k.key, k.xmin::text, NULL::text FROM dedupd.chunk_key k "
     "WHERE k.shards > 0 "
     "UNION ALL SELECT NULL, NULL, NULL, NULL, "
     "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
     "WHERE shards > 0), "
-    "concat_ws('.', pg_relation_filenode(to_regclass('dedupd.xorb')), "
+    "concat_ws('.', pg_postmaster_start_time(), pg_relation_filenode(to_regclass('dedupd.xorb')), "
     "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
 
 // The probe: the chunk rows of every form asked, index-only (schema 3's
@@ -72,11 +73,12 @@ const std::string& lookup_sql() {
 // of it out entry by entry (measured on PostgreSQL 15, EXTERNAL storage: a
 // slice is a TOAST index descent, about 3 us; a block comes at about 1.4 ms
 // per MB), so a xorb hit at least once per kWholeBlockBytesPerHit bytes of
-// its block in one lookup is fetched whole (and cached), else sliced.
-constexpr std::int64_t kWholeBlockBytesPerHit = 4096;
+// its block is fetched whole (and cached), else sliced. The hits are this
+// lookup's and those the cache still counts of earlier ones.
+constexpr std::int64_t kWholeBlockBytesPerHit = XorbCache::kBytesPerHit;
 
 // What the hits of a probe need that the xorb cache lacks, in one
-// statement. Per xorb ($1, with its hits in this lookup $2 and whether its
+// statement. Per xorb ($1, with the hits that count for it $2 and whether its
 // holders are wanted $3, 1 or 0): its hash, key and chunk count; its whole CAS block
 // when it was hit at least once per kWholeBlockBytesPerHit bytes of it and
 // it fits in $4 bytes; its holders. Then the chunk entries ($5[i], $6[i]) of
@@ -119,12 +121,13 @@ Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::Live
   return *list;
 }
 
-// The xorb cache holds what tables named `epoch` held: other tables (a
-// restore, a new schema) may reuse its row ids, so it starts again.
-void note_epoch(detail::XorbCache& cache, std::string& known, std::string_view epoch) {
-  if (known == epoch) return;
-  cache.clear();
-  known = std::string(epoch);
+// What the cache holds of tables named `epoch` is what the Reader may use:
+// other tables (a restore, a new schema) or another server may reuse row
+// ids, and are another era. Asked with every answer: the cache's owner may
+// have ended every era since (XorbCache::clear).
+void note_epoch(XorbCache& cache, std::string& known, std::uint32_t& era, std::string_view epoch) {
+  if (known != epoch) known = std::string(epoch);
+  era = cache.era(known);
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -141,7 +144,8 @@ struct Form {
 Reader::Reader(ConnectOptions options)
     : options_(std::move(options)),
       filters_(std::make_unique<detail::KeyFilters>(options_.key_filter_budget)),
-      xorbs_(std::make_unique<detail::XorbCache>(options_.xorb_cache_budget)) {}
+      xorbs_(options_.xorb_cache ? options_.xorb_cache : std::make_shared<XorbCache>(kDefaultXorbCacheBytes)),
+      own_xorbs_(!options_.xorb_cache) {}
 Reader::~Reader() = default;
 
 std::size_t Reader::cached_xorbs() const { return xorbs_->size(); }
@@ -183,10 +187,12 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
   // Generations are listed again on each connection: after a failover the
   // new primary may hand out the same transaction ids (generations) again.
   filters_->forget_generations();
-  // So is the xorb cache: a promoted standby, or a database restored from
-  // an older dump, may hand out the same row ids again.
-  xorbs_->clear();
+  // So is the xorb cache, when it is this Reader's own: a promoted standby,
+  // or a database restored from an older dump, may hand out the same row
+  // ids again. A shared one is its owner's to clear.
+  if (own_xorbs_) xorbs_->clear();
   epoch_.clear();
+  era_ = 0;
   auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
   if (!v) {
     drop_connection();
@@ -232,7 +238,7 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
   if (!keys) return keys.error();
   keys_ = std::move(*keys);
   keys_digest_ = std::string(list->digest);
-  note_epoch(*xorbs_, epoch_, list->epoch);
+  note_epoch(*xorbs_, epoch_, era_, list->epoch);
   return Ok{};
 }
 
@@ -347,7 +353,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (same == live.end()) ask_again = true;
     }
     filters_->live = std::move(live);
-    note_epoch(*xorbs_, epoch_, list->epoch);
+    note_epoch(*xorbs_, epoch_, era_, list->epoch);
     if (ask_again) continue;
 
     // Candidates: each chunk row with each form its prefix picked. The
@@ -379,10 +385,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
 
     // What the cache holds of each xorb hit, and what it lacks.
     struct Have {
-      detail::CachedXorb* cached = nullptr;  // valid until the cache changes
-      detail::CachedXorb fresh;              // what the fill read (meta, holders, block)
-      bool asked = false;                    // the fill was asked for this xorb
-      bool read = false;                     // and answered for it
+      std::shared_ptr<const CachedXorb> cached;  // what the cache held
+      CachedXorb fresh;                          // what the fill read (meta, holders, block)
+      std::int64_t hits = 0;                     // counted against it, over lookups
+      bool asked = false;                        // the fill was asked for this xorb
+      bool read = false;                         // and answered for it
       bool holders_read = false;
       std::int32_t set = -1;  // its shard set in `out`
     };
@@ -392,21 +399,23 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     const auto now = Clock::now();
     for (const auto& [id, count] : hits) {
       Have& h = have[id];
-      h.cached = xorbs_->find(id);
+      auto held = xorbs_->find(era_, id, count);
+      h.cached = std::move(held.x);
+      h.hits = held.hits;
       const bool holders_ok =
           h.cached && h.cached->has_holders && !fresh_holders && now - h.cached->holders_at <= options_.holders_max_age;
-      const bool block_ok = h.cached && !h.cached->block.empty();
+      const bool block_ok = h.cached && h.cached->block;
       if (h.cached && holders_ok && block_ok) continue;
       h.asked = true;
       fill_ids.push_back(id);
-      fill_hits.push_back(block_ok ? 0 : count);
+      fill_hits.push_back(block_ok ? 0 : std::int32_t(std::min<std::int64_t>(h.hits, INT32_MAX)));
       fill_holders.push_back(holders_ok ? 0 : 1);
     }
     if (!fill_ids.empty()) {
       std::unordered_set<std::uint64_t> sliced;  // each entry once, whatever the forms it matched
       for (const Candidate& c : candidates) {
         const Have& h = have[c.xorb_id];
-        if (h.cached && !h.cached->block.empty()) continue;
+        if (h.cached && h.cached->block) continue;
         if (!sliced.insert((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index)).second)
           continue;
         slice_xorbs.push_back(c.xorb_id);
@@ -453,7 +462,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
           if (block.size() != shard::kEntrySize * (std::uint64_t(h.fresh.chunks) + 1))
             return make_error(kRuleProtocol,
                               "stored CAS block of xorb " + h.fresh.hash.to_string() + " has the wrong size");
-          h.fresh.block.assign(block.begin(), block.end());
+          h.fresh.block = std::make_shared<const std::vector<std::uint8_t>>(block.begin(), block.end());
           ++counters_.blocks_read;
         }
         if (asked_holders[id]) {
@@ -479,15 +488,15 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       // Asked and not answered: the xorb left the fleet between the two
       // statements.
       if (h.asked && !h.read) continue;
-      const detail::CachedXorb* meta = h.read ? &h.fresh : h.cached;
+      const CachedXorb* meta = h.read ? &h.fresh : h.cached.get();
       if (!meta) continue;
       if (meta->key != c.form->key) continue;
       if (c.chunk_index < 0 || c.chunk_index >= meta->chunks)
         return make_error(kRuleProtocol, "a chunk row past the end of its xorb");
       const std::uint8_t* entry = nullptr;
-      const auto& block = !h.fresh.block.empty() ? h.fresh.block : h.cached ? h.cached->block : h.fresh.block;
-      if (!block.empty()) {
-        entry = block.data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
+      const auto* block = h.fresh.block ? h.fresh.block.get() : h.cached ? h.cached->block.get() : nullptr;
+      if (block) {
+        entry = block->data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
       } else {
         auto it = slices.find((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index));
         if (it == slices.end() || it->second.size() != shard::kEntrySize)
@@ -538,25 +547,22 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
                     return a.key < b.key;  // the same xorb hash raw and keyed
                   });
 
-    // What the fill read goes into the cache (the answer no longer points
-    // into it), merged with what the cache held of the same xorb.
-    // Merged first: putting one may drop others to make room.
-    std::vector<std::pair<std::int32_t, detail::CachedXorb>> keep;
+    // What the fill read goes into the cache, with what the cache held of
+    // the same xorb (its block; its holders when they were not read again).
     for (auto& [id, h] : have) {
       if (!h.read) continue;
-      detail::CachedXorb x = std::move(h.fresh);
+      CachedXorb x = std::move(h.fresh);
       if (h.cached) {
-        if (x.block.empty()) x.block = std::move(h.cached->block);
+        if (!x.block) x.block = h.cached->block;
         if (!h.holders_read) {
           x.has_holders = h.cached->has_holders;
-          x.holders = std::move(h.cached->holders);
+          x.holders = h.cached->holders;
           x.holders_at = h.cached->holders_at;
         }
       }
-      keep.emplace_back(id, std::move(x));
+      xorbs_->put(era_, id, std::move(x), h.hits);
     }
     have.clear();
-    for (auto& [id, x] : keep) xorbs_->put(id, std::move(x));
     // Steps start only in the first half of the lookup's time and are sized
     // to end in it; each may run to the lookup's own deadline, so a slow
     // one still ends within the caller's bound and rarely costs the

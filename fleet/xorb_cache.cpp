@@ -1,61 +1,102 @@
 #include "fleet/xorb_cache.hpp"
 
-#include "fleet/fleet.hpp"
+#include <algorithm>
+#include <cmath>
 
-namespace dedupd::fleet::detail {
+namespace dedupd::fleet {
 
-XorbCache::XorbCache(std::shared_ptr<std::atomic<std::int64_t>> shared_budget)
-    : budget_(shared_budget ? std::move(shared_budget)
-                            : std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultXorbCacheBytes)) {}
+namespace {
+std::uint64_t id_in(std::uint32_t era, std::int32_t id) { return (std::uint64_t(era) << 32) | std::uint32_t(id); }
+constexpr int kMaxDiscount = 32;  // quarter steps: 1/256
+}  // namespace
 
-XorbCache::~XorbCache() { clear(); }
+XorbCache::XorbCache(std::int64_t budget_bytes) : budget_(std::max<std::int64_t>(0, budget_bytes)) {}
 
-CachedXorb* XorbCache::find(std::int32_t id) {
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return &it->second.x;
+XorbCache::~XorbCache() = default;
+
+std::uint32_t XorbCache::era(std::string_view epoch) {
+  std::lock_guard lock(mu_);
+  auto it = eras_.find(epoch);
+  if (it != eras_.end()) return it->second;
+  return eras_.emplace(std::string(epoch), next_era_++).first->second;
 }
 
-std::int64_t XorbCache::room() const { return budget_->load() + charged_; }
+XorbCache::Found XorbCache::find(std::uint32_t era, std::int32_t id, std::int64_t hits) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(id_in(era, id));
+  if (it == entries_.end()) return {nullptr, hits};
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  const auto earlier = std::int64_t(double(it->second.hits) * std::pow(2.0, -discount_ / 4.0));
+  it->second.hits += hits;
+  return {it->second.x, hits + earlier};
+}
 
-void XorbCache::erase(std::unordered_map<std::int32_t, Entry>::iterator it) {
-  budget_->fetch_add(it->second.charged);
+void XorbCache::erase(std::unordered_map<Id, Entry>::iterator it) {
+  if (const auto& block = it->second.x->block) {
+    // Did it pay back what fetching it whole cost?
+    if (it->second.hits * kBytesPerHit >= std::int64_t(block->size())) discount_ = std::max(0, discount_ - 1);
+    else discount_ = std::min(kMaxDiscount, discount_ + 1);
+  }
   charged_ -= it->second.charged;
   lru_.erase(it->second.lru);
   entries_.erase(it);
 }
 
-bool XorbCache::charge(std::int64_t bytes) {
-  for (;;) {
-    if (budget_->fetch_sub(bytes) >= bytes) {
-      charged_ += bytes;
-      return true;
-    }
-    budget_->fetch_add(bytes);
-    if (lru_.empty()) return false;
+void XorbCache::put(std::uint32_t era, std::int32_t id, CachedXorb x, std::int64_t hits) {
+  std::int64_t need = cost(x);
+  if (need > budget_) {
+    x.block.reset();  // the block would not fit: keep what answers need besides it
+    need = cost(x);
+  }
+  auto shared = std::make_shared<const CachedXorb>(std::move(x));
+  std::lock_guard lock(mu_);
+  if (std::none_of(eras_.begin(), eras_.end(), [&](const auto& e) { return e.second == era; })) return;
+  const Id key = id_in(era, id);
+  bool had_block = false;
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    had_block = it->second.x->block != nullptr;
+    hits = it->second.hits;          // find() counted this lookup's
+    charged_ -= it->second.charged;  // replaced, not evicted: no verdict on its block
+    lru_.erase(it->second.lru);
+    entries_.erase(it);
+  }
+  if (shared->block && !had_block) hits = 0;  // from now on, what the block pays back
+  if (need > budget_) return;
+  while (charged_ + need > budget_ && !lru_.empty()) {
     erase(entries_.find(lru_.back()));
     ++evictions_;
   }
-}
-
-void XorbCache::put(std::int32_t id, CachedXorb x) {
-  if (auto it = entries_.find(id); it != entries_.end()) erase(it);
-  std::int64_t need = cost(x);
-  if (need > room()) {
-    std::vector<std::uint8_t>().swap(x.block);  // the block would not fit: keep what answers need besides it
-    need = cost(x);
-  }
-  if (need > room() || !charge(need)) return;
-  lru_.push_front(id);
-  entries_.emplace(id, Entry{std::move(x), need, lru_.begin()});
+  charged_ += need;
+  lru_.push_front(key);
+  entries_.emplace(key, Entry{std::move(shared), hits, need, lru_.begin()});
 }
 
 void XorbCache::clear() {
-  budget_->fetch_add(charged_);
-  charged_ = 0;
+  std::lock_guard lock(mu_);
   entries_.clear();
   lru_.clear();
+  eras_.clear();
+  charged_ = 0;
 }
 
-}  // namespace dedupd::fleet::detail
+std::int64_t XorbCache::bytes() const {
+  std::lock_guard lock(mu_);
+  return charged_;
+}
+
+std::size_t XorbCache::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+std::uint64_t XorbCache::evictions() const {
+  std::lock_guard lock(mu_);
+  return evictions_;
+}
+
+double XorbCache::earlier_hit_weight() const {
+  std::lock_guard lock(mu_);
+  return std::pow(2.0, -discount_ / 4.0);
+}
+
+}  // namespace dedupd::fleet

@@ -20,7 +20,7 @@ bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
     : options_(std::move(options)), timeout_(timeout) {
   options_.key_filter_budget = filter_budget_;
-  options_.xorb_cache_budget = xorb_cache_budget_;
+  options_.xorb_cache = xorb_cache_;
   connector_ = std::thread([this] { run_connector(); });
 }
 
@@ -40,9 +40,10 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     if (options.url == options_.url && options.host_name == options_.host_name) return;
     options_ = std::move(options);
     options_.key_filter_budget = filter_budget_;
-    options_.xorb_cache_budget = xorb_cache_budget_;
+    options_.xorb_cache = xorb_cache_;
     ++generation_;
     idle_.clear();
+    xorb_cache_->clear();
     want_idle_ = 1;
     down_ = false;  // a new url is tried at once
   }
@@ -90,6 +91,7 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
     // has reached it again.
     ++generation_;
     idle_.clear();
+    xorb_cache_->clear();
     if (!down_) spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", last_error_);
     down_ = true;
   }
@@ -137,7 +139,10 @@ void FleetLookup::run_connector() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
       if (r) {
-        if (down_) spdlog::info("fleet: lookups reach the fleet database again");
+        if (down_) {
+          spdlog::info("fleet: lookups reach the fleet database again");
+          xorb_cache_->clear();  // maybe another server now, or a restored database
+        }
         down_ = false;
         backoff = std::chrono::milliseconds(0);
         // Made for an older url, or across an outage a request just found:

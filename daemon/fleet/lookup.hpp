@@ -29,6 +29,7 @@
 #include "daemon/fleet/answers.hpp"
 #include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
+#include "fleet/xorb_cache.hpp"
 
 namespace dedupd::daemon::fleet_link {
 
@@ -92,9 +93,11 @@ class FleetLookup {
   // their memory does not grow with the pool.
   std::shared_ptr<std::atomic<std::int64_t>> filter_budget_ =
       std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
-  // The same for their xorb caches (hashes, holders, CAS blocks of hits).
-  std::shared_ptr<std::atomic<std::int64_t>> xorb_cache_budget_ =
-      std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultXorbCacheBytes);
+  // One xorb cache (hashes, holders, CAS blocks of hits) for the whole pool:
+  // a block one Reader fetched answers on the others. Started again when
+  // the link goes down or the url changes (a restored database or another
+  // server may hand out the same row ids).
+  std::shared_ptr<fleet::XorbCache> xorb_cache_ = std::make_shared<fleet::XorbCache>(fleet::kDefaultXorbCacheBytes);
   std::chrono::milliseconds timeout_;                 // under mu_
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked

@@ -1,7 +1,8 @@
 // The Reader's xorb cache (fleet/xorb_cache.hpp) against a real PostgreSQL:
 // cached answers are the answers asked in full, holders are read again past
 // their bound, a new connection or a restored database starts it again, the
-// budget holds, and the full stored hash still decides every hit.
+// budget holds, Readers sharing one cache fetch a block once, hits add up
+// over lookups, and the full stored hash still decides every hit.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "fleet/fleet.hpp"
+#include "fleet/xorb_cache.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -70,7 +72,7 @@ class FleetXorbCache : public ::testing::Test {
   // A Reader that keeps nothing: every hit asks for its xorb and entry.
   std::unique_ptr<Reader> uncached() {
     auto o = options(url_);
-    o.xorb_cache_budget = std::make_shared<std::atomic<std::int64_t>>(0);
+    o.xorb_cache = std::make_shared<XorbCache>(0);
     return reader(o);
   }
   std::string db_, url_;
@@ -223,15 +225,14 @@ TEST_F(FleetXorbCache, ADatabaseRestoredUnderALiveConnectionIsNotAnsweredFromThe
 }
 
 // A budget that holds one block: the least recently used goes, what is
-// kept stays within the budget, answers do not change, and the budget is
-// whole again once the Reader is gone.
+// kept stays within the budget, and answers do not change.
 TEST_F(FleetXorbCache, ATightBudgetDropsTheLeastRecentlyUsedAndAnswersTheSame) {
   GenXorb x1 = index::gen::gen_xorb(39, 200), x2 = index::gen::gen_xorb(40, 200);
   publish(*writer_, make_shard({&x1, &x2}, 1));
   const std::int64_t budget_bytes = 14'000;  // one 9,648-byte block and a few entries
-  auto budget = std::make_shared<std::atomic<std::int64_t>>(budget_bytes);
+  auto cache = std::make_shared<XorbCache>(budget_bytes);
   auto o = options(url_);
-  o.xorb_cache_budget = budget;
+  o.xorb_cache = cache;
   auto r = reader(o);
   auto bare = uncached();
   ASSERT_TRUE(r && bare);
@@ -241,12 +242,74 @@ TEST_F(FleetXorbCache, ATightBudgetDropsTheLeastRecentlyUsedAndAnswersTheSame) {
       auto a = lookup(*r, *q);
       EXPECT_EQ(a.locations.size(), q->size());
       EXPECT_EQ(describe(a), describe(lookup(*bare, *q)));
-      EXPECT_LE(r->cached_xorb_bytes(), budget_bytes);
-      EXPECT_GE(budget->load(), 0);
+      EXPECT_LE(cache->bytes(), budget_bytes);
     }
   EXPECT_GE(r->cache_evictions(), 1u);
-  r.reset();
-  EXPECT_EQ(budget->load(), budget_bytes);
+}
+
+// Two Readers of one cache (the daemon's pool): a block one fetched whole
+// answers the other's lookup with no statement beyond the probe, and a
+// Reader reading another database (another era) finds none of it.
+TEST_F(FleetXorbCache, ReadersSharingACacheFetchABlockOnce) {
+  GenXorb x = index::gen::gen_xorb(42, 200);
+  publish(*writer_, make_shard({&x}, 1));
+  auto cache = std::make_shared<XorbCache>(kDefaultXorbCacheBytes);
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  o.xorb_cache = cache;
+  auto first = reader(o), second = reader(o);
+  auto bare = uncached();
+  ASSERT_TRUE(first && second && bare);
+  std::vector<Hash> all(x.raw.begin(), x.raw.end());
+  auto a = lookup(*first, all);
+  EXPECT_EQ(first->last_lookup().blocks_read, 1u);
+  auto b = lookup(*second, all);
+  EXPECT_EQ(second->last_lookup().fills, 0u) << "the second Reader asked for what the first had fetched";
+  EXPECT_EQ(describe(b), describe(a));
+  EXPECT_EQ(describe(b), describe(lookup(*bare, all)));
+
+  // Another database, the same row ids: nothing of the other is used.
+  const std::string other_db = Cluster::shared().new_database();
+  const std::string other_url = Cluster::shared().primary_url(other_db);
+  auto w = Writer::connect(options(other_url, "host-a"));
+  ASSERT_TRUE(w) << w.error().to_string();
+  GenXorb y = index::gen::gen_xorb(43, 200);
+  publish(**w, make_shard({&y}, 1));
+  auto elsewhere_options = options(other_url);
+  elsewhere_options.xorb_cache = cache;
+  auto elsewhere = reader(elsewhere_options);
+  ASSERT_TRUE(elsewhere);
+  std::vector<Hash> ys(y.raw.begin(), y.raw.end());
+  auto c = lookup(*elsewhere, ys);
+  EXPECT_EQ(elsewhere->last_lookup().fills, 1u);
+  ASSERT_EQ(c.locations.size(), ys.size());
+  EXPECT_EQ(c.of(0)[0].xorb, y.hash);
+  EXPECT_EQ(lookup(*elsewhere, all).locations.size(), 0u);
+}
+
+// A block hit once per lookup is sliced until the hits of several lookups
+// add up to one per 4,096 bytes of it; then it comes whole, and later hits
+// ask nothing more.
+TEST_F(FleetXorbCache, HitsOfSeveralLookupsAddUpToAWholeBlock) {
+  GenXorb x = index::gen::gen_xorb(44, 200);  // a 9,648-byte block: 3 hits
+  publish(*writer_, make_shard({&x}, 1));
+  auto o = options(url_);
+  o.holders_max_age = kHour;
+  auto r = reader(o);
+  ASSERT_TRUE(r);
+  for (int i = 0; i < 2; ++i) {
+    auto a = lookup(*r, std::vector<Hash>{x.raw[std::size_t(10 + i)]});
+    ASSERT_EQ(a.locations.size(), 1u);
+    EXPECT_EQ(r->last_lookup().entries_sliced, 1u) << "lookup " << i;
+    EXPECT_EQ(r->last_lookup().blocks_read, 0u) << "lookup " << i;
+  }
+  auto a = lookup(*r, std::vector<Hash>{x.raw[12]});
+  ASSERT_EQ(a.locations.size(), 1u);
+  EXPECT_EQ(a.of(0)[0].chunk_index, 12u);
+  EXPECT_EQ(r->last_lookup().blocks_read, 1u);
+  EXPECT_EQ(r->last_lookup().entries_sliced, 0u);
+  lookup(*r, std::vector<Hash>{x.raw[13]});
+  EXPECT_EQ(r->last_lookup().fills, 0u);
 }
 
 // The prefix only picks candidates: a query sharing a stored hash's first 8
