@@ -316,11 +316,14 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         add(q, stored, keys_[j]);
       }
     }
-    std::sort(forms.begin(), forms.end(), [](const Form& a, const Form& b) { return a.prefix < b.prefix; });
+    // Sorted as (prefix, form) pairs: moving 16 bytes, not a whole form.
+    std::vector<std::pair<std::int64_t, std::uint32_t>> sorted(forms.size());
+    for (std::uint32_t i = 0; i < forms.size(); ++i) sorted[i] = {forms[i].prefix, i};
+    std::sort(sorted.begin(), sorted.end());
     std::vector<std::vector<std::int64_t>> by_partition(schema::kChunkPartitions);
-    for (std::size_t i = 0; i < forms.size(); ++i)
-      if (i == 0 || forms[i].prefix != forms[i - 1].prefix)
-        by_partition[schema::partition_of(forms[i].prefix)].push_back(forms[i].prefix);
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      if (i == 0 || sorted[i].first != sorted[i - 1].first)
+        by_partition[schema::partition_of(sorted[i].first)].push_back(sorted[i].first);
     counters_.forms += raw_hashes.size() * (1 + keys_.size());
     counters_.forms_asked += forms.size();
     ++counters_.rounds;
@@ -373,12 +376,18 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
           prefixes.size() != places.size())
         return make_error(kRuleProtocol, "lookup answer with malformed hit arrays");
     }
+    // The server answers each partition's prefixes in index order, and the
+    // partitions in turn: each prefix is looked for from the last one found
+    // (a few steps), from the start only if one comes out of order.
+    auto at = sorted.begin();
     for (std::size_t i = 0; i < prefixes.size(); ++i) {
-      auto it = std::lower_bound(forms.begin(), forms.end(), prefixes[i],
-                                 [](const Form& f, std::int64_t p) { return f.prefix < p; });
+      const std::int64_t p = prefixes[i];
+      if (at != sorted.begin() && std::prev(at)->first >= p) at = sorted.begin();
+      while (at != sorted.end() && at->first < p && std::distance(at, sorted.end()) > 8 && (at + 8)->first < p) at += 8;
+      at = std::lower_bound(at, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
       const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
-      for (; it != forms.end() && it->prefix == prefixes[i]; ++it) {
-        candidates.push_back({&*it, xorb_id, chunk_index});
+      for (; at != sorted.end() && at->first == p; ++at) {
+        candidates.push_back({&forms[at->second], xorb_id, chunk_index});
         ++hits[xorb_id];
       }
     }
