@@ -31,6 +31,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
+std::int64_t lookup_cache_bytes(const FleetConfig& f) {
+  return std::int64_t(std::min<std::uint64_t>(f.lookup_cache, std::uint64_t(INT64_MAX)));
+}
+
 // How long one loop iteration may spend ingesting queued files before it
 // looks at signals, admin tasks and the watchdog again.
 constexpr auto kIngestBudget = 200ms;
@@ -105,7 +109,8 @@ int Daemon::run() {
     spdlog::critical("{}", loaded.error());
     return 1;
   }
-  fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout);
+  fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
+                                                            lookup_cache_bytes(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_);
@@ -450,7 +455,7 @@ shard::Result<std::uint64_t> Daemon::fleet_retry() {
 // Loop thread. Never logs the url: it may carry a password.
 void Daemon::apply_fleet(bool initial) {
   fleet::ConnectOptions o = fleet_options();
-  fleet_lookup_->configure(o, config_.fleet.lookup_timeout);
+  fleet_lookup_->configure(o, config_.fleet.lookup_timeout, lookup_cache_bytes(config_.fleet));
   std::lock_guard lock(fleet_mu_);
   if (!config_.fleet.enabled()) {
     if (!publisher_ && !initial) return;

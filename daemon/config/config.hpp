@@ -84,6 +84,10 @@ struct FleetConfig {
   // shards of each side one round compares (a pass is several rounds).
   std::chrono::seconds reconcile_interval{600};
   std::uint32_t reconcile_batch = 10000;
+  // What lookups keep of the fleet's xorbs for the next ones (hashes, keys,
+  // holders, the CAS blocks of xorbs hit often), in bytes; one cache for
+  // every connection (fleet/xorb_cache.hpp). 0: nothing is kept.
+  std::uint64_t lookup_cache = std::uint64_t(16) << 20;
   bool enabled() const { return !url.empty(); }
   bool operator==(const FleetConfig&) const = default;
 };

@@ -17,8 +17,8 @@ constexpr auto kIdleCheck = std::chrono::seconds(1);
 bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 }  // namespace
 
-FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout)
-    : options_(std::move(options)), timeout_(timeout) {
+FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, std::int64_t cache_bytes)
+    : options_(std::move(options)), xorb_cache_(std::make_shared<fleet::XorbCache>(cache_bytes)), timeout_(timeout) {
   options_.key_filter_budget = filter_budget_;
   options_.xorb_cache = xorb_cache_;
   connector_ = std::thread([this] { run_connector(); });
@@ -33,12 +33,15 @@ FleetLookup::~FleetLookup() {
   connector_.join();
 }
 
-void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout) {
+void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout,
+                            std::int64_t cache_bytes) {
   {
     std::lock_guard lock(mu_);
     timeout_ = timeout;
-    if (options.url == options_.url && options.host_name == options_.host_name) return;
+    if (options.url == options_.url && options.host_name == options_.host_name && cache_bytes == xorb_cache_->room())
+      return;
     options_ = std::move(options);
+    if (cache_bytes != xorb_cache_->room()) xorb_cache_ = std::make_shared<fleet::XorbCache>(cache_bytes);
     options_.key_filter_budget = filter_budget_;
     options_.xorb_cache = xorb_cache_;
     ++generation_;

@@ -36,14 +36,17 @@ namespace dedupd::daemon::fleet_link {
 class FleetLookup {
  public:
   // An empty url: no fleet; nothing connects until configure() gives one.
-  FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout);
+  // `cache_bytes`: the xorb cache every Reader of the pool shares.
+  FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout,
+              std::int64_t cache_bytes = fleet::kDefaultXorbCacheBytes);
   ~FleetLookup();  // stops the connector (at most one connect_timeout)
   FleetLookup(const FleetLookup&) = delete;
   FleetLookup& operator=(const FleetLookup&) = delete;
 
-  // A changed url (or host name) drops every idle Reader and reconnects; a
-  // changed bound applies to the next call.
-  void configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout);
+  // A changed url (or host name, or cache size) drops every idle Reader and
+  // reconnects; a changed bound applies to the next call.
+  void configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout,
+                 std::int64_t cache_bytes = fleet::kDefaultXorbCacheBytes);
   std::chrono::milliseconds timeout() const;
 
   // Every fleet location of each raw hash, in one round trip. With `busy`:
@@ -96,8 +99,8 @@ class FleetLookup {
   // One xorb cache (hashes, holders, CAS blocks of hits) for the whole pool:
   // a block one Reader fetched answers on the others. Started again when
   // the link goes down or the url changes (a restored database or another
-  // server may hand out the same row ids).
-  std::shared_ptr<fleet::XorbCache> xorb_cache_ = std::make_shared<fleet::XorbCache>(fleet::kDefaultXorbCacheBytes);
+  // server may hand out the same row ids). Under mu_ (the pointer).
+  std::shared_ptr<fleet::XorbCache> xorb_cache_;
   std::chrono::milliseconds timeout_;                 // under mu_
   std::uint64_t generation_ = 0;                      // under mu_; bumped by configure() and by an outage
   std::vector<std::unique_ptr<fleet::Reader>> idle_;  // under mu_; each connected and checked

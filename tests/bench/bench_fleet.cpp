@@ -17,13 +17,14 @@
 //   bytes per chunk entry: pg_total_relation_size of the fleet schema's
 //     tables (with their indexes and TOAST) / entries, and the bare table's.
 //
-//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL [--reuse]] [--quick]
+//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL [--reuse]] [--lookup-cache SIZE] [--quick]
 // Default N = 10,000,000 (xorbs of 4096 chunks, shards of 16 xorbs = 65,536
 // entries; a tenth of the shards keyed under K = 4 keys). --quick (the ctest
 // smoke) runs 200,000. --url: an existing, empty database instead of a
 // throwaway server (left as the run leaves it); with --reuse, one that an
 // earlier --url run with the same N and K filled: publishing is skipped and
-// only lookups and sizes are measured.
+// only lookups and sizes are measured. --lookup-cache: the daemon's
+// fleet.lookup_cache (default its own, 16M).
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -168,7 +169,7 @@ fleet::wire::Params raw_prefix_params(std::span<const shard::Hash> hashes) {
 struct Daemon {
   std::filesystem::path dir;
   pid_t pid = -1;
-  explicit Daemon(const std::string& url) {
+  Daemon(const std::string& url, const std::string& lookup_cache) {
     char tmpl[] = "/tmp/dedupd-bench-fleet-daemon-XXXXXX";
     if (!::mkdtemp(tmpl)) die("mkdtemp");
     dir = tmpl;
@@ -176,6 +177,8 @@ struct Daemon {
     std::ofstream(dir / "dedupd.yaml") << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket()
                                        << "\nwatch:\n  - " << (dir / "watch").string() << "\nfleet:\n  url: \"" << url
                                        << "\"\n  host: bench-b\n  lookup_timeout: 10s\n";
+    if (!lookup_cache.empty())
+      std::ofstream(dir / "dedupd.yaml", std::ios::app) << "  lookup_cache: " << lookup_cache << "\n";
     pid = ::fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
@@ -213,7 +216,7 @@ struct Daemon {
 
 int main(int argc, char** argv) {
   std::size_t entries = 10'000'000, keys = 4, block = 10'000;
-  std::string url_option;
+  std::string url_option, lookup_cache;
   bool reuse = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -226,8 +229,9 @@ int main(int argc, char** argv) {
     else if (a == "--block") block = next();
     else if (a == "--url" && i + 1 < argc) url_option = argv[++i];
     else if (a == "--reuse") reuse = true;
+    else if (a == "--lookup-cache" && i + 1 < argc) lookup_cache = argv[++i];
     else if (a == "--quick") entries = 200'000;
-    else die("unknown option " + a + " (--entries N --keys K --block B --url URL --reuse --quick)");
+    else die("unknown option " + a + " (--entries N --keys K --block B --url URL --reuse --lookup-cache SIZE --quick)");
   }
   if (reuse && url_option.empty()) die("--reuse needs --url (the database an earlier --url run filled)");
   const std::size_t per_shard = kChunksPerXorb * kXorbsPerShard;
@@ -533,7 +537,7 @@ int main(int argc, char** argv) {
     }
     std::shuffle(clustered.begin(), clustered.end(), rng);
     std::shuffle(spread.begin(), spread.end(), rng);
-    Daemon daemon(url);
+    Daemon daemon(url, lookup_cache);
     const auto warm = daemon.dir / "warm.txt";
     {
       std::ofstream f(warm);

@@ -43,8 +43,17 @@ TEST(FleetConfig, EveryKey) {
   r = load("fleet:\n  url: postgresql://db/dedupd\n");
   EXPECT_EQ(std::get<Config>(r).fleet.reconcile_interval, std::chrono::seconds(600));
   EXPECT_EQ(std::get<Config>(r).fleet.reconcile_batch, 10000u);
+  EXPECT_EQ(std::get<Config>(r).fleet.lookup_cache, std::uint64_t(16) << 20);
   EXPECT_TRUE(std::holds_alternative<std::vector<ConfigError>>(
       load("fleet:\n  url: postgresql://db/dedupd\n  reconcile_batch: 0\n")));
+  r = load("fleet:\n  url: postgresql://db/dedupd\n  lookup_cache: 256M\n");
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  EXPECT_EQ(std::get<Config>(r).fleet.lookup_cache, std::uint64_t(256) << 20);
+  r = load("fleet:\n  url: postgresql://db/dedupd\n  lookup_cache: 0\n");
+  ASSERT_TRUE(std::holds_alternative<Config>(r));
+  EXPECT_EQ(std::get<Config>(r).fleet.lookup_cache, 0u);
+  EXPECT_TRUE(std::holds_alternative<std::vector<ConfigError>>(
+      load("fleet:\n  url: postgresql://db/dedupd\n  lookup_cache: lots\n")));
 }
 
 TEST(FleetConfig, HostDefaultsToTheHostname) {
