@@ -297,8 +297,8 @@ TEST_F(FleetXorbCache, HitsOfSeveralLookupsAddUpToAWholeBlock) {
   o.holders_max_age = kHour;
   auto r = reader(o);
   ASSERT_TRUE(r);
-  for (int i = 0; i < 2; ++i) {
-    auto a = lookup(*r, std::vector<Hash>{x.raw[std::size_t(10 + i)]});
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto a = lookup(*r, std::vector<Hash>{x.raw[10 + i]});
     ASSERT_EQ(a.locations.size(), 1u);
     EXPECT_EQ(r->last_lookup().entries_sliced, 1u) << "lookup " << i;
     EXPECT_EQ(r->last_lookup().blocks_read, 0u) << "lookup " << i;
