@@ -379,15 +379,17 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     // The server answers each partition's prefixes in index order, and the
     // partitions in turn: each prefix is looked for from the last one found
     // (a few steps), from the start only if one comes out of order.
-    auto at = sorted.begin();
+    auto cursor = sorted.begin();
     for (std::size_t i = 0; i < prefixes.size(); ++i) {
       const std::int64_t p = prefixes[i];
-      if (at != sorted.begin() && std::prev(at)->first >= p) at = sorted.begin();
-      while (at != sorted.end() && at->first < p && std::distance(at, sorted.end()) > 8 && (at + 8)->first < p) at += 8;
-      at = std::lower_bound(at, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
+      if (cursor != sorted.begin() && std::prev(cursor)->first >= p) cursor = sorted.begin();
+      while (cursor != sorted.end() && cursor->first < p && std::distance(cursor, sorted.end()) > 8 &&
+             (cursor + 8)->first < p)
+        cursor += 8;
+      cursor = std::lower_bound(cursor, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
       const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
-      for (; at != sorted.end() && at->first == p; ++at) {
-        candidates.push_back({&forms[at->second], xorb_id, chunk_index});
+      for (; cursor != sorted.end() && cursor->first == p; ++cursor) {
+        candidates.push_back({&forms[cursor->second], xorb_id, chunk_index});
         ++hits[xorb_id];
       }
     }
