@@ -533,7 +533,7 @@ int main(int argc, char** argv) {
     for (std::size_t seed : raw_xorbs) {
       auto raw = index::gen::gen_xorb(seed, kChunksPerXorb).raw;
       std::shuffle(raw.begin(), raw.end(), rng);
-      for (std::size_t i = 0; i < per_xorb && spread.size() < want; ++i) spread.push_back(raw[i]);
+      for (std::size_t i = 0; i < std::min(per_xorb, raw.size()) && spread.size() < want; ++i) spread.push_back(raw[i]);
     }
     std::shuffle(clustered.begin(), clustered.end(), rng);
     std::shuffle(spread.begin(), spread.end(), rng);
