@@ -377,15 +377,12 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         return make_error(kRuleProtocol, "lookup answer with malformed hit arrays");
     }
     // The server answers each partition's prefixes in index order, and the
-    // partitions in turn: each prefix is looked for from the last one found
-    // (a few steps), from the start only if one comes out of order.
+    // partitions in turn: each prefix is looked for from the last one found,
+    // from the start only if one comes out of order.
     auto cursor = sorted.begin();
     for (std::size_t i = 0; i < prefixes.size(); ++i) {
       const std::int64_t p = prefixes[i];
       if (cursor != sorted.begin() && std::prev(cursor)->first >= p) cursor = sorted.begin();
-      while (cursor != sorted.end() && cursor->first < p && std::distance(cursor, sorted.end()) > 8 &&
-             (cursor + 8)->first < p)
-        cursor += 8;
       cursor = std::lower_bound(cursor, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
       const auto xorb_id = std::int32_t(places[i] >> 32), chunk_index = std::int32_t(places[i] & 0xffffffff);
       for (; cursor != sorted.end() && cursor->first == p; ++cursor) {
@@ -438,7 +435,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     if (!fill_ids.empty()) {
       const auto sent = Clock::now();
       Params fp;
-      fp.int4_array(fill_ids).int4_array(fill_hits).int4_array(fill_holders).int8(xorbs_->room());
+      fp.int4_array(fill_ids).int4_array(fill_hits).int4_array(fill_holders).int8(xorbs_->budget());
       fp.int4_array(slice_xorbs).int4_array(slice_chunks);
       auto f = conn_->exec_prepared_until(kFillStatement, fp, deadline.at);
       if (!f) {

@@ -31,8 +31,8 @@ XorbCache::Found XorbCache::find(std::uint32_t era, std::int32_t id, std::int64_
   return {it->second.x, hits + earlier};
 }
 
-void XorbCache::erase(std::unordered_map<Id, Entry>::iterator it) {
-  if (const auto& block = it->second.x->block) {
+void XorbCache::erase(std::unordered_map<Id, Entry>::iterator it, bool evicted) {
+  if (const auto& block = it->second.x->block; block && evicted) {
     // Did it pay back what fetching it whole cost?
     if (it->second.hits * kBytesPerHit >= std::int64_t(block->size())) discount_ = std::max(0, discount_ - 1);
     else discount_ = std::min(kMaxDiscount, discount_ + 1);
@@ -55,15 +55,13 @@ void XorbCache::put(std::uint32_t era, std::int32_t id, CachedXorb x, std::int64
   bool had_block = false;
   if (auto it = entries_.find(key); it != entries_.end()) {
     had_block = it->second.x->block != nullptr;
-    hits = it->second.hits;          // find() counted this lookup's
-    charged_ -= it->second.charged;  // replaced, not evicted: no verdict on its block
-    lru_.erase(it->second.lru);
-    entries_.erase(it);
+    hits = it->second.hits;  // find() counted this lookup's
+    erase(it, false);        // replaced, not evicted: no verdict on its block
   }
   if (shared->block && !had_block) hits = 0;  // from now on, what the block pays back
   if (need > budget_) return;
   while (charged_ + need > budget_ && !lru_.empty()) {
-    erase(entries_.find(lru_.back()));
+    erase(entries_.find(lru_.back()), true);
     ++evictions_;
   }
   charged_ += need;

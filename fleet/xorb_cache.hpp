@@ -77,8 +77,8 @@ class XorbCache {
   // does not fit even then is kept without its block, or not at all; one of
   // an ended era is not kept.
   void put(std::uint32_t era, std::int32_t id, CachedXorb x, std::int64_t hits);
-  // The largest block an entry may hold.
-  std::int64_t room() const { return budget_; }
+  // The budget: the most all entries may cost, so the largest block one may hold.
+  std::int64_t budget() const { return budget_; }
   void clear();
 
   std::int64_t bytes() const;
@@ -103,7 +103,9 @@ class XorbCache {
     std::int64_t charged = 0;
     std::list<Id>::iterator lru;
   };
-  void erase(std::unordered_map<Id, Entry>::iterator it);
+  // `evicted`: dropped for room (its block, if any, is judged on what it
+  // paid back), not replaced.
+  void erase(std::unordered_map<Id, Entry>::iterator it, bool evicted);
 
   const std::int64_t budget_;
   mutable std::mutex mu_;

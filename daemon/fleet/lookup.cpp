@@ -38,10 +38,10 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
   {
     std::lock_guard lock(mu_);
     timeout_ = timeout;
-    if (options.url == options_.url && options.host_name == options_.host_name && cache_bytes == xorb_cache_->room())
+    if (options.url == options_.url && options.host_name == options_.host_name && cache_bytes == xorb_cache_->budget())
       return;
     options_ = std::move(options);
-    if (cache_bytes != xorb_cache_->room()) xorb_cache_ = std::make_shared<fleet::XorbCache>(cache_bytes);
+    if (cache_bytes != xorb_cache_->budget()) xorb_cache_ = std::make_shared<fleet::XorbCache>(cache_bytes);
     options_.key_filter_budget = filter_budget_;
     options_.xorb_cache = xorb_cache_;
     ++generation_;
@@ -94,7 +94,6 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
     // has reached it again.
     ++generation_;
     idle_.clear();
-    xorb_cache_->clear();
     if (!down_) spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", last_error_);
     down_ = true;
   }

@@ -98,7 +98,7 @@ class FleetLookup {
       std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
   // One xorb cache (hashes, holders, CAS blocks of hits) for the whole pool:
   // a block one Reader fetched answers on the others. Started again when
-  // the link goes down or the url changes (a restored database or another
+  // the link comes back after being down, or the url changes (a restored database or another
   // server may hand out the same row ids). Under mu_ (the pointer).
   std::shared_ptr<fleet::XorbCache> xorb_cache_;
   std::chrono::milliseconds timeout_;                 // under mu_

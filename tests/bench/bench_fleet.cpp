@@ -174,11 +174,11 @@ struct Daemon {
     if (!::mkdtemp(tmpl)) die("mkdtemp");
     dir = tmpl;
     std::filesystem::create_directories(dir / "watch");
-    std::ofstream(dir / "dedupd.yaml") << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket()
-                                       << "\nwatch:\n  - " << (dir / "watch").string() << "\nfleet:\n  url: \"" << url
-                                       << "\"\n  host: bench-b\n  lookup_timeout: 10s\n";
-    if (!lookup_cache.empty())
-      std::ofstream(dir / "dedupd.yaml", std::ios::app) << "  lookup_cache: " << lookup_cache << "\n";
+    std::ofstream yaml(dir / "dedupd.yaml");
+    yaml << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket() << "\nwatch:\n  - "
+         << (dir / "watch").string() << "\nfleet:\n  url: \"" << url << "\"\n  host: bench-b\n  lookup_timeout: 10s\n";
+    if (!lookup_cache.empty()) yaml << "  lookup_cache: " << lookup_cache << "\n";
+    yaml.close();
     pid = ::fork();
     if (pid < 0) die("fork");
     if (pid == 0) {

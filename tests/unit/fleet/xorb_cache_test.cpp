@@ -69,6 +69,12 @@ class FleetXorbCache : public ::testing::Test {
     return r ? std::move(*r) : nullptr;
   }
   std::unique_ptr<Reader> reader() { return reader(options(url_)); }
+  // Holders kept an hour: what the cache holds is used, whatever a test's pace.
+  ConnectOptions keeping_holders() const {
+    auto o = options(url_);
+    o.holders_max_age = kHour;
+    return o;
+  }
   // A Reader that keeps nothing: every hit asks for its xorb and entry.
   std::unique_ptr<Reader> uncached() {
     auto o = options(url_);
@@ -85,9 +91,7 @@ class FleetXorbCache : public ::testing::Test {
 TEST_F(FleetXorbCache, CachedAnswersAreTheAnswersAskedInFull) {
   GenXorb big = index::gen::gen_xorb(31, 200), small = index::gen::gen_xorb(32, 3);
   publish(*writer_, make_shard({&big, &small}, 1));
-  auto o = options(url_);
-  o.holders_max_age = kHour;
-  auto r = reader(o);
+  auto r = reader(keeping_holders());
   auto bare = uncached();
   ASSERT_TRUE(r && bare);
 
@@ -132,8 +136,7 @@ TEST_F(FleetXorbCache, HoldersAreReadAgainOnceOlderThanTheirBound) {
   publish(*writer_, s);
   publish(**b, s);
   std::vector<Hash> q = {x.raw[2]};
-  auto o = options(url_);
-  o.holders_max_age = kHour;
+  auto o = keeping_holders();
   auto kept = reader(o);
   o.holders_max_age = std::chrono::milliseconds(50);
   auto brief = reader(o);
@@ -165,9 +168,7 @@ TEST_F(FleetXorbCache, ANewConnectionStartsTheCacheAgain) {
   publish(*writer_, s1);
   Admin admin(url_);
   const std::string id1 = admin.one("SELECT id FROM dedupd.xorb");
-  auto o = options(url_);
-  o.holders_max_age = kHour;
-  auto r = reader(o);
+  auto r = reader(keeping_holders());
   ASSERT_TRUE(r);
   std::vector<Hash> q1(x1.raw.begin(), x1.raw.end()), q2(x2.raw.begin(), x2.raw.end());
   EXPECT_EQ(lookup(*r, q1).locations.size(), q1.size());
@@ -199,9 +200,7 @@ TEST_F(FleetXorbCache, ADatabaseRestoredUnderALiveConnectionIsNotAnsweredFromThe
   const auto dump = std::filesystem::temp_directory_path() / (db_ + ".dump");
   ASSERT_EQ(std::system(("pg_dump -Fc -d '" + url_ + "' -f '" + dump.string() + "'").c_str()), 0);
   publish(*writer_, make_shard({&x2}, 2));
-  auto o = options(url_);
-  o.holders_max_age = kHour;
-  auto r = reader(o);
+  auto r = reader(keeping_holders());
   ASSERT_TRUE(r);
   std::vector<Hash> q2(x2.raw.begin(), x2.raw.end()), q3(x3.raw.begin(), x3.raw.end());
   EXPECT_EQ(lookup(*r, q2).locations.size(), q2.size());
@@ -254,8 +253,7 @@ TEST_F(FleetXorbCache, ReadersSharingACacheFetchABlockOnce) {
   GenXorb x = index::gen::gen_xorb(42, 200);
   publish(*writer_, make_shard({&x}, 1));
   auto cache = std::make_shared<XorbCache>(kDefaultXorbCacheBytes);
-  auto o = options(url_);
-  o.holders_max_age = kHour;
+  auto o = keeping_holders();
   o.xorb_cache = cache;
   auto first = reader(o), second = reader(o);
   auto bare = uncached();
@@ -293,9 +291,7 @@ TEST_F(FleetXorbCache, ReadersSharingACacheFetchABlockOnce) {
 TEST_F(FleetXorbCache, HitsOfSeveralLookupsAddUpToAWholeBlock) {
   GenXorb x = index::gen::gen_xorb(44, 200);  // a 9,648-byte block: 3 hits
   publish(*writer_, make_shard({&x}, 1));
-  auto o = options(url_);
-  o.holders_max_age = kHour;
-  auto r = reader(o);
+  auto r = reader(keeping_holders());
   ASSERT_TRUE(r);
   for (std::size_t i = 0; i < 2; ++i) {
     auto a = lookup(*r, std::vector<Hash>{x.raw[10 + i]});
