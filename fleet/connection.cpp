@@ -26,22 +26,24 @@ std::string trimmed(const char* message) {
   return s;
 }
 
-// Waits for the socket until the deadline; false when it passed.
-bool wait_socket(PGconn* c, bool for_write, Clock::time_point deadline) {
+// Waits for the socket until the deadline; false when it passed. The end is
+// asked again each time a wait runs out: a patient deadline moves on while
+// the server is seen answering (fleet/deadline.hpp).
+bool wait_socket(PGconn* c, bool for_write, const Deadline& deadline) {
   int fd = PQsocket(c);
   if (fd < 0) return true;  // libpq reports the failure on the next call
   for (;;) {
     int timeout_ms = -1;
-    if (deadline != Clock::time_point::max()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const Clock::time_point end = deadline.end();
+    if (end != Clock::time_point::max()) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(end - Clock::now()).count();
       if (left <= 0) return false;
-      timeout_ms = int(std::min<long long>(left + 1, 1 << 30));
+      timeout_ms = int(std::min<long long>(left, 1 << 30));
     }
     pollfd p{fd, short(for_write ? POLLOUT : POLLIN), 0};
     int n = ::poll(&p, 1, timeout_ms);
     if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return true;
+    if (n < 0 && errno != EINTR) return true;
   }
 }
 
@@ -119,7 +121,7 @@ Result<Ok> Connection::exec_script(const char* sql) {
   return Ok{};
 }
 
-Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params, Clock::time_point deadline) {
+Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params, const Deadline& deadline) {
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
   std::vector<unsigned> types;
@@ -129,14 +131,14 @@ Result<Rows> Connection::exec_until(const char* sql, const wire::Params& params,
   return finish_until(deadline);
 }
 
-Result<Ok> Connection::prepare_until(const char* name, const char* sql, int n_params, Clock::time_point deadline) {
+Result<Ok> Connection::prepare_until(const char* name, const char* sql, int n_params, const Deadline& deadline) {
   if (!PQsendPrepare(c_, name, sql, n_params, nullptr)) return fail(kRuleConnect, "cannot send the statement", nullptr);
   auto r = finish_until(deadline);
   if (!r) return r.error();
   return Ok{};
 }
 
-Result<Rows> Connection::exec_prepared_until(const char* name, const wire::Params& params, Clock::time_point deadline) {
+Result<Rows> Connection::exec_prepared_until(const char* name, const wire::Params& params, const Deadline& deadline) {
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
   std::vector<unsigned> types;
@@ -146,7 +148,7 @@ Result<Rows> Connection::exec_prepared_until(const char* name, const wire::Param
   return finish_until(deadline);
 }
 
-Result<Rows> Connection::finish_until(Clock::time_point deadline) {
+Result<Rows> Connection::finish_until(const Deadline& deadline) {
   // Send everything, then read until libpq has the whole answer.
   for (;;) {
     int f = PQflush(c_);
@@ -180,7 +182,7 @@ Result<Rows> Connection::finish_until(Clock::time_point deadline) {
 }
 
 Result<Ok> Connection::copy_in(const char* copy_sql, std::span<const std::uint8_t> body) {
-  auto deadline = statement_deadline();
+  const Deadline deadline = statement_deadline();
   if (!PQsendQuery(c_, copy_sql)) return fail(kRuleConnect, "cannot send COPY", nullptr);
   for (;;) {  // wait for the server to enter COPY IN
     while (PQisBusy(c_)) {

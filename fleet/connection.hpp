@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleet/deadline.hpp"
 #include "fleet/errors.hpp"
 #include "fleet/wire.hpp"
 #include "shard/hash.hpp"
@@ -79,15 +80,14 @@ class Connection {
   Result<Rows> exec(const char* sql, const wire::Params& params = {});
   // Simple-protocol script (several statements, no parameters).
   Result<Ok> exec_script(const char* sql);
-  // Statement bounded by the deadline. On fleet.timeout the connection is
-  // left mid-statement: the caller must drop it.
-  Result<Rows> exec_until(const char* sql, const wire::Params& params, std::chrono::steady_clock::time_point deadline);
+  // Statement bounded by the deadline (with its patience, while the server
+  // answers). On fleet.timeout the connection is left mid-statement: the
+  // caller must drop it.
+  Result<Rows> exec_until(const char* sql, const wire::Params& params, const Deadline& deadline);
   // Prepares a named statement, bounded by the deadline.
-  Result<Ok> prepare_until(const char* name, const char* sql, int n_params,
-                           std::chrono::steady_clock::time_point deadline);
+  Result<Ok> prepare_until(const char* name, const char* sql, int n_params, const Deadline& deadline);
   // Runs a prepared statement, bounded by the deadline (as exec_until).
-  Result<Rows> exec_prepared_until(const char* name, const wire::Params& params,
-                                   std::chrono::steady_clock::time_point deadline);
+  Result<Rows> exec_prepared_until(const char* name, const wire::Params& params, const Deadline& deadline);
   // COPY ... FROM STDIN (FORMAT binary) of a body built by wire::CopyBody.
   Result<Ok> copy_in(const char* copy_sql, std::span<const std::uint8_t> body);
   // ROLLBACK, keeping last_sqlstate() of the statement that failed.
@@ -101,7 +101,7 @@ class Connection {
   // Marks the connection unusable (mid-statement) and names the timeout.
   Error timed_out(const char* what);
   // Sends what libpq holds and reads every result of the statement sent.
-  Result<Rows> finish_until(std::chrono::steady_clock::time_point deadline);
+  Result<Rows> finish_until(const Deadline& deadline);
   std::chrono::steady_clock::time_point statement_deadline() const;
   PGconn* c_;
   std::string sqlstate_;

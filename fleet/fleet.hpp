@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleet/deadline.hpp"
 #include "fleet/errors.hpp"
 #include "shard/chunk_answers.hpp"
 #include "shard/hash.hpp"
@@ -69,12 +70,6 @@ inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(16) << 20;
 // 16 MiB: about 80 CAS blocks of 4,096 chunks (196 KB each), whatever the
 // number of Readers sharing it.
 inline constexpr std::int64_t kDefaultXorbCacheBytes = std::int64_t(16) << 20;
-
-// Bounds how long a call waits on the server.
-struct Deadline {
-  std::chrono::steady_clock::time_point at;
-  static Deadline in(std::chrono::milliseconds d) { return {std::chrono::steady_clock::now() + d}; }
-};
 
 // The schema version this build creates and understands.
 std::uint32_t known_schema_version();
@@ -268,6 +263,10 @@ class Reader {
   Result<std::optional<FileAnswer>> file(const Hash& file_hash, Deadline deadline);
   Result<std::vector<Hash>> files_with_sha256(const Hash& sha256, Deadline deadline);
   Result<Status> status(Deadline deadline);
+  // One round trip that asks the server for no work ("SELECT 1"): proof
+  // that it answers, for a pool judging whether a lookup that outlasts its
+  // bound is slow or facing a server that is down.
+  Result<Ok> ping(Deadline deadline);
   const LookupCounters& last_lookup() const { return counters_; }
   // The xorb cache (fleet/xorb_cache.hpp): entries and bytes held, entries
   // dropped for room since the Reader was made.

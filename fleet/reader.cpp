@@ -168,7 +168,7 @@ void Reader::drop_connection() {
 }
 
 Result<detail::Rows> Reader::query(const char* sql, const wire::Params& params, Deadline deadline) {
-  auto rows = conn_->exec_until(sql, params, deadline.at);
+  auto rows = conn_->exec_until(sql, params, deadline);
   if (!rows && rows.error().rule != std::string(kRuleQuery)) drop_connection();
   return rows;
 }
@@ -329,7 +329,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     ++counters_.rounds;
     Params params;
     for (auto& p : by_partition) params.int8_array(p);
-    auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline.at);
+    auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline);
     if (!rows) {
       if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
       return rows.error();
@@ -437,7 +437,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       Params fp;
       fp.int4_array(fill_ids).int4_array(fill_hits).int4_array(fill_holders).int8(xorbs_->budget());
       fp.int4_array(slice_xorbs).int4_array(slice_chunks);
-      auto f = conn_->exec_prepared_until(kFillStatement, fp, deadline.at);
+      auto f = conn_->exec_prepared_until(kFillStatement, fp, deadline);
       if (!f) {
         if (f.error().rule != std::string(kRuleQuery)) drop_connection();
         return f.error();
@@ -642,6 +642,12 @@ Result<std::vector<Hash>> Reader::files_with_sha256(const Hash& sha256, Deadline
   std::vector<Hash> out;
   for (int r = 0; r < rows->size(); ++r) out.push_back(rows->hash(r, 0));
   return out;
+}
+
+Result<Ok> Reader::ping(Deadline deadline) {
+  if (auto c = ensure_connected(deadline); !c) return c.error();
+  if (auto r = query("SELECT 1", {}, deadline); !r) return r.error();
+  return Ok{};
 }
 
 Result<Status> Reader::status(Deadline deadline) {

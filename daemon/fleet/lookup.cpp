@@ -18,10 +18,14 @@ bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 }  // namespace
 
 FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, std::int64_t cache_bytes)
-    : options_(std::move(options)), xorb_cache_(std::make_shared<fleet::XorbCache>(cache_bytes)), timeout_(timeout) {
+    : options_(std::move(options)),
+      xorb_cache_(std::make_shared<fleet::XorbCache>(cache_bytes)),
+      timeout_(timeout),
+      patience_(timeout) {
   options_.key_filter_budget = filter_budget_;
   options_.xorb_cache = xorb_cache_;
   connector_ = std::thread([this] { run_connector(); });
+  heartbeat_ = std::thread([this] { run_heartbeat(); });
 }
 
 FleetLookup::~FleetLookup() {
@@ -29,8 +33,10 @@ FleetLookup::~FleetLookup() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  beat_.notify_all();
   wake_.post();
   connector_.join();
+  heartbeat_.join();
 }
 
 void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::milliseconds timeout,
@@ -38,6 +44,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
   {
     std::lock_guard lock(mu_);
     timeout_ = timeout;
+    patience_.set_silence(timeout);
     if (options.url == options_.url && options.host_name == options_.host_name && cache_bytes == xorb_cache_->budget())
       return;
     options_ = std::move(options);
@@ -77,11 +84,12 @@ std::optional<FleetLookup::Lease> FleetLookup::borrow(bool* busy) {
   }
   Lease l{std::move(idle_.back()), generation_, timeout_};
   idle_.pop_back();
-  ++in_use_;
+  if (in_use_++ == 0) beat_.notify_all();
   return l;
 }
 
 void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) {
+  if (!error) patience_.answered();
   std::lock_guard lock(mu_);
   --in_use_;
   if (!error) {
@@ -89,7 +97,12 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
     return;
   }
   last_error_ = error->to_string();
-  if (outage(*error) && lease.generation == generation_) {
+  // Past its work bound while the server answers pings: this lookup was
+  // slow (a huge block, a lock, a standby's replay conflict); the others
+  // may go on.
+  const bool slow = error->rule == std::string(fleet::kRuleTimeout) && patience_.answering();
+  if (slow) spdlog::warn("fleet: a lookup outlasted its bound while the fleet database answers: {}", last_error_);
+  if (outage(*error) && !slow && lease.generation == generation_) {
     // The others lead to the same server: none is lent until the connector
     // has reached it again.
     ++generation_;
@@ -102,10 +115,12 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
 }
 
 template <class F>
-Reach FleetLookup::with_reader(F&& f, bool* busy) {
+Reach FleetLookup::with_reader(F&& f, bool* busy, std::size_t work_hashes) {
   auto lease = borrow(busy);
   if (!lease) return Reach::unavailable;
-  std::optional<fleet::Error> error = f(*lease->reader, fleet::Deadline::in(lease->timeout));
+  const auto work = lease->timeout + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         kWorkPerHash * std::int64_t(std::max<std::size_t>(1, work_hashes)));
+  std::optional<fleet::Error> error = f(*lease->reader, fleet::Deadline::patient(lease->timeout, patience_, work));
   settle(std::move(*lease), error);
   return error ? Reach::unavailable : Reach::answered;
 }
@@ -162,6 +177,41 @@ void FleetLookup::run_connector() {
   }
 }
 
+void FleetLookup::run_heartbeat() {
+  std::unique_ptr<fleet::Reader> reader;
+  std::uint64_t made_for = 0;  // the generation `reader` was made for
+  std::unique_lock lock(mu_);
+  for (;;) {
+    beat_.wait(lock, [&] { return stopping_ || (in_use_ > 0 && !options_.url.empty()); });
+    if (stopping_) return;
+    const fleet::ConnectOptions o = options_;
+    const std::chrono::milliseconds bound = timeout_;
+    if (made_for != generation_) reader.reset();  // another url, or after an outage
+    made_for = generation_;
+    lock.unlock();
+    // Its own connection, never lent: a ping must not wait behind a lookup.
+    // No answer within the bound (at most a second, so that stopping is
+    // never held up for long) is no evidence either way.
+    const auto ping_bound = std::min<std::chrono::milliseconds>(bound, std::chrono::seconds(1));
+    if (!reader) {
+      // Within connect_timeout, as the connector connects: a connection
+      // that answers is itself the first evidence.
+      auto r = fleet::Reader::connect(o);
+      if (r) {
+        reader = std::move(r).value();
+        patience_.answered();
+      }
+    } else if (reader->ping(fleet::Deadline::in(ping_bound))) {
+      patience_.answered();
+    } else {
+      reader.reset();  // connected again on the next beat
+    }
+    const auto beat = std::clamp<std::chrono::milliseconds>(bound / 4, kMinBeat, kMaxBeat);
+    lock.lock();
+    beat_.wait_for(lock, beat, [&] { return stopping_; });
+  }
+}
+
 Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers& out, bool* busy) {
   return with_reader(
       [&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
@@ -169,7 +219,7 @@ Reach FleetLookup::chunks(std::span<const fleet::Hash> raw, fleet::ChunkAnswers&
         if (!res) return res.error();
         return std::nullopt;
       },
-      busy);
+      busy, raw.size());
 }
 
 Reach FleetLookup::xorb(const fleet::Hash& h, std::optional<fleet::XorbAnswer>& out) {

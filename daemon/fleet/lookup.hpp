@@ -7,16 +7,28 @@
 // connect_timeout and a server that accepts and never answers all cost the
 // connector thread, never a request.
 //
-// A Reader whose call failed is dropped, never lent again. A timeout or a
-// lost connection also empties the pool (its other connections lead to the
-// same stopped or unreachable server) and marks the link down until the
-// connector has connected again, so an outage costs at most one bound per
-// request in flight when it starts and nothing after. Requests hold the
-// pool's lock only to take or return a Reader: a stuck connection holds up
-// its own request and no other.
+// lookup_timeout bounds the wait for a database that does not answer, not
+// the work of one that does. While lookups are in flight, a heartbeat thread
+// pings the server on a connection of its own, and every statement that
+// comes back counts too (fleet::Patience): a lookup still running at its
+// bound waits on while the server answered within the last lookup_timeout,
+// up to lookup_timeout plus kWorkPerHash for each hash it asks (a 4,096-hash
+// block of a stream on a busy host). A stopped or unreachable server
+// answers no ping, so a wait still ends one bound after its last answer.
+//
+// A Reader whose call failed is dropped, never lent again. A timeout while
+// the server does not answer, or a lost connection, also empties the pool
+// (its other connections lead to the same stopped or unreachable server)
+// and marks the link down until the connector has connected again, so an
+// outage costs at most one bound per request in flight when it starts and
+// nothing after. A lookup that outlasts even its work bound while the
+// server answers drops its Reader only: a slow answer is not an outage.
+// Requests hold the pool's lock only to take or return a Reader: a stuck
+// connection holds up its own request and no other.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -75,6 +87,14 @@ class FleetLookup {
   static constexpr std::size_t kMaxIdle = 8;
   static constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
   static constexpr auto kMaxBackoff = std::chrono::milliseconds(2000);
+  // The most a lookup may work past lookup_timeout while the server
+  // answers, per hash asked: about 35 times what a hash costs a loaded
+  // 2-core host (7 us), so a 4,096-hash block may take about 1 s, and a
+  // one-hash answer no more than the bound.
+  static constexpr auto kWorkPerHash = std::chrono::microseconds(250);
+  // The heartbeat pings this often (a quarter of the bound, within these).
+  static constexpr auto kMinBeat = std::chrono::milliseconds(2);
+  static constexpr auto kMaxBeat = std::chrono::milliseconds(250);
 
  private:
   struct Lease {
@@ -86,9 +106,11 @@ class FleetLookup {
   // is up, every Reader lent out.
   std::optional<Lease> borrow(bool* busy = nullptr);
   void settle(Lease lease, const std::optional<fleet::Error>& error);
+  // `f` on a borrowed Reader, under a patient deadline for `work_hashes`.
   template <class F>
-  Reach with_reader(F&& f, bool* busy = nullptr);
+  Reach with_reader(F&& f, bool* busy = nullptr, std::size_t work_hashes = 1);
   void run_connector();
+  void run_heartbeat();
 
   mutable std::mutex mu_;
   fleet::ConnectOptions options_;  // under mu_
@@ -110,8 +132,14 @@ class FleetLookup {
   bool stopping_ = false;   // under mu_
   std::string last_error_;  // under mu_
 
+  // When the server last answered (a statement or a heartbeat ping), and
+  // how long a silence means it does not: lookup_timeout.
+  fleet::Patience patience_;
+  std::condition_variable beat_;  // under mu_: lookups in flight, or stopping
+
   WakeFd wake_;  // posted when the pool needs a connection, or to stop
   std::thread connector_;
+  std::thread heartbeat_;
 };
 
 }  // namespace dedupd::daemon::fleet_link

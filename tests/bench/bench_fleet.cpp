@@ -17,14 +17,17 @@
 //   bytes per chunk entry: pg_total_relation_size of the fleet schema's
 //     tables (with their indexes and TOAST) / entries, and the bare table's.
 //
-//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL [--reuse]] [--lookup-cache SIZE] [--quick]
+//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL [--reuse]] [--lookup-cache SIZE]
+//               [--lookup-timeout T] [--quick]
 // Default N = 10,000,000 (xorbs of 4096 chunks, shards of 16 xorbs = 65,536
 // entries; a tenth of the shards keyed under K = 4 keys). --quick (the ctest
 // smoke) runs 200,000. --url: an existing, empty database instead of a
 // throwaway server (left as the run leaves it); with --reuse, one that an
 // earlier --url run with the same N and K filled: publishing is skipped and
 // only lookups and sizes are measured. --lookup-cache: the daemon's
-// fleet.lookup_cache (default its own, 16M).
+// fleet.lookup_cache (default its own, 16M). --lookup-timeout: the daemon's
+// fleet.lookup_timeout (default its own: a user's daemon is measured as it
+// runs out of the box).
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -169,14 +172,15 @@ fleet::wire::Params raw_prefix_params(std::span<const shard::Hash> hashes) {
 struct Daemon {
   std::filesystem::path dir;
   pid_t pid = -1;
-  Daemon(const std::string& url, const std::string& lookup_cache) {
+  Daemon(const std::string& url, const std::string& lookup_cache, const std::string& lookup_timeout) {
     char tmpl[] = "/tmp/dedupd-bench-fleet-daemon-XXXXXX";
     if (!::mkdtemp(tmpl)) die("mkdtemp");
     dir = tmpl;
     std::filesystem::create_directories(dir / "watch");
     std::ofstream yaml(dir / "dedupd.yaml");
     yaml << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket() << "\nwatch:\n  - "
-         << (dir / "watch").string() << "\nfleet:\n  url: \"" << url << "\"\n  host: bench-b\n  lookup_timeout: 10s\n";
+         << (dir / "watch").string() << "\nfleet:\n  url: \"" << url << "\"\n  host: bench-b\n";
+    if (!lookup_timeout.empty()) yaml << "  lookup_timeout: " << lookup_timeout << "\n";
     if (!lookup_cache.empty()) yaml << "  lookup_cache: " << lookup_cache << "\n";
     yaml.close();
     pid = ::fork();
@@ -216,7 +220,7 @@ struct Daemon {
 
 int main(int argc, char** argv) {
   std::size_t entries = 10'000'000, keys = 4, block = 10'000;
-  std::string url_option, lookup_cache;
+  std::string url_option, lookup_cache, lookup_timeout;
   bool reuse = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -230,8 +234,11 @@ int main(int argc, char** argv) {
     else if (a == "--url" && i + 1 < argc) url_option = argv[++i];
     else if (a == "--reuse") reuse = true;
     else if (a == "--lookup-cache" && i + 1 < argc) lookup_cache = argv[++i];
+    else if (a == "--lookup-timeout" && i + 1 < argc) lookup_timeout = argv[++i];
     else if (a == "--quick") entries = 200'000;
-    else die("unknown option " + a + " (--entries N --keys K --block B --url URL --reuse --lookup-cache SIZE --quick)");
+    else
+      die("unknown option " + a +
+          " (--entries N --keys K --block B --url URL --reuse --lookup-cache SIZE --lookup-timeout T --quick)");
   }
   if (reuse && url_option.empty()) die("--reuse needs --url (the database an earlier --url run filled)");
   const std::size_t per_shard = kChunksPerXorb * kXorbsPerShard;
@@ -537,7 +544,7 @@ int main(int argc, char** argv) {
     }
     std::shuffle(clustered.begin(), clustered.end(), rng);
     std::shuffle(spread.begin(), spread.end(), rng);
-    Daemon daemon(url, lookup_cache);
+    Daemon daemon(url, lookup_cache, lookup_timeout);
     const auto warm = daemon.dir / "warm.txt";
     {
       std::ofstream f(warm);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
@@ -71,9 +72,10 @@ struct Host {
                     const std::string& fleet_extra = "") {
     std::ofstream f(config);
     f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
-      << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name
-      << "\n  lookup_timeout: " << lookup_timeout << "\n"
-      << fleet_extra;
+      << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
+    // Empty: the daemon's own default, as a user runs it.
+    if (!lookup_timeout.empty()) f << "  lookup_timeout: " << lookup_timeout << "\n";
+    f << fleet_extra;
   }
   void start() {
     LaunchOptions o;
@@ -402,6 +404,94 @@ TEST_F(Fleet, AStreamedBatchOfManyBlocksIsAnsweredWholeFromTheFleet) {
       EXPECT_EQ(loc["origin"], "fleet");
     }
   }
+}
+
+// Two processes per core spinning until the guard ends them: the daemon, the
+// database and the client then share a busy machine, as on a build host.
+class CpuLoad {
+ public:
+  CpuLoad() {
+    const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    for (long i = 0; i < 2 * cores; ++i) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        volatile std::uint64_t x = 0;
+        for (;;) x = x + 1;  // killed by the guard
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~CpuLoad() {
+    for (pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  CpuLoad(const CpuLoad&) = delete;
+  CpuLoad& operator=(const CpuLoad&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// The regression of fd0e0e3: on the default config, a stream of hashes only
+// the fleet holds, spread over many xorbs (so each block's lookup fetches
+// many CAS blocks), on a machine busy with other work. A block's lookup
+// took longer than lookup_timeout (50 ms), which the pool took for an
+// outage: it dropped every connection and the xorb cache, so the next
+// blocks were slower still, and the stream found nothing from the fleet.
+// A database that works is not a database that is down: every hash is
+// found, and the daemon never reports the fleet unavailable.
+TEST_F(Fleet, AStreamOfFleetOnlyHashesOnTheDefaultConfigOfABusyHostFindsThemAll) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url, "");
+  Host& b = add_host("host-b", url, "");
+  for (Host* h : {&a, &b}) h->start();
+  std::vector<MadeShard> shards;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    shards.push_back(make_shard({.seed = 1750 + i, .xorbs = 32, .chunks_per_xorb = 1024}));
+    drop_file(a.incoming, shards.back().file_name(), shards.back().bytes);
+  }
+  for (const MadeShard& s : shards)
+    ASSERT_TRUE(
+        eventually([&] { return fleet_holders(b, s.first_chunks[31]).has_value(); }, std::chrono::seconds(120)));
+  // Every chunk, shuffled: each 4,096-hash block hits every xorb.
+  std::vector<std::string> hashes;
+  for (const MadeShard& s : shards) {
+    auto view = shard::ShardView::parse(s.bytes);
+    ASSERT_TRUE(view);
+    for (const auto& x : view->xorbs())
+      for (std::uint32_t i = 0; i < x.num_chunks(); ++i)
+        hashes.push_back(shard::Hash::from_bytes({x.chunk_hash_bytes(i), 32}).to_string());
+  }
+  ASSERT_EQ(hashes.size(), 4u * 32 * 1024);
+  std::shuffle(hashes.begin(), hashes.end(), std::mt19937(1750));
+  const fs::path in = b.dir / "hashes.txt";
+  {
+    std::ofstream f(in);
+    for (const auto& h : hashes) f << h << '\n';
+  }
+  const std::size_t log_before = b.log_text().size();  // B started before A made the schema
+  const fs::path out = b.dir / "answers.txt", err = b.dir / "query.err";
+  const std::string cmd = dedupctl_binary() + " --socket " + b.socket.string() + " query --format short - < " +
+                          in.string() + " > " + out.string() + " 2> " + err.string();
+  for (int round = 0; round < 3; ++round) {
+    int rc = 0;
+    {
+      CpuLoad load;
+      rc = run(cmd);
+    }
+    std::ifstream answers(out);
+    std::size_t found = 0, lines = 0;
+    for (std::string line; std::getline(answers, line); ++lines) found += line.find(" found ") != std::string::npos;
+    std::ifstream e(err);
+    std::stringstream warnings;
+    warnings << e.rdbuf();
+    EXPECT_EQ(rc, 0) << "round " << round << ": " << warnings.str();
+    EXPECT_EQ(lines, hashes.size()) << "round " << round;
+    EXPECT_EQ(found, hashes.size()) << "round " << round << ": " << warnings.str();
+  }
+  EXPECT_EQ(b.log_text().find("lookups answer locally until", log_before), std::string::npos)
+      << "the fleet was taken for down while it answered";
 }
 
 TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
