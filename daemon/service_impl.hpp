@@ -35,6 +35,7 @@ class ServiceImpl final : public Service {
   fleet_link::Reach fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) override;
   fleet_link::Reach fleet_sha256(const shard::Hash& h, std::vector<shard::Hash>& out) override;
   std::optional<fleet_link::PublisherState> fleet_state() const override;
+  bool fleet_configured() const override;
   shard::Result<fleet::Status> fleet_status() override;
   shard::Result<bool> fleet_forget_host(const std::string& name) override;
   shard::Result<std::uint64_t> fleet_retry() override;

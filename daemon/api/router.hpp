@@ -28,11 +28,16 @@ enum class Body {
   hashes,  // a hash batch of any size, parsed as it arrives (HashSpool)
 };
 
+// Whether a read handler may wait on the fleet database (up to its bound):
+// with a fleet configured, those run off the HTTP threads (job_queue.hpp).
+enum class Wait { none, fleet };
+
 struct MethodEntry {
   std::string_view method;
   Handler handler;
   Access access = Access::read;
   Body body = Body::none;
+  Wait wait = Wait::none;
 };
 
 struct Route {

@@ -31,12 +31,12 @@
 
 #include "api/routes.hpp"
 #include "daemon/api/access.hpp"
-#include "daemon/api/admin_queue.hpp"
 #include "daemon/api/batch_request.hpp"
 #include "daemon/api/body_budget.hpp"
 #include "daemon/api/connection_sweeper.hpp"
 #include "daemon/api/connections.hpp"
 #include "daemon/api/hash_spool.hpp"
+#include "daemon/api/job_queue.hpp"
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/router.hpp"
 #include "daemon/api/routes.hpp"
@@ -48,6 +48,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Reads that may wait on the fleet, at once: one per connection its pool
+// may lend, and two more, which find none idle and answer at once.
+constexpr std::size_t kFleetJobThreads = fleet_link::kFleetPoolMax + 2;
 // What a route that takes no body accepts (and ignores): a client sending
 // "{}" with a POST is not worth a 413.
 constexpr std::size_t kStrayBodyBytes = 1024;
@@ -99,8 +102,10 @@ struct RequestState {
   // until MHD has the (bodyless) request so the connection stays open.
   std::optional<http::Response> early;
   unsigned status = 0;
-  enum class Admin { idle, running, done } admin = Admin::idle;
-  http::Response admin_result;
+  // A handler run off the HTTP threads (JobQueue): admin, or a read that
+  // may wait on the fleet.
+  enum class OffThread { idle, running, done } off_thread = OffThread::idle;
+  http::Response off_thread_result;
 };
 
 void free_body(void* cls) { delete static_cast<std::string*>(cls); }
@@ -197,7 +202,8 @@ struct ApiServer::Impl {
   http::Metrics metrics;
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
-  std::unique_ptr<http::AdminQueue> admin_queue;
+  std::unique_ptr<http::JobQueue> admin_jobs;
+  std::unique_ptr<http::JobQueue> fleet_jobs;
   http::BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
@@ -232,7 +238,8 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
       return fail(fmt::format("cannot use the inherited socket for {}: {}", options.socket_path, std::strerror(errno)));
     }
   }
-  admin_queue = std::make_unique<http::AdminQueue>();
+  admin_jobs = std::make_unique<http::JobQueue>(1);
+  fleet_jobs = std::make_unique<http::JobQueue>(kFleetJobThreads);
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
@@ -249,7 +256,8 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
                          &Impl::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
                          MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
-    admin_queue.reset();
+    admin_jobs.reset();
+    fleet_jobs.reset();
     if (bound_path) {
       close(listen_fd);
       unlink(options.socket_path.c_str());
@@ -267,12 +275,14 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
 void ApiServer::Impl::stop() {
   if (!mhd) return;
   sweeper.reset();
-  // Admin jobs resume their suspended connections; MHD must not be stopped
-  // while any is suspended.
-  admin_queue->stop();
+  // Jobs resume their suspended connections; MHD must not be stopped while
+  // any is suspended.
+  admin_jobs->stop();
+  fleet_jobs->stop();
   MHD_stop_daemon(mhd);
   mhd = nullptr;
-  admin_queue.reset();
+  admin_jobs.reset();
+  fleet_jobs.reset();
   // MHD does not close a listen socket it was handed.
   if (listen_fd >= 0) close(listen_fd);
   listen_fd = -1;
@@ -460,23 +470,26 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
     st.request.hashes = std::move(st.spool);
     st.parser.reset();
   }
-  if (st.entry->access == http::Access::read) return respond(conn, st, run_handler(*st.entry, st.request));
+  http::JobQueue* jobs = nullptr;
+  if (st.entry->access == http::Access::admin) jobs = admin_jobs.get();
+  else if (st.entry->wait == http::Wait::fleet && context.service.fleet_configured()) jobs = fleet_jobs.get();
+  if (!jobs) return respond(conn, st, run_handler(*st.entry, st.request));
 
-  switch (st.admin) {
-    case RequestState::Admin::idle: {
-      st.admin = RequestState::Admin::running;
+  switch (st.off_thread) {
+    case RequestState::OffThread::idle: {
+      st.off_thread = RequestState::OffThread::running;
       MHD_suspend_connection(conn);
-      admin_queue->post([this, conn, &st] {
-        st.admin_result = run_handler(*st.entry, st.request);
-        st.admin = RequestState::Admin::done;
+      jobs->post([this, conn, &st] {
+        st.off_thread_result = run_handler(*st.entry, st.request);
+        st.off_thread = RequestState::OffThread::done;
         MHD_resume_connection(conn);
       });
       return MHD_YES;
     }
-    case RequestState::Admin::running:  // not expected: suspended until done
+    case RequestState::OffThread::running:  // not expected: suspended until done
       return MHD_YES;
-    case RequestState::Admin::done:
-      return respond(conn, st, std::move(st.admin_result));
+    case RequestState::OffThread::done:
+      return respond(conn, st, std::move(st.off_thread_result));
   }
   return MHD_NO;
 }

@@ -85,6 +85,8 @@ class Service {
   }
   // The publisher's state; nullopt without a fleet.
   virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
+  // A fleet is configured: lookups may wait on its database.
+  virtual bool fleet_configured() const { return false; }
   // The whole fleet as the database sees it (a longer bound: an operator
   // asks). "daemon.no_fleet" without a fleet; "fleet.*" when it is out of reach.
   [[nodiscard]] virtual shard::Result<fleet::Status> fleet_status() {

@@ -84,7 +84,7 @@ class FleetLookup {
 
   // Connections kept ready; the pool grows toward this when requests find
   // it empty while the link is up.
-  static constexpr std::size_t kMaxIdle = 8;
+  static constexpr std::size_t kMaxIdle = kFleetPoolMax;
   static constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
   static constexpr auto kMaxBackoff = std::chrono::milliseconds(2000);
   // The most a lookup may work past lookup_timeout while the server

@@ -68,6 +68,8 @@ fleet_link::Reach ServiceImpl::fleet_sha256(const shard::Hash& h, std::vector<sh
 
 std::optional<fleet_link::PublisherState> ServiceImpl::fleet_state() const { return daemon_.fleet_state(); }
 
+bool ServiceImpl::fleet_configured() const { return daemon_.fleet_enabled(); }
+
 shard::Result<fleet::Status> ServiceImpl::fleet_status() {
   if (!daemon_.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
   fleet::Status out;

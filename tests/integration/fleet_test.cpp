@@ -729,7 +729,9 @@ TEST_F(Fleet, AServerThatNeverAnswersCostsRequestsNoWait) {
 
 // A connection that was fine and then stops answering (the server is
 // SIGSTOPped) holds up the one request using it, never the others: they get
-// no connection and answer at once, marked unavailable, while it waits.
+// no connection and answer at once, marked unavailable, while it waits. So
+// a read that may wait on the fleet never runs on an HTTP thread, which
+// serves every connection it accepted (daemon/api/job_queue.hpp).
 TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
   Cluster pg = Cluster::start_own();
   std::string url = pg.primary_url(pg.new_database());
@@ -745,10 +747,21 @@ TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
   ASSERT_TRUE(
       eventually([&] { return b.http().get("/v1/chunk/" + unknown.first_chunks[0].to_string()).status == 200; }));
 
-  auto pids = pg.primary_pids();
+  // Several connections ready, as on a host serving several clients: the
+  // pool grows while requests find every connection lent. At fd0e0e3 two
+  // stuck requests then held both HTTP threads, and every connection those
+  // threads had accepted waited with them (the flaky failure: nothing was
+  // answered until the header timeout closed them).
+  for (int round = 0; round < 4; ++round) {
+    Concurrent warm(b.socket);
+    for (int i = 0; i < 8; ++i) warm.get("/v1/chunk/" + s.raw_chunks[1].to_string());
+    warm.join();
+    ::usleep(100'000);  // the connector fills the pool
+  }
+  auto pids = pg.sigstop_primary();
   ASSERT_FALSE(pids.empty());
-  for (int pid : pids) ::kill(pid, SIGSTOP);
-  constexpr int kRequests = 6;
+  // More requests than the pool keeps connections: some find none idle.
+  constexpr int kRequests = 12;
   std::vector<Response> answered;
   {
     Concurrent misses(b.socket);

@@ -899,9 +899,8 @@ TEST(FleetOutage, AStoppedServerCostsAtMostTheDeadline) {
   publish(*w, make_shard({&x}, 1));
   auto r = reader(url);
   ASSERT_TRUE(r);
-  auto pids = own.primary_pids();
+  auto pids = own.sigstop_primary();
   ASSERT_GE(pids.size(), 2u);
-  for (int pid : pids) ::kill(pid, SIGSTOP);
   std::vector<Hash> q = {x.raw[0]};
   ChunkAnswers out;
   auto res = r->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(100)));
@@ -917,7 +916,7 @@ TEST(FleetOutage, AStoppedServerCostsAtMostTheDeadline) {
   auto o = options(url, "r3");
   o.retry_after = std::chrono::hours(1);
   auto paused = Reader::lazy(o);
-  for (int pid : pids) ::kill(pid, SIGSTOP);
+  pids = own.sigstop_primary();
   auto first = paused->lookup_chunks(q, out, Deadline::in(std::chrono::milliseconds(50)));
   auto second = paused->lookup_chunks(q, out, Deadline::in(std::chrono::hours(1)));
   for (int pid : pids) ::kill(pid, SIGCONT);

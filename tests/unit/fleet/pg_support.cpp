@@ -118,6 +118,15 @@ std::vector<int> Cluster::primary_pids() const {
   return pids;
 }
 
+std::vector<int> Cluster::sigstop_primary() const {
+  std::vector<int> pids = primary_pids();
+  if (pids.empty()) return pids;
+  ::kill(pids[0], SIGSTOP);
+  pids = primary_pids();  // listed again: the stopped postmaster forks no more
+  for (std::size_t i = 1; i < pids.size(); ++i) ::kill(pids[i], SIGSTOP);
+  return pids;
+}
+
 Admin::Admin(const std::string& url) : c_(PQconnectdb(url.c_str())) {
   if (PQstatus(c_) != CONNECTION_OK) ADD_FAILURE() << "admin connection: " << PQerrorMessage(c_);
 }

@@ -37,6 +37,11 @@ class Cluster {
   void wait_standby_caught_up() const;
   // Postmaster and every child of the primary.
   std::vector<int> primary_pids() const;
+  // SIGSTOPs the primary: the postmaster first, then every child it has
+  // once it can fork no more (a connection being made while the children
+  // were listed would otherwise get a backend that runs on). Returns the
+  // pids stopped, for SIGCONT.
+  std::vector<int> sigstop_primary() const;
 
  private:
   Cluster(std::string pointer, bool own);
