@@ -34,9 +34,9 @@ def require_client():
     if not XET_PYTHON or not os.path.exists(XET_PYTHON):
         why = "no virtualenv with hf_xet at %r (./dev test makes it)" % XET_PYTHON
     else:
-        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet"], capture_output=True, text=True)
+        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet, huggingface_hub"], capture_output=True, text=True)
         if r.returncode != 0:
-            why = "hf_xet does not import: " + r.stderr.strip()[-400:]
+            why = "hf_xet or huggingface_hub does not import: " + r.stderr.strip()[-400:]
     if why is None:
         return
     banner = "*" * 72
@@ -198,6 +198,114 @@ class CasStandin:
         self.proc.stop()
 
 
+def make_test_ca(root):
+    """A CA made now with openssl, and a certificate it signs for 127.0.0.1
+    and localhost: {"ca", "cert", "key"} paths under root. Nothing of it
+    outlives the test."""
+    os.makedirs(root, exist_ok=True)
+    p = {k: os.path.join(root, k + ".pem") for k in ("ca", "ca-key", "cert", "key")}
+    csr, ext = os.path.join(root, "cert.csr"), os.path.join(root, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    steps = [
+        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+         "-subj", "/CN=dedupd test CA", "-keyout", p["ca-key"], "-out", p["ca"],
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+        ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+         "-keyout", p["key"], "-out", csr],
+        ["x509", "-req", "-in", csr, "-CA", p["ca"], "-CAkey", p["ca-key"], "-CAcreateserial", "-days", "2",
+         "-extfile", ext, "-out", p["cert"]],
+    ]
+    for args in steps:
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("openssl %s: %s" % (args[0], r.stderr[-2000:]))
+    return p
+
+
+class HubStandin:
+    """hub_standin.py: a Hub and its CAS over HTTPS on 127.0.0.1, with a
+    certificate from `tls` (make_test_ca), forwarding chunk queries to a
+    dedupd."""
+
+    def __init__(self, root, tls, token, access_token, dedupd_socket=None):
+        self.root, self.tls, self.token = root, tls, token
+        os.makedirs(root, exist_ok=True)
+        port_file = os.path.join(root, "ports.json")
+        args = [sys.executable, os.path.join(HERE, "hub_standin.py"), "--store", root, "--dedupctl", DEDUPCTL,
+                "--cert", tls["cert"], "--key", tls["key"], "--token", token, "--access-token", access_token,
+                "--port-file", port_file]
+        if dedupd_socket:
+            args += ["--dedupd-socket", dedupd_socket]
+        self.proc = Proc(args, os.path.join(root, "standin.log"))
+        wait_for("the Hub stand-in to listen", lambda: os.path.exists(port_file), timeout=20)
+        with open(port_file) as f:
+            ports = json.load(f)
+        self.hub_port, self.cas_port = ports["hub"], ports["cas"]
+        self.endpoint = "https://127.0.0.1:%d" % self.hub_port
+        self.cas_url = "https://127.0.0.1:%d" % self.cas_port
+
+    def _call(self, port, method, path, body=None):
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.tls["ca"])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
+        try:
+            conn.request(method, path, body=body)
+            r = conn.getresponse()
+            return json.loads(r.read())
+        finally:
+            conn.close()
+
+    def state(self):
+        """What the CAS received (cas_standin's /_standin/state)."""
+        return self._call(self.cas_port, "GET", "/_standin/state")
+
+    def hub(self):
+        """What the Hub received and holds."""
+        return self._call(self.hub_port, "GET", "/_standin/hub")
+
+    def reset(self):
+        self._call(self.cas_port, "POST", "/_standin/reset")
+
+    def stop(self):
+        self.proc.stop()
+
+
+class HubClient:
+    """huggingface_hub (and its `hf` command) with hf_xet, as a user runs
+    them: HF_ENDPOINT, HF_TOKEN, its own HF_HOME and Xet cache, and the test
+    CA as the only trusted one (SSL_CERT_FILE, which both httpx2 and hf_xet
+    honour). No proxy from the environment; no telemetry."""
+
+    def __init__(self, home, endpoint, token, ca):
+        self.home = home
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.lower().endswith("_proxy") and not k.startswith(("HF_", "HUGGINGFACE_"))}
+        self.env.update(HF_HOME=home, HF_XET_CACHE=os.path.join(home, "xet"), HF_ENDPOINT=endpoint,
+                        HF_TOKEN=token, SSL_CERT_FILE=ca, HF_HUB_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1",
+                        HF_XET_TELEMETRY_ENABLED="false", HF_HUB_DISABLE_PROGRESS_BARS="1",
+                        HF_HUB_DISABLE_UPDATE_CHECK="1", NO_COLOR="1")
+
+    def run(self, *args, check=True):
+        r = subprocess.run([XET_PYTHON, os.path.join(HERE, "hub_client.py"), *args], capture_output=True,
+                           text=True, env=self.env, timeout=600)
+        if check and r.returncode != 0:
+            raise AssertionError("hub client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
+                                                                          r.stderr[-3000:]))
+        return json.loads(r.stdout) if r.returncode == 0 else r
+
+    def hf(self, *args, check=True):
+        """The `hf` command of the virtualenv."""
+        r = subprocess.run([os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args], capture_output=True,
+                           text=True, env=self.env, timeout=600)
+        if check and r.returncode != 0:
+            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
+                                                                   r.stderr[-3000:]))
+        return r
+
+
 class Client:
     """The real client with one cache directory (one build host)."""
 
@@ -303,6 +411,11 @@ class RealClientTest(unittest.TestCase):
 
     def standin(self, dedupd=None, name="cas"):
         s = CasStandin(self.path(name), dedupd.socket if dedupd else None)
+        self.procs.append(s)
+        return s
+
+    def hub_standin(self, tls, token, access_token, dedupd=None, name="hub"):
+        s = HubStandin(self.path(name), tls, token, access_token, dedupd.socket if dedupd else None)
         self.procs.append(s)
         return s
 
