@@ -273,6 +273,135 @@ class HubStandin:
         self.proc.stop()
 
 
+NGINX_TEMPLATE = os.path.join(HERE, "..", "..", "packaging", "xet-endpoint", "nginx.conf.in")
+
+
+def find_nginx():
+    """Debian's nginx (packaging/install-deps), or skip/fail as require_client."""
+    for candidate in (shutil.which("nginx"), "/usr/sbin/nginx"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    banner = "*" * 72
+    print("%s\nXET ENDPOINT TESTS NOT RUN: no nginx (packaging/install-deps installs it)\n%s" % (banner, banner),
+          file=sys.stderr)
+    sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
+
+
+def free_port():
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+class XetEndpoint:
+    """nginx from packaging/xet-endpoint/nginx.conf.in, unprivileged, in
+    its own prefix under root, in front of a HubStandin and a dedupd socket.
+    `ca_file` is what upstream certificates must chain to.
+
+    Run by root (a CI container), nginx runs as nobody:nogroup (setpriv),
+    never as root: the test gives that user what a deployment would (its
+    own directory, the CA file, and the dedupd socket's group, as
+    dedupd.socket's SocketGroup does); `grant` does the same for any other
+    socket put in dedupd's place."""
+
+    def __init__(self, root, hub, dedupd_socket, ca_file, dedupd_timeout="2s", cas_upstream=None):
+        self.root = root
+        self.logs = os.path.join(root, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.as_nobody = os.geteuid() == 0
+        if self.as_nobody:
+            import grp
+            import pwd
+            self.uid, self.gid = pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
+            os.chmod(os.path.dirname(root), 0o711)  # the test's directory: passable, not readable
+            os.chmod(os.path.dirname(ca_file), 0o755)
+            os.chmod(ca_file, 0o644)
+            self.grant(dedupd_socket)
+        self.hub_port, self.cas_port = free_port(), free_port()
+        values = {"HUB_PORT": self.hub_port, "CAS_PORT": self.cas_port,
+                  "HUB_UPSTREAM": hub.endpoint, "HUB_TLS_NAME": "localhost",
+                  "CAS_UPSTREAM": cas_upstream or hub.cas_url, "CAS_TLS_NAME": "localhost",
+                  "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
+                  "DEDUPD_TIMEOUT": dedupd_timeout}
+        with open(NGINX_TEMPLATE) as f:
+            text = f.read()
+        for k, v in values.items():
+            text = text.replace("@%s@" % k, str(v))
+        import re
+        left = re.findall(r"@[A-Z_]+@", text)
+        if left:
+            raise AssertionError("template placeholders not filled: %s" % sorted(set(left)))
+        self.config = os.path.join(root, "nginx.conf")
+        with open(self.config, "w") as f:
+            f.write(text)
+        nginx = [find_nginx()]
+        if self.as_nobody:
+            for d, _, names in os.walk(root):
+                for p in [d] + [os.path.join(d, n) for n in names]:
+                    os.chown(p, self.uid, self.gid)
+            nginx = ["setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--clear-groups"] + nginx
+        error_log = os.path.join(self.logs, "error.log")
+        check = subprocess.run(nginx + ["-t", "-q", "-p", root, "-c", self.config, "-e", error_log],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            raise AssertionError("nginx -t: %s%s" % (check.stdout, check.stderr))
+        self.proc = Proc(nginx + ["-p", root, "-c", self.config, "-e", error_log], os.path.join(root, "nginx.out"))
+        wait_for("nginx to listen", lambda: self._listening(self.hub_port) and self._listening(self.cas_port),
+                 timeout=20)
+        self.endpoint = "http://127.0.0.1:%d" % self.hub_port
+        self.cas_url = "http://127.0.0.1:%d" % self.cas_port
+
+    def get(self, path, token):
+        """(status, headers, body) of a GET on the Hub port with a token."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.hub_port, timeout=30)
+        try:
+            conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+            r = conn.getresponse()
+            return r.status, r.headers, r.read()
+        finally:
+            conn.close()
+
+    def worker_peak_rss_kib(self):
+        """The largest peak resident set (VmHWM) of nginx's workers."""
+        with open("/proc/%d/task/%d/children" % (self.proc.p.pid, self.proc.p.pid)) as f:
+            workers = [int(x) for x in f.read().split()]
+        peaks = []
+        for w in workers:
+            with open("/proc/%d/status" % w) as f:
+                peaks += [int(l.split()[1]) for l in f if l.startswith("VmHWM:")]
+        if not peaks:
+            raise AssertionError("no nginx worker found under %d" % self.proc.p.pid)
+        return max(peaks)
+
+    def grant(self, socket_path):
+        """Lets nginx's user connect to a socket (group nogroup, rw): a
+        no-op unless the test runs as root."""
+        if self.as_nobody:
+            os.chown(socket_path, -1, self.gid)
+            os.chmod(socket_path, 0o660)
+
+    def _listening(self, port):
+        if self.proc.p.poll() is not None:
+            raise AssertionError("nginx exited (%s):\n%s" % (self.proc.p.returncode, self.proc.tail()))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def access_log(self):
+        """The access log's lines, split: [time, port, method, path, status, ...]."""
+        with open(os.path.join(self.logs, "access.log")) as f:
+            return [line.split() for line in f if line.strip()]
+
+    def stop(self):
+        self.proc.stop()
+
+
 class HubClient:
     """huggingface_hub (and its `hf` command) with hf_xet, as a user runs
     them: HF_ENDPOINT, HF_TOKEN, its own HF_HOME and Xet cache, and the test
@@ -326,10 +455,12 @@ class Client:
     def upload(self, endpoint, *paths):
         return self.run("upload", endpoint, *paths)
 
-    def held_upload(self, endpoint, path):
-        """Starts a session that streams half of `path` and waits; call
+    def held_upload(self, endpoint, path, *rest):
+        """Starts a session that streams half of `path` (or, with `rest`,
+        all of `path` but none of `rest`) and waits; call
         .stdin.write("go\n") then .communicate() to finish it."""
-        p = subprocess.Popen([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "held-upload", endpoint, path],
+        verb = ["held-upload-files", endpoint, path, *rest] if rest else ["held-upload", endpoint, path]
+        p = subprocess.Popen([XET_PYTHON, os.path.join(HERE, "xet_client.py"), *verb],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=self.env)
         line = p.stdout.readline()
@@ -418,6 +549,11 @@ class RealClientTest(unittest.TestCase):
         s = HubStandin(self.path(name), tls, token, access_token, dedupd.socket if dedupd else None)
         self.procs.append(s)
         return s
+
+    def xet_endpoint(self, hub, dedupd_socket, ca_file, name="endpoint", **kw):
+        e = XetEndpoint(self.path(name), hub, dedupd_socket, ca_file, **kw)
+        self.procs.append(e)
+        return e
 
     def wait_indexed(self, dedupd, client, timeout=30, rejected_name=None):
         """Waits until dedupd has taken every shard file in the client's

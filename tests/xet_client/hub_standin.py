@@ -17,7 +17,7 @@ CAS are two hosts:
     GET  /api/{type}s/{repo}/xet-{read,write}-token/{rev}   CAS URL + token
     POST /api/{type}s/{repo}/commit/{rev}                   ndjson commit
     HEAD/GET /[{type}s/]{repo}/resolve/{rev}/{path}         file metadata
-    POST /{[type}s/]{repo}.git/info/lfs/objects/batch       answers "xet"
+    POST /[{type}s/]{repo}.git/info/lfs/objects/batch       answers "xet"
     GET  /api/{type}s/{repo}[/revision/{rev}]               repo info
 
 Every Hub route but repo creation wants `Authorization: Bearer <--token>`;
