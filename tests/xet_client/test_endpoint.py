@@ -50,7 +50,8 @@ class ThroughTheEndpoint(harness.RealClientTest):
         super().setUp()
         self.tls = harness.make_test_ca(self.path("tls"))
         self.cache_a, self.cache_b = self.path("host-a", "xet"), self.path("host-b", "xet")
-        self.dedupd = self.dedupd([self.cache_a, self.cache_b])
+        # Each host's Xet cache (HF_HOME/xet) is one dedupd watches.
+        self.dedupd = self.dedupd([self.path("host-" + h, "xet") for h in "abcdefgh"])
         self.hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
 
     def user(self, host, endpoint):
@@ -105,6 +106,45 @@ class ThroughTheEndpoint(harness.RealClientTest):
         needles = [TOKEN.encode(), ACCESS_TOKEN.encode()]
         for root in (ep.root, self.dedupd.root, self.cache_a, self.cache_b, self.path("host-c", "xet")):
             self.assertEqual(files_containing(root, needles), [], root)
+
+    def test_each_upload_of_a_series_from_a_new_host_sends_what_scan_predicts(self):
+        # Every upload comes from a host whose cache is empty, so all it
+        # can learn of earlier uploads is what dedupd answers through the
+        # endpoint; what goes upstream is what `dedupctl scan` predicted.
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        base = harness.random_bytes(3 * MIB, 71)
+        # (name, bytes, whether dedupd knows its first chunk, at most what
+        # should go up)
+        series = [
+            ("random.bin", base, False, 3 * MIB),
+            ("edited.bin", base[:MIB] + b"edit" + base[MIB + 4:], True, 200 * 1024),
+            ("duplicate.bin", base, True, 0),
+            ("appended.bin", base + harness.random_bytes(MIB // 2, 72), True, MIB // 2 + 140 * 1024),
+            ("small.bin", harness.random_bytes(1000, 73), False, 1000),
+            ("empty.bin", b"", False, 0),
+        ]
+        self.user("host-a", ep).run("create-repo", REPO)
+        hosts = iter("bcdefgh")
+        for name, data, known, most in series:
+            src = harness.write(self.path("src", name), data)
+            predicted = json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"]
+            self.hub.reset()
+            host = next(hosts)
+            self.upload(self.user("host-" + host, ep), name, src)
+            state = self.hub.state()
+            self.assertEqual(state["xorb_chunk_bytes"], predicted, name)
+            self.assertLessEqual(predicted, most, name)
+            self.assertEqual(state["rejected"], [], name)
+            if known:  # every query dedupd could answer, it did
+                self.assertEqual(state["chunk_queries"], [], name)
+            elif data:  # a new first chunk: asked upstream
+                self.assertTrue(state["chunk_queries"], name)
+            if data:
+                self.wait_indexed(self.dedupd, harness.Client(self.path("host-" + host, "xet")))
+        # Known content came from dedupd: the edited, duplicated and
+        # appended files sent almost nothing.
+        answered = [l for l in ep.access_log() if "/v1/chunks/" in l[3] and l[4] == "200"]
+        self.assertGreaterEqual(len(answered), 3)
 
     def test_token_replies_name_the_endpoint_as_cas_only_for_the_configured_cas(self):
         ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
