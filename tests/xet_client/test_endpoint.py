@@ -100,6 +100,9 @@ class ThroughTheEndpoint(harness.RealClientTest):
         for name, src in (("old.bin", old), ("new.bin", new)):
             got = c.run("download", REPO, name, self.path("download"))
             self.assertEqual(got["sha256"], sha256_of(src), name)
+        # ...through the endpoint too (the read token's header named it).
+        rebuilt = [l for l in ep.access_log() if l[1] == str(ep.cas_port) and "/v2/reconstructions/" in l[3]]
+        self.assertEqual(len(rebuilt), 2, ep.access_log())
         self.assertEqual(self.hub.hub()["unauthorized"], 0)
 
         # No token in any log or file of the endpoint, dedupd or the caches.
