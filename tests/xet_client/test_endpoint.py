@@ -167,6 +167,13 @@ class ThroughTheEndpoint(harness.RealClientTest):
         self.assertEqual(status, 200, body)
         self.assertEqual(headers["X-Xet-Cas-Url"], self.hub.cas_url)
         self.assertEqual(json.loads(body)["casUrl"], self.hub.cas_url)
+        # ...and says so in its foreign-cas.log, which the first endpoint,
+        # whose CAS was the configured one, never wrote.
+        with open(os.path.join(other.logs, "foreign-cas.log")) as f:
+            noted = f.read()
+        self.assertIn("names another CAS: " + self.hub.cas_url, noted)
+        self.assertNotIn(ACCESS_TOKEN, noted)
+        self.assertEqual(os.path.getsize(os.path.join(ep.logs, "foreign-cas.log")), 0)
 
     def test_xorbs_stream_through_in_bounded_memory(self):
         # Three 64 MiB files of one upload: three full xorbs in flight at
