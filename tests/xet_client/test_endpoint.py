@@ -192,6 +192,19 @@ class ThroughTheEndpoint(harness.RealClientTest):
         self.assertEqual(self.hub.state()["xorb_chunk_bytes"], 3 * 64 * MIB)
         self.assertLess(ep.worker_peak_rss_kib(), 32 * 1024)
 
+    def test_it_listens_on_loopback_only(self):
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        listening = {}  # port -> local addresses in LISTEN (state 0A)
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    address, port = fields[1].split(":")
+                    if fields[3] == "0A":
+                        listening.setdefault(int(port, 16), set()).add(address)
+        for port in (ep.hub_port, ep.cas_port):
+            self.assertEqual(listening.get(port), {"0100007F"}, port)  # 127.0.0.1, nothing else
+
     def test_the_search_for_tokens_finds_one(self):
         # files_containing is what proves the endpoint writes no token; it
         # must find one where there is one.
