@@ -354,6 +354,15 @@ class XetEndpoint:
         self.endpoint = "http://127.0.0.1:%d" % self.hub_port
         self.cas_url = "http://127.0.0.1:%d" % self.cas_port
 
+    def wait_logged(self, where, at_least, timeout=10):
+        """The access log's lines for which where(line) holds, once there
+        are at least `at_least` of them: nginx writes a request's line as
+        the request ends, a moment after the client has its answer."""
+        def lines():
+            found = [l for l in self.access_log() if where(l)]
+            return found if len(found) >= at_least else None
+        return wait_for("%d matching lines in nginx's access log" % at_least, lines, timeout)
+
     def get(self, path, token):
         """(status, headers, body) of a GET on the Hub port with a token."""
         import http.client

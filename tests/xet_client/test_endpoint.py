@@ -76,8 +76,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
         self.assertEqual({q["status"] for q in first["chunk_queries"]}, {404})
         self.assertEqual(first["xorb_chunk_bytes"], 4 * MIB)
         # ...through the endpoint: the token reply named it as the CAS.
-        log = ep.access_log()
-        self.assertTrue([l for l in log if l[1] == str(ep.cas_port) and "/v1/xorbs/" in l[3]], log)
+        ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and "/v1/xorbs/" in l[3], 1)
         self.wait_indexed(self.dedupd, harness.Client(self.cache_a))
 
         # Host B, whose cache knows nothing, uploads the same bytes and a
@@ -92,8 +91,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
         self.assertEqual(state["xorb_chunk_bytes"], predicted)
         self.assertLess(predicted, MIB + 140 * 1024)
         self.assertEqual(state["rejected"], [])
-        answered = [l for l in ep.access_log() if "/v1/chunks/" in l[3] and l[4] == "200"]
-        self.assertTrue(answered, "no chunk query was answered by dedupd")
+        ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and l[4] == "200", 1)  # answered by dedupd
 
         # Downloads through the endpoint, by a third user, are identical.
         c = self.user("host-c", ep)
@@ -101,7 +99,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
             got = c.run("download", REPO, name, self.path("download"))
             self.assertEqual(got["sha256"], sha256_of(src), name)
         # ...through the endpoint too (the read token's header named it).
-        rebuilt = [l for l in ep.access_log() if l[1] == str(ep.cas_port) and "/v2/reconstructions/" in l[3]]
+        rebuilt = ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and "/v2/reconstructions/" in l[3], 2)
         self.assertEqual(len(rebuilt), 2, ep.access_log())
         self.assertEqual(self.hub.hub()["unauthorized"], 0)
 
@@ -146,8 +144,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
                 self.wait_indexed(self.dedupd, harness.Client(self.path("host-" + host, "xet")))
         # Known content came from dedupd: the edited, duplicated and
         # appended files sent almost nothing.
-        answered = [l for l in ep.access_log() if "/v1/chunks/" in l[3] and l[4] == "200"]
-        self.assertGreaterEqual(len(answered), 3)
+        ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and l[4] == "200", 3)
 
     def test_token_replies_name_the_endpoint_as_cas_only_for_the_configured_cas(self):
         ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
@@ -169,10 +166,12 @@ class ThroughTheEndpoint(harness.RealClientTest):
         self.assertEqual(json.loads(body)["casUrl"], self.hub.cas_url)
         # ...and says so in its foreign-cas.log, which the first endpoint,
         # whose CAS was the configured one, never wrote.
-        with open(os.path.join(other.logs, "foreign-cas.log")) as f:
-            noted = f.read()
-        self.assertIn("names another CAS: " + self.hub.cas_url, noted)
-        self.assertNotIn(ACCESS_TOKEN, noted)
+        def noted():
+            with open(os.path.join(other.logs, "foreign-cas.log")) as f:
+                return f.read()
+        harness.wait_for("the other CAS noted", lambda: "names another CAS: " + self.hub.cas_url in noted(),
+                         timeout=10)
+        self.assertNotIn(ACCESS_TOKEN, noted())
         self.assertEqual(os.path.getsize(os.path.join(ep.logs, "foreign-cas.log")), 0)
 
     def test_xorbs_stream_through_in_bounded_memory(self):
@@ -236,6 +235,9 @@ class ThroughTheEndpoint(harness.RealClientTest):
         out, err = p.communicate(timeout=600)
         self.assertEqual(p.returncode, 0, err[-3000:])
         self.assertEqual([f["size"] for f in json.loads(out)["files"]], [8 * MIB, 8 * MIB])
+        # Every query the upstream counted is logged here too.
+        harness.wait_for("the queries' log lines",
+                         lambda: len(queries()) == len(self.hub.state()["chunk_queries"]), timeout=10)
         after = queries()[len(before):]
         # "<dedupd's status> : <upstream's>" in the log.
         self.assertTrue(before and all("upstream_status=404 : 404" in l for l in before), before)
@@ -280,7 +282,8 @@ class ThroughTheEndpoint(harness.RealClientTest):
             hang.close()
         state = self.hub.state()
         self.assertTrue(held, "the hanging socket was never asked")
-        timed_out = [l for l in ep.access_log() if "/v1/chunks/" in l[3] and "upstream_status=504 : 404" in " ".join(l)]
+        timed_out = ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and "upstream_status=504 : 404" in " ".join(l),
+                                   len(state["chunk_queries"]))
         self.assertEqual(len(timed_out), len(state["chunk_queries"]))
         self.assertTrue(state["chunk_queries"], "the query did not go upstream after the timeout")
         self.assertEqual(state["xorb_chunk_bytes"], 2 * MIB)
