@@ -92,6 +92,7 @@ class Store:
         self.stored = {"shards": 0, "replies": 0}  # bodies kept so far, by folder
         self.xorb_chunks = {}  # hash -> [(offset, compressed, uncompressed)]
         self.files = {}  # file hash -> [{"xorb", "start", "end", "unpacked"}]
+        self.sha256 = {}  # sha256 hex -> file hash, from the shards' file metadata (what a Hub links)
         self.reset()
 
     def reset(self):
@@ -161,6 +162,8 @@ class Store:
                     terms.append({"xorb": t["xorb"], "start": t["chunk_start"], "end": t["chunk_end"],
                                   "unpacked": t["unpacked_bytes"]})
                 self.files[f["hash"]] = terms
+                if f.get("sha256"):
+                    self.sha256[f["sha256"]] = f["hash"]
             doc["path"] = path
             self.received_shards.append(doc)
         return None
@@ -333,7 +336,8 @@ def make_handler(store, args, log):
                 return self.reply(status, b"", "text/plain")
             m = re.fullmatch(r"/v([12])/reconstructions/(%s)" % HASH, path)
             if m:
-                base = "http://" + self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1])
+                base = "%s://%s" % (getattr(self.server, "scheme", "http"),
+                                    self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1]))
                 doc = store.reconstruction(m.group(2), m.group(1) == "2", base)
                 if doc is None:
                     return self.reply(404, {"error": "file not found"})

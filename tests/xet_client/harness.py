@@ -34,9 +34,9 @@ def require_client():
     if not XET_PYTHON or not os.path.exists(XET_PYTHON):
         why = "no virtualenv with hf_xet at %r (./dev test makes it)" % XET_PYTHON
     else:
-        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet"], capture_output=True, text=True)
+        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet, huggingface_hub"], capture_output=True, text=True)
         if r.returncode != 0:
-            why = "hf_xet does not import: " + r.stderr.strip()[-400:]
+            why = "hf_xet or huggingface_hub does not import: " + r.stderr.strip()[-400:]
     if why is None:
         return
     banner = "*" * 72
@@ -198,6 +198,252 @@ class CasStandin:
         self.proc.stop()
 
 
+def make_test_ca(root):
+    """A CA made now with openssl, and a certificate it signs for 127.0.0.1
+    and localhost: {"ca", "cert", "key"} paths under root. Nothing of it
+    outlives the test."""
+    os.makedirs(root, exist_ok=True)
+    p = {k: os.path.join(root, k + ".pem") for k in ("ca", "ca-key", "cert", "key")}
+    csr, ext = os.path.join(root, "cert.csr"), os.path.join(root, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    steps = [
+        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+         "-subj", "/CN=dedupd test CA", "-keyout", p["ca-key"], "-out", p["ca"],
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+        ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+         "-keyout", p["key"], "-out", csr],
+        ["x509", "-req", "-in", csr, "-CA", p["ca"], "-CAkey", p["ca-key"], "-CAcreateserial", "-days", "2",
+         "-extfile", ext, "-out", p["cert"]],
+    ]
+    for args in steps:
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("openssl %s: %s" % (args[0], r.stderr[-2000:]))
+    return p
+
+
+class HubStandin:
+    """hub_standin.py: a Hub and its CAS over HTTPS on 127.0.0.1, with a
+    certificate from `tls` (make_test_ca), forwarding chunk queries to a
+    dedupd."""
+
+    def __init__(self, root, tls, token, access_token, dedupd_socket=None):
+        self.root, self.tls, self.token = root, tls, token
+        os.makedirs(root, exist_ok=True)
+        port_file = os.path.join(root, "ports.json")
+        args = [sys.executable, os.path.join(HERE, "hub_standin.py"), "--store", root, "--dedupctl", DEDUPCTL,
+                "--cert", tls["cert"], "--key", tls["key"], "--token", token, "--access-token", access_token,
+                "--port-file", port_file]
+        if dedupd_socket:
+            args += ["--dedupd-socket", dedupd_socket]
+        self.proc = Proc(args, os.path.join(root, "standin.log"))
+        wait_for("the Hub stand-in to listen", lambda: os.path.exists(port_file), timeout=20)
+        with open(port_file) as f:
+            ports = json.load(f)
+        self.hub_port, self.cas_port = ports["hub"], ports["cas"]
+        self.endpoint = "https://127.0.0.1:%d" % self.hub_port
+        self.cas_url = "https://127.0.0.1:%d" % self.cas_port
+
+    def _call(self, port, method, path, body=None):
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.tls["ca"])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
+        try:
+            conn.request(method, path, body=body)
+            r = conn.getresponse()
+            return json.loads(r.read())
+        finally:
+            conn.close()
+
+    def state(self):
+        """What the CAS received (cas_standin's /_standin/state)."""
+        return self._call(self.cas_port, "GET", "/_standin/state")
+
+    def hub(self):
+        """What the Hub received and holds."""
+        return self._call(self.hub_port, "GET", "/_standin/hub")
+
+    def reset(self):
+        self._call(self.cas_port, "POST", "/_standin/reset")
+
+    def stop(self):
+        self.proc.stop()
+
+
+NGINX_TEMPLATE = os.path.join(HERE, "..", "..", "packaging", "xet-endpoint", "nginx.conf.in")
+
+
+def find_nginx():
+    """Debian's nginx (packaging/install-deps), or skip/fail as require_client."""
+    for candidate in (shutil.which("nginx"), "/usr/sbin/nginx"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    banner = "*" * 72
+    print("%s\nXET ENDPOINT TESTS NOT RUN: no nginx (packaging/install-deps installs it)\n%s" % (banner, banner),
+          file=sys.stderr)
+    sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
+
+
+def free_port():
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+class XetEndpoint:
+    """nginx from packaging/xet-endpoint/nginx.conf.in, unprivileged, in
+    its own prefix under root, in front of a HubStandin and a dedupd socket.
+    `ca_file` is what upstream certificates must chain to.
+
+    Run by root (a CI container), nginx runs as nobody:nogroup (setpriv),
+    never as root: the test gives that user what a deployment would (its
+    own directory, the CA file, and the dedupd socket's group, as
+    dedupd.socket's SocketGroup does); `grant` does the same for any other
+    socket put in dedupd's place."""
+
+    def __init__(self, root, hub, dedupd_socket, ca_file, dedupd_timeout="2s", cas_upstream=None):
+        self.root = root
+        self.logs = os.path.join(root, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.as_nobody = os.geteuid() == 0
+        if self.as_nobody:
+            import grp
+            import pwd
+            self.uid, self.gid = pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
+            os.chmod(os.path.dirname(root), 0o711)  # the test's directory: passable, not readable
+            os.chmod(os.path.dirname(ca_file), 0o755)
+            os.chmod(ca_file, 0o644)
+            self.grant(dedupd_socket)
+        self.hub_port, self.cas_port = free_port(), free_port()
+        values = {"HUB_PORT": self.hub_port, "CAS_PORT": self.cas_port,
+                  "HUB_UPSTREAM": hub.endpoint, "HUB_TLS_NAME": "localhost",
+                  "CAS_UPSTREAM": cas_upstream or hub.cas_url, "CAS_TLS_NAME": "localhost",
+                  "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
+                  "DEDUPD_TIMEOUT": dedupd_timeout}
+        with open(NGINX_TEMPLATE) as f:
+            text = f.read()
+        for k, v in values.items():
+            text = text.replace("@%s@" % k, str(v))
+        import re
+        left = re.findall(r"@[A-Z_]+@", text)
+        if left:
+            raise AssertionError("template placeholders not filled: %s" % sorted(set(left)))
+        self.config = os.path.join(root, "nginx.conf")
+        with open(self.config, "w") as f:
+            f.write(text)
+        nginx = [find_nginx()]
+        if self.as_nobody:
+            for d, _, names in os.walk(root):
+                for p in [d] + [os.path.join(d, n) for n in names]:
+                    os.chown(p, self.uid, self.gid)
+            nginx = ["setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--clear-groups"] + nginx
+        error_log = os.path.join(self.logs, "error.log")
+        check = subprocess.run(nginx + ["-t", "-q", "-p", root, "-c", self.config, "-e", error_log],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            raise AssertionError("nginx -t: %s%s" % (check.stdout, check.stderr))
+        self.proc = Proc(nginx + ["-p", root, "-c", self.config, "-e", error_log], os.path.join(root, "nginx.out"))
+        wait_for("nginx to listen", lambda: self._listening(self.hub_port) and self._listening(self.cas_port),
+                 timeout=20)
+        self.endpoint = "http://127.0.0.1:%d" % self.hub_port
+        self.cas_url = "http://127.0.0.1:%d" % self.cas_port
+
+    def wait_logged(self, where, at_least, timeout=10):
+        """The access log's lines for which where(line) holds, once there
+        are at least `at_least` of them: nginx writes a request's line as
+        the request ends, a moment after the client has its answer."""
+        def lines():
+            found = [l for l in self.access_log() if where(l)]
+            return found if len(found) >= at_least else None
+        return wait_for("%d matching lines in nginx's access log" % at_least, lines, timeout)
+
+    def get(self, path, token):
+        """(status, headers, body) of a GET on the Hub port with a token."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.hub_port, timeout=30)
+        try:
+            conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+            r = conn.getresponse()
+            return r.status, r.headers, r.read()
+        finally:
+            conn.close()
+
+    def worker_peak_rss_kib(self):
+        """The largest peak resident set (VmHWM) of nginx's workers."""
+        with open("/proc/%d/task/%d/children" % (self.proc.p.pid, self.proc.p.pid)) as f:
+            workers = [int(x) for x in f.read().split()]
+        peaks = []
+        for w in workers:
+            with open("/proc/%d/status" % w) as f:
+                peaks += [int(l.split()[1]) for l in f if l.startswith("VmHWM:")]
+        if not peaks:
+            raise AssertionError("no nginx worker found under %d" % self.proc.p.pid)
+        return max(peaks)
+
+    def grant(self, socket_path):
+        """Lets nginx's user connect to a socket (group nogroup, rw): a
+        no-op unless the test runs as root."""
+        if self.as_nobody:
+            os.chown(socket_path, -1, self.gid)
+            os.chmod(socket_path, 0o660)
+
+    def _listening(self, port):
+        if self.proc.p.poll() is not None:
+            raise AssertionError("nginx exited (%s):\n%s" % (self.proc.p.returncode, self.proc.tail()))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def access_log(self):
+        """The access log's lines, split: [time, port, method, path, status, ...]."""
+        with open(os.path.join(self.logs, "access.log")) as f:
+            return [line.split() for line in f if line.strip()]
+
+    def stop(self):
+        self.proc.stop()
+
+
+class HubClient:
+    """huggingface_hub (and its `hf` command) with hf_xet, as a user runs
+    them: HF_ENDPOINT, HF_TOKEN, its own HF_HOME and Xet cache, and the test
+    CA as the only trusted one (SSL_CERT_FILE, which both httpx2 and hf_xet
+    honour). No proxy from the environment; no telemetry."""
+
+    def __init__(self, home, endpoint, token, ca):
+        self.home = home
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.lower().endswith("_proxy") and not k.startswith(("HF_", "HUGGINGFACE_"))}
+        self.env.update(HF_HOME=home, HF_XET_CACHE=os.path.join(home, "xet"), HF_ENDPOINT=endpoint,
+                        HF_TOKEN=token, SSL_CERT_FILE=ca, HF_HUB_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1",
+                        HF_XET_TELEMETRY_ENABLED="false", HF_HUB_DISABLE_PROGRESS_BARS="1",
+                        HF_HUB_DISABLE_UPDATE_CHECK="1", NO_COLOR="1")
+
+    def run(self, *args, check=True):
+        r = subprocess.run([XET_PYTHON, os.path.join(HERE, "hub_client.py"), *args], capture_output=True,
+                           text=True, env=self.env, timeout=600)
+        if check and r.returncode != 0:
+            raise AssertionError("hub client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
+                                                                          r.stderr[-3000:]))
+        return json.loads(r.stdout) if r.returncode == 0 else r
+
+    def hf(self, *args, check=True):
+        """The `hf` command of the virtualenv."""
+        r = subprocess.run([os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args], capture_output=True,
+                           text=True, env=self.env, timeout=600)
+        if check and r.returncode != 0:
+            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
+                                                                   r.stderr[-3000:]))
+        return r
+
+
 class Client:
     """The real client with one cache directory (one build host)."""
 
@@ -218,10 +464,12 @@ class Client:
     def upload(self, endpoint, *paths):
         return self.run("upload", endpoint, *paths)
 
-    def held_upload(self, endpoint, path):
-        """Starts a session that streams half of `path` and waits; call
+    def held_upload(self, endpoint, path, *rest):
+        """Starts a session that streams half of `path` (or, with `rest`,
+        all of `path` but none of `rest`) and waits; call
         .stdin.write("go\n") then .communicate() to finish it."""
-        p = subprocess.Popen([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "held-upload", endpoint, path],
+        verb = ["held-upload-files", endpoint, path, *rest] if rest else ["held-upload", endpoint, path]
+        p = subprocess.Popen([XET_PYTHON, os.path.join(HERE, "xet_client.py"), *verb],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=self.env)
         line = p.stdout.readline()
@@ -305,6 +553,16 @@ class RealClientTest(unittest.TestCase):
         s = CasStandin(self.path(name), dedupd.socket if dedupd else None)
         self.procs.append(s)
         return s
+
+    def hub_standin(self, tls, token, access_token, dedupd=None, name="hub"):
+        s = HubStandin(self.path(name), tls, token, access_token, dedupd.socket if dedupd else None)
+        self.procs.append(s)
+        return s
+
+    def xet_endpoint(self, hub, dedupd_socket, ca_file, name="endpoint", **kw):
+        e = XetEndpoint(self.path(name), hub, dedupd_socket, ca_file, **kw)
+        self.procs.append(e)
+        return e
 
     def wait_indexed(self, dedupd, client, timeout=30, rejected_name=None):
         """Waits until dedupd has taken every shard file in the client's

@@ -10,16 +10,21 @@ loads the shard cache under HF_XET_CACHE.
   xet_client.py held-upload ENDPOINT FILE -> streams the first half of FILE
       in one session, prints "HALF" and waits for a line on stdin, then
       streams the rest: a session held open across what the test does
+  xet_client.py held-upload-files ENDPOINT FIRST REST... -> the same with
+      whole files: FIRST before the wait, the REST after it
 """
 
 import json
+import os
 import resource
 import sys
 import time
 
 import hf_xet
 
-TOKEN = "dedupd-test-token"  # the stand-in checks no token
+# cas_standin checks no token; hub_standin's CAS wants the one its Hub
+# handed out, which a test passes in XET_CLIENT_TOKEN.
+TOKEN = os.environ.get("XET_CLIENT_TOKEN", "dedupd-test-token")
 
 
 def token_args():
@@ -58,6 +63,20 @@ def held_upload(endpoint, path):
     return {"files": [{"path": path, "hash": info.hash, "size": info.file_size}]}
 
 
+def held_upload_files(endpoint, first, rest):
+    """One session: starts FIRST, prints "HALF" and waits for a line on
+    stdin, then starts the REST and finishes them all."""
+    session = hf_xet.XetSession()
+    commit = session.new_upload_commit(endpoint=endpoint, **token_args())
+    handles = [(first, commit.start_upload_file(first, sha256=hf_xet.SKIP_SHA256))]
+    print("HALF", flush=True)
+    sys.stdin.readline()
+    handles += [(p, commit.start_upload_file(p, sha256=hf_xet.SKIP_SHA256)) for p in rest]
+    commit.wait_to_finish()
+    return {"files": [{"path": p, "hash": h.result().xet_info.hash, "size": h.result().xet_info.file_size}
+                      for p, h in handles]}
+
+
 def download(endpoint, triples):
     session = hf_xet.XetSession()
     group = session.new_file_download_group(endpoint=endpoint, **token_args())
@@ -76,6 +95,8 @@ def main(argv):
         out = download(argv[2], [rest[i:i + 3] for i in range(0, len(rest), 3)])
     elif verb == "held-upload":
         out = held_upload(argv[2], argv[3])
+    elif verb == "held-upload-files":
+        out = held_upload_files(argv[2], argv[3], argv[4:])
     elif verb == "hash":
         out = [{"path": p, "hash": i.hash, "size": i.file_size} for p, i in zip(argv[2:], hf_xet.hash_files(argv[2:]))]
     elif verb == "version":

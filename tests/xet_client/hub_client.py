@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""huggingface_hub's own calls, as a user makes them, in one process each
+(HF_ENDPOINT, HF_TOKEN and the rest come from the environment the test
+sets: harness.HubClient).
+
+  hub_client.py create-repo REPO                -> {"url"}
+  hub_client.py upload-file REPO PATH_IN_REPO FILE   (HfApi.upload_file)
+  hub_client.py upload-folder REPO FOLDER            (HfApi.upload_folder)
+      -> {"commit": oid}
+  hub_client.py download REPO FILENAME DIR      (hf_hub_download)
+      -> {"path", "sha256", "size"}
+"""
+
+import hashlib
+import json
+import sys
+
+from huggingface_hub import HfApi, hf_hub_download
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main(argv):
+    verb, repo = argv[1], argv[2]
+    api = HfApi()
+    if verb == "create-repo":
+        out = {"url": str(api.create_repo(repo, exist_ok=True, private=True))}
+    elif verb == "upload-file":
+        info = api.upload_file(repo_id=repo, path_in_repo=argv[3], path_or_fileobj=argv[4])
+        out = {"commit": info.oid}
+    elif verb == "upload-folder":
+        info = api.upload_folder(repo_id=repo, folder_path=argv[3])
+        out = {"commit": info.oid}
+    elif verb == "download":
+        path = hf_hub_download(repo_id=repo, filename=argv[3], local_dir=argv[4])
+        with open(path, "rb") as f:
+            size = len(f.read())
+        out = {"path": path, "sha256": sha256_of(path), "size": size}
+    else:
+        raise SystemExit("unknown verb " + verb)
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

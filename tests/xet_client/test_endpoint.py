@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The local Xet endpoint (docs/XET-ENDPOINT.md): the real clients with
+HF_ENDPOINT set to nginx, configured from packaging/xet-endpoint/nginx.conf.in,
+in front of the Hub and CAS stand-in over HTTPS (hub_standin.py), with the
+real dedupd answering the global-dedup queries it can. The stand-in's CAS
+has no dedupd of its own: every query it counts is one that went upstream."""
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import harness
+
+TOKEN = "hf_endpointHubToken0123456789abcdef"
+ACCESS_TOKEN = "xet_endpointCasToken0123456789abcdef"
+REPO = "dedupd/endpoint"
+MIB = 1024 * 1024
+
+
+def sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def files_containing(root, needles):
+    """Paths of the regular files under root whose bytes contain any needle."""
+    found = []
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    data = f.read()
+                if any(x in data for x in needles):
+                    found.append(p)
+    return found
+
+
+class ThroughTheEndpoint(harness.RealClientTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        harness.find_nginx()
+
+    def setUp(self):
+        super().setUp()
+        self.tls = harness.make_test_ca(self.path("tls"))
+        self.cache_a, self.cache_b = self.path("host-a", "xet"), self.path("host-b", "xet")
+        # Each host's Xet cache (HF_HOME/xet) is one dedupd watches.
+        self.dedupd = self.dedupd([self.path("host-" + h, "xet") for h in "abcdefgh"])
+        self.hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
+
+    def user(self, host, endpoint):
+        """A user on `host` (its HF_HOME; its Xet cache host/xet, which
+        dedupd watches) with HF_ENDPOINT = endpoint."""
+        return harness.HubClient(self.path(host), endpoint.endpoint, TOKEN, self.tls["ca"])
+
+    def upload(self, user, name, path):
+        r = user.run("upload-file", REPO, name, path)
+        return r["commit"]
+
+    def test_known_chunks_are_answered_locally_unknown_go_upstream_and_downloads_are_identical(self):
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        old_bytes = harness.random_bytes(4 * MIB, 51)
+        old = harness.write(self.path("src", "old.bin"), old_bytes)
+        self.upload(a, "old.bin", old)
+        first = self.hub.state()
+        # Nobody knew these chunks: every query went upstream, and missed.
+        self.assertTrue(first["chunk_queries"], "the client asked nothing")
+        self.assertEqual({q["status"] for q in first["chunk_queries"]}, {404})
+        self.assertEqual(first["xorb_chunk_bytes"], 4 * MIB)
+        # ...through the endpoint: the token reply named it as the CAS.
+        ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and "/v1/xorbs/" in l[3], 1)
+        self.wait_indexed(self.dedupd, harness.Client(self.cache_a))
+
+        # Host B, whose cache knows nothing, uploads the same bytes and a
+        # new megabyte: dedupd answers its queries, the upstream hears none.
+        new = harness.write(self.path("src", "new.bin"), old_bytes + harness.random_bytes(MIB, 52))
+        predicted = json.loads(self.dedupd.ctl("scan", "--json", new).stdout)["total"]["new_bytes"]
+        self.hub.reset()
+        b = self.user("host-b", ep)
+        self.upload(b, "new.bin", new)
+        state = self.hub.state()
+        self.assertEqual(state["chunk_queries"], [], "queries dedupd could answer went upstream")
+        self.assertEqual(state["xorb_chunk_bytes"], predicted)
+        self.assertLess(predicted, MIB + 140 * 1024)
+        self.assertEqual(state["rejected"], [])
+        ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and l[4] == "200", 1)  # answered by dedupd
+
+        # Downloads through the endpoint, by a third user, are identical.
+        c = self.user("host-c", ep)
+        for name, src in (("old.bin", old), ("new.bin", new)):
+            got = c.run("download", REPO, name, self.path("download"))
+            self.assertEqual(got["sha256"], sha256_of(src), name)
+        # ...through the endpoint too (the read token's header named it).
+        rebuilt = ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and "/v2/reconstructions/" in l[3], 2)
+        self.assertEqual(len(rebuilt), 2, ep.access_log())
+        self.assertEqual(self.hub.hub()["unauthorized"], 0)
+
+        # No token in any log or file of the endpoint, dedupd or the caches.
+        needles = [TOKEN.encode(), ACCESS_TOKEN.encode()]
+        for root in (ep.root, self.dedupd.root, self.cache_a, self.cache_b, self.path("host-c", "xet")):
+            self.assertEqual(files_containing(root, needles), [], root)
+
+    def test_each_upload_of_a_series_from_a_new_host_sends_what_scan_predicts(self):
+        # Every upload comes from a host whose cache is empty, so all it
+        # can learn of earlier uploads is what dedupd answers through the
+        # endpoint; what goes upstream is what `dedupctl scan` predicted.
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        base = harness.random_bytes(3 * MIB, 71)
+        # (name, bytes, whether dedupd knows its first chunk, at most what
+        # should go up)
+        series = [
+            ("random.bin", base, False, 3 * MIB),
+            ("edited.bin", base[:MIB] + b"edit" + base[MIB + 4:], True, 200 * 1024),
+            ("duplicate.bin", base, True, 0),
+            ("appended.bin", base + harness.random_bytes(MIB // 2, 72), True, MIB // 2 + 140 * 1024),
+            ("small.bin", harness.random_bytes(1000, 73), False, 1000),
+            ("empty.bin", b"", False, 0),
+        ]
+        self.user("host-a", ep).run("create-repo", REPO)
+        hosts = iter("bcdefgh")
+        for name, data, known, most in series:
+            src = harness.write(self.path("src", name), data)
+            predicted = json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"]
+            self.hub.reset()
+            host = next(hosts)
+            self.upload(self.user("host-" + host, ep), name, src)
+            state = self.hub.state()
+            self.assertEqual(state["xorb_chunk_bytes"], predicted, name)
+            self.assertLessEqual(predicted, most, name)
+            self.assertEqual(state["rejected"], [], name)
+            if known:  # every query dedupd could answer, it did
+                self.assertEqual(state["chunk_queries"], [], name)
+            elif data:  # a new first chunk: asked upstream
+                self.assertTrue(state["chunk_queries"], name)
+            if data:
+                self.wait_indexed(self.dedupd, harness.Client(self.path("host-" + host, "xet")))
+        # Known content came from dedupd: the edited, duplicated and
+        # appended files sent almost nothing.
+        ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and l[4] == "200", 3)
+
+    def test_token_replies_name_the_endpoint_as_cas_only_for_the_configured_cas(self):
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        for kind in ("read", "write"):
+            status, headers, body = ep.get("/api/models/%s/xet-%s-token/main" % (REPO, kind), TOKEN)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(headers["X-Xet-Cas-Url"], ep.cas_url)
+            self.assertEqual(json.loads(body)["casUrl"], ep.cas_url)
+            self.assertEqual(json.loads(body)["accessToken"], ACCESS_TOKEN)
+        # Configured for another CAS, the endpoint leaves this one alone:
+        # the client then talks to it itself.
+        other = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"], name="endpoint-other",
+                                  cas_upstream="https://127.0.0.1:%d" % harness.free_port())
+        status, headers, body = other.get("/api/models/%s/xet-write-token/main" % REPO, TOKEN)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(headers["X-Xet-Cas-Url"], self.hub.cas_url)
+        self.assertEqual(json.loads(body)["casUrl"], self.hub.cas_url)
+        # ...and says so in its foreign-cas.log, which the first endpoint,
+        # whose CAS was the configured one, never wrote.
+        def noted():
+            with open(os.path.join(other.logs, "foreign-cas.log")) as f:
+                return f.read()
+        harness.wait_for("the other CAS noted", lambda: "names another CAS: " + self.hub.cas_url in noted(),
+                         timeout=10)
+        self.assertNotIn(ACCESS_TOKEN, noted())
+        self.assertEqual(os.path.getsize(os.path.join(ep.logs, "foreign-cas.log")), 0)
+
+    def test_xorbs_stream_through_in_bounded_memory(self):
+        # Three 64 MiB files of one upload: three full xorbs in flight at
+        # once. nginx holds none of them whole.
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        # Nor on disk: nginx may not write its temp dirs, so a body it
+        # tried to spool would fail the upload.
+        for d in ("client_body", "proxy_temp"):
+            os.chmod(os.path.join(ep.root, d), 0o500)
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        folder = self.path("three")
+        for i in range(3):
+            harness.write(os.path.join(folder, "part%d.bin" % i), harness.random_bytes(64 * MIB, 60 + i))
+        a.run("upload-folder", REPO, folder)
+        self.assertEqual(self.hub.state()["xorb_chunk_bytes"], 3 * 64 * MIB)
+        self.assertLess(ep.worker_peak_rss_kib(), 32 * 1024)
+
+    def test_it_listens_on_loopback_only(self):
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        listening = {}  # port -> local addresses in LISTEN (state 0A)
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    address, port = fields[1].split(":")
+                    if fields[3] == "0A":
+                        listening.setdefault(int(port, 16), set()).add(address)
+        for port in (ep.hub_port, ep.cas_port):
+            self.assertEqual(listening.get(port), {"0100007F"}, port)  # 127.0.0.1, nothing else
+
+    def test_the_search_for_tokens_finds_one(self):
+        # files_containing is what proves the endpoint writes no token; it
+        # must find one where there is one.
+        harness.write(self.path("leak", "deep", "log"), b"header: Bearer " + TOKEN.encode() + b"\n")
+        self.assertEqual(files_containing(self.path("leak"), [TOKEN.encode()]),
+                         [self.path("leak", "deep", "log")])
+
+    def test_dedupd_killed_during_an_upload_and_one_that_never_answers_fail_open(self):
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"], dedupd_timeout="1s")
+        # One session of hf_xet through the endpoint's CAS port uploads a
+        # file (its first chunk's query reaches dedupd, which does not know
+        # it, then goes upstream), dedupd is killed, the session goes on
+        # with a second file (its query meets a dead socket, a 502, and goes
+        # upstream), and the upload completes.
+        first = harness.write(self.path("src", "first.bin"), harness.random_bytes(8 * MIB, 53))
+        second = harness.write(self.path("src", "second.bin"), harness.random_bytes(8 * MIB, 54))
+        session = harness.Client(self.cache_a, {"XET_CLIENT_TOKEN": ACCESS_TOKEN, "SSL_CERT_FILE": self.tls["ca"]})
+        p = session.held_upload(ep.cas_url, first, second)
+
+        def queries():
+            return [" ".join(l) for l in ep.access_log() if "/v1/chunks/" in l[3]]
+        # The client hashes in the background: wait for the first file's
+        # query.
+        harness.wait_for("the first file's query", queries, timeout=120)
+        before = queries()
+        os.killpg(self.dedupd.proc.p.pid, signal.SIGKILL)
+        self.dedupd.proc.p.wait()
+        p.stdin.write("go\n")
+        out, err = p.communicate(timeout=600)
+        self.assertEqual(p.returncode, 0, err[-3000:])
+        self.assertEqual([f["size"] for f in json.loads(out)["files"]], [8 * MIB, 8 * MIB])
+        # Every query the upstream counted is logged here too.
+        harness.wait_for("the queries' log lines",
+                         lambda: len(queries()) == len(self.hub.state()["chunk_queries"]), timeout=10)
+        after = queries()[len(before):]
+        # "<dedupd's status> : <upstream's>" in the log.
+        self.assertTrue(before and all("upstream_status=404 : 404" in l for l in before), before)
+        self.assertTrue(after and all("upstream_status=502 : 404" in l for l in after), after)
+        state = self.hub.state()
+        self.assertEqual(len(state["chunk_queries"]), len(before) + len(after))
+        self.assertEqual(state["xorb_chunk_bytes"], 16 * MIB)
+        self.assertEqual(state["rejected"], [])
+
+        # A "dedupd" that accepts and never answers: each query waits the
+        # bound (1 s), then goes upstream.
+        os.unlink(self.dedupd.socket)
+        hang = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        hang.bind(self.dedupd.socket)
+        hang.listen(64)
+        ep.grant(self.dedupd.socket)
+        held = []
+        stop = threading.Event()
+
+        def accept():
+            hang.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    held.append(hang.accept()[0])
+                except OSError:
+                    pass
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        try:
+            self.hub.reset()
+            other = harness.write(self.path("src", "other.bin"), harness.random_bytes(2 * MIB, 54))
+            b = self.user("host-b", ep)
+            b.run("create-repo", REPO)
+            t0 = time.monotonic()
+            self.upload(b, "other.bin", other)
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            t.join()
+            for c in held:
+                c.close()
+            hang.close()
+        state = self.hub.state()
+        self.assertTrue(held, "the hanging socket was never asked")
+        timed_out = ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and "upstream_status=504 : 404" in " ".join(l),
+                                   len(state["chunk_queries"]))
+        self.assertEqual(len(timed_out), len(state["chunk_queries"]))
+        self.assertTrue(state["chunk_queries"], "the query did not go upstream after the timeout")
+        self.assertEqual(state["xorb_chunk_bytes"], 2 * MIB)
+        self.assertLess(took, 60)
+
+    def test_a_bad_upstream_certificate_is_a_clean_failure(self):
+        # nginx trusts another CA than the one that signed the stand-in.
+        other = harness.make_test_ca(self.path("other-tls"))
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, other["ca"])
+        a = self.user("host-a", ep)
+        r = a.run("create-repo", REPO, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("502", r.stderr)
+        self.assertEqual(self.hub.hub()["routes"], {}, "a request reached the upstream")
+        with open(os.path.join(ep.logs, "error.log")) as f:
+            self.assertIn("upstream SSL certificate verify error", f.read())
+
+
+if __name__ == "__main__":
+    harness.main()
