@@ -21,7 +21,7 @@ FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::millisecond
     : options_(std::move(options)),
       xorb_cache_(std::make_shared<fleet::XorbCache>(cache_bytes)),
       timeout_(timeout),
-      patience_(timeout) {
+      patience_(silence_for(timeout)) {
   options_.key_filter_budget = filter_budget_;
   options_.xorb_cache = xorb_cache_;
   connector_ = std::thread([this] { run_connector(); });
@@ -44,7 +44,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
   {
     std::lock_guard lock(mu_);
     timeout_ = timeout;
-    patience_.set_silence(timeout);
+    patience_.set_silence(silence_for(timeout));
     if (options.url == options_.url && options.host_name == options_.host_name && cache_bytes == xorb_cache_->budget())
       return;
     options_ = std::move(options);
@@ -57,6 +57,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     want_idle_ = 1;
     down_ = false;  // a new url is tried at once
   }
+  beat_.notify_all();
   wake_.post();
 }
 
@@ -109,6 +110,7 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
     idle_.clear();
     if (!down_) spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", last_error_);
     down_ = true;
+    beat_.notify_all();
   }
   wake_.post();
   // lease.reader, failed, is dropped here: never lent again.
@@ -182,33 +184,49 @@ void FleetLookup::run_heartbeat() {
   std::uint64_t made_for = 0;  // the generation `reader` was made for
   std::unique_lock lock(mu_);
   for (;;) {
-    beat_.wait(lock, [&] { return stopping_ || (in_use_ > 0 && !options_.url.empty()); });
+    // Connected as soon as there is a url, so that the first lookups have
+    // their evidence too; pinging only while lookups are in flight.
+    beat_.wait(lock, [&] {
+      return stopping_ || (!options_.url.empty() && (in_use_ > 0 || !reader || made_for != generation_));
+    });
     if (stopping_) return;
     const fleet::ConnectOptions o = options_;
     const std::chrono::milliseconds bound = timeout_;
     if (made_for != generation_) reader.reset();  // another url, or after an outage
     made_for = generation_;
+    const bool ping = reader && in_use_ > 0;
     lock.unlock();
     // Its own connection, never lent: a ping must not wait behind a lookup.
     // No answer within the bound (at most a second, so that stopping is
     // never held up for long) is no evidence either way.
-    const auto ping_bound = std::min<std::chrono::milliseconds>(bound, std::chrono::seconds(1));
+    const auto ping_bound = std::min<std::chrono::milliseconds>(silence_for(bound), std::chrono::seconds(1));
+    const auto beat = std::clamp<std::chrono::milliseconds>(bound / 4, kMinBeat, kMaxBeat);
+    bool failed = false;
     if (!reader) {
       // Within connect_timeout, as the connector connects: a connection
-      // that answers is itself the first evidence.
+      // that answers is itself evidence.
       auto r = fleet::Reader::connect(o);
       if (r) {
         reader = std::move(r).value();
         patience_.answered();
+      } else {
+        failed = true;
       }
-    } else if (reader->ping(fleet::Deadline::in(ping_bound))) {
-      patience_.answered();
-    } else {
-      reader.reset();  // connected again on the next beat
+    } else if (ping) {
+      if (reader->ping(fleet::Deadline::in(ping_bound))) patience_.answered();
+      else reader.reset();  // connected again on the next round
     }
-    const auto beat = std::clamp<std::chrono::milliseconds>(bound / 4, kMinBeat, kMaxBeat);
     lock.lock();
-    beat_.wait_for(lock, beat, [&] { return stopping_; });
+    if (!failed) {
+      beat_.wait_for(lock, beat, [&] { return stopping_; });
+      continue;
+    }
+    // Not reached (down, or no schema yet): tried again after the
+    // connector's longest backoff, or sooner when lookups start, but never
+    // more often than its first.
+    beat_.wait_for(lock, kFirstBackoff, [&] { return stopping_; });
+    beat_.wait_for(lock, kMaxBackoff - kFirstBackoff,
+                   [&] { return stopping_ || in_use_ > 0 || made_for != generation_; });
   }
 }
 

@@ -11,10 +11,11 @@
 // the work of one that does. While lookups are in flight, a heartbeat thread
 // pings the server on a connection of its own, and every statement that
 // comes back counts too (fleet::Patience): a lookup still running at its
-// bound waits on while the server answered within the last lookup_timeout,
-// up to lookup_timeout plus kWorkPerHash for each hash it asks (a 4,096-hash
-// block of a stream on a busy host). A stopped or unreachable server
-// answers no ping, so a wait still ends one bound after its last answer.
+// bound waits on while the server answered within the last lookup_timeout
+// (at least kMinSilence), up to lookup_timeout plus kWorkPerHash for each
+// hash it asks (a 4,096-hash block of a stream on a busy host; a one-hash
+// answer gets the bound alone). A stopped or unreachable server answers no
+// ping, so a wait ends one silence after its last answer.
 //
 // A Reader whose call failed is dropped, never lent again. A timeout while
 // the server does not answer, or a lost connection, also empties the pool
@@ -94,6 +95,14 @@ class FleetLookup {
   static constexpr auto kWorkPerHash = std::chrono::microseconds(250);
   // The heartbeat pings this often (a quarter of the bound, within these).
   static constexpr auto kMinBeat = std::chrono::milliseconds(2);
+  // How long the server may stay silent, pings and statements alike, and
+  // still count as answering: the bound, but no less than kMinSilence, as
+  // on a busy 2-core host PostgreSQL may get no CPU for tens of ms, and a
+  // block taken for an outage costs the whole pool and its cache.
+  static constexpr auto kMinSilence = std::chrono::milliseconds(250);
+  static std::chrono::milliseconds silence_for(std::chrono::milliseconds timeout) {
+    return std::max<std::chrono::milliseconds>(timeout, kMinSilence);
+  }
   static constexpr auto kMaxBeat = std::chrono::milliseconds(250);
 
  private:

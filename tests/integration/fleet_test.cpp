@@ -217,8 +217,11 @@ MadeShard with_empty_file(MadeShard s) {
   return s;
 }
 
-// Every hold of the fleet as "host:shard hash" (byte hex), sorted.
+// Every hold of the fleet as "host:shard hash" (byte hex), sorted; none
+// before the first publisher has made the schema (a busy machine may ask
+// first).
 std::set<std::string> fleet_holds(Admin& admin) {
+  if (admin.one("SELECT to_regclass('dedupd.hold') IS NOT NULL") != "t") return {};
   std::string all = admin.one(
       "SELECT string_agg(o.name || ':' || encode(s.hash, 'hex'), ',') FROM dedupd.hold h JOIN dedupd.host o ON "
       "o.id = h.host_id JOIN dedupd.shard s ON s.id = h.shard_id");
