@@ -37,6 +37,22 @@ void print_managed_caches(Context& ctx, Client& client) {
   }
   ctx.out() << '\n';
   t.print(ctx.out(), ctx.style);
+  // Why the steward holds back, per cache: what a table cell cannot say.
+  auto text = [](const json& c, const char* key) {
+    return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+  };
+  for (const auto& c : doc["xet_caches"]) {
+    const std::string where = c.value("endpoint", std::string("?"));
+    if (c.value("standing_by", false))
+      ctx.out() << where << ": standing by, " << text(c, "lock_holder") << " stewards it\n";
+    if (!text(c, "problem").empty()) ctx.out() << where << ": " << text(c, "problem") << '\n';
+    if (c.contains("liveness") && c["liveness"].is_object() && !c["liveness"].value("established", true))
+      ctx.out() << where << ": clients unknown, originals wait for replaced_grace: "
+                << c["liveness"].value("why", std::string("?")) << '\n';
+    if (c.contains("set_aside") && c["set_aside"].is_array())
+      for (const auto& r : c["set_aside"])
+        if (r.is_string()) ctx.out() << where << ": set aside " << r.get<std::string>() << '\n';
+  }
 }
 
 int shards(Context& ctx, const std::string& state) {

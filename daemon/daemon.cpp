@@ -113,7 +113,10 @@ int Daemon::run() {
                                                             lookup_cache_bytes(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
-  steward_ = std::make_unique<CacheSteward>(*index_);
+  steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
+  // A first pass over a large cache reads every shard: the watchdog is fed
+  // between files, so systemd does not take the long pass for a hang.
+  steward_->set_progress([this] { ping_watchdog_if_due(); });
   apply_config(config_, true);
 
   if (!start_server()) return 1;
@@ -301,7 +304,7 @@ void Daemon::steward_pass_if_due() {
   if (now < next_steward_pass_) return;
   // Between ingests (the queue is empty): a merge writes a new shard, which
   // the watcher then queues like any other.
-  steward_->run(now);
+  steward_->run();
   next_steward_pass_ = now + std::uint64_t(config_.xet_cache.interval.count());
 }
 

@@ -60,7 +60,17 @@ Response get_status(Context& ctx, Request& req) {
                       {"evicted", c.evicted},
                       {"pending_deletions", c.pending_deletions},
                       {"live_clients", c.live_clients},
-                      {"last_pass", c.last_pass}});
+                      {"last_pass", c.last_pass},
+                      {"files_before", c.files_before},
+                      {"bytes_before", c.bytes_before},
+                      {"pending_bytes", c.pending_bytes},
+                      {"removed_kept", c.removed_kept},
+                      {"liveness", {{"established", c.liveness_established}, {"why", c.liveness_why}}},
+                      {"client_pids", c.client_pids},
+                      {"standing_by", c.standing_by},
+                      {"lock_holder", c.lock_holder},
+                      {"set_aside", c.set_aside},
+                      {"problem", c.problem}});
   doc["xet_caches"] = std::move(caches);
   return json(dump(doc));
 }
@@ -165,6 +175,19 @@ Response get_metrics(Context& ctx, Request& req) {
               [](const XetCacheStatus& x) { return x.evicted; });
     per_cache("dedupd_xet_cache_pending_deletions", "gauge", "Merged originals waiting for client processes to end.",
               [](const XetCacheStatus& x) { return x.pending_deletions; });
+    per_cache("dedupd_xet_cache_pending_bytes", "gauge", "Bytes of those originals, counted against the byte cap.",
+              [](const XetCacheStatus& x) { return x.pending_bytes; });
+    per_cache("dedupd_xet_cache_live_clients", "gauge", "Client processes seen running at the last pass.",
+              [](const XetCacheStatus& x) { return x.live_clients; });
+    per_cache("dedupd_xet_cache_liveness_known", "gauge",
+              "1 when the steward could tell which clients run; 0: all count as alive until replaced_grace.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
+    per_cache("dedupd_xet_cache_standing_by", "gauge", "1 when another dedupd holds this cache's lock.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
+    per_cache("dedupd_xet_cache_set_aside", "gauge", "Files and merge groups set aside after a failure.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
+    per_cache("dedupd_xet_cache_last_pass_seconds", "gauge", "Unix time of the last pass.",
+              [](const XetCacheStatus& x) { return x.last_pass; });
   }
   ctx.metrics.render(out);
   return r;

@@ -4,54 +4,84 @@
 // still read it, and keeps each cache under its byte and chunk-entry caps,
 // all the time rather than at the client's session start.
 //
-// It runs on the work loop: it reads the index to know which files dedupd
-// took (it merges and deletes only those, unchanged since), and writes only
-// in shard-cache/. The merged file is then indexed like any new shard.
+// It acts in a directory that users and running clients own, so every
+// deletion follows xetcache/rules.hpp (written out in daemon/README.md):
+// only files the index took, unchanged, of live (not admin-removed) shards;
+// a merge's originals only while their merged file verifies; and only when
+// no client that could have loaded them is alive, or replaced_grace has
+// passed on a monotonic clock. When it cannot tell which clients are alive
+// it assumes they all are. One failing group, file or directory is set
+// aside with backoff and everything else goes on. Pending deletions are
+// journaled in the state dir; a lock file in each cache root keeps a second
+// dedupd (another instance, another host on NFS) standing by.
+//
+// It runs on the work loop: `progress` (the daemon feeds its watchdog
+// there) is called between files, so a large first pass does not starve it.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "daemon/config/config.hpp"
 #include "daemon/status.hpp"
+#include "daemon/xetcache/probes.hpp"
 #include "index/index.hpp"
+#include "xetcache/plan.hpp"
+#include "xetcache/rules.hpp"
 #include "xetcache/shards.hpp"
 
 namespace dedupd::daemon {
 
-// Client processes that may hold shards they loaded: the Xet client (hf_xet
-// 1.8.0) writes <root>/logs/xet_<UTC start>_<pid>.log for each process. A
-// pid counts while it runs and started no later than its log says (so a
-// reused pid does not).
-std::vector<pid_t> live_xet_clients(const std::filesystem::path& cache_root);
+struct StewardProbes {
+  StewardClock* clock = &system_steward_clock();
+  ProcessTable* processes = &system_process_table();
+  StewardFiles* files = &system_steward_files();
+};
+
+struct StewardOptions {
+  // Where the journal of pending deletions lives (the daemon's state_dir).
+  std::string state_dir;
+  xetcache::ConsolidationPolicy consolidation{};
+  // A failing file or group waits 1, 2, 4, ... times this before it is
+  // tried again, at most backoff_max_s.
+  std::uint64_t backoff_base_s = 60;
+  std::uint64_t backoff_max_s = 24 * 3600;
+};
 
 class CacheSteward {
  public:
-  explicit CacheSteward(const index::Index& index) : index_(index) {}
+  CacheSteward(const index::Index& index, StewardOptions options, StewardProbes probes = {});
+  ~CacheSteward();
+  CacheSteward(const CacheSteward&) = delete;
+  CacheSteward& operator=(const CacheSteward&) = delete;
 
   void configure(std::vector<std::filesystem::path> roots, const XetCacheConfig& config);
   bool any() const { return !roots_.empty(); }
+  // Called between files and groups of a pass (the daemon pings its watchdog).
+  void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
 
-  // One pass at `now` over every managed cache: deletes replaced originals
-  // that no client can still read (or whose grace is over), merges at most
-  // one group per cache, evicts past the caps. Returns true when it wrote
-  // or deleted a file.
-  bool run(std::uint64_t now);
+  // One pass over every managed cache: deletes replaced originals the rules
+  // let go, merges at most one group per cache (skipping groups set aside),
+  // evicts past the caps. Returns true when it wrote or deleted a file.
+  bool run();
 
   // Any thread.
   std::vector<XetCacheStatus> status() const;
 
  private:
   struct Pending {
-    std::string path;
-    std::uint64_t replaced_at = 0;
+    std::string original;
+    std::string merged;
+    std::uint64_t since_mono = 0;  // since when the original is wanted gone
   };
   // A shard file as last described, valid while its size and mtime hold:
   // a pass then parses only the files that are new or changed.
@@ -60,23 +90,66 @@ class CacheSteward {
     std::int64_t mtime_ns = 0;
     xetcache::ShardDesc desc;
   };
+  struct SetAside {
+    std::uint32_t failures = 0;
+    std::uint64_t until_mono = 0;
+    std::string reason;
+  };
   struct EndpointState {
     XetCacheStatus status;
-    std::vector<Pending> pending;                // originals of merges, still on disk
-    std::map<std::string, Described> described;  // by path
+    std::vector<Pending> pending;                   // originals of merges, still on disk
+    std::map<std::string, std::uint64_t> evicting;  // path -> since when the caps want it gone (monotonic)
+    std::map<std::string, Described> described;     // by path
+    std::map<std::string, SetAside> set_aside;      // by file path, or "group:" + member paths
+  };
+  struct RootState {
+    int lock_fd = -1;
+    bool holds_lock = false;
+    std::string lock_holder;  // who holds it, when another does
+    xetcache::LivenessVerdict liveness;
+    std::vector<std::int64_t> clients;
+    // Log name -> the start ticks of the process first seen running under
+    // its pid: the same ticks later are the same process whatever the wall
+    // clock did since; other ticks are a reused pid.
+    std::map<std::string, std::uint64_t> sighted;
+    std::set<std::string> ever_running;  // log names whose pid this steward saw as the client
+    // Log name -> (mtime, size) at the last pass: a log of a pid not running
+    // here that still grows is a client this steward cannot see.
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> log_marks;
+  };
+  enum class FileState : std::uint8_t { not_ours, live, removed };
+  struct FileFacts {
+    FileState state = FileState::not_ours;
+    bool unchanged = false;
   };
 
-  bool run_endpoint(const std::string& dir, const std::string& shard_cache, std::uint64_t now,
-                    std::size_t live_clients);
-  // The file is the very one the index took (same size and mtime, not
-  // rejected): dedupd deletes nothing else.
-  bool indexed_unchanged(const std::string& path) const;
-  bool delete_indexed(const std::string& path, const char* why);
+  bool run_endpoint(RootState& root, const std::string& dir, const std::string& shard_cache,
+                    std::optional<xetcache::Error> layout_problem);
+  bool take_lock(const std::filesystem::path& root, RootState& state);
+  void judge_clients(const std::filesystem::path& root, RootState& state);
+  FileFacts facts_of(const std::string& path) const;
+  // The merged file is there, is what its name says and parses.
+  bool merged_verifies(const std::string& path);
+  bool try_merge(EndpointState& ep, const std::string& shard_cache, const std::vector<std::string>& members,
+                 std::uint64_t now_mono);
+  void set_aside(EndpointState& ep, const std::string& key, std::string reason, std::uint64_t now_mono);
+  bool is_set_aside(const EndpointState& ep, const std::string& key, std::uint64_t now_mono) const;
+  void load_journal();
+  void save_journal();
+  void progress() const {
+    if (progress_) progress_();
+  }
 
   const index::Index& index_;
+  StewardOptions options_;
+  StewardProbes probes_;
+  std::function<void()> progress_;
   std::vector<std::filesystem::path> roots_;
   XetCacheConfig config_;
+  std::map<std::string, RootState> root_states_;    // by root
   std::map<std::string, EndpointState> endpoints_;  // by endpoint dir
+  bool journal_loaded_ = false;
+  bool journal_dirty_ = false;
   mutable std::mutex status_mu_;
   std::vector<XetCacheStatus> published_;
 };
