@@ -70,7 +70,8 @@ Response get_status(Context& ctx, Request& req) {
                       {"standing_by", c.standing_by},
                       {"lock_holder", c.lock_holder},
                       {"set_aside", c.set_aside},
-                      {"problem", c.problem}});
+                      {"problem", c.problem},
+                      {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
   return json(dump(doc));
 }

@@ -50,13 +50,59 @@ CacheSteward::CacheSteward(const index::Index& index, StewardOptions options, St
     : index_(index), options_(std::move(options)), probes_(probes) {}
 
 CacheSteward::~CacheSteward() {
+  stop();
   for (auto& [root, st] : root_states_)
     if (st.lock_fd >= 0) ::close(st.lock_fd);
 }
 
+namespace {
+// Thrown by progress() when a stop is asked: unwinds a pass to run(). Not a
+// std::exception, so the per-endpoint handlers let it through.
+struct StewardPassStopped {};
+}  // namespace
+
+void CacheSteward::progress() {
+  ++files_read_;
+  if (stop_) throw StewardPassStopped{};
+}
+
+void CacheSteward::stop() {
+  stop_ = true;
+  if (worker_.joinable()) worker_.join();
+  stop_ = false;  // for a pass started later
+}
+
+bool CacheSteward::start_pass() {
+  if (running_) return false;
+  if (worker_.joinable()) worker_.join();  // the last pass, ended
+  running_ = true;
+  worker_ = std::thread([this] {
+    try {
+      run();
+    } catch (const std::exception& e) {
+      spdlog::error("xet cache: the pass failed: {}", e.what());
+    }
+    running_ = false;
+  });
+  return true;
+}
+
 void CacheSteward::configure(std::vector<fs::path> roots, const XetCacheConfig& config) {
-  roots_ = std::move(roots);
-  config_ = config;
+  std::lock_guard lock(config_mu_);
+  any_ = !roots.empty();
+  next_roots_ = std::move(roots);
+  next_config_ = config;
+  reconfigured_ = true;
+}
+
+void CacheSteward::apply_configuration() {
+  {
+    std::lock_guard lock(config_mu_);
+    if (!reconfigured_) return;
+    reconfigured_ = false;
+    roots_ = next_roots_;
+    config_ = next_config_;
+  }
   std::set<std::string> keep;
   for (const auto& r : roots_) keep.insert(r.native());
   for (auto it = root_states_.begin(); it != root_states_.end();) {
@@ -257,7 +303,21 @@ void CacheSteward::save_journal() {
 // ---- a pass --------------------------------------------------------------------
 
 bool CacheSteward::run() {
+  std::lock_guard pass(run_mu_);
+  files_read_ = 0;
+  apply_configuration();
   if (!journal_loaded_) load_journal();
+  bool changed = false;
+  try {
+    changed = run_roots();
+  } catch (const StewardPassStopped&) {
+    spdlog::info("xet cache: pass stopped");
+    if (journal_dirty_) save_journal();
+  }
+  return changed;
+}
+
+bool CacheSteward::run_roots() {
   bool changed = false;
   std::set<std::string> seen;
   std::vector<XetCacheStatus> standing_by;
@@ -609,7 +669,12 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
 
 std::vector<XetCacheStatus> CacheSteward::status() const {
   std::lock_guard lock(status_mu_);
-  return published_;
+  std::vector<XetCacheStatus> out = published_;
+  for (auto& st : out) {
+    st.pass_running = running_;
+    st.pass_files_read = files_read_;
+  }
+  return out;
 }
 
 }  // namespace dedupd::daemon

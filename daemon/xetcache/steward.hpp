@@ -15,12 +15,15 @@
 // journaled in the state dir; a lock file in each cache root keeps a second
 // dedupd (another instance, another host on NFS) standing by.
 //
-// It runs on the work loop: `progress` (the daemon feeds its watchdog
-// there) is called between files, so a large first pass does not starve it.
+// A pass runs in a worker thread of its own (start_pass): a first pass over
+// a large cache on a slow disk reads every shard, and on the work loop it
+// would hold up ingest and the watchdog. It only reads the index (as the
+// HTTP threads do) and writes files the watcher then ingests on the loop.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -29,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/config/config.hpp"
@@ -64,15 +68,26 @@ class CacheSteward {
   CacheSteward(const CacheSteward&) = delete;
   CacheSteward& operator=(const CacheSteward&) = delete;
 
+  // Any thread; a pass under way finishes with the configuration it began with.
   void configure(std::vector<std::filesystem::path> roots, const XetCacheConfig& config);
-  bool any() const { return !roots_.empty(); }
-  // Called between files and groups of a pass (the daemon pings its watchdog).
-  void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
+  bool any() const { return any_; }
 
   // One pass over every managed cache: deletes replaced originals the rules
   // let go, merges at most one group per cache (skipping groups set aside),
   // evicts past the caps. Returns true when it wrote or deleted a file.
+  // Runs in the caller's thread (tests); start_pass runs it in the worker.
   bool run();
+  // Starts a pass in the worker unless one is under way (then false).
+  bool start_pass();
+  bool pass_running() const { return running_; }
+  // Asks a pass under way to end at its next file (nothing half done: a
+  // merge is written and journaled whole or not at all); stop() also waits.
+  void request_stop() { stop_ = true; }
+  void stop();
+  // Waits for a pass under way to end by itself.
+  void wait_pass() {
+    if (worker_.joinable()) worker_.join();
+  }
 
   // Any thread.
   std::vector<XetCacheStatus> status() const;
@@ -123,6 +138,8 @@ class CacheSteward {
     bool unchanged = false;
   };
 
+  void apply_configuration();
+  bool run_roots();
   bool run_endpoint(RootState& root, const std::string& dir, const std::string& shard_cache,
                     std::optional<xetcache::Error> layout_problem);
   bool take_lock(const std::filesystem::path& root, RootState& state);
@@ -136,16 +153,24 @@ class CacheSteward {
   bool is_set_aside(const EndpointState& ep, const std::string& key, std::uint64_t now_mono) const;
   void load_journal();
   void save_journal();
-  void progress() const {
-    if (progress_) progress_();
-  }
+  // Between files: counts them for the status and ends the pass when asked.
+  void progress();
 
   const index::Index& index_;
   StewardOptions options_;
   StewardProbes probes_;
-  std::function<void()> progress_;
-  std::vector<std::filesystem::path> roots_;
+  std::mutex run_mu_;  // one pass at a time, whichever thread runs it
+  std::mutex config_mu_;
+  std::vector<std::filesystem::path> next_roots_;  // under config_mu_, taken by the next pass
+  XetCacheConfig next_config_;
+  bool reconfigured_ = false;
+  std::atomic<bool> any_{false};
+  std::vector<std::filesystem::path> roots_;  // the pass's own copy
   XetCacheConfig config_;
+  std::thread worker_;
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> files_read_{0};        // by the pass under way
   std::map<std::string, RootState> root_states_;    // by root
   std::map<std::string, EndpointState> endpoints_;  // by endpoint dir
   bool journal_loaded_ = false;

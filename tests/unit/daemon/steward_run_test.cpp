@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <set>
 
@@ -575,6 +576,42 @@ TEST_F(StewardRun, ASwappedInLinkOrATruncationIsSetAsideNotFollowed) {
   EXPECT_TRUE(fs::exists(outside));
   EXPECT_EQ(files.writes, 0);  // c alone is no group
   (void)c;
+}
+
+// Finding 7: fd0e0e3 ran the whole first pass on the work loop, with no
+// watchdog ping, so a large cache on a slow disk got dedupd killed. A pass
+// now runs in the steward's worker; a second one is not started while it
+// runs, the status shows its progress, and a stop ends it at the next file.
+TEST_F(StewardRun, APassRunsInTheWorkerAndStopsAtTheNextFile) {
+  add(1);
+  add(2);
+  add(3);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> reading;
+  int reads = 0;
+  files.before_read = [&](const std::string&) {
+    if (++reads == 1) {
+      reading.set_value();
+      released.wait();
+    }
+  };
+  auto s = steward();
+  ASSERT_TRUE(s->start_pass());
+  reading.get_future().wait();  // the worker is in its first read; this thread is free
+  EXPECT_TRUE(s->pass_running());
+  EXPECT_FALSE(s->start_pass()) << "one pass at a time";
+  s->request_stop();
+  release.set_value();
+  s->stop();
+  EXPECT_FALSE(s->pass_running());
+  EXPECT_EQ(reads, 1) << "the pass went on after the stop";
+  EXPECT_EQ(files.writes, 0);
+  // A later pass does the work.
+  files.before_read = nullptr;
+  ASSERT_TRUE(s->start_pass());
+  s->wait_pass();
+  EXPECT_EQ(files.writes, 1);
 }
 
 }  // namespace
