@@ -49,6 +49,9 @@ void print_managed_caches(Context& ctx, Client& client) {
     if (c.contains("liveness") && c["liveness"].is_object() && !c["liveness"].value("established", true))
       ctx.out() << where << ": clients unknown, originals wait for replaced_grace: "
                 << c["liveness"].value("why", std::string("?")) << '\n';
+    if (c.contains("holds_removed") && c["holds_removed"].is_array())
+      for (const auto& r : c["holds_removed"])
+        if (r.is_string()) ctx.out() << where << ": " << r.get<std::string>() << '\n';
     if (c.contains("set_aside") && c["set_aside"].is_array())
       for (const auto& r : c["set_aside"])
         if (r.is_string()) ctx.out() << where << ": set aside " << r.get<std::string>() << '\n';

@@ -42,8 +42,11 @@ struct XetCacheStatus {
   std::string lock_holder;             // "pid N on HOST" of whoever holds it
   std::vector<std::string> set_aside;  // what failed, why, and when it is tried again
   std::string problem;                 // the endpoint as a whole could not be looked at
-  bool pass_running = false;           // a pass is under way in the steward's worker
-  std::uint64_t pass_files_read = 0;   // files it has read so far
+  // Merged shards holding content of a shard an admin removed after the
+  // merge: their originals stay, and the admin should remove them too.
+  std::vector<std::string> holds_removed;
+  bool pass_running = false;          // a pass is under way in the steward's worker
+  std::uint64_t pass_files_read = 0;  // files it has read so far
 };
 
 struct StatusInfo {

@@ -71,6 +71,7 @@ Response get_status(Context& ctx, Request& req) {
                       {"lock_holder", c.lock_holder},
                       {"set_aside", c.set_aside},
                       {"problem", c.problem},
+                      {"holds_removed", c.holds_removed},
                       {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
   return json(dump(doc));

@@ -516,6 +516,18 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   // a session that loaded one reopens it to extend a match, and without it
   // re-uploads those bytes (it never fails: tests/xet_client).
   const std::size_t pending_before = ep.pending.size();
+  // A member an admin removed after its merge: the merged file holds its
+  // content, so that merge counts as undone. Its other originals stay and
+  // may merge again without the removed one (so removing the merged shard
+  // loses nothing of theirs); the status asks the admin for that removal.
+  for (const auto& p : ep.pending)
+    if (facts_of(p.original).state == FileState::removed) ep.holds_removed[p.merged] = p.original;
+  std::erase_if(ep.pending, [&](const Pending& p) { return ep.holds_removed.contains(p.merged); });
+  std::erase_if(ep.holds_removed, [&](const auto& kv) { return facts_of(kv.first).state != FileState::live; });
+  st.holds_removed.clear();
+  for (const auto& [merged, original] : ep.holds_removed)
+    st.holds_removed.push_back(merged + " holds the content of " + original +
+                               ", which an admin removed: remove that merged shard too");
   xetcache::CacheUsage gone;  // of the described files deleted here
   auto count_gone = [&](const std::string& path) {
     auto d = ep.described.find(path);
@@ -582,7 +594,10 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   }
   std::vector<xetcache::ShardDesc> candidates;
   for (const auto& [path, entry] : ep.described)
-    if (!covered.contains(path) && !is_set_aside(ep, path, now_mono)) candidates.push_back(entry.desc);
+    // A merged file holding a removed shard's content is never a member
+    // again: a merge with it would carry that content on.
+    if (!covered.contains(path) && !is_set_aside(ep, path, now_mono) && !ep.holds_removed.contains(path))
+      candidates.push_back(entry.desc);
 
   // 2. Consolidation: one group a pass, so the loop is never held for long;
   // a group that fails is set aside and the next one is tried.

@@ -112,10 +112,11 @@ class CacheSteward {
   };
   struct EndpointState {
     XetCacheStatus status;
-    std::vector<Pending> pending;                   // originals of merges, still on disk
-    std::map<std::string, std::uint64_t> evicting;  // path -> since when the caps want it gone (monotonic)
-    std::map<std::string, Described> described;     // by path
-    std::map<std::string, SetAside> set_aside;      // by file path, or "group:" + member paths
+    std::vector<Pending> pending;                      // originals of merges, still on disk
+    std::map<std::string, std::uint64_t> evicting;     // path -> since when the caps want it gone (monotonic)
+    std::map<std::string, Described> described;        // by path
+    std::map<std::string, SetAside> set_aside;         // by file path, or "group:" + member paths
+    std::map<std::string, std::string> holds_removed;  // merged file -> an admin-removed original it holds
   };
   struct RootState {
     int lock_fd = -1;

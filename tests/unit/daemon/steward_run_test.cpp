@@ -153,7 +153,7 @@ class StewardRun : public ::testing::Test {
 
   // Written as the client names it, and indexed as the watcher would.
   std::string add(const std::vector<std::uint8_t>& bytes) {
-    const std::string path = shard_cache + "/" + shard::shard_file_hash(bytes).to_string() + ".mdb";
+    std::string path = shard_cache + "/" + shard::shard_file_hash(bytes).to_string() + ".mdb";
     tests::write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     ingest(path);
     return path;
@@ -450,6 +450,43 @@ TEST_F(StewardRun, ARemovedShardIsNeverMergedNorDeleted) {
     for (shard::FileBlock fb : v->files())
       for (shard::FileBlock gone : b_view->files()) EXPECT_NE(fb.hash(), gone.hash());
   }
+}
+
+// Finding 4, the other order: a shard removed after a merge already holds
+// its content. fd0e0e3 deleted the other originals, so removing the merged
+// shard too would lose their content. Now that merge counts as undone: its
+// originals stay, the live ones merge again without the removed one, and the
+// status names the merged shard for the admin to remove as well.
+TEST_F(StewardRun, AShardRemovedAfterItsMergeKeepsTheOtherOriginals) {
+  const auto a = add(1), b = add(2), c = add(3);
+  live_client(4242, 60, 0);
+  auto s = steward();
+  s->run();
+  ingest_new();
+  ASSERT_EQ(status_of(*s).pending_deletions, 3u);
+  ASSERT_TRUE(idx->remove((*idx->source(a))->shard, kWall));
+  clock.mono += 1;
+  s->run();
+  auto st = status_of(*s);
+  EXPECT_EQ(files.writes, 2);           // b and c, merged again without a
+  EXPECT_EQ(st.pending_deletions, 2u);  // on that new merge
+  EXPECT_TRUE(exists(b) && exists(c));
+  ASSERT_EQ(st.holds_removed.size(), 1u);
+  EXPECT_NE(st.holds_removed[0].find(a), std::string::npos) << st.holds_removed[0];
+  const std::string merged = st.holds_removed[0].substr(0, st.holds_removed[0].find(' '));
+  ASSERT_TRUE(exists(merged));
+  ingest_new();
+  // The admin removes the merged shard as asked.
+  ASSERT_TRUE(idx->remove((*idx->source(merged))->shard, kWall));
+  procs.running.clear();
+  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.mono += 1;
+  s->run();
+  EXPECT_TRUE(status_of(*s).holds_removed.empty());
+  EXPECT_EQ(files.writes, 2);
+  EXPECT_TRUE(exists(a) && exists(merged)) << "removed shards' files are left alone";
+  EXPECT_FALSE(exists(b) || exists(c));
+  EXPECT_EQ(status_of(*s).removed_kept, 2u);
 }
 
 // Finding 5: fd0e0e3 kept pending deletions in memory only; after a restart
