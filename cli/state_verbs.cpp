@@ -46,7 +46,8 @@ void print_managed_caches(Context& ctx, Client& client) {
     if (c.value("standing_by", false))
       ctx.out() << where << ": standing by, " << text(c, "lock_holder") << " stewards it\n";
     if (!text(c, "problem").empty()) ctx.out() << where << ": " << text(c, "problem") << '\n';
-    if (c.contains("liveness") && c["liveness"].is_object() && !c["liveness"].value("established", true))
+    if (!c.value("standing_by", false) && c.contains("liveness") && c["liveness"].is_object() &&
+        !c["liveness"].value("established", true))
       ctx.out() << where << ": clients unknown, originals wait for replaced_grace: "
                 << c["liveness"].value("why", std::string("?")) << '\n';
     if (c.contains("holds_removed") && c["holds_removed"].is_array())
