@@ -537,17 +537,16 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     gone.chunk_entries += d->second.desc.chunk_entries;
     ep.described.erase(d);  // neither a candidate nor counted any more
   };
-  std::map<std::string, bool> merged_ok;  // one check per merged file a pass
+  std::map<std::string, bool> merged_ok;  // read and checked once a pass, and only before a deletion
+  auto merged_gone = [&](const Pending& p) {
+    // The merged file went or does not verify: the original is an ordinary
+    // member again, and may be merged anew.
+    spdlog::warn("xet cache: keeping {}: its merged file {} is missing or does not verify", p.original, p.merged);
+    return true;
+  };
   std::erase_if(ep.pending, [&](const Pending& p) {
     if (!on_disk.contains(p.original)) return true;  // gone already
-    auto ok = merged_ok.find(p.merged);
-    if (ok == merged_ok.end()) ok = merged_ok.emplace(p.merged, merged_verifies(p.merged)).first;
-    if (!ok->second) {
-      // The merged file went or does not verify: the original is an
-      // ordinary member again, and may be merged anew.
-      spdlog::warn("xet cache: keeping {}: its merged file {} is missing or does not verify", p.original, p.merged);
-      return true;
-    }
+    if (!on_disk.contains(p.merged)) return merged_gone(p);
     const FileFacts facts = facts_of(p.original);
     xetcache::DeletionFacts df;
     df.indexed_unchanged = facts.state != FileState::not_ours && facts.unchanged;
@@ -563,6 +562,11 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
       return true;  // not ours to delete, ever
     }
     if (!decision.allowed || is_set_aside(ep, p.original, now_mono)) return false;
+    // Read through right before the deletion: it must verify now, not when
+    // it was written (64 MiB at most, and only when something is to go).
+    auto ok = merged_ok.find(p.merged);
+    if (ok == merged_ok.end()) ok = merged_ok.emplace(p.merged, merged_verifies(p.merged)).first;
+    if (!ok->second) return merged_gone(p);
     const int err = probes_.files->unlink(p.original);
     if (err == 0 || err == ENOENT) {
       count_gone(p.original);

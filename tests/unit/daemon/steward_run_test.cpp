@@ -526,6 +526,25 @@ TEST_F(StewardRun, OriginalsStayWhenTheMergedFileIsGone) {
   EXPECT_TRUE(exists(a) && exists(b));
 }
 
+// Finding 5, the same rule: a merged file that is there but no longer
+// verifies (truncated, overwritten) does not let its originals go.
+TEST_F(StewardRun, OriginalsStayWhenTheMergedFileNoLongerVerifies) {
+  const auto a = add(1), b = add(2);
+  live_client(4242, 60, 0);
+  auto s = steward();
+  s->run();
+  for (const auto& p : shard_files())
+    if (p != a && p != b) tests::write_file(p, "not a shard any more");
+  procs.running.clear();
+  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.mono += 60;
+  s->run();
+  EXPECT_TRUE(exists(a) && exists(b));
+  // Ordinary members again, they merge anew: the broken file is replaced.
+  EXPECT_EQ(files.writes, 2);
+  EXPECT_EQ(status_of(*s).pending_deletions, 2u);
+}
+
 // Finding 5: when an original could not be deleted, fd0e0e3 wrote and
 // fsync'd the same merged file again at every pass.
 TEST_F(StewardRun, AnUndeletableOriginalDoesNotRewriteItsMerge) {
