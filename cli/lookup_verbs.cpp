@@ -63,6 +63,12 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     action = status;
   });
   {
+    auto* x = app.add_subcommand("xet-cache", "The Xet caches dedupd looks after (manage: xet-cache)");
+    x->require_subcommand(1);
+    x->add_subcommand("status", "Per cache: last pass, before -> after, pending, clients, lock, what is set aside")
+        ->callback([&action] { action = xet_cache_status; });
+  }
+  {
     auto h = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     auto* d = app.add_subcommand("dedup-shard", "Fetch the Xet global-dedup reply for a chunk as a shard file");

@@ -11,5 +11,8 @@ namespace dedupctl {
 int shards(Context& ctx, const std::string& state);
 int stats(Context& ctx);
 int status(Context& ctx);
+// Each managed Xet cache in full: before -> after, pending, liveness and
+// why, clients, lock holder, set-aside reasons (the steward's status).
+int xet_cache_status(Context& ctx);
 
 }  // namespace dedupctl
