@@ -217,8 +217,7 @@ CacheSteward::FileFacts CacheSteward::facts_of(const std::string& path) const {
   auto shard = index_.shard((*source)->shard);
   if (!shard || !*shard) return f;
   if ((*shard)->state == index::ShardState::removed) f.state = FileState::removed;
-  else if ((*shard)->state == index::ShardState::live) f.state = FileState::live;
-  else return f;  // expired: the expiry runner's
+  else f.state = FileState::taken;  // live, or expired (never merged: the plan leaves expired shards out)
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return f;
   const std::int64_t mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -463,7 +462,7 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     st.problem = files.error().to_string();
     return false;
   }
-  // Only what dedupd took, of live shards, unchanged. Files of shards an
+  // Only what dedupd took (live or expired shards), unchanged. Files of shards an
   // admin removed are counted and left alone: never merged (a merged file
   // would be indexed and published again) and never deleted.
   std::vector<xetcache::ShardFile> ours;
@@ -473,7 +472,7 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     on_disk.insert(f.path);
     const FileFacts facts = facts_of(f.path);
     if (facts.state == FileState::removed) ++st.removed_kept;
-    if (facts.state == FileState::live && facts.unchanged) ours.push_back(f);
+    if (facts.state == FileState::taken && facts.unchanged) ours.push_back(f);
   }
   std::map<std::string, Described> described;
   for (const auto& f : ours) {
@@ -523,7 +522,7 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   for (const auto& p : ep.pending)
     if (facts_of(p.original).state == FileState::removed) ep.holds_removed[p.merged] = p.original;
   std::erase_if(ep.pending, [&](const Pending& p) { return ep.holds_removed.contains(p.merged); });
-  std::erase_if(ep.holds_removed, [&](const auto& kv) { return facts_of(kv.first).state != FileState::live; });
+  std::erase_if(ep.holds_removed, [&](const auto& kv) { return facts_of(kv.first).state != FileState::taken; });
   st.holds_removed.clear();
   for (const auto& [merged, original] : ep.holds_removed)
     st.holds_removed.push_back(merged + " holds the content of " + original +
@@ -646,7 +645,7 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     const std::uint64_t wanted_since = since != ep.evicting.end() ? since->second : now_mono;
     const FileFacts facts = facts_of(d.path);
     xetcache::DeletionFacts df;
-    df.indexed_unchanged = facts.state == FileState::live && facts.unchanged;
+    df.indexed_unchanged = facts.state == FileState::taken && facts.unchanged;
     df.removed_by_admin = facts.state == FileState::removed;
     df.now_mono = now_mono;
     df.wanted_since_mono = wanted_since;

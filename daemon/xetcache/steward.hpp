@@ -6,7 +6,7 @@
 //
 // It acts in a directory that users and running clients own, so every
 // deletion follows xetcache/rules.hpp (written out in daemon/README.md):
-// only files the index took, unchanged, of live (not admin-removed) shards;
+// only files the index took, unchanged, of shards no admin removed (live, or expired for the caps);
 // a merge's originals only while their merged file verifies; and only when
 // no client that could have loaded them is alive, or replaced_grace has
 // passed on a monotonic clock. When it cannot tell which clients are alive
@@ -133,7 +133,9 @@ class CacheSteward {
     // here that still grows is a client this steward cannot see.
     std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> log_marks;
   };
-  enum class FileState : std::uint8_t { not_ours, live, removed };
+  // taken: the index took the file and its shard is live or expired (the caps
+  // may still want an expired one gone when dedupd's own expiry keeps files).
+  enum class FileState : std::uint8_t { not_ours, taken, removed };
   struct FileFacts {
     FileState state = FileState::not_ours;
     bool unchanged = false;

@@ -136,7 +136,7 @@ class StewardRun : public ::testing::Test {
 
   // A small exported-upload shard of its own content; `day` picks the
   // expiry day, so shards of different days merge in different groups.
-  std::vector<std::uint8_t> shard_bytes(std::uint64_t seed, std::uint64_t day = 30, const shard::Key& key = {},
+  std::vector<std::uint8_t> shard_bytes(std::uint64_t seed, std::int64_t day = 30, const shard::Key& key = {},
                                         bool verification = true) {
     auto x = shard::testing::make_xorb(seed * 10 + 1, 4, key);
     shard::ShardWriter w;
@@ -147,7 +147,7 @@ class StewardRun : public ::testing::Test {
     wo.derive_byte_totals = true;
     wo.footer.chunk_hash_key = key;
     wo.footer.creation_timestamp = kWall - 1000 + seed;
-    wo.footer.key_expiry = kWall + day * 86400 + 3600;
+    wo.footer.key_expiry = std::uint64_t(std::int64_t(kWall) + day * 86400 + 3600);
     return w.write(wo);
   }
 
@@ -158,7 +158,7 @@ class StewardRun : public ::testing::Test {
     ingest(path);
     return path;
   }
-  std::string add(std::uint64_t seed, std::uint64_t day = 30) { return add(shard_bytes(seed, day)); }
+  std::string add(std::uint64_t seed, std::int64_t day = 30) { return add(shard_bytes(seed, day)); }
 
   shard::Hash ingest(const std::string& path) {
     auto bytes = shard::testing::read_file(path);
@@ -361,6 +361,20 @@ TEST_F(StewardRun, EvictionWaitsForLiveClients) {
   s->run();
   EXPECT_FALSE(exists(old));
   EXPECT_TRUE(exists(young));
+  EXPECT_EQ(status_of(*s).evicted, 1u);
+}
+
+// The caps also take files of shards that expired in the index (dedupd's
+// expiry may keep files: delete_after never); the client does not load
+// them, so they go first. Caught by the real-client test of the caps.
+TEST_F(StewardRun, TheCapsTakeExpiredShardsFirst) {
+  const auto expired = add(1, -2);  // expired two days ago: recorded, not indexed
+  const auto young = add(2, 40), old = add(3, 10);
+  config.max_bytes = fs::file_size(young) + fs::file_size(old);
+  auto s = steward();
+  s->run();
+  EXPECT_FALSE(exists(expired));
+  EXPECT_TRUE(exists(young) && exists(old));
   EXPECT_EQ(status_of(*s).evicted, 1u);
 }
 
