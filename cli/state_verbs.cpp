@@ -1,5 +1,6 @@
 #include "cli/state_verbs.hpp"
 
+#include <cctype>
 #include <optional>
 
 #include "api/routes.hpp"
@@ -122,6 +123,65 @@ int xet_cache_status(Context& ctx) {
       for (const auto& r : c["set_aside"])
         if (r.is_string()) f.add("Set aside", r.get<std::string>(), Color::yellow);
     f.print(ctx.out(), ctx.style);
+  }
+  return kOk;
+}
+
+int xet_cache_plan(Context& ctx, const std::string& root) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "xet-cache plan";
+  std::string query;
+  if (!root.empty()) {
+    query = "?root=";
+    static const char* const kHex = "0123456789ABCDEF";
+    for (unsigned char c : root) {
+      if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+        query += char(c);
+      } else {
+        query += '%';
+        query += kHex[c >> 4];
+        query += kHex[c & 15];
+      }
+    }
+  }
+  json doc = call(client, "GET", route(api::kXetCachePlan, query), what);
+  const json& caches = need_array(doc, "xet_caches", what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+    return kOk;
+  }
+  if (ctx.opt.quiet) return kOk;
+  if (caches.empty()) ctx.out() << "no managed Xet cache" << (root.empty() ? "" : " under " + root) << '\n';
+  bool first = true;
+  for (const auto& c : caches) {
+    if (!first) ctx.out() << '\n';
+    first = false;
+    const std::string where = c.value("endpoint", std::string("?"));
+    if (c.value("standing_by", false)) {
+      ctx.out() << where << ": standing by, " << c.value("lock_holder", std::string("?")) << " stewards it\n";
+      continue;
+    }
+    const json liveness = c.contains("liveness") && c["liveness"].is_object() ? c["liveness"] : json::object();
+    ctx.out() << where << ": " << (liveness.value("established", false) ? "" : "clients unknown, all count as alive: ")
+              << liveness.value("why", std::string()) << '\n';
+    const json steps = c.contains("steps") && c["steps"].is_array() ? c["steps"] : json::array();
+    if (steps.empty()) {
+      ctx.out() << "nothing to do\n";
+    } else {
+      Table t({{"ACTION"}, {"FILES", Table::right}, {"SAVES", Table::right}, {"ENTRIES", Table::right}, {"WHY"}});
+      for (const auto& s : steps) {
+        const std::size_t files = s.contains("files") && s["files"].is_array() ? s["files"].size() : 0;
+        const std::string one = files == 1 && s["files"][0].is_string() ? s["files"][0].get<std::string>() : "";
+        t.add({s.value("action", std::string("?")), grouped(files),
+               human_bytes(s.value("bytes_saved", std::uint64_t(0))),
+               grouped(s.value("entries_saved", std::uint64_t(0))),
+               s.value("why", std::string()) + (one.empty() ? "" : " (" + one + ")")});
+      }
+      t.print(ctx.out(), ctx.style);
+    }
+    if (c.contains("set_aside") && c["set_aside"].is_array())
+      for (const auto& r : c["set_aside"])
+        if (r.is_string()) ctx.out() << "set aside: " << r.get<std::string>() << '\n';
   }
   return kOk;
 }

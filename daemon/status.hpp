@@ -49,6 +49,25 @@ struct XetCacheStatus {
   std::uint64_t pass_files_read = 0;  // files it has read so far
 };
 
+// What the steward's next pass would do to one endpoint, from a dry run
+// (`dedupctl xet-cache plan`): the same rules, files read, nothing written.
+struct XetCachePlanStep {
+  std::string action;  // merge, delete (a merge's original), evict
+  std::vector<std::string> files;
+  std::string why;
+  std::uint64_t bytes_saved = 0;    // on disk
+  std::uint64_t entries_saved = 0;  // chunk entries the client indexes
+};
+struct XetCachePlan {
+  std::string endpoint;
+  bool liveness_established = false;
+  std::string liveness_why;
+  bool standing_by = false;
+  std::string lock_holder;
+  std::vector<XetCachePlanStep> steps;
+  std::vector<std::string> set_aside;  // what the pass would skip, and why
+};
+
 struct StatusInfo {
   std::string version;
   pid_t pid = 0;

@@ -77,6 +77,30 @@ Response get_status(Context& ctx, Request& req) {
   return json(dump(doc));
 }
 
+Response get_xet_cache_plan(Context& ctx, Request& req) {
+  std::string root;
+  if (auto r = req.query_value("root")) root = std::string(*r);
+  auto plan = ctx.service.xet_cache_plan(root);
+  if (!plan) return error(kNotReady, "in_progress", "a pass of the steward is under way: ask again when it ends");
+  Json caches = Json::array();
+  for (const auto& p : *plan) {
+    Json steps = Json::array();
+    for (const auto& s : p.steps)
+      steps.push_back({{"action", s.action},
+                       {"files", s.files},
+                       {"why", s.why},
+                       {"bytes_saved", s.bytes_saved},
+                       {"entries_saved", s.entries_saved}});
+    caches.push_back({{"endpoint", p.endpoint},
+                      {"liveness", {{"established", p.liveness_established}, {"why", p.liveness_why}}},
+                      {"standing_by", p.standing_by},
+                      {"lock_holder", p.lock_holder},
+                      {"steps", std::move(steps)},
+                      {"set_aside", p.set_aside}});
+  }
+  return json(dump(Json{{"xet_caches", std::move(caches)}}));
+}
+
 Response get_health(Context& ctx, Request&) {
   if (!open_index(ctx)) {
     Json doc = {{"status", "starting"},

@@ -38,6 +38,28 @@ std::string host_name() {
   return name;
 }
 
+// The file layer of a dry run: reads for real, writes and deletes nothing.
+class DryRunFiles final : public StewardFiles {
+ public:
+  explicit DryRunFiles(StewardFiles& real) : real_(real) {}
+  Listing list_logs(const std::string& dir) override { return real_.list_logs(dir); }
+  std::optional<std::string> network_fs(const std::string& path) override { return real_.network_fs(path); }
+  shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override { return real_.read(path); }
+  shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t,
+                                                    std::int64_t) override {
+    xetcache::WrittenShard w;
+    w.hash = shard::shard_file_hash(bytes);
+    w.size = bytes.size();
+    w.path = dir + "/" + w.hash.to_string() + ".mdb";
+    return w;
+  }
+  int unlink(const std::string&) override { return 0; }
+  bool log_dest_redirected() override { return real_.log_dest_redirected(); }
+
+ private:
+  StewardFiles& real_;
+};
+
 std::string group_key(const std::vector<std::string>& members) {
   std::string key = "group:";
   for (const auto& m : members) key += m + ";";
@@ -271,6 +293,7 @@ void CacheSteward::load_journal() {
 }
 
 void CacheSteward::save_journal() {
+  if (dry_run_) return;
   journal_dirty_ = false;
   if (options_.state_dir.empty()) return;
   const std::string path = options_.state_dir + "/" + kStewardJournalName;
@@ -378,6 +401,10 @@ bool CacheSteward::run_roots() {
   if (journal_dirty_) save_journal();
   std::vector<XetCacheStatus> published = std::move(standing_by);
   for (const auto& [dir, st] : endpoints_) published.push_back(st.status);
+  if (dry_run_) {
+    dry_published_ = std::move(published);
+    return changed;
+  }
   std::lock_guard lock(status_mu_);
   published_ = std::move(published);
   return changed;
@@ -422,8 +449,23 @@ bool CacheSteward::try_merge(EndpointState& ep, const std::string& shard_cache, 
   }
   ep.set_aside.erase(key);
   if (!written->existed) ++ep.status.merges;
-  spdlog::info("xet cache: merged {} shards into {} ({} bytes, {} chunks, expires {}){}", members.size(), written->path,
-               written->size, merged->stats.chunks, merged->expiry, written->existed ? ", already there" : "");
+  if (dry_run_) {
+    XetCachePlanStep step{"merge", members, "", 0, 0};
+    std::uint64_t bytes = 0, entries = 0;
+    for (const auto& m : members)
+      if (auto d = ep.described.find(m); d != ep.described.end()) {
+        bytes += d->second.desc.size;
+        entries += d->second.desc.chunk_entries;
+      }
+    step.why = std::to_string(members.size()) + " small shards of one kind, key and expiry day into " + written->path;
+    step.bytes_saved = bytes > written->size ? bytes - written->size : 0;
+    step.entries_saved = entries > merged->stats.chunks ? entries - merged->stats.chunks : 0;
+    dry_steps_[ep.status.endpoint].push_back(std::move(step));
+  } else {
+    spdlog::info("xet cache: merged {} shards into {} ({} bytes, {} chunks, expires {}){}", members.size(),
+                 written->path, written->size, merged->stats.chunks, merged->expiry,
+                 written->existed ? ", already there" : "");
+  }
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (members[i] == written->path) continue;  // the merge reproduced it: it is the result
     ep.pending.push_back({members[i], written->path, now_mono});
@@ -568,11 +610,19 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     if (!ok->second) return merged_gone(p);
     const int err = probes_.files->unlink(p.original);
     if (err == 0 || err == ENOENT) {
+      if (dry_run_) {
+        auto d = ep.described.find(p.original);
+        dry_steps_[dir].push_back({"delete",
+                                   {p.original},
+                                   "merged into " + p.merged + "; " + decision.why,
+                                   d != ep.described.end() ? d->second.desc.size : 0,
+                                   d != ep.described.end() ? d->second.desc.chunk_entries : 0});
+      }
       count_gone(p.original);
       if (err == 0) {
         ++st.merged_away;
         changed = true;
-        spdlog::info("xet cache: deleted {} (merged into {}; {})", p.original, p.merged, decision.why);
+        if (!dry_run_) spdlog::info("xet cache: deleted {} (merged into {}; {})", p.original, p.merged, decision.why);
       }
       return true;
     }
@@ -663,7 +713,10 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     if (err == 0) {
       ++st.evicted;
       changed = true;
-      spdlog::info("xet cache: deleted {} (over the cache's caps; {})", d.path, decision.why);
+      if (dry_run_)
+        dry_steps_[dir].push_back(
+            {"evict", {d.path}, "over the cache's caps; " + decision.why, d.size, d.chunk_entries});
+      else spdlog::info("xet cache: deleted {} (over the cache's caps; {})", d.path, decision.why);
     }
     --left.files;
     left.bytes -= d.size;
@@ -692,6 +745,67 @@ std::vector<XetCacheStatus> CacheSteward::status() const {
     st.pass_running = running_;
     st.pass_files_read = files_read_;
   }
+  return out;
+}
+
+}  // namespace dedupd::daemon
+
+namespace dedupd::daemon {
+
+std::optional<std::vector<XetCachePlan>> CacheSteward::plan(const std::string& root) {
+  std::unique_lock pass(run_mu_, std::try_to_lock);
+  if (!pass.owns_lock()) return std::nullopt;
+  apply_configuration();
+  if (!journal_loaded_) load_journal();
+  // A dry run is a pass on copies: everything a pass remembers is put back,
+  // but the lock it may have taken stays taken (the fd is the one held).
+  const auto endpoints = endpoints_;
+  auto root_states = root_states_;
+  const auto roots = roots_;
+  const bool journal_dirty = journal_dirty_;
+  DryRunFiles dry(*probes_.files);
+  StewardFiles* const real = probes_.files;
+  probes_.files = &dry;
+  dry_run_ = true;
+  auto under = [&](const std::string& path) {
+    return root.empty() || path == root || path.starts_with(root + "/") || root.starts_with(path + "/");
+  };
+  std::erase_if(roots_, [&](const fs::path& r) { return !under(r.native()); });
+  try {
+    run_roots();
+  } catch (const StewardPassStopped&) {
+  } catch (const std::exception& e) {
+    spdlog::error("xet cache: the dry run failed: {}", e.what());
+  }
+  std::vector<XetCachePlan> out;
+  for (const auto& st : dry_published_) {
+    if (!root.empty() && st.endpoint != root && !st.endpoint.starts_with(root + "/") &&
+        !root.starts_with(st.endpoint + "/"))
+      continue;
+    XetCachePlan p;
+    p.endpoint = st.endpoint;
+    p.liveness_established = st.liveness_established;
+    p.liveness_why = st.liveness_why;
+    p.standing_by = st.standing_by;
+    p.lock_holder = st.lock_holder;
+    p.set_aside = st.set_aside;
+    if (auto s = dry_steps_.find(st.endpoint); s != dry_steps_.end()) p.steps = std::move(s->second);
+    out.push_back(std::move(p));
+  }
+  for (const auto& [path, st] : root_states_) {
+    RootState& kept = root_states[path];
+    kept.lock_fd = st.lock_fd;
+    kept.holds_lock = st.holds_lock;
+    kept.lock_holder = st.lock_holder;
+  }
+  endpoints_ = endpoints;
+  root_states_ = std::move(root_states);
+  roots_ = roots;
+  journal_dirty_ = journal_dirty;
+  probes_.files = real;
+  dry_run_ = false;
+  dry_steps_.clear();
+  dry_published_.clear();
   return out;
 }
 

@@ -92,6 +92,11 @@ class CacheSteward {
   // Any thread.
   std::vector<XetCacheStatus> status() const;
 
+  // Any thread: a dry run of the next pass over the caches under `root`
+  // (all when empty). Files are read and merges computed as in a pass, but
+  // nothing is written, deleted or remembered. Nullopt while a pass runs.
+  std::optional<std::vector<XetCachePlan>> plan(const std::string& root);
+
  private:
   struct Pending {
     std::string original;
@@ -158,6 +163,12 @@ class CacheSteward {
   void save_journal();
   // Between files: counts them for the status and ends the pass when asked.
   void progress();
+
+  // During a dry run (plan): the file layer only pretends, and what a pass
+  // would publish and do goes here instead.
+  bool dry_run_ = false;
+  std::map<std::string, std::vector<XetCachePlanStep>> dry_steps_;  // by endpoint
+  std::vector<XetCacheStatus> dry_published_;
 
   const index::Index& index_;
   StewardOptions options_;

@@ -208,6 +208,31 @@ TEST(XetCache, StatusSaysWhyItHoldsBack) {
   EXPECT_EQ(json::parse(j.out)["xet_caches"].size(), 2u);
 }
 
+TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
+  json plan = {{"xet_caches",
+                {{{"endpoint", "/c/hub"},
+                  {"liveness", {{"established", true}, {"why", "0 live client(s) of 3 logged"}}},
+                  {"standing_by", false},
+                  {"lock_holder", ""},
+                  {"steps",
+                   {{{"action", "merge"},
+                     {"files", {"/c/hub/shard-cache/a.mdb", "/c/hub/shard-cache/b.mdb"}},
+                     {"why", "2 small shards of one kind, key and expiry day into /c/hub/shard-cache/m.mdb"},
+                     {"bytes_saved", 1024},
+                     {"entries_saved", 7}}}},
+                  {"set_aside", json::array()}}}}};
+  auto d = daemon_with({{"GET /v1/xet-cache/plan?root=/c%20x", http(200, plan.dump())},
+                        {"GET /v1/xet-cache/plan", http(200, plan.dump())}});
+  auto r = run_cli(with(d, {"xet-cache", "plan", "/c x"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("merge"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.0 KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 live client(s) of 3 logged"), std::string::npos) << r.out;
+  auto all = run_cli(with(d, {"--json", "xet-cache", "plan"}));
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out), plan);
+}
+
 TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
   const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
   const std::string chunk = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";

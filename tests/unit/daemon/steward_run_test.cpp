@@ -684,5 +684,37 @@ TEST_F(StewardRun, APassRunsInTheWorkerAndStopsAtTheNextFile) {
   EXPECT_EQ(files.writes, 1);
 }
 
+// `dedupctl xet-cache plan`: the next pass as a dry run, with the same
+// rules; nothing is written, deleted or remembered.
+TEST_F(StewardRun, APlanIsTheNextPassWithoutItsEffects) {
+  const auto a = add(1), b = add(2), c = add(3);
+  auto s = steward();
+  auto plan = s->plan("");
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->size(), 1u);
+  ASSERT_EQ((*plan)[0].steps.size(), 1u);
+  const auto& merge = (*plan)[0].steps[0];
+  EXPECT_EQ(merge.action, "merge");
+  EXPECT_EQ(merge.files.size(), 3u);
+  EXPECT_GT(merge.bytes_saved, 0u);
+  EXPECT_TRUE((*plan)[0].liveness_established);
+  EXPECT_EQ(files.writes, 0);
+  EXPECT_EQ(shard_files().size(), 3u);
+  EXPECT_TRUE(s->status().empty()) << "a dry run publishes nothing";
+  // The pass does what the plan said; the next plan deletes the originals.
+  s->run();
+  EXPECT_EQ(files.writes, 1);
+  ingest_new();
+  plan = s->plan(root);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ((*plan)[0].steps.size(), 3u);
+  for (const auto& step : (*plan)[0].steps) EXPECT_EQ(step.action, "delete");
+  EXPECT_TRUE(exists(a) && exists(b) && exists(c));
+  EXPECT_EQ(status_of(*s).pending_deletions, 3u);
+  EXPECT_TRUE(s->plan("/elsewhere")->empty());
+  s->run();
+  EXPECT_FALSE(exists(a) || exists(b) || exists(c));
+}
+
 }  // namespace
 }  // namespace dedupd::daemon
