@@ -23,6 +23,8 @@ inline constexpr std::string_view kHealth = "/healthz";       // GET
 inline constexpr std::string_view kMetrics = "/metrics";      // GET, Prometheus text
 // The fleet as its database sees it: hosts, shards, entries (docs/FLEET.md).
 inline constexpr std::string_view kFleetStatus = "/v1/fleet/status";  // GET
+// The Xet cache steward's next pass as a dry run (`dedupctl xet-cache plan`).
+inline constexpr std::string_view kXetCachePlan = "/v1/xet-cache/plan";  // GET [?root=PATH]
 // Lookups (chunk, xorb, file, sha256) take ?local_only=1 to leave the fleet out.
 inline constexpr std::string_view kLocalOnly = "local_only";
 

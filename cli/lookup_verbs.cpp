@@ -63,6 +63,16 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     action = status;
   });
   {
+    auto* x = app.add_subcommand("xet-cache", "The Xet caches dedupd looks after (manage: xet-cache)");
+    x->require_subcommand(1);
+    x->add_subcommand("status", "Per cache: last pass, before -> after, pending, clients, lock, what is set aside")
+        ->callback([&action] { action = xet_cache_status; });
+    auto root = std::make_shared<std::string>();
+    auto* p = x->add_subcommand("plan", "Dry run of the next pass: what would merge, be deleted or evicted, and why");
+    p->add_option("ROOT", *root, "A managed cache (or one endpoint under it); all when left out");
+    p->callback([&action, root] { action = [root](Context& ctx) { return xet_cache_plan(ctx, *root); }; });
+  }
+  {
     auto h = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     auto* d = app.add_subcommand("dedup-shard", "Fetch the Xet global-dedup reply for a chunk as a shard file");

@@ -1,5 +1,6 @@
 #include "cli/state_verbs.hpp"
 
+#include <cctype>
 #include <optional>
 
 #include "api/routes.hpp"
@@ -37,6 +38,152 @@ void print_managed_caches(Context& ctx, Client& client) {
   }
   ctx.out() << '\n';
   t.print(ctx.out(), ctx.style);
+  // Why the steward holds back, per cache: what a table cell cannot say.
+  auto text = [](const json& c, const char* key) {
+    return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+  };
+  for (const auto& c : doc["xet_caches"]) {
+    const std::string where = c.value("endpoint", std::string("?"));
+    if (c.value("standing_by", false))
+      ctx.out() << where << ": standing by, " << text(c, "lock_holder") << " stewards it\n";
+    if (!text(c, "problem").empty()) ctx.out() << where << ": " << text(c, "problem") << '\n';
+    if (!c.value("standing_by", false) && c.contains("liveness") && c["liveness"].is_object() &&
+        !c["liveness"].value("established", true))
+      ctx.out() << where << ": clients unknown, originals wait for replaced_grace: "
+                << c["liveness"].value("why", std::string("?")) << '\n';
+    if (c.contains("holds_removed") && c["holds_removed"].is_array())
+      for (const auto& r : c["holds_removed"])
+        if (r.is_string()) ctx.out() << where << ": " << r.get<std::string>() << '\n';
+    if (c.contains("set_aside") && c["set_aside"].is_array())
+      for (const auto& r : c["set_aside"])
+        if (r.is_string()) ctx.out() << where << ": set aside " << r.get<std::string>() << '\n';
+  }
+}
+
+int xet_cache_status(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "xet-cache status";
+  json doc = call(client, "GET", std::string(api::kStatus), what);
+  const json& caches = need_array(doc, "xet_caches", what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), json{{"xet_caches", caches}});
+    return kOk;
+  }
+  if (ctx.opt.quiet) return kOk;
+  if (caches.empty()) {
+    ctx.out() << "no managed Xet cache (watch entries with manage: xet-cache)\n";
+    return kOk;
+  }
+  const std::uint64_t now = now_s();
+  auto n = [](const json& c, const char* key) {
+    return c.contains(key) && c[key].is_number_unsigned() ? c[key].get<std::uint64_t>() : std::uint64_t(0);
+  };
+  auto text = [](const json& c, const char* key) {
+    return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+  };
+  bool first = true;
+  for (const auto& c : caches) {
+    if (!first) ctx.out() << '\n';
+    first = false;
+    Fields f;
+    f.add("Cache", text(c, "endpoint"));
+    if (c.value("standing_by", false)) {
+      f.add("Lock", "standing by: " + text(c, "lock_holder") + " stewards it", Color::yellow);
+      f.print(ctx.out(), ctx.style);
+      continue;
+    }
+    if (!text(c, "problem").empty()) f.add("Problem", text(c, "problem"), Color::red);
+    f.add("Last pass", n(c, "last_pass") == 0 ? std::string("none yet") : time_text(n(c, "last_pass"), now));
+    f.add("Files", grouped(n(c, "files_before")) + " -> " + grouped(n(c, "files")));
+    f.add("Size", human_bytes(n(c, "bytes_before")) + " -> " + human_bytes(n(c, "bytes")) + " of " +
+                      human_bytes(n(c, "max_bytes")));
+    f.add("Chunk entries", grouped(n(c, "chunk_entries")) + " of " + grouped(n(c, "max_chunk_entries")));
+    f.add("Pending", grouped(n(c, "pending_deletions")) + " originals, " + human_bytes(n(c, "pending_bytes")));
+    f.add("Done", grouped(n(c, "merges")) + " merges, " + grouped(n(c, "merged_away")) + " originals deleted, " +
+                      grouped(n(c, "evicted")) + " evicted");
+    const json liveness = c.contains("liveness") && c["liveness"].is_object() ? c["liveness"] : json::object();
+    const bool known = liveness.value("established", false);
+    std::string pids;
+    if (c.contains("client_pids") && c["client_pids"].is_array())
+      for (const auto& p : c["client_pids"]) pids += (pids.empty() ? " (pid " : ", ") + p.dump();
+    if (!pids.empty()) pids += ")";
+    f.add("Clients",
+          (known ? grouped(n(c, "live_clients")) + " running" + pids
+                 : "unknown, all count as alive: " + liveness.value("why", std::string("?"))),
+          known ? Color::none : Color::yellow);
+    f.add("Lock", "held by this dedupd");
+    if (n(c, "removed_kept") != 0)
+      f.add("Removed", grouped(n(c, "removed_kept")) + " files of removed shards, left alone");
+    if (c.contains("pass") && c["pass"].is_object() && c["pass"].value("running", false))
+      f.add("Pass", "under way, " + grouped(c["pass"].value("files_read", std::uint64_t(0))) + " files read");
+    if (c.contains("holds_removed") && c["holds_removed"].is_array())
+      for (const auto& r : c["holds_removed"])
+        if (r.is_string()) f.add("Remove too", r.get<std::string>(), Color::red);
+    if (c.contains("set_aside") && c["set_aside"].is_array())
+      for (const auto& r : c["set_aside"])
+        if (r.is_string()) f.add("Set aside", r.get<std::string>(), Color::yellow);
+    f.print(ctx.out(), ctx.style);
+  }
+  return kOk;
+}
+
+int xet_cache_plan(Context& ctx, const std::string& root) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "xet-cache plan";
+  std::string query;
+  if (!root.empty()) {
+    query = "?root=";
+    static const char* const kHex = "0123456789ABCDEF";
+    for (unsigned char c : root) {
+      if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+        query += char(c);
+      } else {
+        query += '%';
+        query += kHex[c >> 4];
+        query += kHex[c & 15];
+      }
+    }
+  }
+  json doc = call(client, "GET", route(api::kXetCachePlan, query), what);
+  const json& caches = need_array(doc, "xet_caches", what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+    return kOk;
+  }
+  if (ctx.opt.quiet) return kOk;
+  if (caches.empty()) ctx.out() << "no managed Xet cache" << (root.empty() ? "" : " under " + root) << '\n';
+  bool first = true;
+  for (const auto& c : caches) {
+    if (!first) ctx.out() << '\n';
+    first = false;
+    const std::string where = c.value("endpoint", std::string("?"));
+    if (c.value("standing_by", false)) {
+      ctx.out() << where << ": standing by, " << c.value("lock_holder", std::string("?")) << " stewards it\n";
+      continue;
+    }
+    const json liveness = c.contains("liveness") && c["liveness"].is_object() ? c["liveness"] : json::object();
+    ctx.out() << where << ": " << (liveness.value("established", false) ? "" : "clients unknown, all count as alive: ")
+              << liveness.value("why", std::string()) << '\n';
+    const json steps = c.contains("steps") && c["steps"].is_array() ? c["steps"] : json::array();
+    if (steps.empty()) {
+      ctx.out() << "nothing to do\n";
+    } else {
+      Table t({{"ACTION"}, {"FILES", Table::right}, {"SAVES", Table::right}, {"ENTRIES", Table::right}, {"WHY"}});
+      for (const auto& s : steps) {
+        const std::size_t files = s.contains("files") && s["files"].is_array() ? s["files"].size() : 0;
+        const std::string one = files == 1 && s["files"][0].is_string() ? s["files"][0].get<std::string>() : "";
+        t.add({s.value("action", std::string("?")), grouped(files),
+               human_bytes(s.value("bytes_saved", std::uint64_t(0))),
+               grouped(s.value("entries_saved", std::uint64_t(0))),
+               s.value("why", std::string()) + (one.empty() ? "" : " (" + one + ")")});
+      }
+      t.print(ctx.out(), ctx.style);
+    }
+    if (c.contains("set_aside") && c["set_aside"].is_array())
+      for (const auto& r : c["set_aside"])
+        if (r.is_string()) ctx.out() << "set aside: " << r.get<std::string>() << '\n';
+  }
+  return kOk;
 }
 
 int shards(Context& ctx, const std::string& state) {

@@ -113,7 +113,7 @@ int Daemon::run() {
                                                             lookup_cache_bytes(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
-  steward_ = std::make_unique<CacheSteward>(*index_);
+  steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   apply_config(config_, true);
 
   if (!start_server()) return 1;
@@ -163,6 +163,7 @@ int Daemon::run() {
 
   systemd::notify_stopping();
   spdlog::info("stopping");
+  steward_->stop();  // at its next file
   server_->stop();
   index_ready_ = nullptr;
   return 0;
@@ -299,9 +300,10 @@ void Daemon::steward_pass_if_due() {
   if (!steward_->any()) return;
   const std::uint64_t now = unix_now();
   if (now < next_steward_pass_) return;
-  // Between ingests (the queue is empty): a merge writes a new shard, which
-  // the watcher then queues like any other.
-  steward_->run(now);
+  // In the steward's worker: a first pass over a large cache reads every
+  // shard, which on this loop would hold up ingest and the watchdog. A merge
+  // writes a new shard, which the watcher then queues like any other.
+  if (!steward_->start_pass()) return;  // the last pass is still under way
   next_steward_pass_ = now + std::uint64_t(config_.xet_cache.interval.count());
 }
 

@@ -66,6 +66,11 @@ class Daemon {
   // Loop thread only.
   RescanResult rescan();
   shard::Result<PurgeResult> purge(bool dry_run);
+  // Any thread: CacheSteward::plan.
+  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) {
+    if (!steward_) return std::vector<XetCachePlan>{};
+    return steward_->plan(root);
+  }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard);
   UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
   // The fleet: the lookup side (any thread; off without a fleet) and the

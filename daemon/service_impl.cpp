@@ -16,6 +16,12 @@ shard::Result<RescanResult> ServiceImpl::rescan() {
   return d.loop().call<RescanResult>([&d]() -> shard::Result<RescanResult> { return d.rescan(); }, d.admin_timeout());
 }
 
+// On this HTTP thread, not the work loop: the steward's dry run only reads
+// the index, as its own worker does.
+std::optional<std::vector<XetCachePlan>> ServiceImpl::xet_cache_plan(const std::string& root) {
+  return daemon_.xet_cache_plan(root);
+}
+
 shard::Result<PurgeResult> ServiceImpl::purge(bool dry_run) {
   Daemon& d = daemon_;
   return d.loop().call<PurgeResult>([&d, dry_run] { return d.purge(dry_run); }, d.admin_timeout());

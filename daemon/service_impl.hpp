@@ -20,6 +20,7 @@ class ServiceImpl final : public Service {
 
   shard::Result<RescanResult> rescan() override;
   shard::Result<PurgeResult> purge(bool dry_run) override;
+  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override;
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 

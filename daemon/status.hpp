@@ -28,6 +28,44 @@ struct XetCacheStatus {
   std::uint64_t pending_deletions = 0;  // originals waiting for client processes to end
   std::uint64_t live_clients = 0;       // client processes seen running at the last pass
   std::uint64_t last_pass = 0;          // unix s
+  // Before -> after the last pass (files, bytes what the client loads).
+  std::uint64_t files_before = 0, bytes_before = 0;
+  std::uint64_t pending_bytes = 0;  // of the pending originals, counted against the caps
+  std::uint64_t removed_kept = 0;   // files of shards an admin removed: never merged or deleted
+  // Whether the steward could tell which clients run; when not, every
+  // client counts as alive and only replaced_grace lets files go.
+  bool liveness_established = false;
+  std::string liveness_why;
+  std::vector<std::int64_t> client_pids;  // the live clients seen
+  // Another dedupd holds the cache's lock: this one stands by and changes nothing.
+  bool standing_by = false;
+  std::string lock_holder;             // "pid N on HOST" of whoever holds it
+  std::vector<std::string> set_aside;  // what failed, why, and when it is tried again
+  std::string problem;                 // the endpoint as a whole could not be looked at
+  // Merged shards holding content of a shard an admin removed after the
+  // merge: their originals stay, and the admin should remove them too.
+  std::vector<std::string> holds_removed;
+  bool pass_running = false;          // a pass is under way in the steward's worker
+  std::uint64_t pass_files_read = 0;  // files it has read so far
+};
+
+// What the steward's next pass would do to one endpoint, from a dry run
+// (`dedupctl xet-cache plan`): the same rules, files read, nothing written.
+struct XetCachePlanStep {
+  std::string action;  // merge, delete (a merge's original), evict
+  std::vector<std::string> files;
+  std::string why;
+  std::uint64_t bytes_saved = 0;    // on disk
+  std::uint64_t entries_saved = 0;  // chunk entries the client indexes
+};
+struct XetCachePlan {
+  std::string endpoint;
+  bool liveness_established = false;
+  std::string liveness_why;
+  bool standing_by = false;
+  std::string lock_holder;
+  std::vector<XetCachePlanStep> steps;
+  std::vector<std::string> set_aside;  // what the pass would skip, and why
 };
 
 struct StatusInfo {

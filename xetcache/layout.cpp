@@ -87,17 +87,20 @@ Result<std::optional<EndpointCache>> endpoint_at(const std::string& dir) {
   if (has_cache) {
     c.shard_cache = cache;
     auto files = list_shard_files(cache);
-    if (!files) return files.error();
-    c.shards = std::move(*files);
+    if (files) c.shards = std::move(*files);
+    else c.problems.push_back(files.error());
   }
   if (is_dir(sessions)) {
     auto children = child_dirs(sessions);
-    if (!children) return children.error();
-    for (const auto& child : *children) {
+    if (!children) c.problems.push_back(children.error());
+    for (const auto& child : children ? *children : std::vector<std::string>{}) {
       std::string path = sessions + "/" + child;
       auto s = session_dir(path);
       if (!s && !is_dir(path)) continue;  // the session ended while we looked
-      if (!s) return s.error();
+      if (!s) {
+        c.problems.push_back(s.error());
+        continue;
+      }
       if (child == kXorbMetadataDir) c.xorb_metadata = std::move(*s);
       else c.sessions.push_back(std::move(*s));
     }
@@ -119,7 +122,13 @@ Result<std::vector<EndpointCache>> discover(const std::string& root) {
   if (!endpoints) return endpoints.error();
   for (const auto& name : *endpoints) {
     auto c = endpoint_at(root + "/" + name);
-    if (!c) return c.error();
+    if (!c) {
+      EndpointCache broken;
+      broken.dir = root + "/" + name;
+      broken.problems.push_back(c.error());
+      out.push_back(std::move(broken));
+      continue;
+    }
     if (*c) out.push_back(std::move(**c));
   }
   return out;

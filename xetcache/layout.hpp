@@ -46,6 +46,9 @@ struct EndpointCache {
   // asks the client's logs instead (daemon/xetcache/steward.hpp).
   std::vector<SessionDir> sessions;
   std::optional<SessionDir> xorb_metadata;
+  // What could not be read (shard-cache/ itself, a session dir): reported,
+  // never a reason to leave the rest of the endpoint or root unlooked at.
+  std::vector<Error> problems;
 };
 
 // The loadable shard files directly in `dir`, sorted by path. Symbolic links
@@ -54,7 +57,8 @@ Result<std::vector<ShardFile>> list_shard_files(const std::string& dir);
 
 // Every endpoint directory of `root` (a child with shard-cache/ or staging/),
 // sorted by path; `root` alone when it is an endpoint directory itself.
-// Rule "xetcache.layout" names the path that failed.
+// Rule "xetcache.layout" names the path that failed: `root` itself only; a
+// part of an endpoint that cannot be read is in its `problems`.
 Result<std::vector<EndpointCache>> discover(const std::string& root);
 
 // One directory as an endpoint; nullopt when it has neither subdirectory.

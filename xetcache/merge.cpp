@@ -13,8 +13,8 @@
 #include <unordered_map>
 
 #include "shard/integrity.hpp"
-#include "shard/mapped_file.hpp"
 #include "shard/writer.hpp"
+#include "xetcache/shards.hpp"
 
 namespace dedupd::xetcache {
 
@@ -201,6 +201,14 @@ Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const st
   w.size = bytes.size();
   w.path = dir + "/" + w.hash.to_string() + ".mdb";
   const std::string temp = dir + "/." + uuid4_text() + ".mdb_temp";
+  // The same merge again (its originals are still there) finds its result
+  // in place: the name is the content hash, so equal bytes under that name
+  // are the file, and rewriting and fsyncing it every pass buys nothing.
+  if (auto existing = read_regular_file(w.path);
+      existing && existing->size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), existing->begin())) {
+    w.existed = true;
+    return w;
+  }
 
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return write_error(temp, "create", errno);
@@ -235,19 +243,19 @@ Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const st
 
 Result<MergeOutcome> merge_files(std::span<const std::string> member_paths, const std::string& dir,
                                  const MergeOptions& options) {
-  std::vector<shard::MappedFile> maps;
+  std::vector<std::vector<std::uint8_t>> contents;
   std::vector<shard::ShardView> views;
-  maps.reserve(member_paths.size());
+  contents.reserve(member_paths.size());
   views.reserve(member_paths.size());
   std::int64_t newest_mtime_ns = 0;
   for (const auto& path : member_paths) {
-    auto m = shard::MappedFile::open(path);
+    auto m = read_regular_file(path);
     if (!m) return m.error();
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0)
+    if (::lstat(path.c_str(), &st) == 0)
       newest_mtime_ns = std::max(newest_mtime_ns, std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
-    maps.push_back(std::move(*m));
-    auto v = shard::ShardView::parse(maps.back().bytes());
+    contents.push_back(std::move(*m));
+    auto v = shard::ShardView::parse(contents.back());
     if (!v) {
       Error e = v.error();
       e.message = path + ": " + e.message;

@@ -56,9 +56,11 @@ struct WrittenShard {
   std::string path;  // <dir>/<hash>.mdb
   shard::Hash hash;
   std::uint64_t size = 0;
+  bool existed = false;  // the very bytes were there already: nothing written
 };
 
 // Writes `bytes` as the client does: ".<uuid>.mdb_temp" in `dir`, fsync'd,
+// unless "<hash>.mdb" already holds exactly these bytes (then `existed`);
 // renamed to "<hash of the bytes>.mdb", then the directory fsync'd. The
 // temporary is removed on failure. Rule "xetcache.write". `mtime_ns`, when
 // not 0, becomes the file's modification time (see merge_files).
@@ -77,7 +79,7 @@ struct MergeOutcome {
   MergeStats stats;
 };
 
-// Maps each member file, merges and writes the result into `dir`, with the
+// Reads each member file (read_regular_file), merges and writes the result into `dir`, with the
 // newest member's modification time: the client registers shards newest
 // file first and stops indexing at its entry cap, so a merge stamped "now"
 // would put old content ahead of newer shards and push those past the cap.

@@ -1,8 +1,12 @@
 #include "xetcache/shards.hpp"
 
-#include <utility>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "shard/mapped_file.hpp"
+#include <cerrno>
+#include <cstring>
+#include <utility>
 
 namespace dedupd::xetcache {
 
@@ -35,10 +39,46 @@ ShardDesc describe(const shard::ShardView& view, std::string path) {
   return d;
 }
 
+Result<std::vector<std::uint8_t>> read_regular_file(const std::string& path) {
+  auto fail = [&](const char* rule, const std::string& what) { return Error{rule, 0, path + ": " + what, false}; };
+  // O_NONBLOCK: a FIFO swapped in must not hang the open; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail("file.open", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail("file.read", std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("xetcache.not_regular", "not a regular file");
+  }
+  std::vector<std::uint8_t> bytes(std::size_t(st.st_size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail("file.read", std::strerror(err));
+    }
+    if (n == 0) {
+      ::close(fd);
+      return fail("xetcache.truncated",
+                  "shrank to " + std::to_string(got) + " of " + std::to_string(bytes.size()) + " bytes while read");
+    }
+    got += std::size_t(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
 Result<ShardDesc> describe_file(const ShardFile& file) {
-  auto mapped = shard::MappedFile::open(file.path);
-  if (!mapped) return mapped.error();
-  auto view = shard::ShardView::parse(mapped->bytes());
+  auto bytes = read_regular_file(file.path);
+  if (!bytes) return bytes.error();
+  auto view = shard::ShardView::parse(*bytes);
   if (!view) {
     Error e = view.error();
     e.message = file.path + ": " + e.message;

@@ -45,8 +45,19 @@ ShardKind kind_of(const shard::ShardView& view);
 // Everything but the path and times from a parsed shard.
 ShardDesc describe(const shard::ShardView& view, std::string path);
 
-// Maps and parses one file. A shard dedupd's reader rejects is an error
-// (with the reader's rule); the caller leaves such files alone.
+// The whole of a regular file, read with pread into memory: never mapped,
+// because the client (or anyone) may truncate a cache file while it is read,
+// and a mapped page past the new end is a SIGBUS that kills the daemon. The
+// last component is opened without following a symbolic link, and only a
+// regular file is read (checked on the descriptor, so a swap after a stat
+// cannot slip a link or a FIFO in). Rules "file.open" (ELOOP for a link),
+// "file.read", "xetcache.not_regular", "xetcache.truncated" (it shrank while
+// read), each naming the path.
+Result<std::vector<std::uint8_t>> read_regular_file(const std::string& path);
+
+// Reads (read_regular_file) and parses one file. A shard dedupd's reader
+// rejects is an error (with the reader's rule); the caller leaves such files
+// alone.
 Result<ShardDesc> describe_file(const ShardFile& file);
 
 struct CacheUsage {

@@ -3,10 +3,11 @@
 // connection it accepted, so a handler that blocks holds up all of those,
 // not only its own. Two kinds of handler may block: admin actions, which
 // wait for the daemon's work loop (a rescan can take seconds; one thread,
-// as the work loop serialises them anyway), and reads that ask the fleet,
-// which wait on its database for up to their bound (a stopped server: the
-// whole fleet.lookup_timeout; one thread per connection the fleet pool may
-// lend, and two more, which then find none idle and answer at once).
+// as the work loop serialises them anyway), and reads that may wait: on the
+// fleet's database for up to their bound (a stopped server: the whole
+// fleet.lookup_timeout; one thread per connection the fleet pool may lend,
+// and two more, which then find none idle and answer at once), or on work
+// of their own (a dry run of the Xet cache steward).
 #pragma once
 
 #include <condition_variable>

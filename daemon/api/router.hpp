@@ -28,9 +28,11 @@ enum class Body {
   hashes,  // a hash batch of any size, parsed as it arrives (HashSpool)
 };
 
-// Whether a read handler may wait on the fleet database (up to its bound):
-// with a fleet configured, those run off the HTTP threads (job_queue.hpp).
-enum class Wait { none, fleet };
+// Whether a read handler may wait: on the fleet database (up to its bound),
+// run off the HTTP threads when a fleet is configured; or on work of its
+// own that may take seconds (a dry run of the Xet cache steward), always
+// run off them (job_queue.hpp).
+enum class Wait { none, fleet, work };
 
 struct MethodEntry {
   std::string_view method;

@@ -27,6 +27,7 @@ std::vector<Route> api_routes() {
       {"ingest", p::kIngest, false, {{"POST", post_ingest, admin, Body::upload}}},
       {"export", p::kExport, false, {{"POST", post_export, admin}}},
       {"fleet_status", p::kFleetStatus, false, {{"GET", get_fleet_status, read, none, fleet}}},
+      {"xet_cache_plan", p::kXetCachePlan, false, {{"GET", get_xet_cache_plan, read, none, Wait::work}}},
       {"fleet_forget_host", p::kFleetForgetHost, true, {{"POST", post_fleet_forget_host, admin}}},
       {"fleet_retry", p::kFleetRetry, false, {{"POST", post_fleet_retry, admin}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup, read, none, fleet}}},

@@ -24,6 +24,7 @@ Response delete_shard(Context&, Request&);  // admin
 // routes_system.cpp
 Response get_stats(Context&, Request&);
 Response get_status(Context&, Request&);
+Response get_xet_cache_plan(Context&, Request&);
 Response get_health(Context&, Request&);
 Response get_metrics(Context&, Request&);
 // routes_admin.cpp

@@ -60,9 +60,45 @@ Response get_status(Context& ctx, Request& req) {
                       {"evicted", c.evicted},
                       {"pending_deletions", c.pending_deletions},
                       {"live_clients", c.live_clients},
-                      {"last_pass", c.last_pass}});
+                      {"last_pass", c.last_pass},
+                      {"files_before", c.files_before},
+                      {"bytes_before", c.bytes_before},
+                      {"pending_bytes", c.pending_bytes},
+                      {"removed_kept", c.removed_kept},
+                      {"liveness", {{"established", c.liveness_established}, {"why", c.liveness_why}}},
+                      {"client_pids", c.client_pids},
+                      {"standing_by", c.standing_by},
+                      {"lock_holder", c.lock_holder},
+                      {"set_aside", c.set_aside},
+                      {"problem", c.problem},
+                      {"holds_removed", c.holds_removed},
+                      {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
   return json(dump(doc));
+}
+
+Response get_xet_cache_plan(Context& ctx, Request& req) {
+  std::string root;
+  if (auto r = req.query_value("root")) root = std::string(*r);
+  auto plan = ctx.service.xet_cache_plan(root);
+  if (!plan) return error(kNotReady, "in_progress", "a pass of the steward is under way: ask again when it ends");
+  Json caches = Json::array();
+  for (const auto& p : *plan) {
+    Json steps = Json::array();
+    for (const auto& s : p.steps)
+      steps.push_back({{"action", s.action},
+                       {"files", s.files},
+                       {"why", s.why},
+                       {"bytes_saved", s.bytes_saved},
+                       {"entries_saved", s.entries_saved}});
+    caches.push_back({{"endpoint", p.endpoint},
+                      {"liveness", {{"established", p.liveness_established}, {"why", p.liveness_why}}},
+                      {"standing_by", p.standing_by},
+                      {"lock_holder", p.lock_holder},
+                      {"steps", std::move(steps)},
+                      {"set_aside", p.set_aside}});
+  }
+  return json(dump(Json{{"xet_caches", std::move(caches)}}));
 }
 
 Response get_health(Context& ctx, Request&) {
@@ -165,6 +201,19 @@ Response get_metrics(Context& ctx, Request& req) {
               [](const XetCacheStatus& x) { return x.evicted; });
     per_cache("dedupd_xet_cache_pending_deletions", "gauge", "Merged originals waiting for client processes to end.",
               [](const XetCacheStatus& x) { return x.pending_deletions; });
+    per_cache("dedupd_xet_cache_pending_bytes", "gauge", "Bytes of those originals, counted against the byte cap.",
+              [](const XetCacheStatus& x) { return x.pending_bytes; });
+    per_cache("dedupd_xet_cache_live_clients", "gauge", "Client processes seen running at the last pass.",
+              [](const XetCacheStatus& x) { return x.live_clients; });
+    per_cache("dedupd_xet_cache_liveness_known", "gauge",
+              "1 when the steward could tell which clients run; 0: all count as alive until replaced_grace.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
+    per_cache("dedupd_xet_cache_standing_by", "gauge", "1 when another dedupd holds this cache's lock.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
+    per_cache("dedupd_xet_cache_set_aside", "gauge", "Files and merge groups set aside after a failure.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
+    per_cache("dedupd_xet_cache_last_pass_seconds", "gauge", "Unix time of the last pass.",
+              [](const XetCacheStatus& x) { return x.last_pass; });
   }
   ctx.metrics.render(out);
   return r;

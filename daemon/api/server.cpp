@@ -48,9 +48,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads that may wait on the fleet, at once: one per connection its pool
-// may lend, and two more, which find none idle and answer at once.
-constexpr std::size_t kFleetJobThreads = fleet_link::kFleetPoolMax + 2;
+// Reads that may wait, at once: one per connection the fleet pool may lend,
+// and two more, which find none idle and answer at once (or run a dry run
+// of the steward, which runs one at a time).
+constexpr std::size_t kReadJobThreads = fleet_link::kFleetPoolMax + 2;
 // What a route that takes no body accepts (and ignores): a client sending
 // "{}" with a POST is not worth a 413.
 constexpr std::size_t kStrayBodyBytes = 1024;
@@ -203,7 +204,7 @@ struct ApiServer::Impl {
   http::Context context;
   std::atomic<std::int64_t> admin_gid{-1};
   std::unique_ptr<http::JobQueue> admin_jobs;
-  std::unique_ptr<http::JobQueue> fleet_jobs;
+  std::unique_ptr<http::JobQueue> read_jobs;
   http::BodyBudget bodies;
   http::ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
@@ -239,7 +240,7 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
     }
   }
   admin_jobs = std::make_unique<http::JobQueue>(1);
-  fleet_jobs = std::make_unique<http::JobQueue>(kFleetJobThreads);
+  read_jobs = std::make_unique<http::JobQueue>(kReadJobThreads);
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
@@ -257,7 +258,7 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
                          MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
     admin_jobs.reset();
-    fleet_jobs.reset();
+    read_jobs.reset();
     if (bound_path) {
       close(listen_fd);
       unlink(options.socket_path.c_str());
@@ -278,11 +279,11 @@ void ApiServer::Impl::stop() {
   // Jobs resume their suspended connections; MHD must not be stopped while
   // any is suspended.
   admin_jobs->stop();
-  fleet_jobs->stop();
+  read_jobs->stop();
   MHD_stop_daemon(mhd);
   mhd = nullptr;
   admin_jobs.reset();
-  fleet_jobs.reset();
+  read_jobs.reset();
   // MHD does not close a listen socket it was handed.
   if (listen_fd >= 0) close(listen_fd);
   listen_fd = -1;
@@ -472,7 +473,9 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   }
   http::JobQueue* jobs = nullptr;
   if (st.entry->access == http::Access::admin) jobs = admin_jobs.get();
-  else if (st.entry->wait == http::Wait::fleet && context.service.fleet_configured()) jobs = fleet_jobs.get();
+  else if (st.entry->wait == http::Wait::work ||
+           (st.entry->wait == http::Wait::fleet && context.service.fleet_configured()))
+    jobs = read_jobs.get();
   if (!jobs) return respond(conn, st, run_handler(*st.entry, st.request));
 
   switch (st.off_thread) {

@@ -83,6 +83,12 @@ class Service {
   virtual fleet_link::Reach fleet_sha256(const shard::Hash&, std::vector<shard::Hash>&) {
     return fleet_link::Reach::off;
   }
+  // The next pass of the Xet cache steward as a dry run over the caches
+  // under `root` (all when empty); nullopt while a pass is under way.
+  virtual std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) {
+    (void)root;
+    return std::vector<XetCachePlan>{};
+  }
   // The publisher's state; nullopt without a fleet.
   virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
   // A fleet is configured: lookups may wait on its database.

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -171,6 +172,7 @@ class Loader {
     if (v.IsNull()) return out.clear();
     if (!v.IsSequence()) return fail(key, v, "expected a list of directories");
     out.clear();
+    lines_.clear();
     for (std::size_t i = 0; i < v.size(); ++i) {
       const YAML::Node item = v[i];
       std::string k = key + "[" + std::to_string(i) + "]";
@@ -197,9 +199,35 @@ class Loader {
       } else {
         path(k, item, w.path);
       }
-      if (!w.path.empty()) out.push_back(w);
+      if (!w.path.empty()) {
+        if (w.manage == Manage::xet_cache) managed_overlap(k, item, w.path, out);
+        out.push_back(w);
+        lines_.push_back(line_of(item));
+      }
     }
   }
+
+  // Two managed entries over one cache make two stewards deleting under
+  // each other's merges (issue 30 saw 34 originals go under a running
+  // client): the same directory twice, or one inside the other, is refused.
+  void managed_overlap(const std::string& key, const YAML::Node& at, const fs::path& path,
+                       const std::vector<WatchDir>& earlier) {
+    auto inside = [](const fs::path& outer, const fs::path& inner) {
+      auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+      return o == outer.end();
+    };
+    for (std::size_t j = 0; j < earlier.size(); ++j) {
+      if (earlier[j].manage != Manage::xet_cache) continue;
+      const fs::path& other = earlier[j].path;
+      if (!inside(other, path) && !inside(path, other)) continue;
+      const char* how = other == path ? "is the same directory as" : "overlaps";
+      fail(key, at,
+           "managed Xet cache " + path.string() + " " + how + " the managed cache " + other.string() + " on line " +
+               std::to_string(lines_[j]) + ": one cache, one steward");
+      return;
+    }
+  }
+  std::vector<int> lines_;  // of each entry of the watch list being read, as in `out`
 
   void expiry(const std::string& key, const YAML::Node& v, ExpiryConfig& out) {
     if (!v.IsMap()) return fail(key, v, "expected a mapping (delete_after, max_bytes, check_interval)");

@@ -168,6 +168,71 @@ TEST(Status, UpAndCounts) {
   EXPECT_EQ(run_cli(with(b, {"status"})).code, 76);
 }
 
+// Issue 30: what the steward decided and why, per cache, for a person and
+// as JSON.
+TEST(XetCache, StatusSaysWhyItHoldsBack) {
+  json cache = {{"endpoint", "/home/u/.cache/huggingface/xet/hub"},
+                {"files", 46},
+                {"files_before", 708},
+                {"bytes", 1 << 20},
+                {"bytes_before", 3 << 20},
+                {"max_bytes", 16000000000ull},
+                {"chunk_entries", 4000},
+                {"max_chunk_entries", 67108864},
+                {"merges", 3},
+                {"merged_away", 60},
+                {"evicted", 0},
+                {"pending_deletions", 2},
+                {"pending_bytes", 4096},
+                {"live_clients", 0},
+                {"client_pids", json::array()},
+                {"liveness", {{"established", false}, {"why", "no logs/ directory"}}},
+                {"standing_by", false},
+                {"lock_holder", ""},
+                {"set_aside", {"group:a;b;: xetcache.write: No space left on device (again in 60 s)"}},
+                {"holds_removed", json::array()},
+                {"removed_kept", 1},
+                {"last_pass", 0},
+                {"problem", ""}};
+  json other = {{"endpoint", "/srv/xet"}, {"standing_by", true}, {"lock_holder", "pid 7 on b"}};
+  json doc = {{"version", "0.1.0"}, {"xet_caches", {cache, other}}};
+  auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"xet-cache", "status"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want :
+       {"708 -> 46", "2 originals, 4.0 KiB", "unknown, all count as alive: no logs/ directory",
+        "No space left on device", "standing by: pid 7 on b stewards it", "1 files of removed shards"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  auto j = run_cli(with(d, {"--json", "xet-cache", "status"}));
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(json::parse(j.out)["xet_caches"].size(), 2u);
+}
+
+TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
+  json plan = {{"xet_caches",
+                {{{"endpoint", "/c/hub"},
+                  {"liveness", {{"established", true}, {"why", "0 live client(s) of 3 logged"}}},
+                  {"standing_by", false},
+                  {"lock_holder", ""},
+                  {"steps",
+                   {{{"action", "merge"},
+                     {"files", {"/c/hub/shard-cache/a.mdb", "/c/hub/shard-cache/b.mdb"}},
+                     {"why", "2 small shards of one kind, key and expiry day into /c/hub/shard-cache/m.mdb"},
+                     {"bytes_saved", 1024},
+                     {"entries_saved", 7}}}},
+                  {"set_aside", json::array()}}}}};
+  auto d = daemon_with({{"GET /v1/xet-cache/plan?root=/c%20x", http(200, plan.dump())},
+                        {"GET /v1/xet-cache/plan", http(200, plan.dump())}});
+  auto r = run_cli(with(d, {"xet-cache", "plan", "/c x"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("merge"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.0 KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 live client(s) of 3 logged"), std::string::npos) << r.out;
+  auto all = run_cli(with(d, {"--json", "xet-cache", "plan"}));
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out), plan);
+}
+
 TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
   const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
   const std::string chunk = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";

@@ -196,6 +196,18 @@ TEST(ConfigErrors, BadManage) {
                    "must be watched recursively");
 }
 
+// Issue 30: two entries over one cache made two stewards, and one deleted
+// originals under a running client; the old loader accepted both.
+TEST(ConfigErrors, DuplicateOrNestedManagedCachesNameBothLines) {
+  expect_one_error("watch:\n  - path: /c\n    manage: xet-cache\n  - path: /c/\n    manage: xet-cache\n", "watch[1]", 4,
+                   "same directory as the managed cache /c on line 2");
+  expect_one_error("watch:\n  - path: /c/hub\n    manage: xet-cache\n  - path: /c\n    manage: xet-cache\n", "watch[1]",
+                   4, "overlaps the managed cache /c/hub on line 2");
+  // Siblings with a common name prefix are not nested; an unmanaged watch
+  // of the same tree is only a watch.
+  load_ok("watch:\n  - path: /c\n    manage: xet-cache\n  - path: /c2\n    manage: xet-cache\n  - /c\n");
+}
+
 TEST(ConfigErrors, WrongTypes) {
   expect_one_error("state_dir: [a, b]\n", "state_dir", 1, "got a list");
   expect_one_error("socket:\n", "socket", 1, "got nothing");

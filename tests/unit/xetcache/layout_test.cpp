@@ -1,5 +1,6 @@
 // The client's cache layout on a real directory tree, and what a scan of it
 // reports.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -91,6 +92,39 @@ TEST(Layout, MissingRootIsAnErrorNamingIt) {
   ASSERT_FALSE(found);
   EXPECT_EQ(found.error().rule, "xetcache.layout");
   EXPECT_NE(found.error().message.find("nope"), std::string::npos);
+}
+
+// Issue 30, finding 3: at fd0e0e3 one endpoint whose shard-cache/ (or a
+// session dir) could not be read failed discover() for the whole root, so
+// no other cache under it was looked after. A name too long to stat
+// (ENAMETOOLONG) stands in for EACCES, which root, running the tests,
+// would not get.
+TEST(Layout, AnUnreadableEndpointIsItsProblemNotTheRoots) {
+  tests::TempDir tmp("xetcache-unreadable");
+  std::string root = tmp.path();
+  while (root.size() < 3950) root += "/" + std::string(std::min<std::size_t>(200, 3950 - root.size() - 1), 'd');
+  std::filesystem::create_directories(root);
+  const std::string broken = root + "/" + std::string(100, 'a');  // its files' paths pass PATH_MAX
+  std::filesystem::create_directories(broken + "/shard-cache");
+  const int dir = ::open((broken + "/shard-cache").c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir, 0);
+  const int file = ::openat(dir, (std::string(64, 'c') + ".mdb").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(file, 0);
+  ::close(file);
+  ::close(dir);
+  std::filesystem::create_directories(root + "/b/shard-cache");
+  tests::write_file(root + "/b/shard-cache/" + std::string(64, 'b') + ".mdb", "x");
+
+  auto found = discover(root);
+  ASSERT_TRUE(found) << found.error().to_string();
+  ASSERT_EQ(found->size(), 2u);
+  const EndpointCache& a = (*found)[0];
+  const EndpointCache& b = (*found)[1];
+  EXPECT_EQ(a.dir, broken);
+  ASSERT_EQ(a.problems.size(), 1u);
+  EXPECT_EQ(a.problems[0].rule, "xetcache.layout");
+  EXPECT_TRUE(b.problems.empty());
+  EXPECT_EQ(b.shards.size(), 1u);
 }
 
 TEST(Scan, ReportsFilesBytesAndEntriesAndSetsAsideWhatDoesNotParse) {
