@@ -11,7 +11,6 @@ import re
 import signal
 import socket
 import subprocess
-import time
 
 import harness
 
@@ -62,9 +61,13 @@ class DevRun(harness.RealClientTest):
         self.addCleanup(self.kill)
 
     def kill(self):
-        if self.p.poll() is None:
+        # The whole group, even when the script itself has exited: what it
+        # started may outlive it.
+        try:
             os.killpg(self.p.pid, signal.SIGKILL)
-            self.p.wait()
+        except ProcessLookupError:
+            pass
+        self.p.wait()
 
     def output(self):
         with open(self.out, errors="replace") as f:
@@ -129,6 +132,19 @@ class DevRun(harness.RealClientTest):
         os.kill(self.p.pid, signal.SIGTERM)
         self.p.wait(30)
         self.assertFalse(self.dedupd_healthy())
+
+    def test_an_early_failure_leaves_nothing_running(self):
+        # ./local/xet-endpoint is a file: mkdir fails after dedupd started,
+        # and set -e ends the script; its EXIT trap must stop dedupd.
+        harness.write(self.path("local", "xet-endpoint"), b"not a directory")
+        self.start()
+        self.p.wait(30)
+        self.assertNotEqual(self.p.returncode, 0)
+        self.assertIn("cannot create directory", self.output())
+        # Without the trap dedupd would run on, in the script's group.
+        def group_empty():
+            return subprocess.run(["pgrep", "-g", str(self.p.pid)], capture_output=True).returncode == 1
+        harness.wait_for("run_local's process group to empty (dedupd stopped)", group_empty, timeout=15)
 
 
 if __name__ == "__main__":
