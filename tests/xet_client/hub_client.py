@@ -6,7 +6,7 @@ sets: harness.HubClient).
   hub_client.py create-repo REPO                -> {"url"}
   hub_client.py upload-file REPO PATH_IN_REPO FILE   (HfApi.upload_file)
   hub_client.py upload-folder REPO FOLDER            (HfApi.upload_folder)
-      -> {"commit": oid}
+      -> {"commit": oid} (upload-file also "seconds": the call's duration)
   hub_client.py download REPO FILENAME DIR      (hf_hub_download)
       -> {"path", "sha256", "size"}
 """
@@ -14,6 +14,7 @@ sets: harness.HubClient).
 import hashlib
 import json
 import sys
+import time
 
 from huggingface_hub import HfApi, hf_hub_download
 
@@ -32,8 +33,11 @@ def main(argv):
     if verb == "create-repo":
         out = {"url": str(api.create_repo(repo, exist_ok=True, private=True))}
     elif verb == "upload-file":
+        # The call alone is timed (bench_xet_endpoint.py): not the
+        # interpreter's start or the imports.
+        t0 = time.monotonic()
         info = api.upload_file(repo_id=repo, path_in_repo=argv[3], path_or_fileobj=argv[4])
-        out = {"commit": info.oid}
+        out = {"commit": info.oid, "seconds": time.monotonic() - t0}
     elif verb == "upload-folder":
         info = api.upload_folder(repo_id=repo, folder_path=argv[3])
         out = {"commit": info.oid}

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Upload throughput through the local Xet endpoint (issue 31;
+docs/XET-ENDPOINT.md; docs/PERFORMANCE.md, "The local Xet endpoint").
+
+  bench_xet_endpoint.py [--mib M] [--repeat R] [--dir D] [--json FILE]
+                        [--keep] [--quick]
+
+The real client (huggingface_hub's HfApi.upload_file with hf_xet, from the
+build's xet-venv) uploads a file of M MiB of random bytes made at run time
+(1 GiB by default), R times straight to the Hub and CAS stand-in over HTTPS
+(hub_standin.py: the baseline) and R times through nginx configured from
+packaging/xet-endpoint/nginx.conf.in by the script the .deb runs
+(packaging/xet-endpoint/dedupd-xet-endpoint), with the real dedupd behind
+it. Runs alternate (baseline first), each with a new file and a new client
+home, so neither side finds anything to deduplicate and both send every
+byte; dedupd answers 404 to every chunk query, which then goes upstream,
+the endpoint's whole overhead on a new file. Throughput = file size / the
+upload_file call's duration; the figures are the medians.
+
+Nothing here asserts a timing: it fails when an upload fails, when the
+stand-in did not receive the whole file each time, or when an upload that
+should pass through the endpoint did not. The ratio's goal (>= 0.95x) is
+printed beside it. Exit 77 without the client or nginx.
+
+Programs come from the environment (as ctest sets it) or from --build:
+DEDUPD, DEDUPCTL, XET_PYTHON.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+RENDERER = os.path.join(REPO, "packaging", "xet-endpoint", "dedupd-xet-endpoint")
+TEMPLATE = os.path.join(REPO, "packaging", "xet-endpoint", "nginx.conf.in")
+TOKEN = "hf_benchHubToken0123456789abcdef"
+ACCESS_TOKEN = "xet_benchCasToken0123456789abcdef"
+HUB_REPO = "dedupd/bench-endpoint"
+MIB = 1 << 20
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mib", type=int, default=1024, help="file size in MiB (default 1024)")
+    p.add_argument("--repeat", type=int, default=1, help="uploads each way (default 1; median)")
+    p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
+    p.add_argument("--build", default=os.path.join(REPO, "build"), help="build directory (default ./build)")
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    p.add_argument("--quick", action="store_true", help="32 MiB, once each way: the ctest smoke")
+    a = p.parse_args()
+    if a.quick:
+        a.mib, a.repeat = 32, 1
+    return a
+
+
+def programs(build):
+    for k, v in {"DEDUPD": os.path.join(build, "daemon", "dedupd"),
+                 "DEDUPCTL": os.path.join(build, "cli", "dedupctl"),
+                 "XET_PYTHON": os.path.join(build, "xet-venv", "bin", "python")}.items():
+        os.environ.setdefault(k, v)
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process and its children still
+    running (nginx's workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+    except OSError:
+        kids = []
+    for p in [pid] + kids:
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except OSError:
+            pass
+    return total / tick
+
+
+def random_file(path, mib):
+    """mib MiB from the kernel's generator, written in 1 MiB blocks (never
+    all in memory), flushed to disk so the first upload does not pay for
+    the writeback."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        for _ in range(mib):
+            f.write(os.urandom(MIB))
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+class Endpoint:
+    """nginx from the shipped template, rendered and started by the .deb's
+    script (as root: --as-root, as ./dev run does; the chunk queries then
+    reach dedupd's socket without a group to give)."""
+
+    def __init__(self, h, root, hub, dedupd_socket, ca):
+        self.root = root
+        self.hub_port, self.cas_port = h.free_port(), h.free_port()
+        os.makedirs(root, exist_ok=True)
+        config = os.path.join(root, "xet-endpoint.conf")
+        with open(config, "w") as f:
+            # The stand-in's certificate names localhost (and 127.0.0.1,
+            # which nginx's name check does not read); its token replies
+            # name its CAS as hub.cas_url, the exact string to rewrite.
+            f.write("hub_port = %d\ncas_port = %d\nhub_upstream = %s\ncas_upstream = %s\nca_file = %s\n"
+                    "dedupd_socket = %s\nhub_tls_name = localhost\ncas_tls_name = localhost\n"
+                    % (self.hub_port, self.cas_port, hub.endpoint, hub.cas_url, ca, dedupd_socket))
+        args = [RENDERER, "--config", config, "--template", TEMPLATE, "--prefix", root]
+        if os.geteuid() == 0:
+            args.append("--as-root")
+        env = dict(os.environ, DEDUPD_XET_NGINX=h.find_nginx())
+        self.proc = h.Proc(args, os.path.join(root, "start.log"), env=env)
+        h.wait_for("nginx to listen", lambda: self._listening(h), timeout=20)
+        self.endpoint = "http://127.0.0.1:%d" % self.hub_port
+
+    def _listening(self, h):
+        import socket
+        if self.proc.p.poll() is not None:
+            raise AssertionError("the endpoint exited:\n" + self.proc.tail())
+        try:
+            for port in (self.hub_port, self.cas_port):
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def xorb_posts(self):
+        with open(os.path.join(self.root, "logs", "access.log")) as f:
+            return sum(1 for line in f if '"POST /v1/xorbs/' in line and " %d " % self.cas_port in line)
+
+    def stop(self):
+        self.proc.stop()
+
+
+def main():
+    args = parse_args()
+    programs(args.build)
+    sys.path.insert(0, os.path.join(REPO, "tests", "xet_client"))
+    import harness  # after the environment is set: it reads it at import
+    harness.require_client()
+    harness.find_nginx()
+
+    root = tempfile.mkdtemp(prefix="dedupd-bench-endpoint-", dir=args.dir)
+    procs, failed = [], True
+    try:
+        tls = harness.make_test_ca(os.path.join(root, "tls"))
+        homes = os.path.join(root, "homes")
+        os.makedirs(homes)
+        os.makedirs(os.path.join(root, "dedupd"))
+        dedupd = harness.Dedupd(os.path.join(root, "dedupd"), [homes])
+        procs.append(dedupd)
+        hub = harness.HubStandin(os.path.join(root, "hub"), tls, TOKEN, ACCESS_TOKEN)
+        procs.append(hub)
+        ep = Endpoint(harness, os.path.join(root, "endpoint"), hub, dedupd.socket, tls["ca"])
+        procs.append(ep)
+        harness.HubClient(os.path.join(homes, "setup"), hub.endpoint, TOKEN, tls["ca"]).run("create-repo", HUB_REPO)
+
+        runs = {"direct": [], "endpoint": []}
+        problems = []
+        n = 0
+        for i in range(args.repeat):
+            for way in ("direct", "endpoint"):
+                n += 1
+                path = random_file(os.path.join(root, "files", "%s-%d.bin" % (way, i)), args.mib)
+                endpoint = hub.endpoint if way == "direct" else ep.endpoint
+                user = harness.HubClient(os.path.join(homes, "%s-%d" % (way, i)), endpoint, TOKEN, tls["ca"])
+                hub.reset()
+                posts_before = ep.xorb_posts()
+                cpu_before = {"nginx": cpu_seconds(ep.proc.p.pid), "standin": cpu_seconds(hub.proc.p.pid)}
+                print("upload %d of %d: %d MiB %s ..." % (n, 2 * args.repeat, args.mib, way), file=sys.stderr)
+                out = user.run("upload-file", HUB_REPO, os.path.basename(path), path)
+                cpu = {"nginx": cpu_seconds(ep.proc.p.pid) - cpu_before["nginx"],
+                       "standin": cpu_seconds(hub.proc.p.pid) - cpu_before["standin"]}
+                sent = hub.state()["xorb_chunk_bytes"]
+                if sent != args.mib * MIB:
+                    problems.append("%s upload %d: the stand-in received %d chunk bytes of %d"
+                                    % (way, i, sent, args.mib * MIB))
+                # nginx logs a request as it ends: give it a moment.
+                posts = harness.wait_for("nginx's log", lambda: ep.xorb_posts() - posts_before or None, 10) \
+                    if way == "endpoint" else ep.xorb_posts() - posts_before
+                if way == "direct" and posts:
+                    problems.append("the direct upload %d passed the endpoint" % i)
+                runs[way].append({"seconds": out["seconds"], "mib_s": args.mib / out["seconds"], "xorbs": posts,
+                                  "cpu_s": cpu})
+                os.remove(path)
+        med = {w: statistics.median(r["mib_s"] for r in runs[w]) for w in runs}
+        ratio = med["endpoint"] / med["direct"]
+        load = os.getloadavg()
+        result = {"mib": args.mib, "repeat": args.repeat, "runs": runs, "median_mib_s": med, "ratio": ratio,
+                  "hf_xet": harness.hf_xet_version(), "nginx": nginx_version(harness.find_nginx()),
+                  "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_end": load},
+                  "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        print("| upload of %d MiB (random), median of %d | MiB/s | ratio | goal |" % (args.mib, args.repeat))
+        print("|---|---:|---:|---|")
+        print("| straight to the stand-in (baseline) | %.1f | | |" % med["direct"])
+        print("| through the local Xet endpoint (nginx + dedupd) | %.1f | %.2fx | >= 0.95x |"
+              % (med["endpoint"], ratio))
+        cpu = {w: {k: statistics.median(r["cpu_s"][k] for r in runs[w]) for k in ("nginx", "standin")}
+               for w in runs}
+        result["median_cpu_s"] = cpu
+        print("\nCPU seconds per upload (median): the stand-in %.1f direct, %.1f through the endpoint; "
+              "nginx %.1f" % (cpu["direct"]["standin"], cpu["endpoint"]["standin"], cpu["endpoint"]["nginx"]))
+        print("hf_xet %s, %s; %d CPUs; load average %.2f at the end"
+              % (result["hf_xet"], result["nginx"], os.cpu_count(), load[0]))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+        for p in problems:
+            print("bench_xet_endpoint: %s" % p, file=sys.stderr)
+        failed = bool(problems)
+        return 1 if problems else 0
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        if failed or args.keep:
+            print("(kept %s)" % root, file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def nginx_version(nginx):
+    r = subprocess.run([nginx, "-v"], capture_output=True, text=True)
+    return r.stderr.strip().replace("nginx version: ", "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
