@@ -129,6 +129,16 @@ def make_hub_handler(hub, store, args, log):
             self.reply(401, {"error": "Invalid credentials in Authorization header"})
             return False
 
+        def authorized_repo(self, m):
+            """The repository route `m` names, for a caller with the Hub
+            token; None once the refusal (401, or 404 as the Hub) is sent."""
+            if not self.authorized(hub.token):
+                return None
+            repo = hub.repo(m["type"], m["repo"])
+            if repo is None:
+                self.reply(404, {"error": "Repository not found"}, headers={"X-Error-Code": "RepoNotFound"})
+            return repo
+
         def hub_url(self):
             # The Hub writes its public URL into Link headers and commit
             # URLs; the client puts its HF_ENDPOINT in place of that prefix.
@@ -157,11 +167,9 @@ def make_hub_handler(hub, store, args, log):
             m = re.fullmatch(API_REPO + r"/preupload/(?P<rev>[^/]+)", path)
             if m:
                 hub.count("preupload")
-                if not self.authorized(hub.token):
-                    return
-                repo = hub.repo(m["type"], m["repo"])
+                repo = self.authorized_repo(m)
                 if repo is None:
-                    return self.reply(404, {"error": "Repository not found"}, headers={"X-Error-Code": "RepoNotFound"})
+                    return
                 # As the Hub: LFS for binary or large files, regular for
                 # small text (here: empty files and those under 64 bytes
                 # with no NUL byte in their sample).
@@ -175,11 +183,9 @@ def make_hub_handler(hub, store, args, log):
             m = re.fullmatch(API_REPO + r"/commit/(?P<rev>[^/]+)", path)
             if m:
                 hub.count("commit")
-                if not self.authorized(hub.token):
-                    return
-                repo = hub.repo(m["type"], m["repo"])
+                repo = self.authorized_repo(m)
                 if repo is None:
-                    return self.reply(404, {"error": "Repository not found"}, headers={"X-Error-Code": "RepoNotFound"})
+                    return
                 lines = [json.loads(l) for l in data.splitlines() if l.strip()]
                 sha, err = hub.commit(repo, m["rev"], lines)
                 if err:
