@@ -147,6 +147,7 @@ class StewardSoak(harness.RealClientTest):
                         evictions.append(time.time())
                     observed["evicted"] = max(observed["evicted"], c.get("evicted", 0))
                     observed["merges"] = max(observed["merges"], c.get("merges", 0))
+                    observed["live_clients"] = max(observed.get("live_clients", 0), c.get("live_clients", 0))
                 if removed is None and time.monotonic() >= remove_at and client.shard_files():
                     removed = self.remove_one_mergeable(dedupd, client)
         finally:
@@ -162,6 +163,13 @@ class StewardSoak(harness.RealClientTest):
         redirected = [n for n in os.listdir(self.path("client-logs")) if n.endswith(".log")]
         self.assertTrue(redirected, "HF_XET_LOG_DEST was not honoured: no log in %s" % log_dest)
         self.assertIsNotNone(removed, "the admin removal did not happen")
+        # The zones took effect: the client names its log after its local
+        # time and offset (Los Angeles is -0800 or -0700, Tokyo +0900), and
+        # the steward saw clients running while it worked.
+        names = os.listdir(os.path.join(cache, "logs"))
+        self.assertTrue(any(n.startswith("xet_") and ("-0800_" in n or "-0700_" in n) for n in names), names[:5])
+        self.assertTrue(any(n.startswith("xet_") and "+0900_" in n for n in names), names[:5])
+        self.assertGreaterEqual(observed.get("live_clients", 0), 1, "the steward never saw a running client")
 
         # The steward settles: two passes in a row with nothing pending and
         # nothing changed.
