@@ -779,9 +779,7 @@ std::optional<std::vector<XetCachePlan>> CacheSteward::plan(const std::string& r
   }
   std::vector<XetCachePlan> out;
   for (const auto& st : dry_published_) {
-    if (!root.empty() && st.endpoint != root && !st.endpoint.starts_with(root + "/") &&
-        !root.starts_with(st.endpoint + "/"))
-      continue;
+    if (!under(st.endpoint)) continue;
     XetCachePlan p;
     p.endpoint = st.endpoint;
     p.liveness_established = st.liveness_established;
