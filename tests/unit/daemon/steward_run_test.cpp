@@ -101,7 +101,7 @@ std::string log_name(std::int64_t started_utc, int offset_minutes, pid_t pid) {
   ::gmtime_r(&local, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
-  char zone[8];
+  char zone[16];
   std::snprintf(zone, sizeof zone, "%c%02d%02d", offset_minutes < 0 ? '-' : '+', std::abs(offset_minutes) / 60,
                 std::abs(offset_minutes) % 60);
   return std::string("xet_") + stamp + "123" + zone + "_" + std::to_string(pid) + ".log";
