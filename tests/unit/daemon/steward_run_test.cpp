@@ -350,7 +350,6 @@ TEST_F(StewardRun, EvictionWaitsForLiveClients) {
   const auto old = add(1, 3), young = add(2, 40);
   config.max_bytes = fs::file_size(young) + 10;
   live_client(4242, 60, 0);
-  StewardOptions o;
   auto s = steward();
   s->run();
   // They are of different days: no merge; over the byte cap, the one that
@@ -362,6 +361,22 @@ TEST_F(StewardRun, EvictionWaitsForLiveClients) {
   EXPECT_FALSE(exists(old));
   EXPECT_TRUE(exists(young));
   EXPECT_EQ(status_of(*s).evicted, 1u);
+}
+
+// Eviction fails closed as merges do: with the clients' logs unreadable,
+// nothing is evicted before the grace.
+TEST_F(StewardRun, EvictionWaitsWhenLivenessIsUnknown) {
+  const auto old = add(1, 3), young = add(2, 40);
+  config.max_bytes = fs::file_size(young) + 10;
+  files.logs_err = EACCES;
+  auto s = steward();
+  s->run();
+  EXPECT_FALSE(status_of(*s).liveness_established);
+  EXPECT_TRUE(exists(old));
+  clock.mono += 3600;
+  s->run();
+  EXPECT_FALSE(exists(old));
+  EXPECT_TRUE(exists(young));
 }
 
 // The caps also take files of shards that expired in the index (dedupd's
