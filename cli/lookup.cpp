@@ -99,7 +99,11 @@ int query(Context& ctx, const QueryArgs& q) {
     json doc = call(client, "GET", route(api::kChunk, h) + local_only_query(q.local_only), what, &not_found);
     warn_if_fleet_unavailable(ctx, doc);
     if (not_found) {
-      doc = {{"hash", h}, {"found", false}, {"locations", json::array()}};
+      json answer = {{"hash", h}, {"found", false}, {"locations", json::array()}};
+      // Why, when dedupd can tell: the shards that held it, all expired.
+      if (doc.is_object() && doc.contains("expired_shards") && doc["expired_shards"].is_array())
+        answer["expired_shards"] = std::move(doc["expired_shards"]);
+      doc = std::move(answer);
     } else {
       check_result(doc, what, h);
     }

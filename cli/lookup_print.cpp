@@ -28,7 +28,28 @@ void print_result_detail(Context& ctx, const json& r, std::uint64_t now) {
   const Style& s = ctx.style;
   const auto& locs = r["locations"];
   if (locs.empty()) {
-    out << r["hash"].get<std::string>() << "  " << s.paint("not found", Color::red) << '\n';
+    out << r["hash"].get<std::string>() << "  " << s.paint("not found", Color::red);
+    const json* gone = r.contains("expired_shards") && r["expired_shards"].is_array() ? &r["expired_shards"] : nullptr;
+    if (!gone || gone->empty()) {
+      out << '\n';
+      return;
+    }
+    // The index still knows who held it: say so, instead of a bare "not
+    // found" that reads as "never seen".
+    out << ": "
+        << (gone->size() == 1 ? "the only shard that held it has expired" : "every shard that held it has expired")
+        << '\n';
+    Fields f("  ");
+    for (const auto& sh : *gone) {
+      std::optional<std::uint64_t> exp;
+      if (sh.contains("expiry") && sh["expiry"].is_number_unsigned()) exp = sh["expiry"].get<std::uint64_t>();
+      f.add("Shard",
+            sh["shard"].get<std::string>() + (sh.value("keyed", false) ? "  keyed" : "  raw") + ", expired " +
+                expiry_text(exp, now),
+            Color::yellow);
+    }
+    out << '\n';
+    f.print(out, s);
     return;
   }
   out << r["hash"].get<std::string>() << "  " << s.paint("found", Color::green) << ", " << locs.size()

@@ -102,6 +102,16 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
                         const SourceInfo& source, const IngestOptions& options, IngestResult& out);
 TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
                         RemoveResult& out);
+// Keeps the chunk forms of a shard that expires now (from the xorbs its
+// refs list, before they go) or arrives expired (from its file), so a query
+// can say why they are gone (expired_forms.cpp); forgets them when the
+// shard is live again, and drops those kept past their time.
+TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
+                             const records::ShardRefs& refs, std::uint64_t now);
+TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
+                             const shard::ShardView& view, std::uint64_t now);
+int forget_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash);
+TxnResult drop_old_expired_forms(Index::Impl& im, MDB_txn* txn, std::uint64_t now, std::size_t& dropped);
 // Records `path` as holding shard_hash (accepted) or as rejected.
 int put_source(Index::Impl& im, MDB_txn* txn, const records::Source& source);
 

@@ -85,8 +85,9 @@ class Index {
   // shard holds them) and marks it removed; the record stays listed. Costs
   // in proportion to the shard's own entries; the file is not needed.
   Result<RemoveResult> remove(const Hash& shard, std::uint64_t now = 0);
-  // Removes every live shard whose expiry <= now, marking them expired.
-  // Returns their hashes, earliest first.
+  // Removes every live shard whose expiry <= now, marking them expired and
+  // keeping their chunk forms for expired_holders() (30 days from now; older
+  // ones are dropped here). Returns their hashes, earliest first.
   Result<std::vector<Hash>> expire(std::uint64_t now);
 
   // Builds the in-memory chunk filter from the chunk tables and puts it in
@@ -150,6 +151,12 @@ class Index {
   Result<std::vector<Location>> lookup(const Hash& raw_chunk_hash) const;
   // Many hashes in one snapshot; `out` is reused (cleared first).
   Status lookup_batch(std::span<const Hash> raw_chunk_hashes, BatchResult& out) const;
+
+  // The expired shards that held a RAW chunk hash, as far as the forms kept
+  // for a while after expiry tell (64-bit prefixes: a hint, not a proof).
+  // For saying why a lookup found nothing; costs a keyed hash per expired
+  // shard kept, so it is meant for single queries, not streams.
+  Result<std::vector<ShardInfo>> expired_holders(const Hash& raw_chunk_hash) const;
 
   // Every stored form of a xorb (raw, keyed with K, ...); empty when unknown.
   Result<std::vector<XorbInfo>> xorb(const Hash& xorb_hash) const;

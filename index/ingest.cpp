@@ -345,6 +345,7 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
     rec.ended_at = opt.now;
     out.outcome = IngestOutcome::expired;
     if ((rc = put_record(im, txn, h, rec)) || (rc = count_transition(ShardState::expired))) return rc;
+    if (auto r = keep_expired_forms(im, txn, h, rec, view, opt.now); !r.proceed()) return r;
     return put_source(im, txn, accepted(source, h, opt.now));
   }
 
@@ -416,6 +417,8 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
   if ((rc = mdb_put(txn, d.shard_refs, &k, &rv, 0))) return rc;
   rec.state = ShardState::live;
   if ((rc = put_record(im, txn, h, rec)) || (rc = count_transition(ShardState::live))) return rc;
+  // Live again (revived after a removal): no longer a hint of expiry.
+  if ((rc = forget_expired_forms(im, txn, h))) return rc;
   out.outcome = IngestOutcome::added;
   if ((rc = outbox_enqueue(im, txn, OutboxOp::publish, h, opt.now))) return rc;
   return put_source(im, txn, accepted(source, h, opt.now));

@@ -23,7 +23,7 @@ class Checker {
   int run() {
     int rc;
     if ((rc = shards()) || (rc = xorb_shards()) || (rc = xorbs()) || (rc = xorb_ids()) || (rc = chunks()) ||
-        (rc = files()) || (rc = keyed_and_expiry()) || (rc = counters()))
+        (rc = files()) || (rc = keyed_and_expiry()) || (rc = counters()) || (rc = expired_forms()))
       return rc;
     return 0;
   }
@@ -244,6 +244,20 @@ class Checker {
     if (rc) return rc;
     if (nrej != rejected) problem("rejected counter does not match the sources");
     return 0;
+  }
+
+  // Forms are kept for expired shards only (schema 4 on).
+  int expired_forms() {
+    if (d_.version < 4) return 0;
+    return walk(d_.expired_forms, [&](const MDB_val& k, const MDB_val& v) {
+      if (k.mv_size != 32) return problem("expired_forms: key of " + std::to_string(k.mv_size) + " bytes");
+      Hash h = hash_of(k);
+      if (!ExpiredFormsView::decode(v)) return problem("expired forms of " + h.to_string() + " do not decode");
+      auto it = records_.find(h);
+      if (it == records_.end()) return problem("expired forms of " + h.to_string() + " without a shard record");
+      if (it->second.state != ShardState::expired)
+        problem("shard " + h.to_string() + " is " + to_string(it->second.state) + " but keeps expired forms");
+    });
   }
 
   const schema::Dbs& d_;

@@ -1,5 +1,7 @@
 #include "index/records.hpp"
 
+#include <algorithm>
+
 #include "shard/keys.hpp"
 
 namespace dedupd::index::records {
@@ -301,6 +303,43 @@ std::optional<Source> decode_source(const MDB_val& v) {
   s.path = in.str(lp);
   if (!in.at_end()) return std::nullopt;
   return s;
+}
+
+Bytes encode(ExpiredForms r) {
+  std::sort(r.forms.begin(), r.forms.end());
+  r.forms.erase(std::unique(r.forms.begin(), r.forms.end()), r.forms.end());
+  Out o(kExpiredFormsHeader + r.forms.size() * kExpiredFormBytes);
+  o.u8(r.keyed ? 1 : 0);
+  o.pad(7);
+  o.u64(r.expiry);
+  o.u64(r.recorded_at);
+  o.hash(r.key);
+  o.u32(std::uint32_t(r.forms.size()));
+  o.pad(4);
+  for (const auto& f : r.forms) o.raw(f.data(), f.size());
+  return o.take();
+}
+
+std::optional<ExpiredFormsView> ExpiredFormsView::decode(const MDB_val& v) {
+  if (v.mv_size < kExpiredFormsHeader) return std::nullopt;
+  ExpiredFormsView out;
+  out.p_ = static_cast<const std::uint8_t*>(v.mv_data);
+  out.n_ = shard::load_u32(out.p_ + 56);
+  if (v.mv_size != kExpiredFormsHeader + std::size_t(out.n_) * kExpiredFormBytes) return std::nullopt;
+  return out;
+}
+
+bool ExpiredFormsView::holds(const std::uint8_t* stored_hash) const {
+  std::size_t lo = 0, hi = n_;
+  const std::uint8_t* forms = p_ + kExpiredFormsHeader;
+  while (lo < hi) {
+    std::size_t mid = (lo + hi) / 2;
+    int c = std::memcmp(forms + mid * kExpiredFormBytes, stored_hash, kExpiredFormBytes);
+    if (c == 0) return true;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return false;
 }
 
 Hash source_key(const std::string& path) {

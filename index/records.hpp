@@ -210,6 +210,49 @@ Bytes encode(const Source& s);
 std::optional<Source> decode_source(const MDB_val& v);
 Hash source_key(const std::string& path);
 
+// ---- expired_forms[shard hash] (schema 4) ----------------------------------
+// What an expired shard held, kept a while after it expired (tuning.hpp) so
+// that a query for one of its chunks can say why it is no longer found
+// instead of a bare "not found". Its entries are gone from the chunk tables
+// (an expired shard must not answer), so the forms it stored are kept
+// apart: u8 flags (bit 0: keyed), 7 pad, u64 expiry, u64 recorded_at,
+// key[32] (zero when raw), u32 count, 4 pad, then `count` distinct 8-byte
+// prefixes of the stored (keyed) chunk hashes in memcmp order. 64 bits of a
+// hash only make a hint: a false match costs one misleading sentence, at
+// odds of count / 2^64.
+inline constexpr std::size_t kExpiredFormsHeader = 64;
+inline constexpr std::size_t kExpiredFormBytes = 8;
+using ExpiredForm = std::array<std::uint8_t, kExpiredFormBytes>;
+inline ExpiredForm expired_form(const std::uint8_t* stored_hash) {
+  ExpiredForm f;
+  std::memcpy(f.data(), stored_hash, kExpiredFormBytes);
+  return f;
+}
+struct ExpiredForms {
+  bool keyed = false;
+  std::uint64_t expiry = 0;
+  std::uint64_t recorded_at = 0;
+  Key key{};
+  std::vector<ExpiredForm> forms;  // any order; encode sorts and dedups
+};
+Bytes encode(ExpiredForms r);
+class ExpiredFormsView {
+ public:
+  // nullopt: a corrupt record (sizes disagree).
+  static std::optional<ExpiredFormsView> decode(const MDB_val& v);
+  bool keyed() const { return p_[0] & 1; }
+  std::uint64_t expiry() const { return shard::load_u64(p_ + 8); }
+  std::uint64_t recorded_at() const { return shard::load_u64(p_ + 16); }
+  Key key() const { return Hash::from_bytes({p_ + 24, 32}); }
+  std::uint32_t count() const { return n_; }
+  // True when a stored hash with this form's prefix was in the shard.
+  bool holds(const std::uint8_t* stored_hash) const;
+
+ private:
+  const std::uint8_t* p_ = nullptr;
+  std::uint32_t n_ = 0;
+};
+
 // ---- expiry[u64 BE instant] -> dup shard hashes ----------------------------
 struct ExpiryKey {
   std::array<std::uint8_t, 8> b;

@@ -146,6 +146,9 @@ TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& h, ShardState
     return rc;
   }
 
+  // Before the xorbs go: what the shard held, for a query that asks later.
+  if (new_state == ShardState::expired)
+    if (auto r = keep_expired_forms(im, txn, h, *rec, refs, now); !r.proceed()) return r;
   {
     DeadEntries dead(im, txn);
     if ((rc = dead.open())) return rc;
@@ -207,6 +210,16 @@ int del_expiry(MDB_txn* txn, MDB_dbi dbi, MDB_val key, MDB_val dup) {
 Result<std::vector<Hash>> Index::expire(std::uint64_t now) {
   std::lock_guard lock(impl_->write_mu);
   std::vector<Hash> expired;
+  std::size_t dropped = 0;
+  auto pruned = impl_->env->write(
+      [&](MDB_txn* txn) -> detail::TxnResult {
+        dropped = 0;
+        auto r = detail::drop_old_expired_forms(*impl_, txn, now, dropped);
+        if (!r.proceed()) return r;
+        return dropped ? detail::TxnResult::commit() : detail::TxnResult::rollback();
+      },
+      "dropping the forms of long-expired shards");
+  if (!pruned) return pruned.error();
   // One transaction per shard: a large backlog never makes one huge
   // transaction, and each shard's removal is durable on its own.
   for (;;) {

@@ -36,12 +36,14 @@ const Table kTables[] = {
     {"sources", 0, &Dbs::sources},
     {"outbox", 0, &Dbs::outbox},
     {"parked", 0, &Dbs::parked},
+    {"expired_forms", 0, &Dbs::expired_forms},
 };
 
 // The version that added a table (1: the first layout).
 std::uint32_t added_in(MDB_dbi Dbs::*member) {
   if (member == &Dbs::outbox) return 2;
   if (member == &Dbs::parked) return 3;
+  if (member == &Dbs::expired_forms) return 4;
   return 1;
 }
 

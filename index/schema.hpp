@@ -23,6 +23,8 @@
 //   parked       u64 BE sequence -> an outbox entry that could not be
 //                published, with why (outbox.hpp); back into the outbox on
 //                retry
+//   expired_forms  shard hash -> the chunk forms an expired shard held
+//                (records.hpp), kept a while so a query can say "expired"
 //
 // Refcounts are not numbers that could drift: an entry lives while its
 // (entry, shard) duplicates exist, and the last one removed takes it along.
@@ -41,18 +43,20 @@ namespace dedupd::index::schema {
 // 1: first layout (records.hpp).
 // 2: + outbox.
 // 3: + parked; shard_refs say each file's flags as its shard had them.
-// Versions 1 and 2 are upgraded in place when opened (one transaction): the
+// 4: + expired_forms.
+// Versions 1 to 3 are upgraded in place when opened (one transaction): the
 // new tables are created; refs written before 3 stay as they are
-// (records.hpp).
-inline constexpr std::uint32_t kVersion = 3;
+// (records.hpp); shards that expired before 4 have no forms kept.
+inline constexpr std::uint32_t kVersion = 4;
 inline constexpr unsigned kMaxDbs = 20;
 
 struct Dbs {
   MDB_dbi meta, shards, shard_refs, expiry, keys, xorb_ids, xorbs, xorb_shards, chunks, chunks_recent, files,
-      file_shards, sha256, sources, outbox, parked;
+      file_shards, sha256, sources, outbox, parked, expired_forms;
   // The layout the file has: kVersion, or an older one in a read-only
   // environment (whose upgrade waits for a writer; the tables it lacks,
-  // `outbox` before 2 and `parked` before 3, are not set).
+  // `outbox` before 2, `parked` before 3 and `expired_forms` before 4, are
+  // not set).
   std::uint32_t version = kVersion;
 };
 

@@ -43,8 +43,26 @@ Response get_chunk(Context& ctx, Request& req) {
   }
   out.ch(']');
   write_fleet_reach(out, remote.reach);
-  // A 404 still has the lookup's shape, plus the error every 4xx carries.
-  if (!found) out.raw(R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
+  if (!found) {
+    // Why it is not found, when the index can tell: every shard that held it
+    // expired (kept a while after expiry). A hint only, so a failure to
+    // read it leaves the plain answer.
+    auto expired = idx->expired_holders(*hash);
+    out.raw(",").key("expired_shards").ch('[');
+    if (expired) {
+      for (std::size_t i = 0; i < expired->size(); ++i) {
+        const index::ShardInfo& s = (*expired)[i];
+        if (i) out.ch(',');
+        out.raw("{").key("shard").hash(s.hash).raw(",").key("keyed").boolean(s.keyed).raw(",").key("expiry");
+        out.opt_num(s.expiry).raw(",").key("expired_at").num(s.ended_at).ch('}');
+      }
+    }
+    out.ch(']');
+    // A 404 still has the lookup's shape, plus the error every 4xx carries.
+    out.raw(expired && !expired->empty()
+                ? R"(,"error":{"code":"not_found","message":"every shard that held this chunk has expired"})"
+                : R"(,"error":{"code":"not_found","message":"chunk not in the index"})");
+  }
   out.ch('}');
   return json(std::move(body), found ? kOk : kNotFound);
 }

@@ -52,7 +52,14 @@ TEST_F(Expiry, FixtureAnswersBeforeItsExpiryAndIsPurgedAfter) {
   write_config("expiry:\n  delete_after: 0s\n");
   start();
   EXPECT_TRUE(eventually([&] { return !fs::exists(path); })) << "the expired file was kept";
-  EXPECT_EQ(http().get(std::string("/v1/chunk/") + kRawChunk).status, 404);
+  auto gone = http().get(std::string("/v1/chunk/") + kRawChunk);
+  EXPECT_EQ(gone.status, 404);
+  // Not found, and why: the one shard that held it expired.
+  auto why = gone.json();
+  ASSERT_EQ(why["expired_shards"].size(), 1u) << gone.body;
+  EXPECT_EQ(why["expired_shards"][0]["expiry"], 1754664705);
+  EXPECT_EQ(why["expired_shards"][0]["keyed"], true);
+  EXPECT_EQ(http().get(std::string("/v1/chunk/") + std::string(64, '7')).json()["expired_shards"].size(), 0u);
   EXPECT_EQ(shard_count("expired"), 1u);
   EXPECT_EQ(shard_count("live"), 0u);
 }
@@ -62,7 +69,9 @@ TEST_F(Expiry, AShardExpiredWhenFoundIsNotIndexedAndKeptWithGraceNever) {
   start();
   auto path = drop_file(incoming, "fixture.mdb", fixture_bytes());
   ASSERT_TRUE(eventually([&] { return shard_count("expired") == 1; }));
-  EXPECT_EQ(http().get(std::string("/v1/chunk/") + kRawChunk).status, 404);
+  auto gone = http().get(std::string("/v1/chunk/") + kRawChunk);
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(gone.json()["expired_shards"].size(), 1u) << gone.body;
   auto purge = http().post("/v1/admin/purge", "");
   ASSERT_EQ(purge.status, 200) << purge.body;
   EXPECT_TRUE(purge.json()["deleted_files"].empty());

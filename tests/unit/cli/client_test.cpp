@@ -175,6 +175,24 @@ TEST(Query, SingleNotFoundIsExit1) {
   EXPECT_EQ(q.out, "");
 }
 
+// dedupd still knows the shards that held it, all expired: the answer says
+// so instead of a bare "not found" (the README's example).
+TEST(Query, SingleNotFoundWhoseShardsExpiredSaysSo) {
+  FakeDaemon d([](const Request&) {
+    json doc = missing(kRaw);
+    doc["expired_shards"] =
+        json::array({{{"shard", kShard}, {"keyed", true}, {"expiry", 1754664705}, {"expired_at", 1795666725}}});
+    return http(404, doc.dump());
+  });
+  auto r = run_cli(with_socket(d, {"query", kRaw}));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find(kRaw + "  not found: the only shard that held it has expired"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Shard  " + kShard + "  keyed, expired 2025-08-0"), std::string::npos) << r.out;
+  auto j = run_cli(with_socket(d, {"query", "--json", kRaw}));
+  EXPECT_EQ(j.code, 1);
+  EXPECT_EQ(json::parse(j.out)["expired_shards"][0]["shard"], kShard) << j.out;
+}
+
 TEST(Query, MalformedHashIs65AndNothingIsSent) {
   FakeDaemon d([](const Request&) { return http(200, "{}"); });
   auto r = run_cli(with_socket(d, {"query", kRaw, "xyz"}));

@@ -252,6 +252,35 @@ TEST_P(IndexTest, RealFixtureKeyedServerShard) {
   EXPECT_EQ(s.keys, 0u);
   EXPECT_EQ(s.shards_expired, 1u);
   EXPECT_THAT(problems(), IsEmpty());
+
+  // Gone from the answers, but the index can still say who held it.
+  auto held = idx->expired_holders(raw);
+  ASSERT_TRUE(held) << held.error().to_string();
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ((*held)[0].hash, r->shard);
+  EXPECT_EQ((*held)[0].expiry, 1754664705u);
+  EXPECT_EQ((*held)[0].ended_at, 1754664705u);
+  EXPECT_THAT(*idx->expired_holders(*Hash::parse(std::string(64, '7'))), IsEmpty());
+}
+
+// The forms of an expired shard are a hint kept 30 days from its expiry in
+// the index, then dropped by a later expire(); the shard's record stays.
+TEST_P(IndexTest, AnExpiredShardsFormsAreKeptThirtyDaysThenDropped) {
+  auto file = shard::MappedFile::open(std::string(DEDUPD_FIXTURE_DIR) + "/gpt2-64-8bits.tflite.shard");
+  ASSERT_TRUE(file);
+  auto view = shard::ShardView::parse(file->bytes());
+  ASSERT_TRUE(view);
+  ASSERT_TRUE(idx->ingest(*view, SourceInfo{"/f.mdb", 1, 1}, IngestOptions{.now = 1754000000}));
+  const Hash raw = *Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335");
+  EXPECT_THAT(*idx->expired_holders(raw), IsEmpty()) << "live: found, not expired";
+  ASSERT_TRUE(idx->expire(1754664705));
+  const std::uint64_t day = 24 * 3600;
+  ASSERT_TRUE(idx->expire(1754664705 + 30 * day - 1));
+  EXPECT_EQ(idx->expired_holders(raw)->size(), 1u);
+  ASSERT_TRUE(idx->expire(1754664705 + 30 * day));
+  EXPECT_THAT(*idx->expired_holders(raw), IsEmpty());
+  EXPECT_EQ(idx->shards(ShardState::expired)->size(), 1u);
+  EXPECT_THAT(problems(), IsEmpty());
 }
 
 // Every shard the real Xet client wrote (fixtures/hf_xet/, hf_xet 1.8.0):
@@ -303,6 +332,12 @@ TEST_P(IndexTest, FixtureIngestedAfterItsExpiryIsRecordedNotIndexed) {
   EXPECT_EQ((*idx->shard(r->shard))->state, ShardState::expired);
   EXPECT_EQ(stats().chunk_entries, 0u);
   EXPECT_THAT(problems(), IsEmpty());
+  // What the README's example shows: why that hash is not found.
+  auto held = idx->expired_holders(*Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335"));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ((*held)[0].hash, r->shard);
+  EXPECT_EQ((*held)[0].ended_at, 1763794800u);
 }
 
 TEST_P(IndexTest, TwoShardsSharingXorbsKeepThemUntilTheLastGoes) {
@@ -774,7 +809,7 @@ TEST_P(IndexTest, AnotherSchemaVersionIsAClearError) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().rule, kRuleSchema);
   EXPECT_THAT(r.error().message, HasSubstr("schema version 99"));
-  EXPECT_THAT(r.error().message, HasSubstr("reads version 3"));
+  EXPECT_THAT(r.error().message, HasSubstr("reads version 4"));
   EXPECT_THAT(r.error().message, HasSubstr("newer dedupd"));
   // Refusing must not have touched it.
   EXPECT_EQ(table_items(tmp / "idx")["meta"], 1u);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "index/schema.hpp"
 #include "shard/mapped_file.hpp"
 #include "tests/unit/index/support.hpp"
 
@@ -313,7 +314,7 @@ TEST(IndexSchemaUpgrade, Version1IndexOfAnEarlierReleaseOpensAsTheCurrentVersion
     ASSERT_TRUE(*rebuilt);
   }
   opened->reset();
-  EXPECT_EQ(schema_version_on_disk(dir), 3u);
+  EXPECT_EQ(schema_version_on_disk(dir), schema::kVersion);
   // And opens again as it is.
   auto again = Index::open(o);
   ASSERT_TRUE(again) << again.error().to_string();
@@ -362,7 +363,7 @@ TEST(IndexSchemaUpgrade, AReadOnlyOpenOfVersion1ReadsItAndWritesNothing) {
 // tests/fixtures/index-v2/README.md says how the index was written (by
 // release c91351c, whose publisher acknowledged three shards it could not
 // rebuild).
-TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuild) {
+TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsTheCurrentVersionAndItsShardsRebuild) {
   gen::TempDir tmp;
   const std::string dir = copy_of_fixture_index(tmp, "index-v2");
   ASSERT_EQ(schema_version_on_disk(dir), 2u);
@@ -372,7 +373,7 @@ TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuil
     auto opened = Index::open(o);
     ASSERT_TRUE(opened) << opened.error().to_string();
     auto& idx = **opened;
-    EXPECT_EQ(idx.schema_version(), 3u);
+    EXPECT_EQ(idx.schema_version(), schema::kVersion);
     auto problems = idx.check_invariants();
     ASSERT_TRUE(problems);
     EXPECT_THAT(*problems, IsEmpty());
@@ -401,7 +402,7 @@ TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuil
     ASSERT_TRUE(idx.outbox_park(e, "index.rebuild: a test", 5));
     EXPECT_EQ(idx.outbox_stats()->parked, 1u);
   }
-  EXPECT_EQ(schema_version_on_disk(dir), 3u);
+  EXPECT_EQ(schema_version_on_disk(dir), schema::kVersion);
   auto again = Index::open(o);
   ASSERT_TRUE(again) << again.error().to_string();
   auto parked = (*again)->outbox_parked(10);
@@ -409,6 +410,56 @@ TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsVersion3AndItsShardsRebuil
   ASSERT_EQ(parked->size(), 1u);
   EXPECT_EQ((*parked)[0].reason, "index.rebuild: a test");
   EXPECT_EQ((*parked)[0].parked_at, 5u);
+}
+
+// tests/fixtures/index-v3/README.md says how the index was written (by
+// release fd0e0e3): the real server shard live, a raw shard, and a keyed
+// one that expired under that release.
+TEST(IndexSchemaUpgrade, Version3IndexOfFd0e0e3OpensAsVersion4AndKeepsTheFormsOfShardsThatExpireFromThenOn) {
+  gen::TempDir tmp;
+  const std::string dir = copy_of_fixture_index(tmp, "index-v3");
+  ASSERT_EQ(schema_version_on_disk(dir), 3u);
+  Options o;
+  o.dir = dir;
+  const Hash gpt2_chunk = *Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335");
+  auto x1 = gen::gen_xorb(1, 40), x2 = gen::gen_xorb(2, 30);
+  {
+    // Read-only first: the older layout is read as it is.
+    Options ro = o;
+    ro.read_only = true;
+    auto opened = Index::open(ro);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    EXPECT_EQ((*opened)->schema_version(), 3u);
+    EXPECT_THAT(*(*opened)->expired_holders(x2.raw[0]), IsEmpty());
+    EXPECT_THAT(*(*opened)->check_invariants(), IsEmpty());
+  }
+  {
+    auto opened = Index::open(o);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    auto& idx = **opened;
+    EXPECT_EQ(idx.schema_version(), 4u);
+    EXPECT_THAT(*idx.check_invariants(), IsEmpty());
+    auto st = idx.stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->shards_live, 2u);
+    EXPECT_EQ(st->shards_expired, 1u);
+    EXPECT_EQ(idx.lookup(gpt2_chunk)->size(), 1u);
+    EXPECT_EQ(idx.lookup(x1.raw[0])->size(), 1u);
+    // Expired under the old release: nothing kept, so nothing to say.
+    EXPECT_THAT(*idx.lookup(x2.raw[0]), IsEmpty());
+    EXPECT_THAT(*idx.expired_holders(x2.raw[0]), IsEmpty());
+    // Expiring now: kept.
+    auto gone = idx.expire(1754664705);
+    ASSERT_TRUE(gone) << gone.error().to_string();
+    ASSERT_EQ(gone->size(), 1u);
+    EXPECT_THAT(*idx.lookup(gpt2_chunk), IsEmpty());
+    auto held = idx.expired_holders(gpt2_chunk);
+    ASSERT_TRUE(held);
+    ASSERT_EQ(held->size(), 1u);
+    EXPECT_EQ((*held)[0].hash, gone->front());
+    EXPECT_THAT(*idx.check_invariants(), IsEmpty());
+  }
+  EXPECT_EQ(schema_version_on_disk(dir), 4u);
 }
 
 // A parked entry leaves the queue with its reason and comes back at the end
