@@ -182,6 +182,7 @@ void FleetLookup::run_connector() {
 void FleetLookup::run_heartbeat() {
   std::unique_ptr<fleet::Reader> reader;
   std::uint64_t made_for = 0;  // the generation `reader` was made for
+  std::chrono::milliseconds slowest_ping{};
   std::unique_lock lock(mu_);
   for (;;) {
     // Connected as soon as there is a url, so that the first lookups have
@@ -197,9 +198,9 @@ void FleetLookup::run_heartbeat() {
     const bool ping = reader && in_use_ > 0;
     lock.unlock();
     // Its own connection, never lent: a ping must not wait behind a lookup.
-    // No answer within the bound (at most a second, so that stopping is
-    // never held up for long) is no evidence either way.
-    const auto ping_bound = std::min<std::chrono::milliseconds>(silence_for(bound), std::chrono::seconds(1));
+    // No answer within a second (so that stopping is never held up for
+    // long) is no evidence either way; a late one still is.
+    constexpr auto ping_bound = std::chrono::seconds(1);
     const auto beat = std::clamp<std::chrono::milliseconds>(bound / 4, kMinBeat, kMaxBeat);
     bool failed = false;
     if (!reader) {
@@ -213,8 +214,17 @@ void FleetLookup::run_heartbeat() {
         failed = true;
       }
     } else if (ping) {
-      if (reader->ping(fleet::Deadline::in(ping_bound))) patience_.answered();
-      else reader.reset();  // connected again on the next round
+      const auto sent = std::chrono::steady_clock::now();
+      if (reader->ping(fleet::Deadline::in(ping_bound))) {
+        const auto now = std::chrono::steady_clock::now();
+        patience_.answered(now);
+        // The slowest recent ping, forgotten by an eighth a beat.
+        slowest_ping =
+            std::max(std::chrono::duration_cast<std::chrono::milliseconds>(now - sent), slowest_ping * 7 / 8);
+        patience_.set_silence(silence_for(bound, slowest_ping));
+      } else {
+        reader.reset();  // connected again on the next round
+      }
     }
     lock.lock();
     if (!failed) {

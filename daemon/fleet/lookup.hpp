@@ -12,7 +12,7 @@
 // pings the server on a connection of its own, and every statement that
 // comes back counts too (fleet::Patience): a lookup still running at its
 // bound waits on while the server answered within the last lookup_timeout
-// (at least kMinSilence), up to lookup_timeout plus kWorkPerHash for each
+// (at least kMinSilence, more while pings are slow), up to lookup_timeout plus kWorkPerHash for each
 // hash it asks (a 4,096-hash block of a stream on a busy host; a one-hash
 // answer gets the bound alone). A stopped or unreachable server answers no
 // ping, so a wait ends one silence after its last answer.
@@ -28,6 +28,7 @@
 // connection holds up its own request and no other.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -98,10 +99,17 @@ class FleetLookup {
   // How long the server may stay silent, pings and statements alike, and
   // still count as answering: the bound, but no less than kMinSilence, as
   // on a busy 2-core host PostgreSQL may get no CPU for tens of ms, and a
-  // block taken for an outage costs the whole pool and its cache.
+  // block taken for an outage costs the whole pool and its cache. On a
+  // host so busy that pings themselves take long (this process or the
+  // server starved of CPU: a load of 7 per core takes a ping to hundreds of
+  // ms), four times the slowest recent ping, up to kMaxSilence: what an
+  // outage costs a lookup in flight when it starts.
   static constexpr auto kMinSilence = std::chrono::milliseconds(250);
-  static std::chrono::milliseconds silence_for(std::chrono::milliseconds timeout) {
-    return std::max<std::chrono::milliseconds>(timeout, kMinSilence);
+  static constexpr auto kMaxSilence = std::chrono::milliseconds(2000);
+  static std::chrono::milliseconds silence_for(std::chrono::milliseconds timeout,
+                                               std::chrono::milliseconds slowest_ping = {}) {
+    const auto starved = std::clamp<std::chrono::milliseconds>(4 * slowest_ping, kMinSilence, kMaxSilence);
+    return std::max<std::chrono::milliseconds>(timeout, starved);
   }
   static constexpr auto kMaxBeat = std::chrono::milliseconds(250);
 
