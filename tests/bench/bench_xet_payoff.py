@@ -159,7 +159,7 @@ class Payoff:
                     os.unlink(os.path.join(sc, n))
         return out
 
-    def measure(self, phase, endpoint, keep_shards=False):
+    def measure(self, phase, endpoint, keep_shards=False, entries=None):
         starts = {"cold": [], "warm": []}
         for i in range(self.args.repeat):
             for kind in ("cold", "warm"):
@@ -182,7 +182,7 @@ class Payoff:
         return {"session_start_s": statistics.median(starts["warm"]),
                 "cold_session_start_s": statistics.median(starts["cold"]),
                 "session_start_all_s": starts, "cache_files": stats["files"], "cache_bytes": stats["bytes"],
-                "chunk_entries": self.entries_now(), "oldest_sent": sent, "answered_by_dedupd": local}
+                "chunk_entries": entries or self.entries_now(), "oldest_sent": sent, "answered_by_dedupd": local}
 
     def entries_now(self):
         sc = self.shard_cache()
@@ -331,7 +331,8 @@ def main():
         print("the history: the oldest file, then %d generated sessions ..." % args.shards, file=sys.stderr)
         bench.build_history()
         print("unmanaged (%d chunk entries) ..." % bench.entries, file=sys.stderr)
-        unmanaged = bench.measure("unmanaged", bench.hub.endpoint)
+        # Its sessions' shards are removed again: the history's count holds.
+        unmanaged = bench.measure("unmanaged", bench.hub.endpoint, entries=bench.entries)
         print("dedupd indexing, then capping the cache at %d entries ..." % args.cap, file=sys.stderr)
         steward = bench.index_then_cap()
         # Alone first: the endpoint's sessions leave shards holding the
