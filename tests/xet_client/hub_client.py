@@ -6,7 +6,9 @@ sets: harness.HubClient).
   hub_client.py create-repo REPO                -> {"url"}
   hub_client.py upload-file REPO PATH_IN_REPO FILE   (HfApi.upload_file)
   hub_client.py upload-folder REPO FOLDER            (HfApi.upload_folder)
-      -> {"commit": oid} (upload-file also "seconds": the call's duration)
+      -> {"commit": oid} (upload-file also "seconds": the call's duration,
+         and "t_start", "t_end": its wall-clock ends, to line up with the
+         stand-in's request log)
   hub_client.py download REPO FILENAME DIR      (hf_hub_download)
       -> {"path", "sha256", "size"}
 """
@@ -35,9 +37,9 @@ def main(argv):
     elif verb == "upload-file":
         # The call alone is timed (bench_xet_endpoint.py): not the
         # interpreter's start or the imports.
-        t0 = time.monotonic()
+        t_start, t0 = time.time(), time.monotonic()
         info = api.upload_file(repo_id=repo, path_in_repo=argv[3], path_or_fileobj=argv[4])
-        out = {"commit": info.oid, "seconds": time.monotonic() - t0}
+        out = {"commit": info.oid, "seconds": time.monotonic() - t0, "t_start": t_start, "t_end": time.time()}
     elif verb == "upload-folder":
         info = api.upload_folder(repo_id=repo, folder_path=argv[3])
         out = {"commit": info.oid}
