@@ -40,6 +40,11 @@ inline constexpr std::string_view kFleetRetry = "/v1/admin/fleet/retry";  // POS
 // JavaScript client uses the "default" prefix, the docs "default-merkledb".
 inline constexpr std::string_view kGlobalDedup = "/v1/chunks/default-merkledb/";
 inline constexpr std::string_view kGlobalDedupShort = "/v1/chunks/default/";
+// The local Xet endpoint's nginx (packaging/xet-endpoint/nginx.conf.in)
+// marks the global-dedup queries it passes on, so dedupd counts those
+// apart from anyone else's: what it answered, against what went upstream.
+inline constexpr std::string_view kViaHeader = "X-Dedupd-Via";
+inline constexpr std::string_view kViaXetEndpoint = "xet-endpoint";
 
 // POST /v1/chunk takes any number of hashes (streamed, docs/API.md); a
 // client sending a document body keeps each to this many.

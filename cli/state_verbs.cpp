@@ -15,6 +15,44 @@ namespace dedupctl {
 
 namespace api = dedupd::api;
 
+namespace {
+
+// Why a managed cache's entry cap is what it is, in words.
+std::string entry_cap_why(const json& c) {
+  const std::string why = c.contains("max_chunk_entries_why") && c["max_chunk_entries_why"].is_string()
+                              ? c["max_chunk_entries_why"].get<std::string>()
+                              : std::string();
+  if (why == "xet_endpoint") return "small: the local Xet endpoint is on, dedupd answers for the rest";
+  if (why == "configured") return "xet_cache.max_chunk_entries";
+  if (why == "client_default") return "the client's own";
+  return why;
+}
+
+// The local Xet endpoint: where it forwards, and which of the chunk queries
+// it passed to dedupd were answered here.
+void add_xet_endpoint_fields(Fields& f, const json& e, std::uint64_t now) {
+  auto n = [&](const char* key) {
+    return e.contains(key) && e[key].is_number_unsigned() ? e[key].get<std::uint64_t>() : std::uint64_t(0);
+  };
+  const json up = e.contains("upstreams") && e["upstreams"].is_object() ? e["upstreams"] : json();
+  const json cfg = e.contains("config") && e["config"].is_object() ? e["config"] : json();
+  if (up.is_object())
+    f.add("Xet endpoint", "Hub " + up.value("hub", std::string("?")) + ", CAS " + up.value("cas", std::string("?")));
+  else f.add("Xet endpoint", "upstreams unknown (xet_endpoint.config not set)", Color::yellow);
+  if (cfg.is_object()) {
+    const std::string path = cfg.value("path", std::string("?"));
+    const std::string problem = cfg.value("problem", std::string());
+    if (!problem.empty()) f.add("Endpoint conf", problem, Color::red);
+    else f.add("Endpoint conf", path + (cfg.value("present", false) ? "" : " (absent: the defaults)"));
+  }
+  const std::uint64_t local = n("local"), forwarded = n("forwarded");
+  std::string line = grouped(local) + " answered here, " + grouped(forwarded) + " sent upstream";
+  if (local + forwarded != 0) line += " (" + std::to_string(local * 100 / (local + forwarded)) + " % here)";
+  f.add("Chunk queries", line + ", since " + time_text(n("since"), now));
+}
+
+}  // namespace
+
 // The caches dedupd looks after (`manage: xet-cache`), each against its
 // caps: what the Xet client loads at every session start.
 void print_managed_caches(Context& ctx, Client& client) {
@@ -47,6 +85,9 @@ void print_managed_caches(Context& ctx, Client& client) {
     if (c.value("standing_by", false))
       ctx.out() << where << ": standing by, " << text(c, "lock_holder") << " stewards it\n";
     if (!text(c, "problem").empty()) ctx.out() << where << ": " << text(c, "problem") << '\n';
+    if (text(c, "max_chunk_entries_why") == "xet_endpoint" || text(c, "max_chunk_entries_why") == "configured")
+      ctx.out() << where << ": entry cap " << grouped(c.value("max_chunk_entries", std::uint64_t(0))) << ": "
+                << entry_cap_why(c) << '\n';
     if (!c.value("standing_by", false) && c.contains("liveness") && c["liveness"].is_object() &&
         !c["liveness"].value("established", true))
       ctx.out() << where << ": clients unknown, originals wait for replaced_grace: "
@@ -97,7 +138,9 @@ int xet_cache_status(Context& ctx) {
     f.add("Files", grouped(n(c, "files_before")) + " -> " + grouped(n(c, "files")));
     f.add("Size", human_bytes(n(c, "bytes_before")) + " -> " + human_bytes(n(c, "bytes")) + " of " +
                       human_bytes(n(c, "max_bytes")));
-    f.add("Chunk entries", grouped(n(c, "chunk_entries")) + " of " + grouped(n(c, "max_chunk_entries")));
+    const std::string cap_why = entry_cap_why(c);
+    f.add("Chunk entries", grouped(n(c, "chunk_entries")) + " of " + grouped(n(c, "max_chunk_entries")) +
+                               (cap_why.empty() ? "" : " (" + cap_why + ")"));
     f.add("Pending", grouped(n(c, "pending_deletions")) + " originals, " + human_bytes(n(c, "pending_bytes")));
     f.add("Done", grouped(n(c, "merges")) + " merges, " + grouped(n(c, "merged_away")) + " originals deleted, " +
                       grouped(n(c, "evicted")) + " evicted");
@@ -259,6 +302,8 @@ int status(Context& ctx) {
       for (const auto& w : doc["watch"]) f.add("Watching", w.is_string() ? w.get<std::string>() : w.dump());
     if (ready) add_stats_fields(f, doc["stats"], now_s());
     if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
+    if (doc.contains("xet_endpoint") && doc["xet_endpoint"].is_object())
+      add_xet_endpoint_fields(f, doc["xet_endpoint"], now_s());
     f.print(ctx.out(), ctx.style);
   }
   return ready ? kOk : kUnavailable;

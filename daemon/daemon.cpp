@@ -15,6 +15,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/config/load.hpp"
 #include "daemon/config/units.hpp"
+#include "daemon/config/xet_endpoint.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/service_impl.hpp"
 #include "daemon/systemd/listen_fds.hpp"
@@ -65,11 +66,22 @@ StatusInfo Daemon::status() const {
   s.pid = ::getpid();
   s.uptime_s = std::uint64_t(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
-  std::lock_guard lock(config_mutex_);
-  s.socket = config_.socket.native();
-  s.state_dir = config_.state_dir.native();
-  for (const auto& w : config_.watch) s.watch.push_back(w.path.native());
+  fs::path endpoint_config;
+  {
+    std::lock_guard lock(config_mutex_);
+    s.socket = config_.socket.native();
+    s.state_dir = config_.state_dir.native();
+    for (const auto& w : config_.watch) s.watch.push_back(w.path.native());
+    endpoint_config = config_.xet_endpoint.config;
+  }
   if (steward_) s.xet_caches = steward_->status();
+  if (!endpoint_config.empty()) {
+    // Read at each status, outside the lock: it follows the file as the
+    // endpoint's reload does, without a restart of dedupd.
+    const XetEndpointSettings e = read_xet_endpoint_settings(endpoint_config);
+    s.xet_endpoint = XetEndpointStatus{endpoint_config.native(), e.present,  e.problem, e.hub_upstream,
+                                       e.cas_upstream,           e.hub_port, e.cas_port};
+  }
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct XetCacheStatus {
   std::string endpoint;                                   // <cache root>/<endpoint>
   std::uint64_t files = 0, bytes = 0, chunk_entries = 0;  // what the client loads
   std::uint64_t max_bytes = 0, max_chunk_entries = 0;
+  // Why the entry cap is what it is: "client_default", "xet_endpoint" (the
+  // local Xet endpoint answers for the rest) or "configured".
+  std::string max_chunk_entries_why;
   std::uint64_t merges = 0;             // merged shards written since start
   std::uint64_t merged_away = 0;        // originals deleted after a merge
   std::uint64_t evicted = 0;            // files deleted for the caps
@@ -68,6 +72,17 @@ struct XetCachePlan {
   std::vector<std::string> set_aside;  // what the pass would skip, and why
 };
 
+// The local Xet endpoint as dedupd knows it from xet_endpoint.config: the
+// upstreams its nginx forwards to. The counts of its queries are the HTTP
+// layer's (it sees the requests).
+struct XetEndpointStatus {
+  std::string config;           // the settings file
+  bool config_present = false;  // absent: the defaults, as for the endpoint's script
+  std::string problem;
+  std::string hub_upstream, cas_upstream;
+  std::uint32_t hub_port = 0, cas_port = 0;
+};
+
 struct StatusInfo {
   std::string version;
   pid_t pid = 0;
@@ -76,6 +91,7 @@ struct StatusInfo {
   std::string state_dir;
   std::vector<std::string> watch;  // watched directories, as configured
   std::vector<XetCacheStatus> xet_caches;
+  std::optional<XetEndpointStatus> xet_endpoint;  // with xet_endpoint.config set
 };
 
 // Counters the daemon keeps for /metrics (monotonic since start).

@@ -42,6 +42,9 @@ struct Request {
   // Headers a route may answer differently for (POST /v1/chunk).
   std::string content_type;
   std::string accept;
+  // X-Dedupd-Via: who passed the request on. The local Xet endpoint's nginx
+  // names itself ("xet-endpoint"), so its queries are counted apart.
+  std::string via;
   // A streamed hash batch (Body::hashes), parsed as it arrived; when null
   // the route parses `body` (tests, fuzzing).
   std::shared_ptr<HashSpool> hashes{};

@@ -18,7 +18,10 @@ void PromWriter::sample(std::string_view name, std::string_view labels, std::uin
   else fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
 }
 
-Metrics::Metrics(const std::vector<std::string>& route_names) {
+Metrics::Metrics(const std::vector<std::string>& route_names)
+    : since_(std::uint64_t(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count())) {
   auto slot = [&](const std::string& name) {
     for (std::size_t i = 0; i < names_.size(); ++i)
       if (names_[i] == name) return i;
@@ -53,6 +56,14 @@ void Metrics::count_lookups(std::uint64_t hashes, std::uint64_t found) {
 
 void Metrics::count_global_dedup(bool hit) {
   (hit ? dedup_hits_ : dedup_misses_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void Metrics::count_endpoint_query(bool local) {
+  (local ? endpoint_local_ : endpoint_forwarded_).fetch_add(1, std::memory_order_relaxed);
+}
+
+Metrics::EndpointQueries Metrics::endpoint_queries() const {
+  return {endpoint_local_.load(std::memory_order_relaxed), endpoint_forwarded_.load(std::memory_order_relaxed), since_};
 }
 
 void Metrics::render(std::string& out) const {
@@ -91,6 +102,11 @@ void Metrics::render(std::string& out) const {
   w.family("dedupd_global_dedup_replies_total", "counter", "Global-dedup queries, by outcome.");
   w.sample("dedupd_global_dedup_replies_total", "result=\"hit\"", dedup_hits_.load(std::memory_order_relaxed));
   w.sample("dedupd_global_dedup_replies_total", "result=\"miss\"", dedup_misses_.load(std::memory_order_relaxed));
+  w.family("dedupd_xet_endpoint_queries_total", "counter",
+           "Global-dedup queries the local Xet endpoint passed to dedupd: answered here, or sent upstream by it.");
+  w.sample("dedupd_xet_endpoint_queries_total", "answered=\"local\"", endpoint_local_.load(std::memory_order_relaxed));
+  w.sample("dedupd_xet_endpoint_queries_total", "answered=\"forwarded\"",
+           endpoint_forwarded_.load(std::memory_order_relaxed));
 }
 
 }  // namespace dedupd::daemon::http

@@ -37,6 +37,14 @@ class Metrics {
   void record(std::size_t route_id, unsigned status, std::chrono::nanoseconds latency);
   void count_lookups(std::uint64_t hashes, std::uint64_t found);
   void count_global_dedup(bool hit);
+  // A global-dedup query the local Xet endpoint passed on (X-Dedupd-Via):
+  // answered here (200), or anything else, which nginx sends upstream.
+  void count_endpoint_query(bool local);
+  struct EndpointQueries {
+    std::uint64_t local = 0, forwarded = 0;
+    std::uint64_t since = 0;  // unix s: counting starts with the daemon's HTTP layer
+  };
+  EndpointQueries endpoint_queries() const;
 
   std::size_t unmatched_id() const { return slot_of_.size() - 1; }
   void render(std::string& out) const;
@@ -59,6 +67,8 @@ class Metrics {
   std::unique_ptr<PerRoute[]> routes_;
   std::atomic<std::uint64_t> lookups_{0}, lookups_found_{0};
   std::atomic<std::uint64_t> dedup_hits_{0}, dedup_misses_{0};
+  std::atomic<std::uint64_t> endpoint_local_{0}, endpoint_forwarded_{0};
+  std::uint64_t since_ = 0;
 };
 
 }  // namespace dedupd::daemon::http

@@ -2,6 +2,8 @@
 // the Xet global-dedup query, answered with a shard (global_dedup.hpp).
 #include <ctime>
 
+#include "api/routes.hpp"
+
 #include "daemon/api/fleet_json.hpp"
 #include "daemon/api/global_dedup.hpp"
 #include "daemon/api/metrics.hpp"
@@ -22,9 +24,7 @@ std::optional<std::vector<std::uint8_t>> fleet_reply(Context& ctx, const shard::
   return build_fleet_global_dedup_reply(*source, settings);
 }
 
-}  // namespace
-
-Response get_global_dedup(Context& ctx, Request& req) {
+Response answer(Context& ctx, Request& req) {
   Response bad;
   auto chunk = hash_param(req.tail, "chunk", &bad);
   if (!chunk) return bad;
@@ -50,6 +50,16 @@ Response get_global_dedup(Context& ctx, Request& req) {
   // The body is a shard, not JSON: the fleet's part is said in a header.
   if (reach != fleet_link::Reach::off)
     r.headers.emplace_back("X-Dedupd-Fleet", reach == fleet_link::Reach::answered ? "ok" : "unavailable");
+  return r;
+}
+
+}  // namespace
+
+Response get_global_dedup(Context& ctx, Request& req) {
+  Response r = answer(ctx, req);
+  // Whatever is not a 200 (a miss, a bad hash, a daemon still starting)
+  // makes the endpoint's nginx ask the upstream CAS.
+  if (req.via == ::dedupd::api::kViaXetEndpoint) ctx.metrics.count_endpoint_query(r.status == kOk);
   return r;
 }
 

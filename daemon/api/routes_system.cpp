@@ -55,6 +55,7 @@ Response get_status(Context& ctx, Request& req) {
                       {"chunk_entries", c.chunk_entries},
                       {"max_bytes", c.max_bytes},
                       {"max_chunk_entries", c.max_chunk_entries},
+                      {"max_chunk_entries_why", c.max_chunk_entries_why},
                       {"merges", c.merges},
                       {"merged_away", c.merged_away},
                       {"evicted", c.evicted},
@@ -74,6 +75,20 @@ Response get_status(Context& ctx, Request& req) {
                       {"holds_removed", c.holds_removed},
                       {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
+  // Shown once dedupd knows of the endpoint, from its settings or from its
+  // first query: nginx marks what it passes on whether or not it was told.
+  const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
+  if (s.xet_endpoint || q.local + q.forwarded != 0) {
+    Json e = {{"config", nullptr}, {"upstreams", nullptr},     {"ports", nullptr},
+              {"local", q.local},  {"forwarded", q.forwarded}, {"since", q.since}};
+    if (s.xet_endpoint) {
+      const XetEndpointStatus& x = *s.xet_endpoint;
+      e["config"] = {{"path", x.config}, {"present", x.config_present}, {"problem", x.problem}};
+      e["upstreams"] = {{"hub", x.hub_upstream}, {"cas", x.cas_upstream}};
+      e["ports"] = {{"hub", x.hub_port}, {"cas", x.cas_port}};
+    }
+    doc["xet_endpoint"] = std::move(e);
+  }
   return json(dump(doc));
 }
 

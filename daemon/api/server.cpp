@@ -364,6 +364,8 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     st.request.content_type = type;
   if (const char* accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))
     st.request.accept = accept;
+  if (const char* via = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, ::dedupd::api::kViaHeader.data()))
+    st.request.via = via;
 
   // Admin access is decided before the body is received.
   if (m.entry->access == http::Access::admin) {

@@ -20,6 +20,8 @@ Config local_defaults(const std::filesystem::path& dir) {
   c.state_dir = clean_path(std::filesystem::absolute(dir));
   c.socket = c.state_dir / "dedupd.sock";
   c.watch = {WatchDir{c.state_dir / "incoming", true}};
+  // Where ./dev run writes the endpoint's settings when it starts one.
+  c.xet_endpoint.config = c.state_dir / "xet-endpoint" / "xet-endpoint.conf";
   return c;
 }
 

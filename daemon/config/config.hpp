@@ -58,9 +58,23 @@ struct GlobalDedupConfig {
   std::uint64_t reply_max_bytes = 64ull << 20;
 };
 
+// Where the steward's chunk-entry cap comes from, for whoever asks why it
+// holds what it holds.
+enum class CapSource : std::uint8_t {
+  client_default,  // the client's own cap
+  xet_endpoint,    // small, because the local Xet endpoint answers for the rest
+  configured,      // xet_cache.max_chunk_entries
+};
+
+// The entry cap of a managed cache with the local Xet endpoint on: a client
+// session starts in a few tens of milliseconds on it, and dedupd answers for
+// what no longer fits (docs/XET-ENDPOINT.md has the measurement).
+inline constexpr std::uint64_t kXetEndpointCacheEntries = 1ull << 20;
+
 // How dedupd looks after the Xet caches of `manage: xet-cache` entries
 // (daemon/xetcache/steward.hpp). The caps default to the client's own
-// (xetcache/constants.hpp), which it keeps only at session start.
+// (xetcache/constants.hpp), which it keeps only at session start; the entry
+// cap to kXetEndpointCacheEntries when xet_endpoint.config is set.
 struct XetCacheConfig {
   std::chrono::seconds interval = std::chrono::minutes(1);  // between passes
   // How long a merge's originals may wait for the client processes that
@@ -69,6 +83,17 @@ struct XetCacheConfig {
   std::chrono::seconds replaced_grace = std::chrono::hours(1);
   std::uint64_t max_bytes = 16'000'000'000ull;
   std::uint64_t max_chunk_entries = 64ull << 20;
+  CapSource max_chunk_entries_source = CapSource::client_default;
+};
+
+// The local Xet endpoint in front of this dedupd (docs/XET-ENDPOINT.md).
+// Set, dedupd shows its upstreams and keeps managed caches small; the
+// endpoint's nginx works without it, as dedupd counts its queries either way.
+struct XetEndpointConfig {
+  // Its settings file (packaging/xet-endpoint/xet-endpoint.conf), read at
+  // each status for the upstreams; empty: dedupd knows of no endpoint.
+  std::filesystem::path config;
+  bool enabled() const { return !config.empty(); }
 };
 
 // The fleet index on PostgreSQL (docs/FLEET.md). Off while url is empty.
@@ -103,6 +128,7 @@ struct Config {
   LimitsConfig limits;
   GlobalDedupConfig global_dedup;
   XetCacheConfig xet_cache;
+  XetEndpointConfig xet_endpoint;
   FleetConfig fleet;
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }

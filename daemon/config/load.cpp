@@ -67,11 +67,19 @@ class Loader {
       else if (name == "limits") limits(name, v, c.limits);
       else if (name == "global_dedup") global_dedup(name, v, c.global_dedup);
       else if (name == "xet_cache") xet_cache(name, v, c.xet_cache);
+      else if (name == "xet_endpoint") xet_endpoint(name, v, c.xet_endpoint);
       else if (name == "fleet") fleet(name, v, c.fleet);
       else
         unknown(name, it->first,
                 "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                "limits, global_dedup, xet_cache, fleet");
+                "limits, global_dedup, xet_cache, xet_endpoint, fleet");
+    }
+    // An entry cap set by hand wins; with the endpoint on, the client's
+    // cache need hold only what starts a session fast (dedupd answers for
+    // the rest).
+    if (c.xet_endpoint.enabled() && c.xet_cache.max_chunk_entries_source != CapSource::configured) {
+      c.xet_cache.max_chunk_entries = kXetEndpointCacheEntries;
+      c.xet_cache.max_chunk_entries_source = CapSource::xet_endpoint;
     }
   }
 
@@ -298,8 +306,21 @@ class Loader {
       if (name == "interval") duration(k, it->second, out.interval, std::chrono::seconds(1));
       else if (name == "replaced_grace") duration(k, it->second, out.replaced_grace);
       else if (name == "max_bytes") size(k, it->second, out.max_bytes, 1);
-      else if (name == "max_chunk_entries") count<std::uint64_t>(k, it->second, out.max_chunk_entries, 1);
-      else unknown(k, it->first, kKnown);
+      else if (name == "max_chunk_entries") {
+        count<std::uint64_t>(k, it->second, out.max_chunk_entries, 1);
+        out.max_chunk_entries_source = CapSource::configured;
+      } else unknown(k, it->first, kKnown);
+    }
+  }
+
+  void xet_endpoint(const std::string& key, const YAML::Node& v, XetEndpointConfig& out) {
+    if (v.IsNull()) return;  // "xet_endpoint:" alone: none
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (config)");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name == "config") path(k, it->second, out.config);
+      else unknown(k, it->first, "config");
     }
   }
 

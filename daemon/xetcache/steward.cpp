@@ -485,6 +485,9 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   st.endpoint = dir;
   st.max_bytes = config_.max_bytes;
   st.max_chunk_entries = config_.max_chunk_entries;
+  st.max_chunk_entries_why = config_.max_chunk_entries_source == CapSource::xet_endpoint ? "xet_endpoint"
+                             : config_.max_chunk_entries_source == CapSource::configured ? "configured"
+                                                                                         : "client_default";
   st.live_clients = root.liveness.alive_clients;
   st.client_pids = root.clients;
   st.liveness_established = root.liveness.established;

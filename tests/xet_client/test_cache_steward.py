@@ -159,6 +159,11 @@ class CacheSteward(harness.RealClientTest):
         status = self.caches(dedupd)[0]
         self.assertEqual(status["evicted"], 3)
         self.assertEqual(status["max_chunk_entries"], cap)
+        self.assertEqual(status["max_chunk_entries_why"], "configured")
+        # Evicted from the client's cache is not gone from the index: the
+        # local Xet endpoint answers for those shards (issue 31). Only the
+        # reply, expired, has left it.
+        self.assertEqual(dedupd.json("/v1/stats")["shards"]["live"], len(exported))
 
 
     def test_past_the_clients_entry_cap_it_still_dedups_the_newest_content(self):

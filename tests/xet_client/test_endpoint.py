@@ -50,8 +50,12 @@ class ThroughTheEndpoint(harness.RealClientTest):
         super().setUp()
         self.tls = harness.make_test_ca(self.path("tls"))
         self.cache_a, self.cache_b = self.path("host-a", "xet"), self.path("host-b", "xet")
-        # Each host's Xet cache (HF_HOME/xet) is one dedupd watches.
-        self.dedupd = self.dedupd([self.path("host-" + h, "xet") for h in "abcdefgh"])
+        # Each host's Xet cache (HF_HOME/xet) is one dedupd watches. dedupd
+        # reads the endpoint's settings file (written by the test that
+        # wants it) at each status, for the upstreams it shows.
+        self.endpoint_settings = self.path("endpoint-settings", "xet-endpoint.conf")
+        self.dedupd = self.dedupd([self.path("host-" + h, "xet") for h in "abcdefgh"],
+                                  "xet_endpoint:\n  config: %s\n" % json.dumps(self.endpoint_settings))
         self.hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
 
     def user(self, host, endpoint):
@@ -126,6 +130,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
         ]
         self.user("host-a", ep).run("create-repo", REPO)
         hosts = iter("bcdefgh")
+        upstream_queries = 0  # what the stand-in counted, over the series
         for name, data, known, most in series:
             src = harness.write(self.path("src", name), data)
             predicted = json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"]
@@ -133,6 +138,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
             host = next(hosts)
             self.upload(self.user("host-" + host, ep), name, src)
             state = self.hub.state()
+            upstream_queries += len(state["chunk_queries"])
             self.assertEqual(state["xorb_chunk_bytes"], predicted, name)
             self.assertLessEqual(predicted, most, name)
             self.assertEqual(state["rejected"], [], name)
@@ -145,6 +151,32 @@ class ThroughTheEndpoint(harness.RealClientTest):
         # Known content came from dedupd: the edited, duplicated and
         # appended files sent almost nothing.
         ep.wait_logged(lambda l: "/v1/chunks/" in l[3] and l[4] == "200", 3)
+
+        # What dedupd reports of the endpoint (issue 31) is what happened:
+        # forwarded = the queries the upstream counted, local = the client's
+        # queries (nginx's access log) it never saw.
+        asked = [l for l in ep.access_log() if "/v1/chunks/" in l[3]]
+        self.assertTrue(upstream_queries)
+        doc = self.dedupd.json("/v1/status")["xet_endpoint"]
+        self.assertEqual(doc["forwarded"], upstream_queries, asked)
+        self.assertEqual(doc["local"], len(asked) - upstream_queries, asked)
+        self.assertGreater(doc["local"], 0)
+        # No settings file yet: the defaults, as the endpoint's script reads it.
+        self.assertEqual(doc["upstreams"]["hub"], "https://huggingface.co")
+        self.assertEqual(doc["config"], {"path": self.endpoint_settings, "present": False, "problem": ""})
+        metrics = self.dedupd.get("/metrics")[1].decode()
+        self.assertIn('dedupd_xet_endpoint_queries_total{answered="forwarded"} %d' % upstream_queries, metrics)
+        # The upstreams come from the endpoint's settings, read as they are
+        # now; dedupctl renders all of it.
+        harness.write(self.endpoint_settings, ("hub_upstream = %s\ncas_upstream = %s\nhub_port = %d\ncas_port = %d\n"
+                                               % (self.hub.endpoint, self.hub.cas_url, ep.hub_port, ep.cas_port)
+                                               ).encode())
+        doc = self.dedupd.json("/v1/status")["xet_endpoint"]
+        self.assertEqual(doc["upstreams"], {"hub": self.hub.endpoint, "cas": self.hub.cas_url})
+        self.assertEqual(doc["ports"], {"hub": ep.hub_port, "cas": ep.cas_port})
+        text = self.dedupd.ctl("status").stdout
+        self.assertIn("CAS " + self.hub.cas_url, text)
+        self.assertIn("%d answered here, %d sent upstream" % (doc["local"], upstream_queries), text)
 
     def test_token_replies_name_the_endpoint_as_cas_only_for_the_configured_cas(self):
         ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])

@@ -146,7 +146,7 @@ void ApiTest::SetUp() {
   cache.max_bytes = 1u << 20;
   cache.max_chunk_entries = 100;
   cache.merges = 2;
-  StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}, {cache}};
+  StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}, {cache}, std::nullopt};
   ON_CALL(service_, status()).WillByDefault(Return(status));
   GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
   ON_CALL(service_, global_dedup_key()).WillByDefault(Return(key));

@@ -50,6 +50,57 @@ TEST_F(GlobalDedupRouteTest, ReplyIsAKeyedShardHoldingTheChunk) {
   }
 }
 
+// Issue 31: the local Xet endpoint's queries (marked by its nginx) are
+// counted as answered here or sent upstream; nobody else's are.
+TEST_F(GlobalDedupRouteTest, TheEndpointsQueriesAreCountedLocalOrForwarded) {
+  const std::string via = std::string(api::kViaHeader) + ": " + std::string(api::kViaXetEndpoint);
+  const std::string known = std::string(api::kGlobalDedupShort) + small_.xorbs[1].raw[2].to_string();
+  const std::string unknown = std::string(api::kGlobalDedupShort) + st::seeded_hash(4242).to_string();
+
+  auto status = client_->get(std::string(api::kStatus));
+  ASSERT_EQ(status.status, 200) << status.body;
+  EXPECT_FALSE(status.json().contains("xet_endpoint")) << "none configured, none seen";
+
+  EXPECT_EQ(client_->get(known).status, 200);    // unmarked: not the endpoint's
+  EXPECT_EQ(client_->get(unknown).status, 404);  // likewise
+  EXPECT_EQ(client_->request("GET", known, {}, {via}).status, 200);
+  EXPECT_EQ(client_->request("GET", known, {}, {via}).status, 200);
+  EXPECT_EQ(client_->request("GET", unknown, {}, {via}).status, 404);
+  EXPECT_EQ(client_->request("GET", std::string(api::kGlobalDedupShort) + "zz", {}, {via}).status, 400);
+  EXPECT_EQ(client_->request("GET", known, {}, {"X-Dedupd-Via: someone-else"}).status, 200);
+
+  status = client_->get(std::string(api::kStatus));
+  ASSERT_EQ(status.status, 200) << status.body;
+  auto doc = status.json();
+  ASSERT_TRUE(doc.contains("xet_endpoint")) << status.body;
+  const auto& e = doc["xet_endpoint"];
+  EXPECT_EQ(e["local"], 2);
+  EXPECT_EQ(e["forwarded"], 2);
+  EXPECT_TRUE(e["upstreams"].is_null()) << "no xet_endpoint.config: upstreams unknown";
+  EXPECT_GT(e["since"].get<std::uint64_t>(), 1'700'000'000u);
+
+  auto metrics = client_->get(std::string(api::kMetrics));
+  EXPECT_NE(metrics.body.find("dedupd_xet_endpoint_queries_total{answered=\"local\"} 2"), std::string::npos);
+  EXPECT_NE(metrics.body.find("dedupd_xet_endpoint_queries_total{answered=\"forwarded\"} 2"), std::string::npos);
+}
+
+TEST_F(GlobalDedupRouteTest, TheEndpointsUpstreamsComeFromTheDaemon) {
+  StatusInfo info{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {}, {}, std::nullopt};
+  info.xet_endpoint = XetEndpointStatus{"/etc/dedupd/xet-endpoint.conf", true, "",  "https://hub.example",
+                                        "https://cas.example",           8787, 8788};
+  ON_CALL(service_, status()).WillByDefault(::testing::Return(info));
+  auto status = client_->get(std::string(api::kStatus));
+  ASSERT_EQ(status.status, 200) << status.body;
+  const auto e = status.json()["xet_endpoint"];
+  EXPECT_EQ(e["upstreams"]["hub"], "https://hub.example");
+  EXPECT_EQ(e["upstreams"]["cas"], "https://cas.example");
+  EXPECT_EQ(e["ports"]["cas"], 8788);
+  EXPECT_EQ(e["config"]["path"], "/etc/dedupd/xet-endpoint.conf");
+  EXPECT_EQ(e["config"]["present"], true);
+  EXPECT_EQ(e["local"], 0);
+  EXPECT_EQ(e["forwarded"], 0);
+}
+
 TEST_F(GlobalDedupRouteTest, TheServicesBoundsApplyToEachReply) {
   GlobalDedupKey one_xorb{st::seeded_hash(77), 3600, 1, 64ull << 20};
   ON_CALL(service_, global_dedup_key()).WillByDefault(::testing::Return(one_xorb));

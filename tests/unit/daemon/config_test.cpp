@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "daemon/config/load.hpp"
+#include "daemon/config/xet_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon {
@@ -187,6 +190,68 @@ TEST(ConfigErrors, BadXetCache) {
   expect_one_error("xet_cache:\n  max_chunk_entries: 0\n", "xet_cache.max_chunk_entries", 2, "at least 1");
   expect_one_error("xet_cache:\n  cap: 3\n", "xet_cache.cap", 2, "max_chunk_entries");
   expect_one_error("xet_cache: 5\n", "xet_cache", 1, "mapping");
+}
+
+// Issue 31: with the local Xet endpoint on, the client's cache is kept
+// small by default (dedupd answers for the rest); a cap set by hand wins.
+TEST(Config, XetEndpointMakesTheEntryCapSmall) {
+  Config d = load_ok("");
+  EXPECT_FALSE(d.xet_endpoint.enabled());
+  EXPECT_EQ(d.xet_cache.max_chunk_entries_source, CapSource::client_default);
+
+  Config c = load_ok("xet_endpoint:\n  config: xet-endpoint.conf\n");
+  EXPECT_EQ(c.xet_endpoint.config, "/etc/dedupd/xet-endpoint.conf");  // relative to the config file
+  EXPECT_EQ(c.xet_cache.max_chunk_entries, kXetEndpointCacheEntries);
+  EXPECT_EQ(c.xet_cache.max_chunk_entries_source, CapSource::xet_endpoint);
+  EXPECT_EQ(c.xet_cache.max_bytes, 16'000'000'000ull);  // the byte cap stays the client's
+
+  for (const char* yaml : {"xet_cache:\n  max_chunk_entries: 5000000\nxet_endpoint:\n  config: /e.conf\n",
+                           "xet_endpoint:\n  config: /e.conf\nxet_cache:\n  max_chunk_entries: 5000000\n"}) {
+    Config e = load_ok(yaml);
+    EXPECT_EQ(e.xet_cache.max_chunk_entries, 5'000'000u) << yaml;
+    EXPECT_EQ(e.xet_cache.max_chunk_entries_source, CapSource::configured) << yaml;
+  }
+  EXPECT_FALSE(load_ok("xet_endpoint:\n").xet_endpoint.enabled());
+  expect_one_error("xet_endpoint:\n  conf: /e.conf\n", "xet_endpoint.conf", 2, "config");
+  expect_one_error("xet_endpoint: /e.conf\n", "xet_endpoint", 1, "mapping");
+}
+
+TEST(Config, LocalDefaultsNameTheEndpointDevRunWrites) {
+  Config c = local_defaults("/tmp/x");
+  EXPECT_EQ(c.xet_endpoint.config, "/tmp/x/xet-endpoint/xet-endpoint.conf");
+}
+
+// The endpoint's settings as dedupd shows them: the script's defaults for
+// what the file leaves out, and for a missing file.
+TEST(XetEndpointSettings, ReadsUpstreamsAndPortsWithTheScriptsDefaults) {
+  tests::TempDir dir("xet-endpoint-conf");
+  XetEndpointSettings none = read_xet_endpoint_settings(dir / "absent.conf");
+  EXPECT_FALSE(none.present);
+  EXPECT_TRUE(none.problem.empty());
+  EXPECT_EQ(none.hub_upstream, "https://huggingface.co");
+  EXPECT_EQ(none.cas_upstream, "https://cas-server.xethub.hf.co");
+  EXPECT_EQ(none.hub_port, 8787u);
+  EXPECT_EQ(none.cas_port, 8788u);
+
+  {
+    std::ofstream f(dir / "a.conf");
+    f << "# comment\n\n  cas_upstream = https://cas.example:8443  \nhub_port=9000\n#hub_upstream = https://x\n";
+  }
+  XetEndpointSettings a = read_xet_endpoint_settings(dir / "a.conf");
+  EXPECT_TRUE(a.present);
+  EXPECT_TRUE(a.problem.empty()) << a.problem;
+  EXPECT_EQ(a.hub_upstream, "https://huggingface.co");
+  EXPECT_EQ(a.cas_upstream, "https://cas.example:8443");
+  EXPECT_EQ(a.hub_port, 9000u);
+  EXPECT_EQ(a.cas_port, 8788u);
+
+  {
+    std::ofstream f(dir / "b.conf");
+    f << "cas_port = 70000\nnonsense\n";
+  }
+  XetEndpointSettings b = read_xet_endpoint_settings(dir / "b.conf");
+  EXPECT_NE(b.problem.find(":1: cas_port is not a port"), std::string::npos) << b.problem;
+  EXPECT_EQ(b.cas_port, 8788u);
 }
 
 TEST(ConfigErrors, BadManage) {
