@@ -504,6 +504,21 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     st.problem = files.error().to_string();
     return false;
   }
+  // A temporary of dedupd's own is a merge killed before its rename (this
+  // steward holds the cache's lock and runs one pass at a time, so no merge
+  // of any dedupd is writing one now). Its originals were never journaled:
+  // they stay, and the merge is planned again below. Left, each kill would
+  // leave up to 64 MiB the client never loads and nothing else removes.
+  if (auto temps = xetcache::list_steward_temps(shard_cache); temps && !dry_run_) {
+    for (const auto& t : *temps) {
+      const int err = probes_.files->unlink(t.path);
+      if (err == 0)
+        spdlog::info("xet cache: removed {} ({} bytes), left by a merge that did not finish", t.path, t.size);
+      else if (err != ENOENT)
+        spdlog::warn("xet cache: cannot remove {}, left by a merge that did not finish: {}", t.path,
+                     std::strerror(err));
+    }
+  }
   // Only what dedupd took (live or expired shards), unchanged. Files of shards an
   // admin removed are counted and left alone: never merged (a merged file
   // would be indexed and published again) and never deleted.
