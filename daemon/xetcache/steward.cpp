@@ -756,6 +756,16 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
 std::vector<XetCacheStatus> CacheSteward::status() const {
   std::lock_guard lock(status_mu_);
   std::vector<XetCacheStatus> out = published_;
+  if (out.empty() && running_) {
+    // The first pass publishes only when it ends, and over a large cache
+    // that is when its progress matters most: the roots, with the pass.
+    std::lock_guard config(config_mu_);
+    for (const auto& root : next_roots_) {
+      XetCacheStatus st;
+      st.endpoint = root.native();
+      out.push_back(std::move(st));
+    }
+  }
   for (auto& st : out) {
     st.pass_running = running_;
     st.pass_files_read = files_read_;

@@ -176,7 +176,7 @@ class CacheSteward {
   StewardOptions options_;
   StewardProbes probes_;
   std::mutex run_mu_;  // one pass at a time, whichever thread runs it
-  std::mutex config_mu_;
+  mutable std::mutex config_mu_;
   std::vector<std::filesystem::path> next_roots_;  // under config_mu_, taken by the next pass
   XetCacheConfig next_config_;
   bool reconfigured_ = false;

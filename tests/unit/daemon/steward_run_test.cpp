@@ -701,6 +701,11 @@ TEST_F(StewardRun, APassRunsInTheWorkerAndStopsAtTheNextFile) {
   ASSERT_TRUE(s->start_pass());
   reading.get_future().wait();  // the worker is in its first read; this thread is free
   EXPECT_TRUE(s->pass_running());
+  // The first pass has published nothing yet; its progress shows all the same.
+  const auto during = s->status();
+  ASSERT_EQ(during.size(), 1u) << "no status while the first pass runs";
+  EXPECT_EQ(during[0].endpoint, root);
+  EXPECT_TRUE(during[0].pass_running);
   EXPECT_FALSE(s->start_pass()) << "one pass at a time";
   s->request_stop();
   release.set_value();
