@@ -54,12 +54,19 @@ bool is_loadable_shard_name(std::string_view name) {
   return std::all_of(name.begin(), name.begin() + 64, [](char c) { return std::isxdigit((unsigned char)c) != 0; });
 }
 
-Result<std::vector<ShardFile>> list_shard_files(const std::string& dir) {
+bool is_steward_temp_name(std::string_view name) {
+  return name.size() > kStewardTempPrefix.size() + kTempSuffix.size() && name.starts_with(kStewardTempPrefix) &&
+         name.ends_with(kTempSuffix);
+}
+
+namespace {
+
+Result<std::vector<ShardFile>> list_files_named(const std::string& dir, bool (*wanted)(std::string_view)) {
   std::vector<ShardFile> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (!is_loadable_shard_name(name)) continue;
+    if (!wanted(name)) continue;
     std::string path = it->path().string();
     struct stat st {};
     // A file the client renamed away or deleted between listing and stat is
@@ -75,6 +82,16 @@ Result<std::vector<ShardFile>> list_shard_files(const std::string& dir) {
   if (ec) return layout_error(dir, ec.message());
   std::sort(out.begin(), out.end(), [](const ShardFile& a, const ShardFile& b) { return a.path < b.path; });
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<ShardFile>> list_shard_files(const std::string& dir) {
+  return list_files_named(dir, is_loadable_shard_name);
+}
+
+Result<std::vector<ShardFile>> list_steward_temps(const std::string& dir) {
+  return list_files_named(dir, is_steward_temp_name);
 }
 
 Result<std::optional<EndpointCache>> endpoint_at(const std::string& dir) {

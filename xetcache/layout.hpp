@@ -25,6 +25,13 @@ using shard::Result;
 // Its temporaries (".<uuid>.mdb_temp") and anything else do not match.
 bool is_loadable_shard_name(std::string_view name);
 
+// dedupd's own temporaries, ".dedupd-<uuid>.mdb_temp" (merge.hpp): named
+// apart from the client's so that one left by a killed merge can be told
+// from a client's write in progress, and removed.
+inline constexpr std::string_view kStewardTempPrefix = ".dedupd-";
+inline constexpr std::string_view kTempSuffix = ".mdb_temp";
+bool is_steward_temp_name(std::string_view name);
+
 struct ShardFile {
   std::string path;
   std::uint64_t size = 0;
@@ -54,6 +61,9 @@ struct EndpointCache {
 // The loadable shard files directly in `dir`, sorted by path. Symbolic links
 // and subdirectories are skipped: the cache only ever holds regular files.
 Result<std::vector<ShardFile>> list_shard_files(const std::string& dir);
+
+// dedupd's temporaries directly in `dir` (regular files only), sorted.
+Result<std::vector<ShardFile>> list_steward_temps(const std::string& dir);
 
 // Every endpoint directory of `root` (a child with shard-cache/ or staging/),
 // sorted by path; `root` alone when it is an endpoint directory itself.

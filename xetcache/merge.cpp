@@ -14,6 +14,7 @@
 
 #include "shard/integrity.hpp"
 #include "shard/writer.hpp"
+#include "xetcache/layout.hpp"
 #include "xetcache/shards.hpp"
 
 namespace dedupd::xetcache {
@@ -194,13 +195,17 @@ Result<MergedShard> merge_views(std::span<const shard::ShardView> members, const
   return out;
 }
 
+std::string steward_temp_path(const std::string& dir) {
+  return dir + "/" + std::string(kStewardTempPrefix) + uuid4_text() + std::string(kTempSuffix);
+}
+
 Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode,
                                       std::int64_t mtime_ns) {
   WrittenShard w;
   w.hash = shard::shard_file_hash(bytes);
   w.size = bytes.size();
   w.path = dir + "/" + w.hash.to_string() + ".mdb";
-  const std::string temp = dir + "/." + uuid4_text() + ".mdb_temp";
+  const std::string temp = steward_temp_path(dir);
   // The same merge again (its originals are still there) finds its result
   // in place: the name is the content hash, so equal bytes under that name
   // are the file, and rewriting and fsyncing it every pass buys nothing.

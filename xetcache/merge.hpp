@@ -59,10 +59,14 @@ struct WrittenShard {
   bool existed = false;  // the very bytes were there already: nothing written
 };
 
-// Writes `bytes` as the client does: ".<uuid>.mdb_temp" in `dir`, fsync'd,
-// unless "<hash>.mdb" already holds exactly these bytes (then `existed`);
-// renamed to "<hash of the bytes>.mdb", then the directory fsync'd. The
-// temporary is removed on failure. Rule "xetcache.write". `mtime_ns`, when
+// A new temporary's path in `dir`: ".dedupd-<uuid>.mdb_temp" (layout.hpp).
+std::string steward_temp_path(const std::string& dir);
+
+// Writes `bytes` as the client does, through a temporary (steward_temp_path)
+// in `dir`, fsync'd, unless "<hash>.mdb" already holds exactly these bytes
+// (then `existed`); renamed to "<hash of the bytes>.mdb", then the directory
+// fsync'd. The temporary is removed on failure (a kill leaves it: the
+// steward removes it on its next pass). Rule "xetcache.write". `mtime_ns`, when
 // not 0, becomes the file's modification time (see merge_files).
 Result<WrittenShard> write_shard_file(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t mode = 0644,
                                       std::int64_t mtime_ns = 0);

@@ -507,6 +507,21 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     st.problem = files.error().to_string();
     return false;
   }
+  // A temporary of dedupd's own is a merge killed before its rename (this
+  // steward holds the cache's lock and runs one pass at a time, so no merge
+  // of any dedupd is writing one now). Its originals were never journaled:
+  // they stay, and the merge is planned again below. Left, each kill would
+  // leave up to 64 MiB the client never loads and nothing else removes.
+  if (auto temps = xetcache::list_steward_temps(shard_cache); temps && !dry_run_) {
+    for (const auto& t : *temps) {
+      const int err = probes_.files->unlink(t.path);
+      if (err == 0)
+        spdlog::info("xet cache: removed {} ({} bytes), left by a merge that did not finish", t.path, t.size);
+      else if (err != ENOENT)
+        spdlog::warn("xet cache: cannot remove {}, left by a merge that did not finish: {}", t.path,
+                     std::strerror(err));
+    }
+  }
   // Only what dedupd took (live or expired shards), unchanged. Files of shards an
   // admin removed are counted and left alone: never merged (a merged file
   // would be indexed and published again) and never deleted.
@@ -744,6 +759,16 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
 std::vector<XetCacheStatus> CacheSteward::status() const {
   std::lock_guard lock(status_mu_);
   std::vector<XetCacheStatus> out = published_;
+  if (out.empty() && running_) {
+    // The first pass publishes only when it ends, and over a large cache
+    // that is when its progress matters most: the roots, with the pass.
+    std::lock_guard config(config_mu_);
+    for (const auto& root : next_roots_) {
+      XetCacheStatus st;
+      st.endpoint = root.native();
+      out.push_back(std::move(st));
+    }
+  }
   for (auto& st : out) {
     st.pass_running = running_;
     st.pass_files_read = files_read_;

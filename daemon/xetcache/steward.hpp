@@ -10,7 +10,9 @@
 // a merge's originals only while their merged file verifies; and only when
 // no client that could have loaded them is alive, or replaced_grace has
 // passed on a monotonic clock. When it cannot tell which clients are alive
-// it assumes they all are. One failing group, file or directory is set
+// it assumes they all are. The one other file it deletes is a temporary of
+// its own (".dedupd-*.mdb_temp") that a killed merge left: never loaded,
+// never journaled. One failing group, file or directory is set
 // aside with backoff and everything else goes on. Pending deletions are
 // journaled in the state dir; a lock file in each cache root keeps a second
 // dedupd (another instance, another host on NFS) standing by.
@@ -174,7 +176,7 @@ class CacheSteward {
   StewardOptions options_;
   StewardProbes probes_;
   std::mutex run_mu_;  // one pass at a time, whichever thread runs it
-  std::mutex config_mu_;
+  mutable std::mutex config_mu_;
   std::vector<std::filesystem::path> next_roots_;  // under config_mu_, taken by the next pass
   XetCacheConfig next_config_;
   bool reconfigured_ = false;

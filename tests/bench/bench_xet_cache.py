@@ -4,7 +4,7 @@ after dedupd consolidates it (issue 24, "Proof with the real client";
 docs/PERFORMANCE.md, "The Xet client's shard cache").
 
   bench_xet_cache.py [--shards N] [--mib M] [--keyed-percent P] [--repeat R]
-                     [--dir D] [--json FILE] [--keep] [--quick]
+                     [--dir D] [--json FILE] [--keep] [--quick] [--slow-fs US]
 
 1. A cache like the one xet-core issue #853 measured (708 files, 90 MB): a
    tiny real upload makes the client create its endpoint directory, real
@@ -25,13 +25,18 @@ docs/PERFORMANCE.md, "The Xet client's shard cache").
    with dedupd still running, as on a build host (the shards these sessions
    add stay, for dedupd to merge).
 
+With --slow-fs US the client's cache (and so dedupd's managed root) is a
+FUSE mount (slowfs, tests/bench/slowfs.c) of a scratch directory that
+waits US microseconds in every operation: a slow file system where
+device-mapper's dm-delay is not available.
+
 The stand-in answers no global-dedup query in either phase, so only the
 client's own cache decides what it sends. Nothing here asserts a timing: it
 fails when a client session fails, when the after-cache has no fewer files,
 or when more bytes are sent after than before. Exit 77 without the client.
 
 Programs come from the environment (as ctest sets it) or from --build:
-DEDUPD, DEDUPCTL, MAKE_XET_CACHE, XET_PYTHON.
+DEDUPD, DEDUPCTL, MAKE_XET_CACHE, XET_PYTHON, and SLOWFS for --slow-fs.
 """
 
 import argparse
@@ -59,6 +64,7 @@ def programs(build):
         "DEDUPCTL": os.path.join(build, "cli", "dedupctl"),
         "MAKE_XET_CACHE": os.path.join(build, "tests", "bench", "make_xet_cache"),
         "XET_PYTHON": os.path.join(build, "xet-venv", "bin", "python"),
+        "SLOWFS": os.path.join(build, "tests", "bench", "slowfs"),
     }
     for k, v in defaults.items():
         os.environ.setdefault(k, v)
@@ -84,6 +90,8 @@ def argument_parser(shards, mib, repeat, timeout, quick):
 def parse_args():
     # 704 generated and 4 real shards, 88 MiB: about 90 MB in all.
     p = argument_parser(704, 88.0, 5, 900, "40 shards, 4 MiB, 2 sessions")
+    p.add_argument("--slow-fs", type=int, metavar="US", default=0,
+                   help="put the cache on a FUSE mount that waits US microseconds an operation (slowfs)")
     a = p.parse_args()
     if a.quick:
         a.shards, a.mib, a.repeat = 40, 4.0, 2
@@ -134,6 +142,14 @@ class Bench:
         self.procs = []
         self.dedupd = None
         self.cache = os.path.join(self.root, "xet")
+        self.backing = None  # the directory under the slow mount
+        if getattr(args, "slow_fs", 0):
+            self.backing = os.path.join(self.root, "xet-backing")
+            os.makedirs(self.backing)
+            os.makedirs(self.cache)
+            subprocess.run([os.environ["SLOWFS"], self.backing, self.cache, "--delay-us", str(args.slow_fs)],
+                           check=True)
+            harness.wait_for("the slow mount", lambda: os.path.ismount(self.cache), timeout=10)
         self.files = os.path.join(self.root, "files")
         self.client = harness.Client(self.cache)
         self.cas = harness.CasStandin(os.path.join(self.root, "cas"))
@@ -142,6 +158,8 @@ class Bench:
     def close(self, failed):
         for p in reversed(self.procs):
             p.stop()
+        if self.backing:
+            subprocess.run(["fusermount3", "-u", self.cache], check=False)
         if failed or self.args.keep:
             print("(kept %s)" % self.root, file=sys.stderr)
         else:
@@ -215,6 +233,8 @@ class Bench:
                 small = self.file("small-%s-%d-%d.bin" % (phase, i, cold), self.h.random_bytes(100_000, 100 + 2 * i + cold))
                 if cold:
                     evict(self.shard_cache)
+                    if self.backing:  # and what the slow mount reads from
+                        evict(os.path.join(self.backing, os.path.relpath(self.shard_cache, self.cache)))
                 s = self.session([small])
                 (cold_starts if cold else starts).append(s["session_start_s"])
                 (cold_uploads if cold else uploads).append(s["upload_s"])
@@ -347,6 +367,7 @@ def main():
         result = {
             "hf_xet": harness.hf_xet_version(), "repeat": args.repeat, "generated": bench.generated,
             "before": before, "after": after, "dedupd": status, "no_steward": no_steward,
+            "slow_fs_delay_us": args.slow_fs,
             "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_end": load},
             "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         }

@@ -22,6 +22,7 @@
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "xetcache/layout.hpp"
+#include "xetcache/merge.hpp"
 
 namespace dedupd::daemon {
 namespace {
@@ -54,9 +55,18 @@ class FakeProcesses final : public ProcessTable {
   bool foreign_pid_namespace() override { return foreign; }
 };
 
+// dedupd killed (kill -9, power loss) in the middle of a merge: unwinds
+// run() past every handler, as nothing of the pass survives a kill.
+struct Killed {};
+
 // The real file layer, with failures put in where a test says.
 class FakeFiles final : public StewardFiles {
  public:
+  // Where a merge's write is killed: after the temporary is written whole
+  // but before its rename, or after the rename but before the steward
+  // journals the originals.
+  enum class Kill : std::uint8_t { never, before_rename, after_rename };
+  Kill kill = Kill::never;
   int logs_err = 0;
   std::vector<LogEntry> logs;
   std::optional<std::string> network;
@@ -84,7 +94,13 @@ class FakeFiles final : public StewardFiles {
   shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
                                                     mode_t mode, std::int64_t mtime_ns) override {
     if (write_errno != 0) return shard::Error{"xetcache.write", 0, dir + ": " + std::strerror(write_errno), false};
+    if (kill == Kill::before_rename) {
+      tests::write_file(xetcache::steward_temp_path(dir),
+                        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      throw Killed{};
+    }
     auto w = system_steward_files().write_shard(dir, bytes, mode, mtime_ns);
+    if (kill == Kill::after_rename) throw Killed{};
     if (w && !w->existed) ++writes;
     return w;
   }
@@ -685,6 +701,11 @@ TEST_F(StewardRun, APassRunsInTheWorkerAndStopsAtTheNextFile) {
   ASSERT_TRUE(s->start_pass());
   reading.get_future().wait();  // the worker is in its first read; this thread is free
   EXPECT_TRUE(s->pass_running());
+  // The first pass has published nothing yet; its progress shows all the same.
+  const auto during = s->status();
+  ASSERT_EQ(during.size(), 1u) << "no status while the first pass runs";
+  EXPECT_EQ(during[0].endpoint, root);
+  EXPECT_TRUE(during[0].pass_running);
   EXPECT_FALSE(s->start_pass()) << "one pass at a time";
   s->request_stop();
   release.set_value();
@@ -729,6 +750,69 @@ TEST_F(StewardRun, APlanIsTheNextPassWithoutItsEffects) {
   EXPECT_TRUE(s->plan("/elsewhere")->empty());
   s->run();
   EXPECT_FALSE(exists(a) || exists(b) || exists(c));
+}
+
+// dedupd restarted in the middle of a merge, killed before its rename: the
+// temporary it left is neither a shard nor counted, and the restarted
+// steward removes it; no original goes for the merge that never became a
+// file; the merge is done again and only then are the originals deleted.
+TEST_F(StewardRun, AMergeKilledBeforeItsRenameIsRedoneAndItsTemporaryRemoved) {
+  const auto a = add(1), b = add(2), c = add(3);
+  files.kill = FakeFiles::Kill::before_rename;
+  auto s = steward();
+  EXPECT_THROW(s->run(), Killed);
+  s.reset();
+  const auto temps = xetcache::list_steward_temps(shard_cache);
+  ASSERT_TRUE(temps);
+  ASSERT_EQ(temps->size(), 1u);
+  const std::string temp = temps->front().path;
+  EXPECT_EQ(shard_files(), (std::vector<std::string>{a, b, c})) << "the temporary is no shard";
+  ingest_new();  // the watcher's scan at start
+  EXPECT_FALSE(*idx->source(temp)) << "the temporary is not indexed";
+  EXPECT_FALSE(fs::exists(state + "/xet-cache-pending") && fs::file_size(state + "/xet-cache-pending") != 0)
+      << "nothing was journaled for a merge that wrote no file";
+
+  files.kill = FakeFiles::Kill::never;
+  auto restarted = steward();
+  EXPECT_TRUE(restarted->run());
+  EXPECT_FALSE(exists(temp)) << "the killed merge's temporary is left behind";
+  EXPECT_EQ(files.writes, 1) << "the merge is done again";
+  EXPECT_TRUE(exists(a) && exists(b) && exists(c));
+  EXPECT_EQ(status_of(*restarted).files_before, 3u) << "the temporary is counted as a shard";
+  EXPECT_EQ(status_of(*restarted).pending_deletions, 3u);
+  ingest_new();
+  clock.mono += 60;
+  restarted->run();
+  EXPECT_FALSE(exists(a) || exists(b) || exists(c));
+  EXPECT_EQ(shard_files().size(), 1u);
+  EXPECT_TRUE(xetcache::list_steward_temps(shard_cache)->empty());
+}
+
+// Killed after the rename but before the originals were journaled: the
+// merged file is there, nothing says what it replaced. The restarted
+// steward deletes no original until a merge covering it is journaled again.
+TEST_F(StewardRun, AMergeKilledBeforeItsJournalDeletesNothingUntilRedone) {
+  const auto a = add(1), b = add(2), c = add(3);
+  files.kill = FakeFiles::Kill::after_rename;
+  auto s = steward();
+  EXPECT_THROW(s->run(), Killed);
+  s.reset();
+  ASSERT_EQ(shard_files().size(), 4u);
+  ingest_new();  // the merged file, taken by the watcher after the restart
+
+  files.kill = FakeFiles::Kill::never;
+  auto restarted = steward();
+  restarted->run();
+  EXPECT_TRUE(exists(a) && exists(b) && exists(c)) << "deleted on the strength of an unjournaled merge";
+  EXPECT_GT(status_of(*restarted).pending_deletions, 0u);
+  for (int i = 0; i < 3; ++i) {
+    ingest_new();
+    clock.mono += 60;
+    restarted->run();
+  }
+  EXPECT_FALSE(exists(a) || exists(b) || exists(c));
+  EXPECT_EQ(shard_files().size(), 1u);
+  EXPECT_TRUE(xetcache::list_steward_temps(shard_cache)->empty());
 }
 
 }  // namespace
