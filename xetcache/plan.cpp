@@ -30,6 +30,18 @@ std::uint64_t merged_size_bound(std::span<const ShardDesc> shards, std::span<con
   return total;
 }
 
+ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_chunk_entries) {
+  constexpr std::uint64_t kBytesPerEntry = 64, kFloor = 1ull << 20;
+  const std::uint64_t eighth =
+      max_chunk_entries / 8 > UINT64_MAX / kBytesPerEntry ? UINT64_MAX : max_chunk_entries / 8 * kBytesPerEntry;
+  const std::uint64_t target = std::max(kFloor, std::min(base.target_size, eighth));
+  if (target < base.target_size) {
+    base.small_shard_bytes = std::max<std::uint64_t>(1, base.small_shard_bytes / (base.target_size / target));
+    base.target_size = target;
+  }
+  return base;
+}
+
 std::vector<MergeGroup> plan_consolidation(std::span<const ShardDesc> shards, const ConsolidationPolicy& policy,
                                            std::uint64_t now) {
   std::map<GroupKey, std::vector<std::size_t>> buckets;

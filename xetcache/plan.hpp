@@ -42,6 +42,14 @@ struct MergeGroup {
   std::uint64_t max_bytes = 0;              // the merged shard is at most this (deduplication only shrinks it)
 };
 
+// The policy for a cache held at `max_chunk_entries`: the target shrinks to
+// about an eighth of what the cap holds (64 bytes an entry: its CAS entry
+// and lookup row), so that under a small cap (the local Xet endpoint's
+// 1 Mi entries) a cache is several merged files that eviction can take
+// oldest first, not one that fills the cap and goes whole. Under the
+// client's own cap it stays xet-core's 64 MiB. Never under 1 MiB.
+ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_chunk_entries);
+
 // The size a merge of `members` of `shards` cannot exceed: one header, two
 // bookends and one footer plus each member's merged_bytes.
 std::uint64_t merged_size_bound(std::span<const ShardDesc> shards, std::span<const std::size_t> members);

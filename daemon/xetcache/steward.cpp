@@ -672,7 +672,8 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
 
   // 2. Consolidation: one group a pass, so the loop is never held for long;
   // a group that fails is set aside and the next one is tried.
-  auto groups = xetcache::plan_consolidation(candidates, options_.consolidation, now_wall);
+  auto groups = xetcache::plan_consolidation(
+      candidates, xetcache::policy_for_cap(options_.consolidation, config_.max_chunk_entries), now_wall);
   for (const auto& g : groups) {
     std::vector<std::string> members;
     for (std::size_t i : g.members) members.push_back(candidates[i].path);

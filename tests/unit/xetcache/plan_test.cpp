@@ -117,6 +117,26 @@ TEST(Plan, DefaultTargetIsXetCores64MiB) {
   EXPECT_EQ(ConsolidationPolicy{}.small_shard_bytes, 16u * 1024 * 1024);
 }
 
+// Under a small entry cap (the local Xet endpoint's 1 Mi) a merged shard is
+// an eighth of what the cap holds, so eviction can take the oldest content
+// a file at a time; under the client's own cap it stays 64 MiB.
+TEST(Plan, TheTargetShrinksWithASmallEntryCap) {
+  const ConsolidationPolicy base{};
+  const auto client_cap = policy_for_cap(base, 64ull << 20);
+  EXPECT_EQ(client_cap.target_size, 64u << 20);
+  EXPECT_EQ(client_cap.small_shard_bytes, 16u << 20);
+  const auto small = policy_for_cap(base, 1u << 20);
+  EXPECT_EQ(small.target_size, 8u << 20);
+  EXPECT_EQ(small.small_shard_bytes, 2u << 20);
+  EXPECT_EQ(policy_for_cap(base, 1000).target_size, 1u << 20) << "never under 1 MiB";
+  EXPECT_EQ(policy_for_cap(base, UINT64_MAX).target_size, 64u << 20);
+  // What it does to a plan: 40 shards of 1 MiB merge into 8 MiB groups.
+  std::vector<ShardDesc> s;
+  for (int i = 0; i < 40; ++i) s.push_back(desc("s" + std::to_string(i), 1u << 20, 16'000, kDay10));
+  for (const auto& g : plan_consolidation(s, small, kNow)) EXPECT_LE(g.max_bytes, 8u << 20);
+  EXPECT_EQ(plan_consolidation(s, client_cap, kNow).size(), 1u);
+}
+
 TEST(Plan, LeavesLargeExpiredAndNearlyExpiredShardsAlone) {
   std::vector<ShardDesc> s{
       desc("big1", 20u << 20, 10, kDay10), desc("big2", 20u << 20, 10, kDay10), desc("gone1", 1000, 10, kNow - 1),
