@@ -445,7 +445,13 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   std::string command = "bench_e2e --series " + list;
   for (const auto& a : args) command += " " + a;
   doc["command"] = command;
+  bool failed = false;
   for (auto& run : bench::run_series("bench_e2e", args, "--chunks", sizes)) {
+    if (run.contains("failed")) {
+      failed = true;
+      doc["points"].push_back(run);
+      continue;
+    }
     nlohmann::json point = {{"entries", run["extra"]["dataset"]["entries"]},
                             {"keys", run["extra"]["dataset"]["keys"]},
                             {"machine", run["machine"]},
@@ -464,7 +470,7 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   doc["finished"] = bench::utc_now();
   std::ofstream(json_out) << doc.dump(1) << "\n";
   std::printf("wrote %s\n", json_out.c_str());
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace

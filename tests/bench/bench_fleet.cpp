@@ -32,6 +32,7 @@
 // each on a server of its own (tests/bench/series.hpp), in one JSON document.
 #include <libpq-fe.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,7 +107,10 @@ struct Cluster {
     if (fd < 0) die("mkstemp");
     ::close(fd);
     pointer = tmpl;
-    if (std::system((std::string(DEDUPD_PG_CLUSTER) + " start " + pointer).c_str()) != 0)
+    // This process as the owner: die() exits without destructors, and a
+    // --series child that fails must not leave its server running.
+    if (std::system(
+            (std::string(DEDUPD_PG_CLUSTER) + " start " + pointer + " " + std::to_string(::getpid())).c_str()) != 0)
       die("could not start PostgreSQL");
     dir = read_line(pointer);
   }
@@ -189,6 +193,8 @@ struct Daemon {
     pid = ::fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
+      // Gone with the bench, however it ends (die() runs no destructor).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       std::string log = (dir / "dedupd.log").string(), config = (dir / "dedupd.yaml").string();
       if (!std::freopen(log.c_str(), "w", stderr) || !std::freopen(log.c_str(), "a", stdout)) ::_exit(126);
       ::execl(DEDUPD_BINARY, DEDUPD_BINARY, "--config", config.c_str(), static_cast<char*>(nullptr));
@@ -227,10 +233,14 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   std::string command = "bench_fleet --series " + list;
   for (const auto& a : args) command += " " + a;
   doc["command"] = command;
-  for (auto& run : bench::run_series("bench_fleet", args, "--entries", sizes)) doc["points"].push_back(run);
+  bool failed = false;
+  for (auto& run : bench::run_series("bench_fleet", args, "--entries", sizes)) {
+    failed = failed || run.contains("failed");
+    doc["points"].push_back(run);
+  }
   doc["finished"] = bench::utc_now();
   std::ofstream(json_out.empty() ? "bench_fleet_series.json" : json_out) << doc.dump(1) << "\n";
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace

@@ -8,8 +8,9 @@ at the same size in the same run. On log-log axes a flat cost is a
 horizontal line, a cost growing as log N bends up slowly, and one growing
 as N rises with slope 1 (the dotted grey line from dedupd's first point).
 
-Needs matplotlib (Debian: apt-get install python3-matplotlib) only to redraw
-the figure; the build and the tests never run this script.
+Needs matplotlib (Debian: apt-get install python3-matplotlib, then run this
+with Debian's python3 if another one comes first on PATH) only to redraw the
+figure; the build and the tests never run this script.
 
   tests/bench/plot_series.py E2E.json FLEET.json [-o docs/performance-series.svg]
 """
@@ -38,7 +39,7 @@ PANELS = [
 def series(doc, name, cost):
     xs, ours, base, what = [], [], [], None
     for p in doc["points"]:
-        m = p["metrics"].get(name)
+        m = p.get("metrics", {}).get(name)  # a failed size has none
         if not m or m.get("value") is None:
             continue
         xs.append(p["entries"])
@@ -107,7 +108,7 @@ def main():
             loc="center",
             fontsize=9,
         )
-    first = docs["e2e"]["points"][0]["machine"] if docs["e2e"]["points"] else {}
+    first = next((p["machine"] for p in docs["e2e"]["points"] if "machine" in p), {})
     fig.suptitle(
         "Cost per entry or per operation against chunk entries in the index (log-log); "
         f"{first.get('nproc', '?')} CPUs, {docs['e2e'].get('started', '')}",

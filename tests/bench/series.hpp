@@ -66,7 +66,10 @@ inline std::string utc_now() {
 
 // Runs this program with `args` + `size_flag SIZE --json FILE` once per size
 // and returns the documents the children wrote, in order. `args` are the
-// command line without --series and --json. Exits on a failed child.
+// command line without --series and --json. A child that fails (a wrong
+// answer) leaves {"entries": SIZE, "failed": exit status} in its place and
+// the larger sizes still run: one size's failure is a finding, not a reason
+// to lose the others.
 inline std::vector<nlohmann::json> run_series(const char* bench, const std::vector<std::string>& args,
                                               const std::string& size_flag, const std::vector<std::uint64_t>& sizes) {
   std::vector<nlohmann::json> out;
@@ -93,7 +96,9 @@ inline std::vector<nlohmann::json> run_series(const char* bench, const std::vect
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::fprintf(stderr, "%s --series: the run at %llu entries failed\n", bench, (unsigned long long)size);
-      std::exit(1);
+      out.push_back({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
+      std::filesystem::remove(json_file);
+      continue;
     }
     std::ifstream f(json_file);
     out.push_back(nlohmann::json::parse(f));
