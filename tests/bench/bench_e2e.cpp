@@ -240,6 +240,8 @@ struct Daemon {
   fs::path dir, socket, config, log;
   itest::DaemonProcess proc;
   std::unique_ptr<itest::NotifySocket> notify;
+  std::thread drain;
+  std::atomic<bool> draining{false};
   int starts = 0;
 
   // Starts dedupd and returns the time from fork to READY=1.
@@ -253,12 +255,22 @@ struct Daemon {
     auto t0 = Clock::now();
     proc.start(o);
     if (!notify->wait_for("READY=1", std::chrono::seconds(120))) die("dedupd sent no READY=1; see " + log.string());
-    return secs(t0, Clock::now());
+    double s = secs(t0, Clock::now());
+    // Read on, as systemd does: the kernel queues 10 datagrams by default
+    // (net.unix.max_dgram_qlen), and past that sd_notify blocks dedupd's
+    // work loop (a 10 M run hung at its stop on STOPPING=1).
+    draining = true;
+    drain = std::thread([this] {
+      while (draining) notify->wait_for("\n(never sent)", std::chrono::milliseconds(50));
+    });
+    return s;
   }
   // SIGTERM -> exit; returns seconds (systemd waits 90 s before SIGKILL).
   double stop() {
     auto t0 = Clock::now();
     int code = proc.stop(std::chrono::seconds(120));
+    draining = false;
+    drain.join();
     double s = secs(t0, Clock::now());
     if (code != 0)
       die("dedupd did not stop cleanly (exit " + std::to_string(code) + " after " + std::to_string(s) + " s); see " +
