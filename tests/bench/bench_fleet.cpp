@@ -17,8 +17,8 @@
 //   bytes per chunk entry: pg_total_relation_size of the fleet schema's
 //     tables (with their indexes and TOAST) / entries, and the bare table's.
 //
-//   bench_fleet [--entries N] [--keys K] [--block B] [--url URL [--reuse]] [--lookup-cache SIZE]
-//               [--lookup-timeout T] [--quick]
+//   bench_fleet [--entries N | --series 1M,3M,...] [--keys K] [--block B] [--url URL [--reuse]]
+//               [--lookup-cache SIZE] [--lookup-timeout T] [--json FILE] [--quick]
 // Default N = 10,000,000 (xorbs of 4096 chunks, shards of 16 xorbs = 65,536
 // entries; a tenth of the shards keyed under K = 4 keys). --quick (the ctest
 // smoke) runs 200,000. --url: an existing, empty database instead of a
@@ -27,9 +27,12 @@
 // only lookups and sizes are measured. --lookup-cache: the daemon's
 // fleet.lookup_cache (default its own, 16M). --lookup-timeout: the daemon's
 // fleet.lookup_timeout (default its own: a user's daemon is measured as it
-// runs out of the box).
+// runs out of the box). --json: the figures that may grow with the index,
+// each with its baseline, as JSON. --series: the whole bench once per size,
+// each on a server of its own (tests/bench/series.hpp), in one JSON document.
 #include <libpq-fe.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +50,7 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/wire.hpp"
+#include "tests/bench/series.hpp"
 #include "tests/unit/index/gen.hpp"
 
 namespace {
@@ -103,7 +107,10 @@ struct Cluster {
     if (fd < 0) die("mkstemp");
     ::close(fd);
     pointer = tmpl;
-    if (std::system((std::string(DEDUPD_PG_CLUSTER) + " start " + pointer).c_str()) != 0)
+    // This process as the owner: die() exits without destructors, and a
+    // --series child that fails must not leave its server running.
+    if (std::system(
+            (std::string(DEDUPD_PG_CLUSTER) + " start " + pointer + " " + std::to_string(::getpid())).c_str()) != 0)
       die("could not start PostgreSQL");
     dir = read_line(pointer);
   }
@@ -186,6 +193,8 @@ struct Daemon {
     pid = ::fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
+      // Gone with the bench, however it ends (die() runs no destructor).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       std::string log = (dir / "dedupd.log").string(), config = (dir / "dedupd.yaml").string();
       if (!std::freopen(log.c_str(), "w", stderr) || !std::freopen(log.c_str(), "a", stdout)) ::_exit(126);
       ::execl(DEDUPD_BINARY, DEDUPD_BINARY, "--config", config.c_str(), static_cast<char*>(nullptr));
@@ -216,14 +225,37 @@ struct Daemon {
   }
 };
 
+// --series: the figures by size, each with the baseline its own run measured.
+int run_series(const std::string& list, const std::vector<std::string>& args, const std::string& json_out) {
+  auto sizes = bench::parse_sizes(list);
+  if (sizes.empty()) die("--series: a list of sizes like 1M,3M,10M,30M");
+  nlohmann::json doc = {{"bench", "bench_fleet"}, {"started", bench::utc_now()}, {"points", nlohmann::json::array()}};
+  std::string command = "bench_fleet --series " + list;
+  for (const auto& a : args) command += " " + a;
+  doc["command"] = command;
+  bool failed = false;
+  for (auto& run : bench::run_series("bench_fleet", args, "--entries", sizes)) {
+    failed = failed || run.contains("failed");
+    doc["points"].push_back(run);
+  }
+  doc["finished"] = bench::utc_now();
+  std::ofstream(json_out.empty() ? "bench_fleet_series.json" : json_out) << doc.dump(1) << "\n";
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::size_t entries = 10'000'000, keys = 4, block = 10'000;
-  std::string url_option, lookup_cache, lookup_timeout;
+  std::string url_option, lookup_cache, lookup_timeout, json_out, series;
   bool reuse = false;
+  std::vector<std::string> child_args;  // for --series: everything but --series and --json
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a != "--series" && a != "--json") {
+      child_args.push_back(a);
+      if (i + 1 < argc && a != "--reuse" && a != "--quick") child_args.push_back(argv[i + 1]);
+    }
     auto next = [&]() -> std::size_t {
       if (i + 1 >= argc) die(a + " needs a value");
       return std::stoull(argv[++i]);
@@ -235,10 +267,18 @@ int main(int argc, char** argv) {
     else if (a == "--reuse") reuse = true;
     else if (a == "--lookup-cache" && i + 1 < argc) lookup_cache = argv[++i];
     else if (a == "--lookup-timeout" && i + 1 < argc) lookup_timeout = argv[++i];
+    else if (a == "--json" && i + 1 < argc) json_out = argv[++i];
+    else if (a == "--series" && i + 1 < argc) series = argv[++i];
     else if (a == "--quick") entries = 200'000;
     else
       die("unknown option " + a +
-          " (--entries N --keys K --block B --url URL --reuse --lookup-cache SIZE --lookup-timeout T --quick)");
+          " (--entries N --series LIST --keys K --block B --url URL --reuse --lookup-cache SIZE --lookup-timeout T"
+          " --json FILE --quick)");
+  }
+  if (!series.empty()) {
+    // One database can hold one size: each child would fill it again.
+    if (!url_option.empty()) die("--series starts a server per size; it takes no --url");
+    return run_series(series, child_args, json_out);
   }
   if (reuse && url_option.empty()) die("--reuse needs --url (the database an earlier --url run filled)");
   const std::size_t per_shard = kChunksPerXorb * kXorbsPerShard;
@@ -262,6 +302,15 @@ int main(int argc, char** argv) {
   std::vector<shard::Key> key_set;
   for (std::size_t k = 0; k < keys; ++k) key_set.push_back(index::gen::hash_of_seed(0xBEEF00 + k));
 
+  nlohmann::json report = {{"machine",
+                            {{"nproc", ::sysconf(_SC_NPROCESSORS_ONLN)},
+                             {"date", bench::utc_now()},
+                             {"load1_at_start", bench::load_average()}}},
+                           {"entries", entries},
+                           {"keys", keys},
+                           {"block", block},
+                           {"metrics", nlohmann::json::object()}};
+  auto& metrics = report["metrics"];
   std::printf("bench_fleet: %s entries in %zu shards of %zu xorbs x %zu chunks, %zu keys, %zu-hash blocks\n",
               num(double(entries)).c_str(), shards, kXorbsPerShard, kChunksPerXorb, keys, block);
   double fleet_s = 0, bare_s = 0;
@@ -328,6 +377,7 @@ int main(int argc, char** argv) {
     double fleet_rate = double(entries) / fleet_s, bare_rate = double(entries) / bare_s;
     row("publish, entries/s", num(fleet_rate),
         "bare COPY " + num(bare_rate) + " (" + num(fleet_rate / bare_rate, 2) + " x; goal >= 100,000 and >= 0.5 x)");
+    metrics["publish"] = bench::metric("entries/s", fleet_rate, bare_rate, "bare binary COPY, one txn per shard");
   }
 
   // Lookups of misses: random raw hashes, in blocks.
@@ -403,6 +453,11 @@ int main(int argc, char** argv) {
   row("  forms asked per hash (the rest ruled out by key filters)", num(double(forms_asked) / double(total_queries), 4),
       "of " + num(double(forms) / double(total_queries), 0));
   double bare_raw_rate = double(total_queries) / bare_raw_s;
+  metrics["lookup_misses"] =
+      bench::metric("hashes/s", lookup_rate, bare_raw_rate, "bare prepared = ANY of the raw forms alone");
+  metrics["lookup_misses"]["bare_every_form"] = bare_lookup_rate;
+  metrics["lookup_misses"]["bare_every_form_prepared"] = bare_prepared_rate;
+  metrics["lookup_misses"]["forms_asked_per_hash"] = double(forms_asked) / double(total_queries);
   row("", "",
       "bare SELECT = ANY of the raw forms alone " + num(bare_raw_rate) + " (" + num(lookup_rate / bare_raw_rate, 2) +
           " x)");
@@ -557,7 +612,7 @@ int main(int argc, char** argv) {
       if (!ready) ::usleep(100'000);
     }
     if (!ready) die("dedupd did not answer from the fleet (log: " + (daemon.dir / "dedupd.log").string() + ")");
-    auto measure = [&](const std::vector<shard::Hash>& hits, const char* what) {
+    auto measure = [&](const std::vector<shard::Hash>& hits, const char* what, const char* name) {
       const auto in = daemon.dir / "hashes.txt";
       {
         std::ofstream f(in);
@@ -583,9 +638,11 @@ int main(int argc, char** argv) {
       row(std::string("hits through dedupd (dedupctl query --format short -), ") + what + ", hashes/s", num(rate),
           "bare prepared SELECT = ANY of the raw forms " + num(bare_rate) + " (" + num(rate / bare_rate, 2) +
               " x; goal >= 0.8 x and >= 100,000)");
+      metrics[name] = bench::metric("hashes/s", rate, bare_rate, "bare prepared = ANY of the raw forms, 10k a block");
+      metrics[name]["hashes"] = hits.size();
     };
-    measure(clustered, "the chunks of the first xorbs");
-    measure(spread, "spread over every xorb");
+    measure(clustered, "the chunks of the first xorbs", "dedupd_hits_first_xorbs");
+    measure(spread, "spread over every xorb", "dedupd_hits_spread");
     // Where the time goes: the Reader alone over the first set, in the
     // daemon's blocks (HashSpool::kBlockHashes).
     double reader_s = 0;
@@ -597,6 +654,7 @@ int main(int argc, char** argv) {
       if (!ok) die(ok.error().to_string());
     }
     row("  the Reader alone, the first set, 4,096-hash blocks, hashes/s", num(double(clustered.size()) / reader_s), "");
+    metrics["reader_hits_first_xorbs"] = bench::metric("hashes/s", double(clustered.size()) / reader_s);
   }
 
   Pg admin(url);
@@ -613,5 +671,11 @@ int main(int argc, char** argv) {
       "goal <= 160; bare chunk table " + num(bare_bytes / double(entries), 1));
   row("  of which chunk rows + prefix index", num(chunk_bytes / double(entries), 1), "");
   row("  of which xorb CAS blocks", num(xorb_bytes / double(entries), 1), "48 B of chunk entry each");
+  metrics["bytes_per_entry"] = bench::metric("B", fleet_bytes / double(entries), bare_bytes / double(entries),
+                                             "bare chunk table (prefix, xorb id, index) + its B-tree");
+  metrics["bytes_per_entry"]["chunk_rows_and_index"] = chunk_bytes / double(entries);
+  metrics["bytes_per_entry"]["xorb_cas_blocks"] = xorb_bytes / double(entries);
+  report["machine"]["load1_at_end"] = bench::load_average();
+  if (!json_out.empty()) std::ofstream(json_out) << report.dump(1) << "\n";
   return 0;
 }

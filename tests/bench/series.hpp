@@ -1,0 +1,110 @@
+// `--series`: how a bench's costs grow with the index (issue 32). The bench
+// runs itself once per size as a child process, so each size gets a fresh
+// scratch directory, daemon and database server and inherits no page cache
+// or state from a smaller one; the children's JSON documents are gathered
+// into one. A metric is {value, baseline, unit}, the baseline measured at
+// the same size in the same child; tests/bench/plot_series.py draws them.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dedupd::bench {
+
+// "1M,3M,10M,30M" (k and M multiply by 10^3 and 10^6); empty on a bad list.
+inline std::vector<std::uint64_t> parse_sizes(const std::string& list) {
+  std::vector<std::uint64_t> out;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    std::size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(at, end - at);
+    char* rest = nullptr;
+    double v = std::strtod(item.c_str(), &rest);
+    std::string unit = rest ? rest : "";
+    if (unit == "k" || unit == "K") v *= 1e3;
+    else if (unit == "M" || unit == "m") v *= 1e6;
+    else if (!unit.empty()) return {};
+    if (item.empty() || v < 1) return {};
+    out.push_back(std::uint64_t(v));
+    at = end + 1;
+  }
+  return out;
+}
+
+inline nlohmann::json metric(const std::string& unit, double value, double baseline = NAN,
+                             const std::string& baseline_is = "") {
+  nlohmann::json m = {{"unit", unit}, {"value", value}};
+  if (!std::isnan(baseline)) m["baseline"] = baseline, m["baseline_is"] = baseline_is;
+  return m;
+}
+
+inline double load_average() {
+  double l = 0;
+  std::ifstream("/proc/loadavg") >> l;
+  return l;
+}
+
+inline std::string utc_now() {
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return date;
+}
+
+// Runs this program with `args` + `size_flag SIZE --json FILE` once per size
+// and returns the documents the children wrote, in order. `args` are the
+// command line without --series and --json. A child that fails (a wrong
+// answer) leaves {"entries": SIZE, "failed": exit status} in its place and
+// the larger sizes still run: one size's failure is a finding, not a reason
+// to lose the others.
+inline std::vector<nlohmann::json> run_series(const char* bench, const std::vector<std::string>& args,
+                                              const std::string& size_flag, const std::vector<std::uint64_t>& sizes) {
+  std::vector<nlohmann::json> out;
+  for (std::uint64_t size : sizes) {
+    std::string json_file =
+        (std::filesystem::temp_directory_path() /
+         (std::string(bench) + "-series-" + std::to_string(::getpid()) + "-" + std::to_string(size) + ".json"))
+            .string();
+    std::vector<std::string> child = args;
+    child.insert(child.end(), {size_flag, std::to_string(size), "--json", json_file});
+    std::fprintf(stderr, "%s --series: %llu entries (load %.2f)\n", bench, (unsigned long long)size, load_average());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid_t pid = ::fork();
+    if (pid < 0) std::exit(1);
+    if (pid == 0) {
+      std::vector<char*> argv{const_cast<char*>(bench)};
+      for (auto& a : child) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "%s --series: the run at %llu entries failed\n", bench, (unsigned long long)size);
+      out.push_back({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
+      std::filesystem::remove(json_file);
+      continue;
+    }
+    std::ifstream f(json_file);
+    out.push_back(nlohmann::json::parse(f));
+    std::filesystem::remove(json_file);
+  }
+  return out;
+}
+
+}  // namespace dedupd::bench
