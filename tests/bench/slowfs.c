@@ -13,7 +13,6 @@
 // entries for 1 s, file pages dropped at each open), so a cold and a warm
 // read both pay the delay per request, as on a network file system.
 #define FUSE_USE_VERSION 31
-#define _GNU_SOURCE
 
 #include <dirent.h>
 #include <errno.h>
