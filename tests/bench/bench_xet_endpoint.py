@@ -206,10 +206,8 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
-        for p in problems:
-            print("bench_xet_endpoint: %s" % p, file=sys.stderr)
         failed = bool(problems)
-        return 1 if problems else 0
+        return base.report("bench_xet_endpoint", problems)
     finally:
         for p in reversed(procs):
             p.stop()
