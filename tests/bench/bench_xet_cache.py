@@ -78,13 +78,19 @@ def argument_parser(shards, mib, repeat, timeout, quick):
     p.add_argument("--keyed-percent", type=int, default=15, help="share of global-dedup replies (default 15)")
     p.add_argument("--repeat", type=int, default=repeat,
                    help="small-file sessions per phase (default %d; median)" % repeat)
+    scratch_options(p, quick + ": the ctest smoke")
+    p.add_argument("--timeout", type=float, default=timeout, help="seconds to wait for dedupd")
+    return p
+
+
+def scratch_options(p, quick):
+    """The options every Xet bench has: where it works, what it writes, and
+    its quick mode (described by `quick`)."""
     p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="build directory (default ./build)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--quick", action="store_true", help=quick + ": the ctest smoke")
-    p.add_argument("--timeout", type=float, default=timeout, help="seconds to wait for dedupd")
-    return p
+    p.add_argument("--quick", action="store_true", help=quick)
 
 
 def parse_args():
@@ -313,6 +319,23 @@ def count(n):
     return "n/a" if n is None else "{:,}".format(n)
 
 
+def markdown_table(header, align, rows):
+    """A markdown table: `align` is the rule under the header ("---",
+    "---:"), each row a tuple of cells already formatted."""
+    out = ["| %s |" % " | ".join(header), "|%s|" % "|".join(align)]
+    out += ["| %s |" % " | ".join(row) for row in rows]
+    return "\n".join(out)
+
+
+def import_harness(build):
+    """tests/xet_client/harness.py, with the programs it runs taken from
+    `build` unless the environment names them: it reads them at import."""
+    programs(build)
+    sys.path.insert(0, os.path.join(REPO, "tests", "xet_client"))
+    import harness
+    return harness
+
+
 def table(r):
     b = r["before"]
     a = r["after"] or {k: None for k in b}
@@ -333,16 +356,13 @@ def table(r):
         ("chunk bytes uploaded for the same edits", count(b["edits_uploaded_bytes"]),
          count(a["edits_uploaded_bytes"]), "", "equal or fewer after"),
     ]
-    out = ["| metric | without dedupd | with dedupd | ratio | goal |", "|---|---:|---:|---:|---|"]
-    out += ["| %s |" % " | ".join(row) for row in rows]
-    return "\n".join(out)
+    return markdown_table(("metric", "without dedupd", "with dedupd", "ratio", "goal"),
+                          ("---", "---:", "---:", "---:", "---"), rows)
 
 
 def main():
     args = parse_args()
-    programs(args.build)
-    sys.path.insert(0, os.path.join(REPO, "tests", "xet_client"))
-    import harness  # after the environment is set: it reads it at import
+    harness = import_harness(args.build)
     harness.require_client()
 
     bench = Bench(args, harness)

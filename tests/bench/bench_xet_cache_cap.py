@@ -140,16 +140,13 @@ def table(r):
         ("re-upload of the real file older than the generated shards", base.count(b["first_sent"]),
          base.count(a["first_sent"]), ""),
     ]
-    out = ["| metric | without dedupd | with dedupd | ratio |", "|---|---:|---:|---:|"]
-    out += ["| %s |" % " | ".join(row) for row in rows]
-    return "\n".join(out)
+    return base.markdown_table(("metric", "without dedupd", "with dedupd", "ratio"), ("---", "---:", "---:", "---:"),
+                               rows)
 
 
 def main():
     args = parse_args()
-    base.programs(args.build)
-    sys.path.insert(0, os.path.join(base.REPO, "tests", "xet_client"))
-    import harness  # after the environment is set: it reads it at import
+    harness = base.import_harness(args.build)
     harness.require_client()
 
     bench = CapBench(args, harness)

@@ -42,8 +42,10 @@ import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+import bench_xet_cache as base
+
+sys.path.insert(0, os.path.join(base.REPO, "tests", "xet_client"))
+import harness  # for its dedupd client alone, which reads nothing from the environment
 
 
 def parse_args():
@@ -53,21 +55,14 @@ def parse_args():
     p.add_argument("--idle-s", type=float, default=20.0, help="seconds of each idle phase (default 20)")
     p.add_argument("--rate", type=float, default=100.0, help="queries a second (default 100)")
     p.add_argument("--watchdog-s", type=float, default=30.0, help="WATCHDOG_USEC given to dedupd (default 30 s)")
-    p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
-    p.add_argument("--build", default=os.path.join(REPO, "build"), help="build directory (default ./build)")
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--quick", action="store_true", help="64 MiB in 64 shards, 3 s idle: a check that it runs")
+    base.scratch_options(p, "64 MiB in 64 shards, 3 s idle: a check that it runs")
     p.add_argument("--timeout", type=float, default=7200, help="seconds to wait for the steward to settle")
     a = p.parse_args()
     if a.quick:
         a.gib, a.shards, a.idle_s = 1.0 / 16, 64, 3.0
     if a.shards <= 0:
         a.shards = max(64, int(a.gib * 400))
-    for k, v in {"DEDUPD": os.path.join(a.build, "daemon", "dedupd"),
-                 "DEDUPCTL": os.path.join(a.build, "cli", "dedupctl"),
-                 "MAKE_XET_CACHE": os.path.join(a.build, "tests", "bench", "make_xet_cache")}.items():
-        os.environ.setdefault(k, v)
+    base.programs(a.build)
     return a
 
 
@@ -125,7 +120,9 @@ class Watchdog:
         self.sock.close()
 
 
-class Dedupd:
+class Dedupd(harness.DedupdClient):
+    timeout = 60  # status polls while it takes in a cache of many GiB
+
     def __init__(self, root, watch, extra_yaml, env):
         self.socket = os.path.join(root, "dedupd.sock")
         config = os.path.join(root, "dedupd.yaml")
@@ -155,28 +152,6 @@ class Dedupd:
             return self.get("/healthz")[0] == 200
         except OSError:
             return False
-
-    def connect(self):
-        conn = http.client.HTTPConnection("localhost", timeout=60)
-        conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.sock.settimeout(60)
-        conn.sock.connect(self.socket)
-        return conn
-
-    def get(self, path):
-        conn = self.connect()
-        try:
-            conn.request("GET", path)
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
-
-    def json(self, path):
-        status, body = self.get(path)
-        if status != 200:
-            raise AssertionError("GET %s: %d" % (path, status))
-        return json.loads(body)
 
     def stop(self):
         if self.alive():
@@ -390,10 +365,8 @@ def main():
             problems.append("a watchdog ping came %.1f s after the last (limit %.0f s)" % (longest_gap, args.watchdog_s))
         if not idle or not during:
             problems.append("no queries measured")
-        for p in problems:
-            print("bench_xet_cache_pass: %s" % p, file=sys.stderr)
         failed = bool(problems)
-        return 1 if problems else 0
+        return base.report("bench_xet_cache_pass", problems)
     finally:
         for p in reversed(procs):
             p.stop()

@@ -37,10 +37,10 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-RENDERER = os.path.join(REPO, "packaging", "xet-endpoint", "dedupd-xet-endpoint")
-TEMPLATE = os.path.join(REPO, "packaging", "xet-endpoint", "nginx.conf.in")
+import bench_xet_cache as base
+
+RENDERER = os.path.join(base.REPO, "packaging", "xet-endpoint", "dedupd-xet-endpoint")
+TEMPLATE = os.path.join(base.REPO, "packaging", "xet-endpoint", "nginx.conf.in")
 TOKEN = "hf_benchHubToken0123456789abcdef"
 ACCESS_TOKEN = "xet_benchCasToken0123456789abcdef"
 HUB_REPO = "dedupd/bench-endpoint"
@@ -51,22 +51,11 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mib", type=int, default=1024, help="file size in MiB (default 1024)")
     p.add_argument("--repeat", type=int, default=1, help="uploads each way (default 1; median)")
-    p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
-    p.add_argument("--build", default=os.path.join(REPO, "build"), help="build directory (default ./build)")
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--quick", action="store_true", help="32 MiB, once each way: the ctest smoke")
+    base.scratch_options(p, "32 MiB, once each way: the ctest smoke")
     a = p.parse_args()
     if a.quick:
         a.mib, a.repeat = 32, 1
     return a
-
-
-def programs(build):
-    for k, v in {"DEDUPD": os.path.join(build, "daemon", "dedupd"),
-                 "DEDUPCTL": os.path.join(build, "cli", "dedupctl"),
-                 "XET_PYTHON": os.path.join(build, "xet-venv", "bin", "python")}.items():
-        os.environ.setdefault(k, v)
 
 
 def cpu_seconds(pid):
@@ -148,9 +137,7 @@ class Endpoint:
 
 def main():
     args = parse_args()
-    programs(args.build)
-    sys.path.insert(0, os.path.join(REPO, "tests", "xet_client"))
-    import harness  # after the environment is set: it reads it at import
+    harness = base.import_harness(args.build)
     harness.require_client()
     harness.find_nginx()
 
@@ -219,10 +206,8 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
-        for p in problems:
-            print("bench_xet_endpoint: %s" % p, file=sys.stderr)
         failed = bool(problems)
-        return 1 if problems else 0
+        return base.report("bench_xet_endpoint", problems)
     finally:
         for p in reversed(procs):
             p.stop()

@@ -67,12 +67,7 @@ def parse_args():
     p.add_argument("--oldest-mib", type=int, default=16, help="size of the oldest file (default 16)")
     p.add_argument("--cap", type=int, default=1 << 20, help="dedupd's xet_cache.max_chunk_entries (default 1 Mi)")
     p.add_argument("--repeat", type=int, default=3, help="small-file sessions per phase, cold and warm (median)")
-    p.add_argument("--dir", default=tempfile.gettempdir(), help="scratch space (default $TMPDIR)")
-    p.add_argument("--build", default=os.path.join(base.REPO, "build"), help="build directory (default ./build)")
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    p.add_argument("--quick", action="store_true", help="30 shards, 6 MiB, a 2 MiB oldest file, cap 20,000, "
-                                                        "1 session: the ctest smoke")
+    base.scratch_options(p, "30 shards, 6 MiB, a 2 MiB oldest file, cap 20,000, 1 session: the ctest smoke")
     p.add_argument("--timeout", type=float, default=1800, help="seconds to wait for dedupd")
     a = p.parse_args()
     if a.quick:
@@ -310,17 +305,13 @@ def table(r):
         ("re-upload of the oldest file (%d MiB): chunk bytes sent" % r["oldest_mib"], count(u["oldest_sent"]),
          count(e["oldest_sent"]), count(s["oldest_sent"]), "", "0 with the endpoint"),
     ]
-    out = ["| metric | unmanaged cache | small cache + endpoint | small cache alone | ratio | goal |",
-           "|---|---:|---:|---:|---:|---|"]
-    out += ["| %s |" % " | ".join(row) for row in rows]
-    return "\n".join(out)
+    return base.markdown_table(("metric", "unmanaged cache", "small cache + endpoint", "small cache alone", "ratio",
+                                "goal"), ("---", "---:", "---:", "---:", "---:", "---"), rows)
 
 
 def main():
     args = parse_args()
-    base.programs(args.build)
-    sys.path.insert(0, os.path.join(base.REPO, "tests", "xet_client"))
-    import harness  # after the environment is set: it reads it at import
+    harness = base.import_harness(args.build)
     harness.require_client()
     harness.find_nginx()
 

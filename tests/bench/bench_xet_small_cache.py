@@ -102,9 +102,7 @@ def fit(points):
 
 def main():
     args = parse_args()
-    base.programs(args.build)
-    sys.path.insert(0, os.path.join(base.REPO, "tests", "xet_client"))
-    import harness
+    harness = base.import_harness(args.build)
     harness.require_client()
 
     bench = base.Bench(args, harness)

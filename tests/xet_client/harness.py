@@ -103,7 +103,42 @@ class Proc:
             return ""
 
 
-class Dedupd:
+class DedupdClient:
+    """HTTP to a dedupd on its Unix socket, `self.socket`."""
+
+    timeout = 30
+
+    def connect(self):
+        """A connection to keep for several requests."""
+        import http.client
+        conn = http.client.HTTPConnection("localhost", timeout=self.timeout)
+        conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.sock.settimeout(self.timeout)
+        try:
+            conn.sock.connect(self.socket)
+        except OSError:
+            conn.close()
+            raise
+        return conn
+
+    def get(self, path):
+        """(status, body bytes) of a GET on the socket."""
+        conn = self.connect()
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def json(self, path):
+        status, body = self.get(path)
+        if status != 200:
+            raise AssertionError("GET %s: %d %s" % (path, status, body[:300]))
+        return json.loads(body)
+
+
+class Dedupd(DedupdClient):
     """The real dedupd on its own state dir and socket, watching `watch`."""
 
     def __init__(self, root, watch, extra_yaml=""):
@@ -129,26 +164,6 @@ class Dedupd:
             return self.get("/healthz")[0] == 200
         except OSError:
             return False
-
-    def get(self, path):
-        """(status, body bytes) of a GET on the socket."""
-        import http.client
-        conn = http.client.HTTPConnection("localhost", timeout=30)
-        conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.sock.settimeout(30)
-        try:
-            conn.sock.connect(self.socket)
-            conn.request("GET", path)
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
-
-    def json(self, path):
-        status, body = self.get(path)
-        if status != 200:
-            raise AssertionError("GET %s: %d %s" % (path, status, body[:300]))
-        return json.loads(body)
 
     def shards(self, state=None):
         return self.json("/v1/shards" + ("?state=" + state if state else ""))["shards"]

@@ -81,7 +81,7 @@ class DevRun(harness.RealClientTest):
         return harness.wait_for("run_local to print %r" % pattern, found, timeout=30)
 
     def dedupd_healthy(self):
-        d = harness.Dedupd.__new__(harness.Dedupd)
+        d = harness.DedupdClient()
         d.socket = os.path.join(self.local, "dedupd.sock")
         try:
             return d.get("/healthz")[0] == 200

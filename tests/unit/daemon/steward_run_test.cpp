@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -175,6 +176,16 @@ class StewardRun : public ::testing::Test {
     return path;
   }
   std::string add(std::uint64_t seed, std::int64_t day = 30) { return add(shard_bytes(seed, day)); }
+
+  // dedupd killed at `when` in its first merge, of three shards (their
+  // paths): what a restarted steward has to recover from.
+  std::array<std::string, 3> kill_first_merge(FakeFiles::Kill when) {
+    std::array<std::string, 3> added{add(1), add(2), add(3)};
+    files.kill = when;
+    auto s = steward();
+    EXPECT_THROW(s->run(), Killed);
+    return added;
+  }
 
   shard::Hash ingest(const std::string& path) {
     auto bytes = shard::testing::read_file(path);
@@ -757,11 +768,7 @@ TEST_F(StewardRun, APlanIsTheNextPassWithoutItsEffects) {
 // steward removes it; no original goes for the merge that never became a
 // file; the merge is done again and only then are the originals deleted.
 TEST_F(StewardRun, AMergeKilledBeforeItsRenameIsRedoneAndItsTemporaryRemoved) {
-  const auto a = add(1), b = add(2), c = add(3);
-  files.kill = FakeFiles::Kill::before_rename;
-  auto s = steward();
-  EXPECT_THROW(s->run(), Killed);
-  s.reset();
+  const auto [a, b, c] = kill_first_merge(FakeFiles::Kill::before_rename);
   const auto temps = xetcache::list_steward_temps(shard_cache);
   ASSERT_TRUE(temps);
   ASSERT_EQ(temps->size(), 1u);
@@ -792,11 +799,7 @@ TEST_F(StewardRun, AMergeKilledBeforeItsRenameIsRedoneAndItsTemporaryRemoved) {
 // merged file is there, nothing says what it replaced. The restarted
 // steward deletes no original until a merge covering it is journaled again.
 TEST_F(StewardRun, AMergeKilledBeforeItsJournalDeletesNothingUntilRedone) {
-  const auto a = add(1), b = add(2), c = add(3);
-  files.kill = FakeFiles::Kill::after_rename;
-  auto s = steward();
-  EXPECT_THROW(s->run(), Killed);
-  s.reset();
+  const auto [a, b, c] = kill_first_merge(FakeFiles::Kill::after_rename);
   ASSERT_EQ(shard_files().size(), 4u);
   ingest_new();  // the merged file, taken by the watcher after the restart
 
