@@ -19,9 +19,9 @@ namespace {
 
 // Why a managed cache's entry cap is what it is, in words.
 std::string entry_cap_why(const json& c) {
-  const std::string why = c.contains("max_chunk_entries_why") && c["max_chunk_entries_why"].is_string()
-                              ? c["max_chunk_entries_why"].get<std::string>()
-                              : std::string();
+  std::string why = c.contains("max_chunk_entries_why") && c["max_chunk_entries_why"].is_string()
+                        ? c["max_chunk_entries_why"].get<std::string>()
+                        : std::string();
   if (why == "xet_endpoint") return "small: the local Xet endpoint is on, dedupd answers for the rest";
   if (why == "configured") return "xet_cache.max_chunk_entries";
   if (why == "client_default") return "the client's own";
