@@ -115,7 +115,7 @@ class FakeService : public Service {
   std::string state_dir;  // the export route writes its temporary file under it
   const index::Index* index() const override { return idx; }
   StatusInfo status() const override {
-    return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", state_dir, {"/a \"quoted\" dir\\"}, {}};
+    return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", state_dir, {"/a \"quoted\" dir\\"}, {}, {}};
   }
   DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
   GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
