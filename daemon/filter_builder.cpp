@@ -17,6 +17,7 @@ FilterBuilder::~FilterBuilder() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  give_up_.store(true);
   cv_.notify_one();
   thread_.join();
 }
@@ -43,7 +44,7 @@ void FilterBuilder::run() {
       continue;
     }
     auto t0 = std::chrono::steady_clock::now();
-    auto built = index_.build_chunk_filter();
+    auto built = index_.build_chunk_filter([this](unsigned) { return !give_up_.load(); });
     auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (built)
       spdlog::info("chunk filter in service: {} entries, room for {}, {:.1f} MiB, built in {:.0f} ms", built->added,

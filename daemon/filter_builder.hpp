@@ -4,6 +4,7 @@
 // capacity, or another process wrote to the index).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -17,7 +18,7 @@ namespace dedupd::daemon {
 class FilterBuilder {
  public:
   explicit FilterBuilder(index::Index& index);
-  ~FilterBuilder();  // waits for a build under way
+  ~FilterBuilder();  // gives up a build under way at its next snapshot
   FilterBuilder(const FilterBuilder&) = delete;
   FilterBuilder& operator=(const FilterBuilder&) = delete;
 
@@ -32,6 +33,7 @@ class FilterBuilder {
   std::condition_variable cv_;
   bool wanted_ = false;
   bool stopping_ = false;
+  std::atomic<bool> give_up_{false};  // read by the build between its snapshots
   std::thread thread_;
 };
 

@@ -94,7 +94,8 @@ class ChunkFilter {
   }
   // The oldest snapshot the filter speaks for: a filter of the recent table
   // starts empty when a merge has emptied the table, and a reader of an
-  // older snapshot still sees the entries that merge moved.
+  // older snapshot still sees the entries that merge moved; a built filter
+  // may lack entries removed while it was read.
   std::uint64_t valid_from() const { return valid_from_; }
   // Declares the filter complete up to the last commit (after a build).
   bool publish() {

@@ -1,5 +1,8 @@
 // Building the chunk filter from the chunk tables and putting it in service.
+#include <array>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "index/impl.hpp"
 
@@ -24,49 +27,135 @@ std::uint64_t recent_capacity_for(const Index::Impl& im, std::uint64_t all_entri
   return std::min(due * 2 + (1u << 16), capacity_for(all_entries));
 }
 
-int feed(MDB_txn* txn, MDB_dbi dbi, ChunkFilter& f) {
+// Where a read of a chunk table stands: before its first entry, at an entry
+// (key byte and value), or past its end.
+struct Position {
+  int key = -1;  // -1: not started
+  std::array<std::uint8_t, kChunkValueBytes> value{};
+  bool done = false;
+};
+
+// Adds the entries of `dbi` after `at` to each of `to`, about `budget` of
+// them (whole pages), and moves `at` past them.
+int feed_some(MDB_txn* txn, MDB_dbi dbi, std::initializer_list<ChunkFilter*> to, Position& at, std::uint64_t budget) {
   Cursor c;
   if (int rc = c.open(txn, dbi)) return rc;
   MDB_val k, v;
   int rc;
+  std::uint8_t key = 0;
+  // Resuming: MDB_GET_MULTIPLE gives the page `at` is on from its start,
+  // so what is not after `at` there is skipped.
+  bool resumed = false;
+  if (at.key < 0) {
+    rc = c.move(&k, &v, MDB_FIRST);
+  } else {
+    key = std::uint8_t(at.key);
+    k = val(&key, 1), v = val(at.value.data(), at.value.size());
+    rc = c.move(&k, &v, MDB_GET_BOTH_RANGE);
+    resumed = rc == 0;
+    if (rc == MDB_NOTFOUND && at.key < 0xff) {  // nothing left under that key byte: the next one
+      key = std::uint8_t(at.key + 1);
+      k = val(&key, 1);
+      rc = c.move(&k, &v, MDB_SET_RANGE);
+    }
+  }
+  std::uint64_t fed = 0;
   std::uint8_t fp[ChunkFilter::kFingerprintBytes];
-  for (rc = c.move(&k, &v, MDB_FIRST); rc == 0; rc = c.move(&k, &v, MDB_NEXT_NODUP)) {
+  for (; rc == 0; rc = c.move(&k, &v, MDB_NEXT_NODUP)) {
     if (k.mv_size != kChunkKeyBytes) return MDB_CORRUPTED;
     fp[0] = *static_cast<const std::uint8_t*>(k.mv_data);
     // A page of duplicates at a time: the table keeps them packed.
     for (rc = c.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = c.move(&k, &v, MDB_NEXT_MULTIPLE)) {
       auto p = static_cast<const std::uint8_t*>(v.mv_data);
-      for (std::size_t at = 0; at + kChunkValueBytes <= v.mv_size; at += kChunkValueBytes) {
-        std::memcpy(fp + 1, p + at, ChunkFilter::kFingerprintBytes - 1);
-        f.add(fp);
+      std::size_t n = v.mv_size / kChunkValueBytes, i = 0;
+      if (std::exchange(resumed, false))
+        while (i < n && std::memcmp(p + i * kChunkValueBytes, at.value.data(), kChunkValueBytes) <= 0) ++i;
+      for (std::size_t j = i; j < n; ++j) {
+        std::memcpy(fp + 1, p + j * kChunkValueBytes, ChunkFilter::kFingerprintBytes - 1);
+        for (ChunkFilter* f : to) f->add(fp);
+      }
+      fed += n - i;
+      if (fed >= budget && n > i) {
+        at.key = fp[0];
+        std::memcpy(at.value.data(), p + (n - 1) * kChunkValueBytes, kChunkValueBytes);
+        return 0;
       }
     }
     if (rc != MDB_NOTFOUND) return rc;
   }
-  return rc == MDB_NOTFOUND ? 0 : rc;
+  if (rc != MDB_NOTFOUND) return rc;
+  at.done = true;
+  return 0;
 }
 
 }  // namespace
 
-Result<ChunkFilterInfo> Index::build_chunk_filter() {
-  // Under the writer lock: no entry can be committed between the snapshot
-  // read here and the filter going into service. Readers are not held up.
-  std::lock_guard lock(impl_->write_mu);
-  auto txn = impl_->env->begin_read();
-  if (!txn) return txn.error();
-  MDB_txn* t = txn->get();
-  MDB_stat recent, main;
-  int rc;
-  if ((rc = mdb_stat(t, impl_->dbs.chunks_recent, &recent)) || (rc = mdb_stat(t, impl_->dbs.chunks, &main)))
-    return lmdb::error_of(rc, "counting chunk entries");
-  std::uint64_t all = recent.ms_entries + main.ms_entries;
+Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsigned)>& go_on) {
+  // The tables are read without the writer lock: on a large index that takes
+  // a minute (268 M entries: 62 s), and the daemon's work loop must go on
+  // ingesting, and pinging the watchdog, meanwhile. What this process
+  // commits from the start of the build on is logged by the writer
+  // (Impl::catch_up) and added under the lock at the end, before the filter
+  // goes into service.
+  std::uint64_t all = 0;
+  {
+    std::lock_guard lock(impl_->write_mu);
+    if (impl_->catch_up) return make_error(kRuleArgument, "a chunk filter build is already under way");
+    auto txn = impl_->env->begin_read();
+    if (!txn) return txn.error();
+    MDB_stat recent, main;
+    int rc = mdb_stat(txn->get(), impl_->dbs.chunks_recent, &recent);
+    if (rc == 0) rc = mdb_stat(txn->get(), impl_->dbs.chunks, &main);
+    if (rc) return lmdb::error_of(rc, "counting chunk entries");
+    all = recent.ms_entries + main.ms_entries;
+    impl_->catch_up.emplace();
+    impl_->catch_up->next_txn = mdb_txn_id(txn->get()) + 1;
+  }
+  // However the build ends, the writer stops logging.
+  struct StopLogging {
+    Impl& im;
+    ~StopLogging() {
+      std::lock_guard lock(im.write_mu);
+      im.catch_up.reset();
+    }
+  } stop_logging{*impl_};
+
   auto f = std::make_shared<ChunkFilter>(capacity_for(all));
   auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*impl_, all));
-  f->expect_after(mdb_txn_id(t));
-  r->expect_after(mdb_txn_id(t));
-  if ((rc = feed(t, impl_->dbs.chunks_recent, *f)) || (rc = feed(t, impl_->dbs.chunks_recent, *r)) ||
-      (rc = feed(t, impl_->dbs.chunks, *f)))
-    return lmdb::error_of(rc, "reading chunk entries");
+  // A snapshot at a time, a bounded read in each: a read transaction holds
+  // up the map's growth (index/env.hpp), and ingest grows the map while the
+  // build reads. An entry that is there when the build ends was there all
+  // along, and is read where it was then, or was committed since and is in
+  // the log: one a merge moves out of the recent table before it is read
+  // there is read in the main table, which comes after.
+  Position recent_at, main_at;
+  const std::uint64_t per_snapshot = std::max<std::uint64_t>(impl_->options.filter_build_entries_per_snapshot, 1);
+  for (unsigned n = 0; !main_at.done; ++n) {
+    if (go_on && !go_on(n)) return make_error(kRuleArgument, "the chunk filter build was given up");
+    auto txn = impl_->env->begin_read();
+    if (!txn) return txn.error();
+    int rc = !recent_at.done
+                 ? feed_some(txn->get(), impl_->dbs.chunks_recent, {f.get(), r.get()}, recent_at, per_snapshot)
+                 : feed_some(txn->get(), impl_->dbs.chunks, {f.get()}, main_at, per_snapshot);
+    if (rc) return lmdb::error_of(rc, "reading chunk entries");
+  }
+
+  std::lock_guard lock(impl_->write_mu);
+  const auto& log = *impl_->catch_up;
+  MDB_envinfo info;
+  if (int rc = mdb_env_info(impl_->env->raw(), &info)) return lmdb::error_of(rc, "reading the last transaction id");
+  // Entries another process committed meanwhile are in no log. Lookups go
+  // on searching every form; the next request builds again.
+  if (log.foreign || info.me_last_txnid != log.next_txn - 1)
+    return make_error(kRuleOtherWriter, "another process wrote to the index while its chunk filter was being built");
+  for (const auto& fp : log.fingerprints) {
+    f->add(fp.data());
+    r->add(fp.data());
+  }
+  // Both speak for snapshots from now on only: a reader of an older one may
+  // see an entry removed while the build read.
+  f->expect_after(info.me_last_txnid);
+  r->expect_after(info.me_last_txnid);
   f->publish();
   r->publish();
   {

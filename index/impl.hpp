@@ -3,10 +3,12 @@
 
 #include <lmdb.h>
 
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "index/chunk_filter.hpp"
 #include "index/env.hpp"
@@ -40,11 +42,20 @@ struct Index::Impl {
       f.all = filter;
       f.recent = recent_filter;
     }
-    if (f.all && f.all->covered() < txn_id) f.all = nullptr;
+    if (f.all && (f.all->covered() < txn_id || txn_id < f.all->valid_from())) f.all = nullptr;
     if (f.recent && (f.recent->covered() < txn_id || txn_id < f.recent->valid_from())) f.recent = nullptr;
     return f;
   }
   std::shared_ptr<const ChunkFilter> filter_for(std::uint64_t txn_id) const { return filters_for(txn_id).all; }
+  // While build_chunk_filter() reads its snapshot without the writer lock,
+  // what this process's writers commit meanwhile, for the build to add when
+  // it takes the lock back. Writer-only (under write_mu), like `filter`.
+  struct FilterCatchUp {
+    std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>> fingerprints;
+    std::uint64_t next_txn = 0;  // the id this process's next commit should get
+    bool foreign = false;        // a commit id skipped one: another process wrote
+  };
+  std::optional<FilterCatchUp> catch_up;
   // Writer: a merge left chunks_recent empty in the last commit; its filter
   // starts over from there.
   void reset_recent_filter();
@@ -52,10 +63,12 @@ struct Index::Impl {
                 records::kChunkKeyBytes + records::kChunkHashBytesInValue == ChunkFilter::kFingerprintBytes);
   // Writer: a chunk entry about to be committed.
   void filter_add(const records::ChunkEntryKey& e) {
-    if (!filter) return;
+    if (!filter && !catch_up) return;
     std::uint8_t fp[ChunkFilter::kFingerprintBytes];
     fp[0] = e.key[0];
     std::memcpy(fp + 1, e.value.data(), ChunkFilter::kFingerprintBytes - 1);
+    if (catch_up) catch_up->fingerprints.push_back(std::to_array(fp));
+    if (!filter) return;
     filter->add(fp);
     if (recent_filter) recent_filter->add(fp);
   }

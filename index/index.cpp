@@ -66,6 +66,10 @@ Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   impl->env->on_commit([im = impl.get()](std::uint64_t id) {
     if (im->filter) im->filter->committed(id);
     if (im->recent_filter) im->recent_filter->committed(id);
+    if (auto& c = im->catch_up) {
+      if (id != c->next_txn) c->foreign = true;
+      c->next_txn = id + 1;
+    }
   });
   return std::unique_ptr<Index>(new Index(std::move(impl)));
 }

@@ -40,6 +40,10 @@ struct Options {
   // Benchmarks only: MDB_NOSYNC. A crash of the machine (not of the process)
   // can lose acknowledged shards. Never set in the daemon.
   bool no_sync_for_benchmarks = false;
+  // How many chunk entries a chunk filter build reads in one snapshot: about
+  // a quarter of a second, the longest a growth of the map then waits for it
+  // (tests make it small to cross many snapshots).
+  std::uint64_t filter_build_entries_per_snapshot = 1u << 20;
   // An existing index, opened for reading only (MDB_RDONLY; `dedupd
   // --check`): nothing is created, an older schema is not upgraded
   // (schema_version() says which it is), and every write fails.
@@ -92,11 +96,14 @@ class Index {
 
   // Builds the in-memory chunk filter from the chunk tables and puts it in
   // service (index/chunk_filter.hpp): lookups then skip searching for stored
-  // forms that are certainly absent. It holds the writer lock while it reads
-  // (about a second per 10 M entries; readers are not held up) and keeps
-  // itself up to date with this process's writes. Without it, or after a
-  // write by another process, lookups search every form: slower, same answers.
-  Result<ChunkFilterInfo> build_chunk_filter();
+  // forms that are certainly absent. It reads (about a second per 4 M
+  // entries) without holding up writers or readers, adds what this process
+  // committed meanwhile, and keeps itself up to date with this process's
+  // writes from then on. Without it, or after a write by another process,
+  // lookups search every form: slower, same answers. `go_on` runs before
+  // each snapshot's read, with its number, no lock held; false gives the
+  // build up (shutdown).
+  Result<ChunkFilterInfo> build_chunk_filter(const std::function<bool(unsigned)>& go_on = {});
   // True when no filter is in service (none built, or it gave up after
   // another process wrote), or it is over a capacity a rebuild could raise:
   // time for build_chunk_filter().

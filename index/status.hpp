@@ -26,6 +26,8 @@ inline constexpr const char* kRuleAlreadyOpen = "index.already_open";
 inline constexpr const char* kRuleCorrupt = "index.corrupt";  // a record fails to decode
 inline constexpr const char* kRuleLimit = "index.limit";      // beyond what the records encode
 inline constexpr const char* kRuleArgument = "index.argument";
+// Another process wrote while this one needed to see every write (a filter build).
+inline constexpr const char* kRuleOtherWriter = "index.other_writer";
 // A shard the index cannot give back as it was (its records lost what it said).
 inline constexpr const char* kRuleRebuild = "index.rebuild";
 

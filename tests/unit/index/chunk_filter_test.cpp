@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <future>
 
 #include "index/chunk_filter.hpp"
 #include "index/index.hpp"
@@ -128,6 +130,88 @@ TEST_F(ChunkFilterIndex, IsDueWhenFullAndSizedForTheIndex) {
   EXPECT_GE(info->capacity, 1u << 20) << "a floor, so a young index is not rebuilt after every shard";
   EXPECT_GE(info->bytes, info->capacity * ChunkFilter::kBitsPerEntry / 8);
   EXPECT_FALSE(idx->chunk_filter_due());
+}
+
+// Entries spread over both chunk tables, read a few at a time: a read that
+// resumes in the wrong place would leave some out, and a lookup through the
+// filter would then miss them.
+TEST_F(ChunkFilterIndex, ReadInManySmallSnapshotsItMissesNothing) {
+  Options o;
+  o.filter_build_entries_per_snapshot = 1000;
+  reopen(o);
+  // About 400 entries under each key byte in the main table: several pages
+  // of duplicates, so reads resume inside a key's pages too.
+  GenXorb x = gen_xorb(11, 100'000), y = gen_xorb(12, 3000);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  ASSERT_TRUE(idx->merge_recent());
+  ingest(own(build_shard(ShardSpec{.xorbs = {&y}})));
+  unsigned snapshots = 0;
+  auto info = idx->build_chunk_filter([&](unsigned n) {
+    snapshots = n + 1;
+    return true;
+  });
+  ASSERT_TRUE(info) << info.error().to_string();
+  EXPECT_GE(snapshots, 50u) << "the read did not go a thousand entries or so at a time";
+  EXPECT_GE(info->added, 103'000u);
+  for (const GenXorb* g : {&x, &y})
+    for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
+}
+
+// The build reads without the writer lock (the daemon's loop must go on
+// ingesting through a minute-long build): a write started while it reads
+// completes, and what it wrote is in the filter that goes into service.
+TEST_F(ChunkFilterIndex, WritersGoOnWhileItReadsAndWhatTheyWroteIsCovered) {
+  Options o;
+  o.filter_build_entries_per_snapshot = 50;
+  o.merge_threshold = 1u << 30;  // merged only when the test says
+  reopen(o);
+  GenXorb before = gen_xorb(21, 400), during = gen_xorb(22, 300), gone = gen_xorb(23, 100);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&before}})));
+  OwnedShard gone_shard = own(build_shard(ShardSpec{.xorbs = {&gone}}));
+  ingest(gone_shard);
+  // Kept out here: a future left waiting in the callback would block the
+  // build on its way out, and a build holding the lock would hang the test
+  // instead of failing it.
+  std::vector<std::future<void>> writes;
+  auto info = idx->build_chunk_filter([&](unsigned n) {
+    std::future<void> write;
+    if (n == 1) {  // mid-way through the recent table: its entries move to the main one
+      write = std::async(std::launch::async, [&] { ASSERT_TRUE(idx->merge_recent()); });
+    } else if (n == 3) {  // a shard goes
+      write = std::async(std::launch::async, [&] {
+        auto r = idx->remove(gone_shard.hash, 1);
+        ASSERT_TRUE(r) << r.error().to_string();
+      });
+    } else if (n == 5) {  // a new shard, in the recent table already read: only the catch-up has it
+      write = std::async(std::launch::async, [&] { ingest(own(build_shard(ShardSpec{.xorbs = {&during}}))); });
+    }
+    if (!write.valid()) return true;
+    EXPECT_EQ(write.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "a write waited on the build (snapshot " << n << ")";
+    writes.push_back(std::move(write));
+    return true;
+  });
+  ASSERT_TRUE(info) << info.error().to_string();
+  EXPECT_TRUE(idx->chunk_filter_info().in_service);
+  EXPECT_GE(info->added, 700u);  // and those of `gone` read before it went
+  for (const GenXorb* g : {&before, &during})
+    for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
+  for (const Hash& h : gone.raw) EXPECT_TRUE(find(h).empty());
+  EXPECT_THAT(problems(), ::testing::IsEmpty());
+}
+
+TEST_F(ChunkFilterIndex, ABuildGivenUpLeavesTheFilterAsItWas) {
+  Options o;
+  o.filter_build_entries_per_snapshot = 10;
+  reopen(o);
+  GenXorb x = gen_xorb(31, 500);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  auto given_up = idx->build_chunk_filter([](unsigned n) { return n < 3; });
+  EXPECT_FALSE(given_up);
+  EXPECT_FALSE(idx->chunk_filter_info().in_service);
+  for (const Hash& h : x.raw) ASSERT_EQ(find_unfiltered(h).size(), 1u);
+  ASSERT_TRUE(idx->build_chunk_filter()) << "a build given up must not leave one 'under way'";
+  for (const Hash& h : x.raw) ASSERT_EQ(find(h).size(), 1u);
 }
 
 }  // namespace
