@@ -18,6 +18,15 @@
 
 namespace dedupd::index {
 
+// While build_chunk_filter() reads the chunk tables without the writer
+// lock, what this process's writers commit meanwhile, for the build to add
+// when it takes the lock back (Index::Impl::catch_up).
+struct FilterCatchUp {
+  std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>> fingerprints;
+  std::uint64_t next_txn = 0;  // the id this process's next commit should get
+  bool foreign = false;        // a commit id skipped one: another process wrote
+};
+
 struct Index::Impl {
   Options options;
   std::unique_ptr<lmdb::Env> env;
@@ -47,14 +56,7 @@ struct Index::Impl {
     return f;
   }
   std::shared_ptr<const ChunkFilter> filter_for(std::uint64_t txn_id) const { return filters_for(txn_id).all; }
-  // While build_chunk_filter() reads its snapshot without the writer lock,
-  // what this process's writers commit meanwhile, for the build to add when
-  // it takes the lock back. Writer-only (under write_mu), like `filter`.
-  struct FilterCatchUp {
-    std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>> fingerprints;
-    std::uint64_t next_txn = 0;  // the id this process's next commit should get
-    bool foreign = false;        // a commit id skipped one: another process wrote
-  };
+  // Writer-only (under write_mu), like `filter`; set while a build reads.
   std::optional<FilterCatchUp> catch_up;
   // Writer: a merge left chunks_recent empty in the last commit; its filter
   // starts over from there.
