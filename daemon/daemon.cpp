@@ -39,6 +39,9 @@ std::int64_t lookup_cache_bytes(const FleetConfig& f) {
 // How long one loop iteration may spend ingesting queued files before it
 // looks at signals, admin tasks and the watchdog again.
 constexpr auto kIngestBudget = 200ms;
+// One file's ingest (or removal) worth a warning: a third of the unit's
+// WatchdogSec.
+constexpr auto kSlowIngest = 10s;
 // STATUS= is refreshed at most this often while things change.
 constexpr auto kStatusEvery = 2s;
 
@@ -277,7 +280,15 @@ void Daemon::process_pending(std::chrono::milliseconds budget) {
     Candidate c = std::move(pending_.front());
     pending_.pop_front();
     pending_paths_.erase(c.path.native());
+    auto t0 = std::chrono::steady_clock::now();
     ingest_one(c);
+    auto took = std::chrono::steady_clock::now() - t0;
+    // Nothing else runs on this loop meanwhile, the watchdog's ping
+    // included: say so when one file held it long enough to matter.
+    if (took > kSlowIngest)
+      spdlog::warn("{} held the work loop for {:.1f} s", c.path.native(),
+                   std::chrono::duration<double>(took).count());
+    ping_watchdog_if_due();
   }
   // A big shard's ingest allocates in proportion to it and frees it all
   // again, but glibc keeps freed heap for reuse: give it back once the

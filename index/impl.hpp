@@ -4,6 +4,7 @@
 #include <lmdb.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -76,8 +77,14 @@ struct Index::Impl {
   }
 
   // Moves chunks_recent into chunks when it has outgrown its share (or
-  // always with force). Caller holds write_mu.
-  Status merge_if_due(bool force);
+  // always with force), a few key bytes a transaction, until it is empty or
+  // `until` has passed: a merge rewrites nearly every page of the main table
+  // (at 268 M entries, long enough to starve the daemon's watchdog), so
+  // ingest gives it a slice after each shard and it goes on after the next.
+  // Caller holds write_mu.
+  Status merge_if_due(bool force, std::chrono::steady_clock::time_point until);
+  // The key byte a merge under way goes on from (0x100: round again).
+  std::optional<unsigned> merge_from;
 
   // Writer: the open transaction queued an outbox entry. After the write
   // ends, outbox_written() tells the observer when it committed, so a

@@ -9,6 +9,7 @@
 // Options::no_sync_for_benchmarks was set.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +38,10 @@ struct Options {
   // New chunk entries go to a small table merged into the main one when it
   // exceeds max(merge_threshold, main / 16) entries (schema.hpp says why).
   std::uint64_t merge_threshold = 1u << 18;
+  // How long one ingest goes on with a merge under way before it returns
+  // (the merge goes on after the next): what an ingest adds to the longest
+  // the daemon's work loop is held up.
+  std::chrono::milliseconds merge_slice{500};
   // Benchmarks only: MDB_NOSYNC. A crash of the machine (not of the process)
   // can lose acknowledged shards. Never set in the daemon.
   bool no_sync_for_benchmarks = false;

@@ -1,6 +1,7 @@
 // Ingest: one shard's contribution in one write transaction.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "index/impl.hpp"
@@ -458,7 +459,8 @@ Result<std::vector<IngestResult>> Index::ingest_batch(std::span<const BatchItem>
   // The shards are committed: a failed merge must not turn their success
   // into an error. Their entries stay queryable in the recent table and the
   // merge is tried again after the next ingest.
-  if (auto merged = impl_->merge_if_due(false); !merged && impl_->options.observer)
+  auto slice_end = std::chrono::steady_clock::now() + impl_->options.merge_slice;
+  if (auto merged = impl_->merge_if_due(false, slice_end); !merged && impl_->options.observer)
     impl_->options.observer->merge_failed(merged.error());
   return results;
 }

@@ -42,18 +42,26 @@ int key_entries(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>&
   return 0;
 }
 
-// Moves up to kKeysPerStep key bytes (fewer past g_merge_step_entries);
-// `left` gets what remains in recent.
-int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
+// Moves up to kKeysPerStep key bytes of the recent table, from key byte
+// `from` on (fewer past g_merge_step_entries); `next` gets the key byte after
+// the last one moved (0x100: none left from `from` on), `left` what remains
+// in recent.
+int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& next, std::uint64_t& left) {
   Cursor recent, main;
   int rc;
   if ((rc = recent.open(txn, im.dbs.chunks_recent)) || (rc = main.open(txn, im.dbs.chunks))) return rc;
   std::vector<std::uint8_t> batch;
   std::uint64_t touched = 0;
-  for (unsigned n = 0; n < kKeysPerStep; ++n) {
-    MDB_val k, v;
-    rc = recent.move(&k, &v, MDB_FIRST);
-    if (rc == MDB_NOTFOUND) break;
+  next = from;
+  for (unsigned n = 0; n < kKeysPerStep && next <= 0xff; ++n) {
+    static_assert(kChunkKeyBytes == 1);
+    std::uint8_t at = std::uint8_t(next);
+    MDB_val k = val(&at, 1), v;
+    rc = recent.move(&k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) {
+      next = 0x100;
+      break;
+    }
     if (rc) return rc;
     std::array<std::uint8_t, kChunkKeyBytes> key;
     if (k.mv_size != key.size()) return MDB_CORRUPTED;
@@ -78,16 +86,17 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, std::uint64_t& left) {
     MDB_val dk = val(key.data(), key.size()), dv;
     if ((rc = recent.move(&dk, &dv, MDB_SET))) return rc;
     if ((rc = mdb_cursor_del(recent.get(), MDB_NODUPDATA))) return rc;
+    next = unsigned(key[0]) + 1;
   }
   return entries(txn, im.dbs.chunks_recent, left);
 }
 
 }  // namespace
 
-Status Index::Impl::merge_if_due(bool force) {
-  bool merging = force;
+Status Index::Impl::merge_if_due(bool force, std::chrono::steady_clock::time_point until) {
   for (;;) {
     std::uint64_t left = 0;
+    unsigned next = 0;
     bool stepped = false;
     auto status = env->write(
         [&](MDB_txn* txn) -> lmdb::TxnResult {
@@ -96,22 +105,29 @@ Status Index::Impl::merge_if_due(bool force) {
           int rc;
           if ((rc = entries(txn, dbs.chunks_recent, recent)) || (rc = entries(txn, dbs.chunks, big))) return rc;
           if (recent == 0) return lmdb::TxnResult::rollback();
-          if (!merging && recent <= std::max<std::uint64_t>(options.merge_threshold, big / 16))
+          if (!merge_from && !force && recent <= std::max<std::uint64_t>(options.merge_threshold, big / 16))
             return lmdb::TxnResult::rollback();
           stepped = true;
-          return merge_step(*this, txn, left);
+          // Past the last key byte with entries left (added behind the
+          // sweep): round again from the first.
+          unsigned from = merge_from.value_or(0);
+          return merge_step(*this, txn, from > 0xff ? 0 : from, next, left);
         },
         "merging recent chunk entries");
-    if (!status) return status;
-    if (stepped && left == 0) reset_recent_filter();
-    if (!stepped || left == 0) return Ok{};
-    merging = true;  // once started, empty the recent table
+    if (!status) return status;  // merge_from as it was: the step is redone
+    if (!stepped || left == 0) {
+      if (stepped) reset_recent_filter();
+      merge_from.reset();
+      return Ok{};
+    }
+    merge_from = next;                                           // once started, empty the recent table
+    if (std::chrono::steady_clock::now() >= until) return Ok{};  // the rest after the next ingest
   }
 }
 
 Status Index::merge_recent() {
   std::lock_guard lock(impl_->write_mu);
-  return impl_->merge_if_due(true);
+  return impl_->merge_if_due(true, std::chrono::steady_clock::time_point::max());
 }
 
 }  // namespace dedupd::index

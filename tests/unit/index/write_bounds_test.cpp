@@ -244,5 +244,47 @@ TEST(MergeSteps, AStepStopsTakingKeysPastItsEntries) {
     }
 }
 
+// A merge rewrites nearly every page of the main table; at 268 M entries
+// that held the daemon's work loop (and its watchdog) for seconds. It goes
+// a slice at a time: an ingest returns once its slice has passed, and the
+// merge goes on after the next one, past entries added behind it, until
+// the recent table is empty. Lookups find everything at every point.
+TEST(MergeSteps, AMergeGoesOnAcrossIngestsASliceAtATime) {
+  const std::uint64_t saved = detail::g_merge_step_entries;
+  detail::g_merge_step_entries = 1;  // one key byte a step
+  TempDir tmp;
+  Options o;
+  o.dir = tmp / "idx";
+  o.merge_threshold = 100;
+  o.merge_slice = std::chrono::milliseconds(0);  // one step an ingest
+  auto idx = Index::open(o);
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  std::vector<GenXorb> xorbs;
+  xorbs.reserve(16);
+  std::uint64_t entries = 0;
+  auto ingest = [&](std::vector<std::pair<std::size_t, std::uint8_t>> parts) {
+    std::vector<const GenXorb*> in;
+    for (auto [n, first] : parts) {
+      xorbs.push_back(skewed_xorb(120 + xorbs.size(), n, first));
+      in.push_back(&xorbs.back());
+      entries += n;
+    }
+    OwnedShard s = own(build_shard({.xorbs = in}));
+    ASSERT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+    for (const GenXorb& x : xorbs)
+      for (const Hash& h : x.raw) ASSERT_EQ((*idx)->lookup(h)->size(), 1u);
+    EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
+  };
+  auto recent = [&] { return (*idx)->stats()->recent_chunk_entries; };
+  ingest({{300, 0x10}, {300, 0x20}, {300, 0x30}});
+  EXPECT_EQ(recent(), 600u) << "the merge did not stop after its slice";
+  ingest({{50, 0x05}});  // behind the sweep
+  EXPECT_EQ(recent(), 350u) << "the merge did not go on where it stopped";
+  for (int i = 0; i < 8 && recent() > 0; ++i) ingest({{1, 0x05}});
+  detail::g_merge_step_entries = saved;
+  EXPECT_EQ(recent(), 0u) << "the merge did not round again to empty the recent table";
+  EXPECT_EQ((*idx)->stats()->chunk_entries, entries);
+}
+
 }  // namespace
 }  // namespace dedupd::index::gen
