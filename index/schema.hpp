@@ -11,7 +11,8 @@
 //   chunks       first hash byte -> dup 12-byte (hash bytes, xorb id, index)
 //   chunks_recent  the same layout: where ingest puts new entries. Merged
 //                into `chunks` a few key bytes per transaction once it
-//                exceeds 1/16 of `chunks` (see merge.cpp): inserting at
+//                exceeds 1/16 of `chunks`, a slice of time after each
+//                ingest until it is empty (see merge.cpp): inserting at
 //                random into the big table would copy most of its pages in
 //                every transaction, and LMDB keeps the old copies until two
 //                commits later, which is what the file size pays for.

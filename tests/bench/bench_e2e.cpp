@@ -30,6 +30,9 @@
 //   purge         DELETE of a 1 Mi-entry shard while a client queries: the
 //                 purge time and the client's p99 before and during it.
 // --quick (the ctest smoke) runs 300,000 entries and a 64 Ki-entry purge.
+// DEDUPD_BENCH_PROFILE=DIR records `perf record -a -g` of the second round
+// of each stream and of the cold restarts into DIR/<phase>.data, for
+// `perf report --comm dedupd` (or dedupctl): where the time goes.
 // --series 1M,3M,10M,30M runs the whole bench once per size (each in a child
 // process of its own) and writes one JSON document of the costs that may grow
 // with the index, each next to its baseline (tests/bench/series.hpp).
@@ -46,6 +49,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +57,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -434,6 +439,37 @@ StreamRun raw_socket_stream(const fs::path& socket, const fs::path& input) {
 
 std::string log_of(const Daemon& d) { return d.log.string(); }
 
+// `perf record` of the whole machine while it lives, when DEDUPD_BENCH_PROFILE
+// names a directory; nothing otherwise.
+class Profile {
+ public:
+  explicit Profile(const std::string& phase) {
+    const char* dir = std::getenv("DEDUPD_BENCH_PROFILE");
+    if (!dir || !*dir) return;
+    std::string out = std::string(dir) + "/" + phase + ".data";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execlp("perf", "perf", "record", "-a", "-g", "-F", "499", "-o", out.c_str(), nullptr);
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // perf's start
+  }
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+  ~Profile() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGINT);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
 // --series: the rows whose cost may grow with the index, by size, each with
 // the baseline its own run measured.
 int run_series(const std::string& list, const std::vector<std::string>& args, const std::string& json_out) {
@@ -761,6 +797,8 @@ int main(int argc, char** argv) {
   auto stream_run = [&](const std::vector<std::string>& args, const char* what) {
     StreamRun best;
     for (int round = 0; round < 2; ++round) {  // the first warms the page cache
+      std::optional<Profile> profile;
+      if (round == 1) profile.emplace(args[2] == "--json-lines" ? "stream_json_lines" : "stream_short");
       MemSampler sampler(d.proc.pid());
       StreamRun r = run_dedupctl(args, stream_file, root / "stream-out.txt");
       r.daemon_anon_kib = sampler.stop().anonymous;
@@ -826,6 +864,7 @@ int main(int argc, char** argv) {
   const double stop_s = d.stop();
   std::vector<double> ready_cold;
   double first_answer_ms = 0;
+  std::optional<Profile> ready_profile(std::in_place, "ready_cold");
   for (int i = 0; i < 3; ++i) {
     evict(data_mdb);
     ready_cold.push_back(d.start() * 1000);
@@ -837,6 +876,7 @@ int main(int argc, char** argv) {
     }
     if (i < 2) d.stop();
   }
+  ready_profile.reset();
   std::sort(ready_cold.begin(), ready_cold.end());
   const double ready_ms = ready_cold[1];
   // dedupd's own measure (its "ready in X ms" log line: from main's start
