@@ -2,6 +2,7 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "index/impl.hpp"
@@ -174,6 +175,26 @@ void Index::Impl::reset_recent_filter() {
   // Complete at once: the table is empty as of this commit. A reader of an
   // older snapshot does not use it (valid_from), so it still searches the
   // entries that merge moved where that snapshot has them.
+  r->expect_after(info.me_last_txnid);
+  r->publish();
+  std::lock_guard lock(filter_mu);
+  recent_filter = r;
+}
+
+void Index::Impl::refill_recent_filter() {
+  if (!filter) return;
+  MDB_envinfo info;
+  if (mdb_env_info(env->raw(), &info) != 0) return;
+  // Under the writer lock: the snapshot is the last commit. What a sweep
+  // leaves is what ingest added while it ran, a small part of the table's
+  // due size. On any failure the old filter stays: it holds more than the
+  // table, which costs searches, not answers.
+  auto txn = env->begin_read();
+  if (!txn) return;
+  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*this, filter->added()));
+  Position at;
+  while (!at.done)
+    if (feed_some(txn->get(), dbs.chunks_recent, {r.get()}, at, std::numeric_limits<std::uint64_t>::max())) return;
   r->expect_after(info.me_last_txnid);
   r->publish();
   std::lock_guard lock(filter_mu);

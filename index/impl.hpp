@@ -76,15 +76,19 @@ struct Index::Impl {
     if (recent_filter) recent_filter->add(fp);
   }
 
-  // Moves chunks_recent into chunks when it has outgrown its share (or
-  // always with force), a few key bytes a transaction, until it is empty or
-  // `until` has passed: a merge rewrites nearly every page of the main table
-  // (at 268 M entries, long enough to starve the daemon's watchdog), so
-  // ingest gives it a slice after each shard and it goes on after the next.
-  // Caller holds write_mu.
+  // Moves chunks_recent into chunks when it has outgrown its share, in one
+  // sweep over the key bytes, a few a transaction, until `until` has
+  // passed: a sweep rewrites nearly every page of the main table (at 268 M
+  // entries, long enough to starve the daemon's watchdog), so ingest gives
+  // it a slice after each shard and it goes on after the next. Entries
+  // added behind the sweep wait for the next one. With force, until the
+  // recent table is empty. Caller holds write_mu.
   Status merge_if_due(bool force, std::chrono::steady_clock::time_point until);
-  // The key byte a merge under way goes on from (0x100: round again).
+  // The key byte a sweep under way goes on from (0x100: round again).
   std::optional<unsigned> merge_from;
+  // Writer: a sweep ended with entries left in chunks_recent; its filter
+  // starts over from what the table holds, shedding what the sweep moved.
+  void refill_recent_filter();
 
   // Writer: the open transaction queued an outbox entry. After the write
   // ends, outbox_written() tells the observer when it committed, so a

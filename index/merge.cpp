@@ -108,8 +108,7 @@ Status Index::Impl::merge_if_due(bool force, std::chrono::steady_clock::time_poi
           if (!merge_from && !force && recent <= std::max<std::uint64_t>(options.merge_threshold, big / 16))
             return lmdb::TxnResult::rollback();
           stepped = true;
-          // Past the last key byte with entries left (added behind the
-          // sweep): round again from the first.
+          // merge_recent() rounds again for what a sweep left behind.
           unsigned from = merge_from.value_or(0);
           return merge_step(*this, txn, from > 0xff ? 0 : from, next, left);
         },
@@ -120,7 +119,15 @@ Status Index::Impl::merge_if_due(bool force, std::chrono::steady_clock::time_poi
       merge_from.reset();
       return Ok{};
     }
-    merge_from = next;                                           // once started, empty the recent table
+    if (next > 0xff && !force) {
+      // The sweep is done. What ingest added behind it waits for the next
+      // one: rounding again at once would rewrite the main table's pages
+      // for a few entries each, and under steady ingest never end.
+      merge_from.reset();
+      refill_recent_filter();
+      return Ok{};
+    }
+    merge_from = next;
     if (std::chrono::steady_clock::now() >= until) return Ok{};  // the rest after the next ingest
   }
 }
