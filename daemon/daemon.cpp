@@ -286,8 +286,7 @@ void Daemon::process_pending(std::chrono::milliseconds budget) {
     // Nothing else runs on this loop meanwhile, the watchdog's ping
     // included: say so when one file held it long enough to matter.
     if (took > kSlowIngest)
-      spdlog::warn("{} held the work loop for {:.1f} s", c.path.native(),
-                   std::chrono::duration<double>(took).count());
+      spdlog::warn("{} held the work loop for {:.1f} s", c.path.native(), std::chrono::duration<double>(took).count());
     ping_watchdog_if_due();
   }
   // A big shard's ingest allocates in proportion to it and frees it all
