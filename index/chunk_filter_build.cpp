@@ -3,11 +3,14 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "index/impl.hpp"
 
 namespace dedupd::index {
+
+std::size_t detail::g_filter_catch_up_entries = std::size_t(4) << 20;
 
 using namespace records;
 using detail::Cursor;
@@ -149,6 +152,10 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
   // on searching every form; the next request builds again.
   if (log.foreign || info.me_last_txnid != log.next_txn - 1)
     return make_error(kRuleOtherWriter, "another process wrote to the index while its chunk filter was being built");
+  if (log.overrun)
+    return make_error(kRuleLimit, "more than " + std::to_string(detail::g_filter_catch_up_entries) +
+                                      " chunk entries were written while the chunk filter was being built; "
+                                      "it is built again when ingest is idle");
   for (const auto& fp : log.fingerprints) {
     f->add(fp.data());
     r->add(fp.data());

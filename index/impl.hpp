@@ -16,6 +16,7 @@
 #include "index/index.hpp"
 #include "index/records.hpp"
 #include "index/schema.hpp"
+#include "index/tuning.hpp"
 
 namespace dedupd::index {
 
@@ -26,6 +27,18 @@ struct FilterCatchUp {
   std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>> fingerprints;
   std::uint64_t next_txn = 0;  // the id this process's next commit should get
   bool foreign = false;        // a commit id skipped one: another process wrote
+  bool overrun = false;        // past detail::g_filter_catch_up_entries: given up, memory freed
+  void add(const std::uint8_t* fp) {
+    if (overrun) return;
+    if (fingerprints.size() >= detail::g_filter_catch_up_entries) {
+      overrun = true;
+      std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>>().swap(fingerprints);
+      return;
+    }
+    std::array<std::uint8_t, ChunkFilter::kFingerprintBytes> a;
+    std::memcpy(a.data(), fp, a.size());
+    fingerprints.push_back(a);
+  }
 };
 
 struct Index::Impl {
@@ -70,7 +83,7 @@ struct Index::Impl {
     std::uint8_t fp[ChunkFilter::kFingerprintBytes];
     fp[0] = e.key[0];
     std::memcpy(fp + 1, e.value.data(), ChunkFilter::kFingerprintBytes - 1);
-    if (catch_up) catch_up->fingerprints.push_back(std::to_array(fp));
+    if (catch_up) catch_up->add(fp);
     if (!filter) return;
     filter->add(fp);
     if (recent_filter) recent_filter->add(fp);

@@ -22,4 +22,10 @@ extern std::uint64_t g_merge_step_entries;
 // as ingest): what it holds of a shard's entries, whatever its size.
 extern std::size_t g_remove_run_entries;
 
+// Chunk entries a chunk filter build logs while it reads (6 bytes each,
+// 24 MiB): the daemon's private memory stays bounded when ingest runs flat
+// out beside a long build (two minutes at 268 M entries). Past it the build
+// is given up and asked again once ingest is idle.
+extern std::size_t g_filter_catch_up_entries;
+
 }  // namespace dedupd::index::detail

@@ -11,6 +11,7 @@
 
 #include "index/chunk_filter.hpp"
 #include "index/index.hpp"
+#include "index/tuning.hpp"
 #include "tests/unit/index/crash_common.hpp"
 #include "tests/unit/index/support.hpp"
 
@@ -198,6 +199,35 @@ TEST_F(ChunkFilterIndex, WritersGoOnWhileItReadsAndWhatTheyWroteIsCovered) {
     for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
   for (const Hash& h : gone.raw) EXPECT_TRUE(find(h).empty());
   EXPECT_THAT(problems(), ::testing::IsEmpty());
+}
+
+// What the writer logs for a build is bounded: past the bound the build is
+// given up (and its log freed) rather than the daemon's memory growing with
+// the ingest rate times the build's length.
+TEST_F(ChunkFilterIndex, TooMuchWrittenMeanwhileGivesTheBuildUp) {
+  const std::size_t saved = detail::g_filter_catch_up_entries;
+  detail::g_filter_catch_up_entries = 100;
+  Options o;
+  o.filter_build_entries_per_snapshot = 10;
+  reopen(o);
+  GenXorb x = gen_xorb(41, 300), y = gen_xorb(42, 300);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  std::vector<std::future<void>> writes;
+  auto over = idx->build_chunk_filter([&](unsigned n) {
+    if (n == 1) {
+      writes.push_back(std::async(std::launch::async, [&] { ingest(own(build_shard(ShardSpec{.xorbs = {&y}}))); }));
+      writes.back().wait();
+    }
+    return true;
+  });
+  detail::g_filter_catch_up_entries = saved;
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().rule, std::string(kRuleLimit)) << over.error().to_string();
+  EXPECT_FALSE(idx->chunk_filter_info().in_service);
+  auto again = idx->build_chunk_filter();
+  ASSERT_TRUE(again) << again.error().to_string();
+  for (const GenXorb* g : {&x, &y})
+    for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
 }
 
 TEST_F(ChunkFilterIndex, ABuildGivenUpLeavesTheFilterAsItWas) {
