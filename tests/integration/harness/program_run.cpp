@@ -1,6 +1,7 @@
 #include "harness/program_run.hpp"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,25 +15,21 @@ SpawnedProgram spawn_program(const std::string& binary, const std::vector<std::s
                              const std::string& stdin_path) {
   int pipefd[2];
   if (::pipe(pipefd) != 0) return {};
-  // argv is built before fork: the child only calls async-signal-safe functions.
   std::vector<char*> argv{const_cast<char*>(binary.c_str())};
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!stdin_path.empty()) {
-      int in = ::open(stdin_path.c_str(), O_RDONLY);
-      if (in < 0) _exit(126);
-      ::dup2(in, 0);
-    }
-    ::dup2(pipefd[1], 1);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
+  // posix_spawn, not fork: the runner may hold gigabytes (see DaemonProcess).
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  if (!stdin_path.empty()) ::posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+  ::posix_spawn_file_actions_addclose(&actions, pipefd[0]);
+  ::posix_spawn_file_actions_addclose(&actions, pipefd[1]);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
   ::close(pipefd[1]);
-  if (pid < 0) {
+  if (rc != 0) {
     ::close(pipefd[0]);
     return {};
   }
