@@ -2,6 +2,7 @@
 // why two tables). A step moves whole key bytes, so each entry is in exactly
 // one table at every commit, and lookups probe both.
 #include <cstring>
+#include <vector>
 
 #include "index/impl.hpp"
 #include "index/tuning.hpp"
@@ -9,6 +10,7 @@
 namespace dedupd::index {
 
 std::uint64_t detail::g_merge_step_entries = std::uint64_t(1) << 19;
+std::uint64_t detail::g_merge_rewrite_entries = std::uint64_t(1) << 21;
 
 using namespace records;
 using detail::Cursor;
@@ -23,6 +25,11 @@ namespace {
 // entries are ~9 MB of pages at any size.
 constexpr unsigned kKeysPerStep = 16;
 
+// A step's copies of one key's duplicates, reused from key to key.
+struct MergeBuffers {
+  std::vector<std::uint8_t> recent, main, merged;
+};
+
 int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
   MDB_stat st;
   int rc = mdb_stat(txn, dbi, &st);
@@ -30,16 +37,92 @@ int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
   return rc;
 }
 
-// Adds the duplicates of `key` in the cursor's table to n.
+// The duplicates of `key` in the cursor's table (0 when it has none).
 int key_entries(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key, std::uint64_t& n) {
+  n = 0;
   MDB_val k = val(key.data(), key.size()), v;
   int rc = c.move(&k, &v, MDB_SET_KEY);
   if (rc == MDB_NOTFOUND) return 0;
   if (rc) return rc;
   std::size_t count = 0;
   if ((rc = mdb_cursor_count(c.get(), &count))) return rc;
-  n += count;
+  n = count;
   return 0;
+}
+
+// Appends the duplicates of `key` to `out`, a page at a time: they are
+// copied because writing moves pages.
+int copy_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key,
+                    std::vector<std::uint8_t>& out) {
+  MDB_val k = val(key.data(), key.size()), v;
+  int rc = c.move(&k, &v, MDB_SET_KEY);
+  if (rc) return rc == MDB_NOTFOUND ? 0 : rc;
+  std::size_t count = 0;
+  if ((rc = mdb_cursor_count(c.get(), &count))) return rc;
+  auto append = [&](const MDB_val& x) {
+    out.insert(out.end(), static_cast<const std::uint8_t*>(x.mv_data),
+               static_cast<const std::uint8_t*>(x.mv_data) + x.mv_size);
+  };
+  // A single value is not a duplicate set: MDB_GET_MULTIPLE leaves it out.
+  if (count == 1) {
+    append(v);
+    return 0;
+  }
+  for (rc = c.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = c.move(&k, &v, MDB_NEXT_MULTIPLE)) append(v);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+// Puts `values` (whole kChunkValueBytes records, in order) under `key` in
+// one call; `flags` adds MDB_APPENDDUP when they all go after what is there.
+int put_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key,
+                   const std::vector<std::uint8_t>& values, unsigned flags) {
+  std::size_t n = values.size() / kChunkValueBytes;
+  if (n == 0) return 0;
+  MDB_val mk = val(key.data(), key.size());
+  MDB_val mv[2] = {val(values.data(), kChunkValueBytes), MDB_val{n, nullptr}};
+  if (int rc = mdb_cursor_put(c.get(), &mk, mv, MDB_MULTIPLE | flags)) return rc;
+  return mv[1].mv_size == n ? 0 : MDB_CORRUPTED;
+}
+
+// Both sorted runs of records as one, each record once (an entry can be in
+// both tables when a shard came back while its first copy was merged).
+void merge_runs(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                std::vector<std::uint8_t>& out) {
+  constexpr std::size_t w = kChunkValueBytes;
+  out.clear();
+  out.reserve(a.size() + b.size());
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    int d = i == a.size() ? 1 : j == b.size() ? -1 : std::memcmp(&a[i], &b[j], w);
+    const std::uint8_t* from = d <= 0 ? &a[i] : &b[j];
+    out.insert(out.end(), from, from + w);
+    if (d <= 0) i += w;
+    if (d >= 0) j += w;
+  }
+}
+
+// Moves the recent duplicates of `key` (the recent cursor's current key)
+// into the main table. Merged in place, the new entries fall between the
+// old ones and split pages, which then stay two thirds full on average.
+// When they are at least 1/kRewriteShare of the key's old entries, every
+// page of the key is rewritten anyway: then the key is written afresh, all
+// in order, and LMDB fills each page before it starts the next.
+int merge_key(const Cursor& recent, const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes>& key,
+              std::uint64_t in_recent, std::uint64_t in_main, MergeBuffers& buf) {
+  constexpr std::uint64_t kRewriteShare = 64;
+  buf.recent.clear();
+  if (int rc = copy_duplicates(recent, key, buf.recent)) return rc;
+  if (in_main > detail::g_merge_rewrite_entries || in_recent * kRewriteShare < in_main)
+    return put_duplicates(main, key, buf.recent, 0);
+  buf.main.clear();
+  if (in_main > 0) {
+    MDB_val k = val(key.data(), key.size()), v;
+    int rc;
+    if ((rc = copy_duplicates(main, key, buf.main))) return rc;
+    if ((rc = main.move(&k, &v, MDB_SET)) || (rc = mdb_cursor_del(main.get(), MDB_NODUPDATA))) return rc;
+  }
+  merge_runs(buf.main, buf.recent, buf.merged);
+  return put_duplicates(main, key, buf.merged, MDB_APPENDDUP);
 }
 
 // Moves up to kKeysPerStep key bytes of the recent table, from key byte
@@ -50,7 +133,7 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& nex
   Cursor recent, main;
   int rc;
   if ((rc = recent.open(txn, im.dbs.chunks_recent)) || (rc = main.open(txn, im.dbs.chunks))) return rc;
-  std::vector<std::uint8_t> batch;
+  MergeBuffers buf;
   std::uint64_t touched = 0;
   next = from;
   for (unsigned n = 0; n < kKeysPerStep && next <= 0xff; ++n) {
@@ -66,23 +149,11 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& nex
     std::array<std::uint8_t, kChunkKeyBytes> key;
     if (k.mv_size != key.size()) return MDB_CORRUPTED;
     std::memcpy(key.data(), k.mv_data, key.size());
-    std::uint64_t cost = 0;
-    if ((rc = key_entries(recent, key, cost)) || (rc = key_entries(main, key, cost))) return rc;
-    if (n > 0 && touched + cost > detail::g_merge_step_entries) break;
-    touched += cost;
-    // Copy out a page of duplicates at a time: writing into `main` may move
-    // the pages `v` points into.
-    for (rc = recent.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = recent.move(&k, &v, MDB_NEXT_MULTIPLE)) {
-      batch.assign(static_cast<const std::uint8_t*>(v.mv_data),
-                   static_cast<const std::uint8_t*>(v.mv_data) + v.mv_size);
-      // The page in one call (MDB_MULTIPLE): the key is found once for all.
-      std::size_t values = batch.size() / kChunkValueBytes;
-      if (values == 0) continue;
-      MDB_val mk = val(key.data(), key.size()), mv[2] = {val(batch.data(), kChunkValueBytes), MDB_val{values, nullptr}};
-      if (int r2 = mdb_cursor_put(main.get(), &mk, mv, MDB_MULTIPLE)) return r2;
-      if (mv[1].mv_size != values) return MDB_CORRUPTED;
-    }
-    if (rc != MDB_NOTFOUND) return rc;
+    std::uint64_t in_recent = 0, in_main = 0;
+    if ((rc = key_entries(recent, key, in_recent)) || (rc = key_entries(main, key, in_main))) return rc;
+    if (n > 0 && touched + in_recent + in_main > detail::g_merge_step_entries) break;
+    touched += in_recent + in_main;
+    if ((rc = merge_key(recent, main, key, in_recent, in_main, buf))) return rc;
     MDB_val dk = val(key.data(), key.size()), dv;
     if ((rc = recent.move(&dk, &dv, MDB_SET))) return rc;
     if ((rc = mdb_cursor_del(recent.get(), MDB_NODUPDATA))) return rc;

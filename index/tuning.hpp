@@ -18,6 +18,11 @@ extern std::size_t g_ingest_run_entries;
 // nearly every page of those keys, so this bounds its pages at any index size.
 extern std::uint64_t g_merge_step_entries;
 
+// A merge writes a key byte afresh, pages filled, when the key holds at most
+// this many entries in the main table (2 Mi: 24 MiB copied at a time, a
+// 512 M-entry index); past that it merges in place, pages two thirds full.
+extern std::uint64_t g_merge_rewrite_entries;
+
 // Chunk entries removal sorts and deletes per run (16 bytes each, 4 MiB,
 // as ingest): what it holds of a shard's entries, whatever its size.
 extern std::size_t g_remove_run_entries;

@@ -293,5 +293,63 @@ TEST(MergeSteps, AMergeGoesOnAcrossIngestsASliceAtATime) {
   EXPECT_EQ((*idx)->stats()->chunk_entries, entries);
 }
 
+// Merged in place, the new entries of a key fall between the old ones and
+// split pages: they stay two thirds full, and the index a third larger than
+// it needs to be (57.6 B an entry at 10 M, of which 12 B are the entry).
+// A merge that brings a key at least 1/64 more entries writes the key
+// afresh in order, every page full; a smaller one merges in place.
+TEST(MergeSteps, AMergeWritesAKeyAfreshWithItsPagesFull) {
+  const std::uint64_t saved = detail::g_merge_rewrite_entries;
+  const std::size_t per_page = (4096 - 16) / 12;
+  auto pages_after_rounds = [&](std::uint64_t rewrite_up_to, std::size_t& entries) {
+    detail::g_merge_rewrite_entries = rewrite_up_to;
+    TempDir tmp;
+    Options o;
+    o.dir = tmp / "idx";
+    o.merge_threshold = 1u << 30;  // merged only when asked
+    std::vector<GenXorb> xorbs;
+    entries = 0;
+    {
+      auto idx = Index::open(o);
+      EXPECT_TRUE(idx) << idx.error().to_string();
+      for (std::uint64_t round = 0; round < 8; ++round) {
+        xorbs.push_back(skewed_xorb(200 + round, 3000, 0x30));
+        entries += 3000;
+        OwnedShard s = own(build_shard({.xorbs = {&xorbs.back()}}));
+        EXPECT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+        EXPECT_TRUE((*idx)->merge_recent());
+      }
+      for (const GenXorb& x : xorbs)
+        for (std::size_t n = 0; n < x.raw.size(); ++n) {
+          auto loc = (*idx)->lookup(x.raw[n]);
+          EXPECT_TRUE(loc && loc->size() == 1 && (*loc)[0].xorb == x.hash && (*loc)[0].chunk_index == n);
+        }
+      EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
+    }
+    std::size_t pages = pages_of_key(o.dir, "chunks", 0x30);
+    // Then a few more: in place, pages split only where they land.
+    {
+      auto idx = Index::open(o);
+      EXPECT_TRUE(idx) << idx.error().to_string();
+      xorbs.push_back(skewed_xorb(300, 100, 0x30));
+      OwnedShard s = own(build_shard({.xorbs = {&xorbs.back()}}));
+      EXPECT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, {}));
+      EXPECT_TRUE((*idx)->merge_recent());
+      for (const Hash& h : xorbs.back().raw) EXPECT_EQ((*idx)->lookup(h)->size(), 1u);
+      EXPECT_EQ((*idx)->stats()->chunk_entries, entries + 100);
+      EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
+    }
+    EXPECT_LE(pages_of_key(o.dir, "chunks", 0x30), pages + 100) << "a small merge rewrote the key";
+    return pages;
+  };
+  std::size_t entries = 0;
+  const std::size_t afresh = pages_after_rounds(saved, entries);
+  const std::size_t full = (entries + per_page - 1) / per_page;
+  EXPECT_EQ(afresh, full) << entries << " entries";
+  const std::size_t in_place = pages_after_rounds(0, entries);
+  EXPECT_GT(in_place, full + full / 4) << "merged in place, pages should be about two thirds full";
+  detail::g_merge_rewrite_entries = saved;
+}
+
 }  // namespace
 }  // namespace dedupd::index::gen
