@@ -66,9 +66,9 @@ ChunkAnswer::Block ChunkAnswer::take_next() {
     b.fleet_deferred = false;
     b.reach = fleet_->fleet_misses(b.hashes, b.local, b.remote);
   }
-  // With a fleet answering, the next blocks' round trips run while this
-  // one is written.
-  if (!b.error && !b.hashes.empty() && b.reach != fleet_link::Reach::off)
+  // The next blocks are looked up while this one is written: on another
+  // core, and with a fleet answering, their round trips overlap too.
+  if (!b.error && !b.hashes.empty() && b.reach != fleet_link::Reach::unavailable)
     while (ahead_.size() < kAhead && !spool_ended_ && !ready_) start_next(true);
   return b;
 }

@@ -5,10 +5,12 @@
 // document, or NDJSON (one result a line). Memory is one block's results
 // and what one read asks for, whatever the batch holds.
 //
-// With a fleet, the next two blocks are looked up (locally, then their
-// misses in the fleet), each on a helper thread with a pooled connection of
-// its own, while this one is written: the fleet's round trips and the
-// database's work overlap each other, the JSON, the socket and the client.
+// A batch of more than one block has its next two blocks looked up, each on
+// a helper thread, while this one is written: the lookups (most of the
+// work) take a second core, beside the JSON, the socket and the client.
+// With a fleet, each helper asks the fleet for its block's misses on a
+// pooled connection of its own: the fleet's round trips and the database's
+// work overlap too.
 // A block asked ahead that finds every connection lent out is not answered
 // "unavailable": it is asked again in turn, once the lookups in flight are
 // done (fleet_misses_if_idle). Memory: three blocks.
