@@ -151,15 +151,13 @@ std::optional<LineHead> read_head(std::string_view line) {
 }
 
 // Whether a result line says the fleet did not answer. dedupd writes the
-// mark last: a line that ends with either mark is read from its end alone
-// (a search through every line was most of dedupctl's time in a long
-// query); any other line is searched.
+// mark last in a line, and only with a fleet configured: the line's end
+// decides (a search through every line was most of dedupctl's time in a
+// long query, and with no fleet every line was searched to its end).
 bool fleet_marked_unavailable(std::string_view line) {
-  constexpr std::string_view kUnavailable = R"("fleet":"unavailable")", kOk = R"("fleet":"ok")";
+  constexpr std::string_view kUnavailable = R"("fleet":"unavailable")";
   std::string_view body = line.substr(0, line.size() - (line.ends_with('}') ? 1 : 0));
-  if (body.ends_with(kUnavailable)) return true;
-  if (body.ends_with(kOk)) return false;
-  return line.find(kUnavailable) != std::string_view::npos;
+  return body.ends_with(kUnavailable);
 }
 
 // "xorb:chunk_index" for each location of a result line (short form).
