@@ -27,7 +27,7 @@ constexpr unsigned kKeysPerStep = 16;
 
 // A step's copies of one key's duplicates, reused from key to key.
 struct MergeBuffers {
-  std::vector<std::uint8_t> recent, main, merged;
+  std::vector<std::uint8_t> recent, main, run;
 };
 
 int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
@@ -84,21 +84,30 @@ int put_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyByte
   return mv[1].mv_size == n ? 0 : MDB_CORRUPTED;
 }
 
-// Both sorted runs of records as one, each record once (an entry can be in
-// both tables when a shard came back while its first copy was merged).
-void merge_runs(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
-                std::vector<std::uint8_t>& out) {
-  constexpr std::size_t w = kChunkValueBytes;
-  out.clear();
-  out.reserve(a.size() + b.size());
-  std::size_t i = 0, j = 0;
+// Puts both sorted runs of records under `key`, in order, each record once
+// (an entry can be in both tables when a shard came back while its first
+// copy was merged), appended a run of kPutRecords at a time.
+int put_merged(const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes>& key,
+               const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b, std::vector<std::uint8_t>& run) {
+  constexpr std::size_t w = kChunkValueBytes, kPutRecords = 4096;
+  run.resize(kPutRecords * w);
+  std::size_t i = 0, j = 0, n = 0;
+  auto flush = [&] {
+    run.resize(n * w);
+    int rc = put_duplicates(main, key, run, MDB_APPENDDUP);
+    run.resize(kPutRecords * w);
+    n = 0;
+    return rc;
+  };
   while (i < a.size() || j < b.size()) {
     int d = i == a.size() ? 1 : j == b.size() ? -1 : std::memcmp(&a[i], &b[j], w);
-    const std::uint8_t* from = d <= 0 ? &a[i] : &b[j];
-    out.insert(out.end(), from, from + w);
+    std::memcpy(&run[n++ * w], d <= 0 ? &a[i] : &b[j], w);
     if (d <= 0) i += w;
     if (d >= 0) j += w;
+    if (n == kPutRecords)
+      if (int rc = flush()) return rc;
   }
+  return n ? flush() : 0;
 }
 
 // Moves the recent duplicates of `key` (the recent cursor's current key)
@@ -121,8 +130,7 @@ int merge_key(const Cursor& recent, const Cursor& main, const std::array<std::ui
     if ((rc = copy_duplicates(main, key, buf.main))) return rc;
     if ((rc = main.move(&k, &v, MDB_SET)) || (rc = mdb_cursor_del(main.get(), MDB_NODUPDATA))) return rc;
   }
-  merge_runs(buf.main, buf.recent, buf.merged);
-  return put_duplicates(main, key, buf.merged, MDB_APPENDDUP);
+  return put_merged(main, key, buf.main, buf.recent, buf.run);
 }
 
 // Moves up to kKeysPerStep key bytes of the recent table, from key byte
