@@ -80,17 +80,21 @@ constexpr std::int64_t kWholeBlockBytesPerHit = XorbCache::kBytesPerHit;
 // What the hits of a probe need that the xorb cache lacks, in one
 // statement. Per xorb ($1, with the hits that count for it $2 and whether its
 // holders are wanted $3, 1 or 0): its hash, key and chunk count; its whole CAS block
-// when it was hit at least once per kWholeBlockBytesPerHit bytes of it and
-// it fits in $4 bytes; its holders. Then the chunk entries ($5[i], $6[i]) of
-// the xorbs not fetched whole, sliced out of their blocks (the last column
-// not NULL).
+// when it was hit at least once per kWholeBlockBytesPerHit bytes of it, the
+// most hit first while their blocks fit in $4 bytes (the cache's budget:
+// when a stream spreads over thousands of xorbs their hits cross the bar
+// together, and one fill brought hundreds of MB the cache could not keep);
+// its holders. Then the chunk entries ($5[i], $6[i]) of the xorbs not
+// fetched whole, sliced out of their blocks (the last column not NULL).
 const std::string& fill_sql() {
   static const std::string sql =
-      "WITH w AS (SELECT u.id, u.holders, x.chunks, "
+      "WITH e AS (SELECT u.id, u.holders, u.hits, x.chunks, 48 * (x.chunks::int8 + 1) AS bytes, "
       "48 * (x.chunks::int8 + 1) <= least(u.hits::int8 * " +
       std::to_string(kWholeBlockBytesPerHit) +
-      ", $4::int8) AS whole "
-      "FROM unnest($1::int4[], $2::int4[], $3::int4[]) AS u (id, hits, holders) JOIN dedupd.xorb x ON x.id = u.id) "
+      ", $4::int8) AS eligible "
+      "FROM unnest($1::int4[], $2::int4[], $3::int4[]) AS u (id, hits, holders) JOIN dedupd.xorb x ON x.id = u.id), "
+      "w AS (SELECT id, holders, chunks, eligible AND sum(CASE WHEN eligible THEN bytes ELSE 0 END) "
+      "OVER (ORDER BY eligible DESC, hits DESC, id ROWS UNBOUNDED PRECEDING) <= $4::int8 AS whole FROM e) "
       "SELECT w.id, x.hash, k.key, w.chunks, CASE WHEN w.whole THEN x.cas_block END, "
       "CASE WHEN w.holders <> 0 THEN " +
       sql::shards_of("w.id", "xorb_ids") +

@@ -246,6 +246,29 @@ TEST_F(FleetXorbCache, ATightBudgetDropsTheLeastRecentlyUsedAndAnswersTheSame) {
   EXPECT_GE(r->cache_evictions(), 1u);
 }
 
+// Hits spread over more xorbs than the cache holds: one fill brings whole
+// blocks up to the budget and slices the rest, never more than it could keep.
+TEST_F(FleetXorbCache, OneFillBringsNoMoreWholeBlocksThanTheBudgetHolds) {
+  std::vector<GenXorb> xs;
+  for (int i = 0; i < 6; ++i) xs.push_back(index::gen::gen_xorb(50 + i, 200));
+  publish(*writer_, make_shard({&xs[0], &xs[1], &xs[2], &xs[3], &xs[4], &xs[5]}, 1));
+  const std::int64_t budget_bytes = 2 * 9'648 + 1'000;  // two 200-chunk blocks
+  auto o = options(url_);
+  o.xorb_cache = std::make_shared<XorbCache>(budget_bytes);
+  auto r = reader(o);
+  auto bare = uncached();
+  ASSERT_TRUE(r && bare);
+  std::vector<Hash> every;
+  for (const auto& x : xs) every.insert(every.end(), x.raw.begin(), x.raw.end());
+  auto a = lookup(*r, every);
+  EXPECT_EQ(a.locations.size(), every.size());
+  EXPECT_EQ(describe(a), describe(lookup(*bare, every)));
+  EXPECT_EQ(r->last_lookup().fills, 1u);
+  EXPECT_GE(r->last_lookup().blocks_read, 1u);
+  EXPECT_LE(r->last_lookup().blocks_read, 2u) << "whole blocks past the budget";
+  EXPECT_EQ(r->last_lookup().entries_sliced, (6 - r->last_lookup().blocks_read) * 200u);
+}
+
 // Two Readers of one cache (the daemon's pool): a block one fetched whole
 // answers the other's lookup with no statement beyond the probe, and a
 // Reader reading another database (another era) finds none of it.
