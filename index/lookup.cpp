@@ -75,9 +75,8 @@ class ChunkReader {
 
  private:
   // Queries whose searches are made in the order of their stored hashes
-  // (about 64 per chunk-table key at the most, so neighbours share pages):
-  // a stream's whole block.
-  static constexpr std::size_t kSortSpan = 16384;
+  // (about 16 per chunk-table key at the most, so neighbours share pages).
+  static constexpr std::size_t kSortSpan = 4096;
   // Queries per block of the first passes: their forms (5 with 4 keys) and
   // filter lines stay in L1 between them.
   static constexpr std::size_t kBlock = 32;

@@ -22,10 +22,7 @@ namespace dedupd::daemon::http {
 class HashSpool : public HashSink {
  public:
   // Hashes looked up together: one read transaction, one answer block.
-  // Each block reads the records of the xorbs it meets once, and at 4,096
-  // a block a stream at 10 M entries spent most of its time reading the
-  // same records again block after block (16,384: 512 KiB in memory).
-  static constexpr std::size_t kBlockHashes = 16384;
+  static constexpr std::size_t kBlockHashes = 4096;
   static constexpr std::size_t kMemoryBytes = kBlockHashes * sizeof(shard::Hash);
 
   // `dir`: where the temporary file goes once the batch outgrows the block

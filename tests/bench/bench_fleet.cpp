@@ -646,9 +646,8 @@ int main(int argc, char** argv) {
     // Where the time goes: the Reader alone over the first set, in the
     // daemon's blocks (HashSpool::kBlockHashes).
     double reader_s = 0;
-    constexpr std::size_t kDaemonBlock = 16384;
-    for (std::size_t off = 0; off < clustered.size(); off += kDaemonBlock) {
-      auto part = std::span(clustered).subspan(off, std::min(kDaemonBlock, clustered.size() - off));
+    for (std::size_t off = 0; off < clustered.size(); off += 4096) {
+      auto part = std::span(clustered).subspan(off, std::min<std::size_t>(4096, clustered.size() - off));
       auto t0 = Clock::now();
       auto ok = (*reader)->lookup_chunks(part, answers, far());
       reader_s += secs(t0, Clock::now());

@@ -382,7 +382,7 @@ TEST_F(Fleet, AStreamedBatchOfManyBlocksIsAnsweredWholeFromTheFleet) {
   Host& a = add_host("host-a", url, "30s");
   Host& b = add_host("host-b", url, "30s");
   for (Host* h : {&a, &b}) h->start();
-  MadeShard s = make_shard({.seed = 1701, .xorbs = 5, .chunks_per_xorb = 16000});
+  MadeShard s = make_shard({.seed = 1701, .xorbs = 5, .chunks_per_xorb = 4000});
   drop_file(a.incoming, s.file_name(), s.bytes);
   ASSERT_TRUE(eventually([&] { return fleet_holders(b, s.first_chunks[4]).has_value(); }));
   auto view = shard::ShardView::parse(s.bytes);
@@ -395,12 +395,12 @@ TEST_F(Fleet, AStreamedBatchOfManyBlocksIsAnsweredWholeFromTheFleet) {
       hashes.push_back(h);
       expected.push_back(x.hash().to_string() + ":" + std::to_string(i));
     }
-  ASSERT_EQ(hashes.size(), 80000u);  // five blocks of the daemon's 16,384
+  ASSERT_EQ(hashes.size(), 20000u);  // five blocks of the daemon's 4,096
   for (int round = 0; round < 2; ++round) {
     json doc = b.http().post("/v1/chunk", json{{"hashes", hashes}}.dump()).json();
     EXPECT_EQ(doc["fleet"], "ok") << "round " << round;
-    EXPECT_EQ(doc["found"], 80000) << "round " << round;
-    ASSERT_EQ(doc["results"].size(), 80000u);
+    EXPECT_EQ(doc["found"], 20000) << "round " << round;
+    ASSERT_EQ(doc["results"].size(), 20000u);
     for (std::size_t i = 0; i < expected.size(); i += 997) {
       const json& loc = doc["results"][i]["locations"][0];
       EXPECT_EQ(loc["xorb"].get<std::string>() + ":" + std::to_string(loc["chunk_index"].get<int>()), expected[i]);
@@ -457,7 +457,7 @@ TEST_F(Fleet, AStreamOfFleetOnlyHashesOnTheDefaultConfigOfABusyHostFindsThemAll)
   for (const MadeShard& s : shards)
     ASSERT_TRUE(
         eventually([&] { return fleet_holders(b, s.first_chunks[31]).has_value(); }, std::chrono::seconds(120)));
-  // Every chunk, shuffled: each block of the daemon's hits every xorb.
+  // Every chunk, shuffled: each 4,096-hash block hits every xorb.
   std::vector<std::string> hashes;
   for (const MadeShard& s : shards) {
     auto view = shard::ShardView::parse(s.bytes);
