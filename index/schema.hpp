@@ -15,7 +15,9 @@
 //                ingest until it is empty (see merge.cpp): inserting at
 //                random into the big table would copy most of its pages in
 //                every transaction, and LMDB keeps the old copies until two
-//                commits later, which is what the file size pays for.
+//                commits later, which is what the file size pays for. A key
+//                that a step brings 1/64 more entries is written afresh in
+//                order, its pages full.
 //   files        file hash -> file record (file-info block as stored)
 //   file_shards  file hash -> dup shard hash
 //   sha256       sha256 -> dup file hash
