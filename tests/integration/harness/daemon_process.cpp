@@ -28,10 +28,11 @@ std::vector<std::string> daemon_environment(const std::vector<std::string>& extr
   auto name_of = [](const std::string& e) { return e.substr(0, e.find('=')); };
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e, name = name_of(entry);
+    const std::string entry(*e);
+    const std::string name = name_of(entry);
     bool drop = std::any_of(std::begin(kRunnerOnly), std::end(kRunnerOnly), [&](const char* v) { return name == v; });
     drop = drop || std::any_of(extra.begin(), extra.end(), [&](const std::string& x) { return name_of(x) == name; });
-    if (!drop) env.push_back(std::move(entry));
+    if (!drop) env.push_back(entry);
   }
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
