@@ -2,6 +2,7 @@
 // why two tables). A step moves whole key bytes, so each entry is in exactly
 // one table at every commit, and lookups probe both.
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "index/impl.hpp"
@@ -50,15 +51,14 @@ int key_entries(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>&
   return 0;
 }
 
-// Appends the duplicates of `key` to `out`, a page at a time: they are
-// copied because writing moves pages.
-int copy_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key,
+// Appends the `count` duplicates of `key` to `out`, a page at a time: they
+// are copied because writing moves pages.
+int copy_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key, std::uint64_t count,
                     std::vector<std::uint8_t>& out) {
+  if (count == 0) return 0;
   MDB_val k = val(key.data(), key.size()), v;
   int rc = c.move(&k, &v, MDB_SET_KEY);
-  if (rc) return rc == MDB_NOTFOUND ? 0 : rc;
-  std::size_t count = 0;
-  if ((rc = mdb_cursor_count(c.get(), &count))) return rc;
+  if (rc) return rc;
   auto append = [&](const MDB_val& x) {
     out.insert(out.end(), static_cast<const std::uint8_t*>(x.mv_data),
                static_cast<const std::uint8_t*>(x.mv_data) + x.mv_size);
@@ -75,7 +75,7 @@ int copy_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyByt
 // Puts `values` (whole kChunkValueBytes records, in order) under `key` in
 // one call; `flags` adds MDB_APPENDDUP when they all go after what is there.
 int put_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key,
-                   const std::vector<std::uint8_t>& values, unsigned flags) {
+                   std::span<const std::uint8_t> values, unsigned flags) {
   std::size_t n = values.size() / kChunkValueBytes;
   if (n == 0) return 0;
   MDB_val mk = val(key.data(), key.size());
@@ -92,22 +92,17 @@ int put_merged(const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes
   constexpr std::size_t w = kChunkValueBytes, kPutRecords = 4096;
   run.resize(kPutRecords * w);
   std::size_t i = 0, j = 0, n = 0;
-  auto flush = [&] {
-    run.resize(n * w);
-    int rc = put_duplicates(main, key, run, MDB_APPENDDUP);
-    run.resize(kPutRecords * w);
-    n = 0;
-    return rc;
-  };
   while (i < a.size() || j < b.size()) {
     int d = i == a.size() ? 1 : j == b.size() ? -1 : std::memcmp(&a[i], &b[j], w);
     std::memcpy(&run[n++ * w], d <= 0 ? &a[i] : &b[j], w);
     if (d <= 0) i += w;
     if (d >= 0) j += w;
-    if (n == kPutRecords)
-      if (int rc = flush()) return rc;
+    if (n == kPutRecords || (i == a.size() && j == b.size())) {
+      if (int rc = put_duplicates(main, key, std::span(run.data(), n * w), MDB_APPENDDUP)) return rc;
+      n = 0;
+    }
   }
-  return n ? flush() : 0;
+  return 0;
 }
 
 // Moves the recent duplicates of `key` (the recent cursor's current key)
@@ -120,14 +115,14 @@ int merge_key(const Cursor& recent, const Cursor& main, const std::array<std::ui
               std::uint64_t in_recent, std::uint64_t in_main, MergeBuffers& buf) {
   constexpr std::uint64_t kRewriteShare = 64;
   buf.recent.clear();
-  if (int rc = copy_duplicates(recent, key, buf.recent)) return rc;
+  if (int rc = copy_duplicates(recent, key, in_recent, buf.recent)) return rc;
   if (in_main > detail::g_merge_rewrite_entries || in_recent * kRewriteShare < in_main)
     return put_duplicates(main, key, buf.recent, 0);
   buf.main.clear();
   if (in_main > 0) {
     MDB_val k = val(key.data(), key.size()), v;
     int rc;
-    if ((rc = copy_duplicates(main, key, buf.main))) return rc;
+    if ((rc = copy_duplicates(main, key, in_main, buf.main))) return rc;
     if ((rc = main.move(&k, &v, MDB_SET)) || (rc = mdb_cursor_del(main.get(), MDB_NODUPDATA))) return rc;
   }
   return put_merged(main, key, buf.main, buf.recent, buf.run);

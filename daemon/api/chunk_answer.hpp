@@ -2,8 +2,8 @@
 // hashes from the spool is looked up (one read transaction), its results
 // are written into the buffer libmicrohttpd hands over, then the next
 // block. Two shapes: the documented {"results": [...], "found", "missing"}
-// document, or NDJSON (one result a line). Memory is one block's results
-// and what one read asks for, whatever the batch holds.
+// document, or NDJSON (one result a line). Memory is three blocks' results
+// (below) and what one read asks for, whatever the batch holds.
 //
 // A batch of more than one block has its next two blocks looked up, each on
 // a helper thread, while this one is written: the lookups (most of the
