@@ -691,9 +691,13 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   // client loads them until they go), so the room left for the rest is
   // smaller by what they hold. A merged file whose originals wait is not
   // evicted: that would undo the merge and keep both costs meanwhile.
+  // A merged file holding a removed shard's content is no merge member, but
+  // it is evictable in its turn like any file the steward wrote: kept out,
+  // it would hold its room for ever and newer content would go instead.
   std::vector<xetcache::ShardDesc> evictable;
-  for (const auto& d : candidates)
-    if (!covered.contains(d.path) && !merge_targets.contains(d.path)) evictable.push_back(d);
+  for (const auto& [path, entry] : ep.described)
+    if (!covered.contains(path) && !merge_targets.contains(path) && !is_set_aside(ep, path, now_mono))
+      evictable.push_back(entry.desc);
   // Everything the client loads that is not up for eviction takes room first.
   const xetcache::CacheUsage evictable_usage = xetcache::usage_of(evictable);
   xetcache::CacheUsage fixed;

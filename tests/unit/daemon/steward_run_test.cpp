@@ -176,6 +176,15 @@ class StewardRun : public ::testing::Test {
     return path;
   }
   std::string add(std::uint64_t seed, std::int64_t day = 30) { return add(shard_bytes(seed, day)); }
+  // One last written `age` ago (real time: the steward reads real mtimes).
+  std::string add_aged(std::uint64_t seed, std::chrono::seconds age) {
+    const auto bytes = shard_bytes(seed);
+    std::string path = shard_cache + "/" + shard::shard_file_hash(bytes).to_string() + ".mdb";
+    tests::write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    fs::last_write_time(path, fs::last_write_time(path) - age);
+    ingest(path);
+    return path;
+  }
 
   // dedupd killed at `when` in its first merge, of three shards (their
   // paths): what a restarted steward has to recover from.
@@ -543,6 +552,39 @@ TEST_F(StewardRun, AShardRemovedAfterItsMergeKeepsTheOtherOriginals) {
   EXPECT_TRUE(exists(a) && exists(merged)) << "removed shards' files are left alone";
   EXPECT_FALSE(exists(b) || exists(c));
   EXPECT_EQ(status_of(*s).removed_kept, 2u);
+}
+
+// Found by the real-client soak at 076bda3: a merged file holding a removed
+// shard's content was left out of eviction as well as out of merges. Under
+// a chunk-entry cap it kept its room for good, and the newest shards were
+// evicted in its place (content of +25..+57 s lost, of +0..+24 s kept).
+TEST_F(StewardRun, AMergedFileHoldingRemovedContentIsEvictedInItsTurn) {
+  const auto a = add_aged(1, 1h), b = add_aged(2, 1h), c = add_aged(3, 1h);
+  live_client(4242, 60, 0);
+  auto s = steward();
+  s->run();  // a, b and c merge; the client keeps the originals
+  ingest_new();
+  ASSERT_TRUE(idx->remove((*idx->source(a))->shard, kWall));
+  clock.mono += 1;
+  s->run();  // that merge now holds a's content: b and c merge again
+  ASSERT_EQ(status_of(*s).holds_removed.size(), 1u);
+  const std::string held = status_of(*s).holds_removed[0].substr(0, status_of(*s).holds_removed[0].find(' '));
+  ingest_new();
+  procs.running.clear();
+  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.mono += 60;
+  s->run();  // b and c go: their content is in the second merge
+  ASSERT_FALSE(exists(b) || exists(c));
+  const auto newest = add(4, 40);
+  // 12 (a, b, c) + 8 (b, c) + 4: over a cap of 12 entries.
+  config.max_chunk_entries = 12;
+  s->configure({fs::path(root)}, config);
+  clock.mono += 60;
+  s->run();
+  EXPECT_TRUE(exists(newest)) << "the newest shard was evicted while an older merged file stayed";
+  EXPECT_FALSE(exists(held)) << "the merged file holding removed content kept its room";
+  EXPECT_TRUE(exists(a)) << "removed shards' files are left alone";
+  EXPECT_LE(status_of(*s).chunk_entries, 12u);
 }
 
 // Finding 5: fd0e0e3 kept pending deletions in memory only; after a restart
