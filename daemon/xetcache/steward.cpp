@@ -523,15 +523,21 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     }
   }
   // Only what dedupd took (live or expired shards), unchanged. Files of shards an
-  // admin removed are counted and left alone: never merged (a merged file
-  // would be indexed and published again) and never deleted.
+  // admin removed are left alone: never merged (a merged file would be
+  // indexed and published again) and never deleted. The client still loads
+  // them, so they are described and count against the caps as files that
+  // cannot go.
   std::vector<xetcache::ShardFile> ours;
-  std::set<std::string> on_disk;
+  std::set<std::string> on_disk, removed_files;
   st.removed_kept = 0;
   for (const auto& f : *files) {
     on_disk.insert(f.path);
     const FileFacts facts = facts_of(f.path);
-    if (facts.state == FileState::removed) ++st.removed_kept;
+    if (facts.state == FileState::removed) {
+      ++st.removed_kept;
+      removed_files.insert(f.path);
+      ours.push_back(f);
+    }
     if (facts.state == FileState::taken && facts.unchanged) ours.push_back(f);
   }
   std::map<std::string, Described> described;
@@ -667,7 +673,8 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   for (const auto& [path, entry] : ep.described)
     // A merged file holding a removed shard's content is never a member
     // again: a merge with it would carry that content on.
-    if (!covered.contains(path) && !is_set_aside(ep, path, now_mono) && !ep.holds_removed.contains(path))
+    if (!covered.contains(path) && !is_set_aside(ep, path, now_mono) && !ep.holds_removed.contains(path) &&
+        !removed_files.contains(path))
       candidates.push_back(entry.desc);
 
   // 2. Consolidation: one group a pass, so the loop is never held for long;
@@ -696,7 +703,8 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   // it would hold its room for ever and newer content would go instead.
   std::vector<xetcache::ShardDesc> evictable;
   for (const auto& [path, entry] : ep.described)
-    if (!covered.contains(path) && !merge_targets.contains(path) && !is_set_aside(ep, path, now_mono))
+    if (!covered.contains(path) && !merge_targets.contains(path) && !is_set_aside(ep, path, now_mono) &&
+        !removed_files.contains(path))
       evictable.push_back(entry.desc);
   // Everything the client loads that is not up for eviction takes room first.
   const xetcache::CacheUsage evictable_usage = xetcache::usage_of(evictable);

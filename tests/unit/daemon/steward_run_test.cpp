@@ -587,6 +587,23 @@ TEST_F(StewardRun, AMergedFileHoldingRemovedContentIsEvictedInItsTurn) {
   EXPECT_LE(status_of(*s).chunk_entries, 12u);
 }
 
+// A removed shard's file stays, and the client goes on loading it: its
+// entries take room under the caps. Left out of the count, the cache stayed
+// over its cap by every removed file (found with the soak's removal).
+TEST_F(StewardRun, ARemovedShardCountsAgainstTheCaps) {
+  const auto removed = add(1, 10), old = add(2, 20), young = add(3, 40);  // three days: no merge
+  ASSERT_TRUE(idx->remove((*idx->source(removed))->shard, kWall));
+  config.max_chunk_entries = 8;  // 4 entries each
+  auto s = steward();
+  s->run();
+  EXPECT_TRUE(exists(removed)) << "removed shards' files are left alone";
+  EXPECT_FALSE(exists(old)) << "the removed file's entries were not counted";
+  EXPECT_TRUE(exists(young));
+  const auto st = status_of(*s);
+  EXPECT_EQ(st.chunk_entries, 8u);
+  EXPECT_EQ(st.removed_kept, 1u);
+}
+
 // Finding 5: fd0e0e3 kept pending deletions in memory only; after a restart
 // the originals stayed for good (and were merged again).
 TEST_F(StewardRun, PendingDeletionsSurviveARestartAndAreCheckedAgain) {
