@@ -35,7 +35,8 @@ std::uint64_t recent_capacity_for(const Index::Impl& im, std::uint64_t all_entri
 // (key byte and value), or past its end.
 struct Position {
   int key = -1;  // -1: not started
-  std::array<std::uint8_t, kChunkValueBytes> value{};
+  std::array<std::uint8_t, kChunkValueBytesV4> value{};
+  std::size_t width = kChunkValueBytes;  // of `value`, as the key held it
   bool done = false;
 };
 
@@ -54,7 +55,7 @@ int feed_some(MDB_txn* txn, MDB_dbi dbi, std::initializer_list<ChunkFilter*> to,
     rc = c.move(&k, &v, MDB_FIRST);
   } else {
     key = std::uint8_t(at.key);
-    k = val(&key, 1), v = val(at.value.data(), at.value.size());
+    k = val(&key, 1), v = val(at.value.data(), at.width);
     rc = c.move(&k, &v, MDB_GET_BOTH_RANGE);
     resumed = rc == 0;
     if (rc == MDB_NOTFOUND && at.key < 0xff) {  // nothing left under that key byte: the next one
@@ -68,20 +69,25 @@ int feed_some(MDB_txn* txn, MDB_dbi dbi, std::initializer_list<ChunkFilter*> to,
   for (; rc == 0; rc = c.move(&k, &v, MDB_NEXT_NODUP)) {
     if (k.mv_size != kChunkKeyBytes) return MDB_CORRUPTED;
     fp[0] = *static_cast<const std::uint8_t*>(k.mv_data);
+    // The key's width, from the duplicate the cursor is on: 11 bytes, or 12
+    // in an index of schema 4 read as it is (records.hpp).
+    const std::size_t w = v.mv_size;
+    if (!chunk_width_known(w)) return MDB_CORRUPTED;
     // A page of duplicates at a time: the table keeps them packed.
     for (rc = c.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = c.move(&k, &v, MDB_NEXT_MULTIPLE)) {
       auto p = static_cast<const std::uint8_t*>(v.mv_data);
-      std::size_t n = v.mv_size / kChunkValueBytes, i = 0;
-      if (std::exchange(resumed, false))
-        while (i < n && std::memcmp(p + i * kChunkValueBytes, at.value.data(), kChunkValueBytes) <= 0) ++i;
+      std::size_t n = v.mv_size / w, i = 0;
+      if (std::exchange(resumed, false) && at.width == w)
+        while (i < n && std::memcmp(p + i * w, at.value.data(), w) <= 0) ++i;
       for (std::size_t j = i; j < n; ++j) {
-        std::memcpy(fp + 1, p + j * kChunkValueBytes, ChunkFilter::kFingerprintBytes - 1);
+        std::memcpy(fp + 1, p + j * w, ChunkFilter::kFingerprintBytes - 1);
         for (ChunkFilter* f : to) f->add(fp);
       }
       fed += n - i;
       if (fed >= budget && n > i) {
         at.key = fp[0];
-        std::memcpy(at.value.data(), p + (n - 1) * kChunkValueBytes, kChunkValueBytes);
+        at.width = w;
+        std::memcpy(at.value.data(), p + (n - 1) * w, w);
         return 0;
       }
     }

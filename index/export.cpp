@@ -1,5 +1,5 @@
 // The raw-chunk walk (export.hpp): a merge of the two chunk tables in key
-// order, grouped by the 6 hash bytes they hold, resolved through the xorb
+// order, grouped by the 5 hash bytes they hold, resolved through the xorb
 // records to full hashes and locations.
 #include "index/export.hpp"
 
@@ -21,7 +21,7 @@ using detail::Cursor;
 
 namespace {
 
-// Key byte + the fixed 12-byte duplicate: the order both tables sort in.
+// Key byte + the fixed 11-byte duplicate: the order both tables sort in.
 constexpr std::size_t kEntryBytes = kChunkKeyBytes + kChunkValueBytes;
 constexpr std::size_t kPrefixBytes = kChunkKeyBytes + kChunkHashBytesInValue;
 
@@ -48,9 +48,12 @@ class TableStream {
       if (rc) return rc;
       op = MDB_NEXT;
       // A malformed entry is the checker's business; lookups skip it too.
-      if (k.mv_size != kChunkKeyBytes || v.mv_size != kChunkValueBytes) continue;
+      if (k.mv_size != kChunkKeyBytes || !chunk_width_known(v.mv_size)) continue;
       std::memcpy(entry_.data(), k.mv_data, kChunkKeyBytes);
-      std::memcpy(entry_.data() + kChunkKeyBytes, v.mv_data, kChunkValueBytes);
+      // A schema-4 entry (read as it is) in the current form: the entries
+      // of one prefix stay together, which is all the walk's groups need.
+      PackedChunkValue::load(static_cast<const std::uint8_t*>(v.mv_data), v.mv_size)
+          .store(entry_.data() + kChunkKeyBytes);
       return 0;
     }
   }

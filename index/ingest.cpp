@@ -140,26 +140,16 @@ struct FreshXorb {
   XorbId id;
 };
 
-// The 12 duplicate bytes of a chunk entry (chunk_entry()) as two big-endian
-// integers, so that integer order is LMDB's memcmp order: sorting these is
-// several times cheaper than sorting byte arrays with memcmp.
-struct PackedEntry {
-  std::uint64_t hi;  // value bytes 0..7: hash bytes 1..5, xorb id bytes 0..2
-  std::uint32_t lo;  // value bytes 8..11: xorb id byte 3, chunk index
-  bool operator<(const PackedEntry& o) const { return hi < o.hi || (hi == o.hi && lo < o.lo); }
-};
-static_assert(kChunkKeyBytes == 1 && kChunkHashBytesInValue == 5 && kChunkValueBytes == 12);
+using PackedEntry = PackedChunkValue;
 
 PackedEntry pack(const std::uint8_t* stored_hash, XorbId id, std::uint32_t index) {
-  std::uint64_t hash40 = load_be64(stored_hash + 1) & ~std::uint64_t(0xFFFFFF);
-  return {hash40 | (id >> 8), (id & 0xFFu) << 24 | index};
+  return PackedChunkValue::of(stored_hash, id, index);
 }
 
 ChunkEntryKey unpack(std::uint8_t key, const PackedEntry& p) {
   ChunkEntryKey e;
   e.key[0] = key;
-  store_be64(e.value.data(), p.hi);
-  store_be32(e.value.data() + 8, p.lo);
+  p.store(e.value.data());
   return e;
 }
 
@@ -252,7 +242,7 @@ class EntryWriter {
       if ((rc = mdb_cursor_get(cursor_.get(), &key, &v, MDB_LAST_DUP))) return rc;
       if (v.mv_size != kChunkValueBytes) return MDB_CORRUPTED;
       auto p = static_cast<const std::uint8_t*>(v.mv_data);
-      PackedEntry last{load_be64(p), load_be32(p + 8)};
+      PackedEntry last = PackedChunkValue::load(p, kChunkValueBytes);
       appends = std::upper_bound(b, e, last);
     } else if (rc != MDB_NOTFOUND) {
       return rc;

@@ -141,11 +141,13 @@ class Checker {
     std::uint64_t total = 0;
     auto entry = [&](const MDB_val& k, const MDB_val& v) {
       ++total;
-      if (k.mv_size != kChunkKeyBytes || v.mv_size != kChunkValueBytes)
-        return problem("chunks: item of the wrong size");
+      // Schema 5 has only 11-byte entries; an older one (read-only, or an
+      // upgrade a kill interrupted) may still hold 12-byte keys.
+      const bool width_ok = d_.version >= 5 ? v.mv_size == kChunkValueBytes : chunk_width_known(v.mv_size);
+      if (k.mv_size != kChunkKeyBytes || !width_ok) return problem("chunks: item of the wrong size");
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
-      XorbId id = chunk_value_xorb(dup);
-      std::uint32_t index = chunk_value_index(dup);
+      XorbId id = chunk_value_xorb(dup, v.mv_size);
+      std::uint32_t index = chunk_value_index(dup, v.mv_size);
       auto it = xorbs_.find(id);
       if (it == xorbs_.end()) return problem("orphan chunk entry: xorb id " + std::to_string(id) + " does not exist");
       if (index >= it->second.num_chunks()) return problem("chunk entry past the end of xorb id " + std::to_string(id));

@@ -169,7 +169,7 @@ class ChunkReader {
     return {!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(stored.data())), true};
   }
 
-  // Every duplicate of search `s` whose 48 bits match, as candidates.
+  // Every duplicate of search `s` whose 40 bits match, as candidates.
   int search(std::uint32_t s) {
     const Search& what = searches_[s];
     auto probe_value = chunk_probe(what.stored.data());
@@ -179,8 +179,8 @@ class ChunkReader {
     int rc = mdb_cursor_get(table, &k, &v, MDB_GET_BOTH_RANGE);
     while (rc == 0) {
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
-      if (v.mv_size != kChunkValueBytes || !chunk_value_matches(dup, what.stored.data())) break;
-      candidates_.push_back({rank++, s, chunk_value_xorb(dup), chunk_value_index(dup)});
+      if (!chunk_width_known(v.mv_size) || !chunk_value_matches(dup, what.stored.data())) break;
+      candidates_.push_back({rank++, s, chunk_value_xorb(dup, v.mv_size), chunk_value_index(dup, v.mv_size)});
       rc = mdb_cursor_get(table, &k, &v, MDB_NEXT_DUP);
     }
     return rc == MDB_NOTFOUND ? 0 : rc;

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "index/duplicates.hpp"
 #include "index/impl.hpp"
 #include "index/tuning.hpp"
 
@@ -14,7 +15,10 @@ std::uint64_t detail::g_merge_step_entries = std::uint64_t(1) << 19;
 std::uint64_t detail::g_merge_rewrite_entries = std::uint64_t(1) << 21;
 
 using namespace records;
+using detail::ChunkKey;
+using detail::copy_duplicates;
 using detail::Cursor;
+using detail::key_entries;
 
 namespace {
 
@@ -38,57 +42,11 @@ int entries(MDB_txn* txn, MDB_dbi dbi, std::uint64_t& n) {
   return rc;
 }
 
-// The duplicates of `key` in the cursor's table (0 when it has none).
-int key_entries(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key, std::uint64_t& n) {
-  n = 0;
-  MDB_val k = val(key.data(), key.size()), v;
-  int rc = c.move(&k, &v, MDB_SET_KEY);
-  if (rc == MDB_NOTFOUND) return 0;
-  if (rc) return rc;
-  std::size_t count = 0;
-  if ((rc = mdb_cursor_count(c.get(), &count))) return rc;
-  n = count;
-  return 0;
-}
-
-// Appends the `count` duplicates of `key` to `out`, a page at a time: they
-// are copied because writing moves pages.
-int copy_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key, std::uint64_t count,
-                    std::vector<std::uint8_t>& out) {
-  if (count == 0) return 0;
-  MDB_val k = val(key.data(), key.size()), v;
-  int rc = c.move(&k, &v, MDB_SET_KEY);
-  if (rc) return rc;
-  auto append = [&](const MDB_val& x) {
-    out.insert(out.end(), static_cast<const std::uint8_t*>(x.mv_data),
-               static_cast<const std::uint8_t*>(x.mv_data) + x.mv_size);
-  };
-  // A single value is not a duplicate set: MDB_GET_MULTIPLE leaves it out.
-  if (count == 1) {
-    append(v);
-    return 0;
-  }
-  for (rc = c.move(&k, &v, MDB_GET_MULTIPLE); rc == 0; rc = c.move(&k, &v, MDB_NEXT_MULTIPLE)) append(v);
-  return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-// Puts `values` (whole kChunkValueBytes records, in order) under `key` in
-// one call; `flags` adds MDB_APPENDDUP when they all go after what is there.
-int put_duplicates(const Cursor& c, const std::array<std::uint8_t, kChunkKeyBytes>& key,
-                   std::span<const std::uint8_t> values, unsigned flags) {
-  std::size_t n = values.size() / kChunkValueBytes;
-  if (n == 0) return 0;
-  MDB_val mk = val(key.data(), key.size());
-  MDB_val mv[2] = {val(values.data(), kChunkValueBytes), MDB_val{n, nullptr}};
-  if (int rc = mdb_cursor_put(c.get(), &mk, mv, MDB_MULTIPLE | flags)) return rc;
-  return mv[1].mv_size == n ? 0 : MDB_CORRUPTED;
-}
-
 // Puts both sorted runs of records under `key`, in order, each record once
 // (an entry can be in both tables when a shard came back while its first
 // copy was merged), appended a run of kPutRecords at a time.
-int put_merged(const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes>& key,
-               const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b, std::vector<std::uint8_t>& run) {
+int put_merged(const Cursor& main, const ChunkKey& key, const std::vector<std::uint8_t>& a,
+               const std::vector<std::uint8_t>& b, std::vector<std::uint8_t>& run) {
   constexpr std::size_t w = kChunkValueBytes, kPutRecords = 4096;
   run.resize(kPutRecords * w);
   std::size_t i = 0, j = 0, n = 0;
@@ -98,7 +56,7 @@ int put_merged(const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes
     if (d <= 0) i += w;
     if (d >= 0) j += w;
     if (n == kPutRecords || (i == a.size() && j == b.size())) {
-      if (int rc = put_duplicates(main, key, std::span(run.data(), n * w), MDB_APPENDDUP)) return rc;
+      if (int rc = detail::put_duplicates(main, key, std::span(run.data(), n * w), w, MDB_APPENDDUP)) return rc;
       n = 0;
     }
   }
@@ -111,13 +69,13 @@ int put_merged(const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes
 // When they are at least 1/kRewriteShare of the key's old entries, every
 // page of the key is rewritten anyway: then the key is written afresh, all
 // in order, and LMDB fills each page before it starts the next.
-int merge_key(const Cursor& recent, const Cursor& main, const std::array<std::uint8_t, kChunkKeyBytes>& key,
-              std::uint64_t in_recent, std::uint64_t in_main, MergeBuffers& buf) {
+int merge_key(const Cursor& recent, const Cursor& main, const ChunkKey& key, std::uint64_t in_recent,
+              std::uint64_t in_main, MergeBuffers& buf) {
   constexpr std::uint64_t kRewriteShare = 64;
   buf.recent.clear();
   if (int rc = copy_duplicates(recent, key, in_recent, buf.recent)) return rc;
   if (in_main > detail::g_merge_rewrite_entries || in_recent * kRewriteShare < in_main)
-    return put_duplicates(main, key, buf.recent, 0);
+    return detail::put_duplicates(main, key, buf.recent, kChunkValueBytes, 0);
   buf.main.clear();
   if (in_main > 0) {
     MDB_val k = val(key.data(), key.size()), v;
@@ -149,7 +107,7 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& nex
       break;
     }
     if (rc) return rc;
-    std::array<std::uint8_t, kChunkKeyBytes> key;
+    ChunkKey key;
     if (k.mv_size != key.size()) return MDB_CORRUPTED;
     std::memcpy(key.data(), k.mv_data, key.size());
     std::uint64_t in_recent = 0, in_main = 0;

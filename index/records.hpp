@@ -6,11 +6,14 @@
 // Space: the chunk table is the only per-chunk structure besides the xorb
 // record (which keeps the 48-byte CAS entries as stored, in dense overflow
 // pages). It is an MDB_DUPSORT|MDB_DUPFIXED table whose key is the first
-// byte of the stored chunk hash and whose fixed 12-byte duplicates are
-// (next 5 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
-// without per-item headers, so an entry costs 12 bytes / page fill. The 48
-// bits of hash only pick candidates; the full 32 bytes in the xorb record
-// decide a match.
+// byte of the stored chunk hash and whose fixed 11-byte duplicates are
+// (next 4 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
+// without per-item headers, so an entry costs 11 bytes / page fill. The 40
+// bits of hash only pick candidates (at 10 M entries a probe meets a
+// stranger's 40 bits once in about 100,000); the full 32 bytes in the xorb
+// record decide a match. Schema 4 and earlier kept 5 hash bytes in 12-byte
+// duplicates: upgrade.cpp rewrites them, and readers take either width from
+// the size LMDB gives them (a key's duplicates all have one width).
 #pragma once
 
 #include <lmdb.h>
@@ -51,8 +54,11 @@ inline std::span<const std::uint8_t> span_of(const MDB_val& v) {
 
 // ---- chunk table ----------------------------------------------------------
 inline constexpr std::size_t kChunkKeyBytes = 1;
-inline constexpr std::size_t kChunkHashBytesInValue = 5;
+inline constexpr std::size_t kChunkHashBytesInValue = 4;
 inline constexpr std::size_t kChunkValueBytes = kChunkHashBytesInValue + 4 + 3;
+// Schema 4 and earlier: one more hash byte in front (upgrade.cpp).
+inline constexpr std::size_t kChunkValueBytesV4 = kChunkValueBytes + 1;
+inline bool chunk_width_known(std::size_t width) { return width == kChunkValueBytes || width == kChunkValueBytesV4; }
 inline constexpr std::uint32_t kMaxChunksPerXorb = 1u << 24;  // chunk index is 24 bits
 inline constexpr std::uint32_t kMaxXorbId = UINT32_MAX;
 
@@ -80,14 +86,38 @@ inline std::array<std::uint8_t, kChunkValueBytes> chunk_probe(const std::uint8_t
   std::memcpy(v.data(), stored_hash + kChunkKeyBytes, kChunkHashBytesInValue);
   return v;
 }
+// A duplicate of either width (chunk_width_known) starts with the same hash
+// bytes and ends with the xorb id and chunk index.
 inline bool chunk_value_matches(const std::uint8_t* value, const std::uint8_t* stored_hash) {
   return std::memcmp(value, stored_hash + kChunkKeyBytes, kChunkHashBytesInValue) == 0;
 }
-inline std::uint32_t chunk_value_xorb(const std::uint8_t* value) { return load_be32(value + kChunkHashBytesInValue); }
-inline std::uint32_t chunk_value_index(const std::uint8_t* value) {
-  const std::uint8_t* p = value + kChunkHashBytesInValue + 4;
+inline std::uint32_t chunk_value_xorb(const std::uint8_t* value, std::size_t width = kChunkValueBytes) {
+  return load_be32(value + width - 7);
+}
+inline std::uint32_t chunk_value_index(const std::uint8_t* value, std::size_t width = kChunkValueBytes) {
+  const std::uint8_t* p = value + width - 3;
   return std::uint32_t(p[0]) << 16 | std::uint32_t(p[1]) << 8 | p[2];
 }
+
+// An 11-byte duplicate as two integers whose order is LMDB's memcmp order:
+// sorting these is several times cheaper than sorting byte arrays.
+struct PackedChunkValue {
+  std::uint64_t hi = 0;  // value bytes 0..7: hash bytes 1..4, xorb id
+  std::uint32_t lo = 0;  // value bytes 8..10: chunk index
+  bool operator<(const PackedChunkValue& o) const { return hi < o.hi || (hi == o.hi && lo < o.lo); }
+  static PackedChunkValue of(const std::uint8_t* stored_hash, std::uint32_t xorb_id, std::uint32_t index) {
+    return {std::uint64_t(load_be32(stored_hash + kChunkKeyBytes)) << 32 | xorb_id, index};
+  }
+  // From a stored duplicate of either width.
+  static PackedChunkValue load(const std::uint8_t* value, std::size_t width) {
+    return {std::uint64_t(load_be32(value)) << 32 | chunk_value_xorb(value, width), chunk_value_index(value, width)};
+  }
+  void store(std::uint8_t* value) const {
+    store_be64(value, hi);
+    value[8] = std::uint8_t(lo >> 16), value[9] = std::uint8_t(lo >> 8), value[10] = std::uint8_t(lo);
+  }
+};
+static_assert(kChunkKeyBytes == 1 && kChunkHashBytesInValue == 4 && kChunkValueBytes == 11);
 
 // ---- xorb ids -------------------------------------------------------------
 using XorbId = std::uint32_t;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "index/records.hpp"
+#include "index/upgrade.hpp"
 
 namespace dedupd::index::schema {
 
@@ -48,10 +49,10 @@ std::uint32_t added_in(MDB_dbi Dbs::*member) {
 }
 
 // The chunk tables are searched more than anything else, and LMDB's default
-// comparison calls memcmp through the PLT for every 1-byte key and 12-byte
+// comparison calls memcmp through the PLT for every 1-byte key and 11-byte
 // duplicate it passes. These give exactly memcmp's order (so mdb_dump,
-// mdb_load and every earlier index agree), inline. Other sizes never occur
-// in these tables; they fall back to LMDB's rule all the same.
+// mdb_load and every earlier index agree), inline. Other sizes (a schema-4
+// key's 12 bytes, read as it is) fall back to LMDB's rule all the same.
 int compare_bytes(const MDB_val* a, const MDB_val* b) {
   std::size_t n = std::min(a->mv_size, b->mv_size);
   if (int d = std::memcmp(a->mv_data, b->mv_data, n)) return d;
@@ -66,11 +67,12 @@ int compare_chunk_key(const MDB_val* a, const MDB_val* b) {
 
 int compare_chunk_value(const MDB_val* a, const MDB_val* b) {
   if (a->mv_size != records::kChunkValueBytes || b->mv_size != records::kChunkValueBytes) return compare_bytes(a, b);
-  static_assert(records::kChunkValueBytes == 12);
+  static_assert(records::kChunkValueBytes == 11);
   auto p = static_cast<const std::uint8_t*>(a->mv_data), q = static_cast<const std::uint8_t*>(b->mv_data);
   std::uint64_t x = records::load_be64(p), y = records::load_be64(q);
   if (x != y) return x < y ? -1 : 1;
-  std::uint32_t u = records::load_be32(p + 8), v = records::load_be32(q + 8);
+  std::uint32_t u = std::uint32_t(p[8]) << 16 | std::uint32_t(p[9]) << 8 | p[10];
+  std::uint32_t v = std::uint32_t(q[8]) << 16 | std::uint32_t(q[9]) << 8 | q[10];
   return u < v ? -1 : u > v;
 }
 
@@ -148,6 +150,12 @@ int set_chunk_order(MDB_txn* txn, const Dbs& dbs) {
   return 0;
 }
 
+int put_version(MDB_txn* txn, const Dbs& dbs) {
+  std::uint32_t version = kVersion;
+  MDB_val k = name_key(kSchemaVersion), v = records::val(&version, 4);
+  return mdb_put(txn, dbs.meta, &k, &v, 0);
+}
+
 // The tables as they are, in a read transaction: for --check, which must
 // not write (not even the upgrade of an older schema).
 Result<Dbs> open_read_only(lmdb::Env& env) {
@@ -184,13 +192,14 @@ Result<Dbs> open_read_only(lmdb::Env& env) {
 Result<Dbs> open(lmdb::Env& env) {
   if (env.options().read_only) return open_read_only(env);
   Dbs dbs{};
+  std::uint32_t found = kVersion;
   auto not_ours = [&](const std::string& why) { return make_error(kRuleSchema, env.options().dir + ": " + why); };
   auto status = env.write(
       [&](MDB_txn* txn) -> lmdb::TxnResult {
         MDB_dbi main;
         if (int rc = mdb_dbi_open(txn, nullptr, 0, &main)) return rc;
         int rc = mdb_dbi_open(txn, "meta", 0, &dbs.meta);
-        bool fresh = false, upgrade = false;
+        bool fresh = false, older = false;
         if (rc == MDB_NOTFOUND) {
           MDB_stat st;
           if ((rc = mdb_stat(txn, main, &st))) return rc;
@@ -206,13 +215,13 @@ Result<Dbs> open(lmdb::Env& env) {
         if (!fresh) {
           // Check the version before touching anything: never create
           // tables inside an index this code does not understand.
-          std::uint32_t found = 0;
+          found = 0;
           std::string why;
           if ((rc = read_version(txn, dbs.meta, found, why))) return rc;
           if (!why.empty()) return not_ours(why);
           // An older layout this code can upgrade: the missing tables are
           // created below and the version written, in this transaction.
-          upgrade = found != kVersion;
+          older = found != kVersion;
         }
         for (const Table& t : kTables) {
           if ((rc = mdb_dbi_open(txn, t.name, t.flags | MDB_CREATE, &(dbs.*t.member)))) {
@@ -224,13 +233,20 @@ Result<Dbs> open(lmdb::Env& env) {
           }
         }
         if ((rc = set_chunk_order(txn, dbs))) return rc;
-        if (!fresh && !upgrade) return 0;
-        std::uint32_t version = kVersion;
-        MDB_val k = name_key(kSchemaVersion), v = records::val(&version, 4);
-        return mdb_put(txn, dbs.meta, &k, &v, 0);
+        if (!fresh && !older) return 0;
+        // Before 5 the chunk entries are rewritten first, in transactions
+        // of their own: the version says 5 only once all of them are.
+        if (older && found < 5) return 0;
+        return put_version(txn, dbs);
       },
       "opening the index tables");
   if (!status) return status.error();
+  if (found < 5) {
+    if (auto st = upgrade::chunk_entries_to_v5(env, dbs); !st) return st.error();
+    status =
+        env.write([&](MDB_txn* txn) -> lmdb::TxnResult { return put_version(txn, dbs); }, "writing the schema version");
+    if (!status) return status.error();
+  }
   return dbs;
 }
 

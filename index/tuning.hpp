@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace dedupd::index::detail {
 
@@ -27,10 +28,17 @@ extern std::uint64_t g_merge_rewrite_entries;
 // as ingest): what it holds of a shard's entries, whatever its size.
 extern std::size_t g_remove_run_entries;
 
-// Chunk entries a chunk filter build logs while it reads (6 bytes each,
-// 24 MiB): the daemon's private memory stays bounded when ingest runs flat
+// Chunk entries a chunk filter build logs while it reads (5 bytes each,
+// 20 MiB): the daemon's private memory stays bounded when ingest runs flat
 // out beside a long build (two minutes at 268 M entries). Past it the build
 // is given up and asked again once ingest is idle.
 extern std::size_t g_filter_catch_up_entries;
+
+// Chunk entries one transaction of the schema-5 upgrade rewrites (whole key
+// bytes, always one): 2^19 is 6 MiB copied and about 1,500 pages dirtied.
+extern std::uint64_t g_upgrade_step_entries;
+// Tests: called after each committed step of that upgrade (a kill there is
+// a throw that leaves the index as a kill would).
+extern std::function<void()> g_after_upgrade_step;
 
 }  // namespace dedupd::index::detail

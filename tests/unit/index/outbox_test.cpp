@@ -17,8 +17,10 @@
 namespace dedupd::index {
 namespace {
 
+using gen::copy_of_fixture_index;
 using gen::IndexFixture;
 using gen::OwnedShard;
+using gen::schema_version_on_disk;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -190,32 +192,6 @@ TEST_F(Outbox, RebuiltShardCarriesTheSameEntries) {
   auto unknown = idx->rebuild_shard(gen::hash_of_seed(5));
   ASSERT_TRUE(unknown);
   EXPECT_FALSE(*unknown);
-}
-
-std::uint32_t schema_version_on_disk(const std::string& dir) {
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi meta;
-  std::uint32_t version = 0;
-  if (mdb_dbi_open(txn, "meta", 0, &meta) == 0) {
-    MDB_val k{14, const_cast<char*>("schema_version")}, v;
-    if (mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
-  }
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
-  return version;
-}
-
-// A copy of tests/fixtures/<name>/data.mdb in tmp/idx; its directory.
-std::string copy_of_fixture_index(const gen::TempDir& tmp, const std::string& name) {
-  std::string dir = (tmp / "idx");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/" + name + "/data.mdb", dir + "/data.mdb");
-  return dir;
 }
 
 // tests/fixtures/index-v1/README.md says how the index was written (by the
@@ -415,7 +391,7 @@ TEST(IndexSchemaUpgrade, Version2IndexOfC91351cOpensAsTheCurrentVersionAndItsSha
 // tests/fixtures/index-v3/README.md says how the index was written (by
 // release fd0e0e3): the real server shard live, a raw shard, and a keyed
 // one that expired under that release.
-TEST(IndexSchemaUpgrade, Version3IndexOfFd0e0e3OpensAsVersion4AndKeepsTheFormsOfShardsThatExpireFromThenOn) {
+TEST(IndexSchemaUpgrade, Version3IndexOfFd0e0e3OpensAsTheCurrentVersionAndKeepsTheFormsOfShardsThatExpireFromThenOn) {
   gen::TempDir tmp;
   const std::string dir = copy_of_fixture_index(tmp, "index-v3");
   ASSERT_EQ(schema_version_on_disk(dir), 3u);
@@ -437,7 +413,7 @@ TEST(IndexSchemaUpgrade, Version3IndexOfFd0e0e3OpensAsVersion4AndKeepsTheFormsOf
     auto opened = Index::open(o);
     ASSERT_TRUE(opened) << opened.error().to_string();
     auto& idx = **opened;
-    EXPECT_EQ(idx.schema_version(), 4u);
+    EXPECT_EQ(idx.schema_version(), schema::kVersion);
     EXPECT_THAT(*idx.check_invariants(), IsEmpty());
     auto st = idx.stats();
     ASSERT_TRUE(st);
@@ -459,7 +435,7 @@ TEST(IndexSchemaUpgrade, Version3IndexOfFd0e0e3OpensAsVersion4AndKeepsTheFormsOf
     EXPECT_EQ((*held)[0].hash, gone->front());
     EXPECT_THAT(*idx.check_invariants(), IsEmpty());
   }
-  EXPECT_EQ(schema_version_on_disk(dir), 4u);
+  EXPECT_EQ(schema_version_on_disk(dir), schema::kVersion);
 }
 
 // A parked entry leaves the queue with its reason and comes back at the end

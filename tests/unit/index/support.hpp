@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +48,35 @@ inline std::map<std::string, std::size_t> table_items(const std::string& dir) {
   mdb_env_close(env);
   return out;
 }
+
+// The schema version written in an index, read while no Index has it open.
+inline std::uint32_t schema_version_on_disk(const std::string& dir) {
+  MDB_env* env = nullptr;
+  EXPECT_EQ(mdb_env_create(&env), 0);
+  mdb_env_set_maxdbs(env, 32);
+  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
+  MDB_txn* txn = nullptr;
+  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+  MDB_dbi meta;
+  std::uint32_t version = 0;
+  if (mdb_dbi_open(txn, "meta", 0, &meta) == 0) {
+    MDB_val k{14, const_cast<char*>("schema_version")}, v;
+    if (mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
+  }
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return version;
+}
+
+#ifdef DEDUPD_FIXTURE_DIR
+// A copy of tests/fixtures/<name>/data.mdb in tmp/idx; its directory.
+inline std::string copy_of_fixture_index(const TempDir& tmp, const std::string& name) {
+  std::string dir = (tmp / "idx");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(DEDUPD_FIXTURE_DIR) + "/" + name + "/data.mdb", dir + "/data.mdb");
+  return dir;
+}
+#endif
 
 class IndexFixture : public ::testing::Test {
  protected:

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include "index/records.hpp"
 #include "index/tuning.hpp"
 #include "tests/unit/index/support.hpp"
 
@@ -177,7 +178,7 @@ TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
     }
   EXPECT_THAT(*(*idx)->check_invariants(), IsEmpty());
   idx->reset();
-  const std::size_t per_page = (4096 - 16) / 12, full = (6000 + per_page - 1) / per_page;
+  const std::size_t per_page = (4096 - 16) / records::kChunkValueBytes, full = (6000 + per_page - 1) / per_page;
   EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
   EXPECT_LE(pages_of_key(o.dir, "chunks_recent", 0x20), full);
   EXPECT_GE(pages_of_key(o.dir, "chunks_recent", 0x10), full);
@@ -300,7 +301,7 @@ TEST(MergeSteps, AMergeGoesOnAcrossIngestsASliceAtATime) {
 // afresh in order, every page full; a smaller one merges in place.
 TEST(MergeSteps, AMergeWritesAKeyAfreshWithItsPagesFull) {
   const std::uint64_t saved = detail::g_merge_rewrite_entries;
-  const std::size_t per_page = (4096 - 16) / 12;
+  const std::size_t per_page = (4096 - 16) / records::kChunkValueBytes;
   auto pages_after_rounds = [&](std::uint64_t rewrite_up_to, std::size_t& entries) {
     detail::g_merge_rewrite_entries = rewrite_up_to;
     TempDir tmp;

@@ -1,0 +1,107 @@
+#include "index/upgrade.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "index/duplicates.hpp"
+#include "index/tuning.hpp"
+
+namespace dedupd::index {
+
+std::uint64_t detail::g_upgrade_step_entries = std::uint64_t(1) << 19;
+std::function<void()> detail::g_after_upgrade_step;
+
+namespace upgrade {
+
+namespace {
+
+using namespace records;
+using detail::ChunkKey;
+using detail::Cursor;
+
+// Rewrites the key's 12-byte duplicates (`count` of them) as 11 bytes.
+// Dropping a hash byte can change their order (two entries with the same
+// first four bytes sort on the fifth before, on the xorb id after), so they
+// are sorted again, then written afresh in order, pages full.
+int convert_key(const Cursor& c, const ChunkKey& key, std::uint64_t count, std::vector<std::uint8_t>& old,
+                std::vector<PackedChunkValue>& packed, std::vector<std::uint8_t>& out) {
+  old.clear();
+  if (int rc = detail::copy_duplicates(c, key, count, old)) return rc;
+  if (old.size() != count * kChunkValueBytesV4) return MDB_CORRUPTED;
+  packed.resize(count);
+  for (std::size_t i = 0; i < count; ++i)
+    packed[i] = PackedChunkValue::load(&old[i * kChunkValueBytesV4], kChunkValueBytesV4);
+  std::sort(packed.begin(), packed.end());
+  out.resize(count * kChunkValueBytes);
+  for (std::size_t i = 0; i < count; ++i) packed[i].store(&out[i * kChunkValueBytes]);
+  MDB_val k = val(key.data(), key.size()), v;
+  int rc;
+  if ((rc = c.move(&k, &v, MDB_SET)) || (rc = mdb_cursor_del(c.get(), MDB_NODUPDATA))) return rc;
+  // In runs, as the merge puts them: each call's work stays even.
+  constexpr std::size_t kRun = 4096;
+  for (std::size_t at = 0; at < count; at += kRun) {
+    const std::size_t n = std::min<std::size_t>(kRun, count - at);
+    if ((rc = detail::put_duplicates(c, key, std::span(out).subspan(at * kChunkValueBytes, n * kChunkValueBytes),
+                                     kChunkValueBytes, MDB_APPENDDUP)))
+      return rc;
+  }
+  return 0;
+}
+
+// The first key byte at or after `from` whose duplicates are 12 bytes, and
+// how many it has; 0x100 when none is left.
+int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& count) {
+  for (key = from; key <= 0xff; ++key) {
+    std::uint8_t b = std::uint8_t(key);
+    MDB_val k = val(&b, 1), v;
+    int rc = c.move(&k, &v, MDB_SET_KEY);
+    if (rc == MDB_NOTFOUND) continue;
+    if (rc) return rc;
+    if (v.mv_size == kChunkValueBytes) continue;
+    if (v.mv_size != kChunkValueBytesV4) return MDB_CORRUPTED;
+    return detail::key_entries(c, {b}, count);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
+  std::vector<std::uint8_t> old, out;
+  std::vector<PackedChunkValue> packed;
+  for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
+    for (unsigned from = 0; from <= 0xff;) {
+      unsigned next = from;
+      auto status = env.write(
+          [&](MDB_txn* txn) -> lmdb::TxnResult {
+            next = from;
+            Cursor c;
+            if (int rc = c.open(txn, table)) return rc;
+            std::uint64_t taken = 0;
+            for (;;) {
+              unsigned key = 0;
+              std::uint64_t count = 0;
+              if (int rc = next_old_key(c, next, key, count)) return rc;
+              if (key > 0xff || (taken > 0 && taken + count > detail::g_upgrade_step_entries)) {
+                next = key;
+                break;
+              }
+              if (int rc = convert_key(c, {std::uint8_t(key)}, count, old, packed, out)) return rc;
+              taken += count;
+              next = key + 1;
+            }
+            return taken > 0 ? lmdb::TxnResult::commit() : lmdb::TxnResult::rollback();
+          },
+          "upgrading the chunk entries to schema 5");
+      if (!status) return status;
+      from = next;
+      if (detail::g_after_upgrade_step) detail::g_after_upgrade_step();
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace upgrade
+}  // namespace dedupd::index
