@@ -23,10 +23,13 @@ bool is_no_space(int rc) { return rc == ENOSPC || rc == EFBIG || rc == EDQUOT; }
 
 // A growth step never goes below this on a nearly full disk.
 constexpr std::uint64_t kMinGrowthStep = 64 * 1024;
-// The first growth of a write() call adds an eighth of the map (at least
-// this); each further growth in the same call doubles the step, so a large
-// transaction needs few retries and a small index stays small on disk
-// (data.mdb is as large as the map).
+// The first growth of a write() call adds 1/kGrowthShare of the map (at
+// least this); each further growth in the same call doubles the step, so a
+// large transaction needs few retries. data.mdb is as large as the map, so
+// the share is what the file holds ahead of the pages ever used: an eighth
+// left 10 % of a 10 M-entry index's file unused (4.9 B of its 54.6 B an
+// entry); a 32nd leaves at most 3 %.
+constexpr std::uint64_t kGrowthShare = 32;
 constexpr std::uint64_t kGrowthFloor = 1 << 20;
 
 }  // namespace
@@ -221,7 +224,7 @@ Status Env::grow(unsigned growths) {
   if (old_size >= options_.max_map_size)
     return make_error(kRuleMapFull, "the index map is full at its maximum size (" + std::to_string(old_size) +
                                         " bytes); raise the maximum map size");
-  std::uint64_t step = std::max(old_size / 8, kGrowthFloor) << std::min(growths, 24u);
+  std::uint64_t step = std::max(old_size / kGrowthShare, kGrowthFloor) << std::min(growths, 24u);
   std::uint64_t new_size;
   for (;;) {
     new_size = std::min(old_size + step, options_.max_map_size);
