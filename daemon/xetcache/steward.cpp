@@ -588,11 +588,9 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
   for (const auto& p : ep.pending)
     if (facts_of(p.original).state == FileState::removed) ep.holds_removed[p.merged] = p.original;
   std::erase_if(ep.pending, [&](const Pending& p) { return ep.holds_removed.contains(p.merged); });
-  std::erase_if(ep.holds_removed, [&](const auto& kv) { return facts_of(kv.first).state != FileState::taken; });
-  st.holds_removed.clear();
-  for (const auto& [merged, original] : ep.holds_removed)
-    st.holds_removed.push_back(merged + " holds the content of " + original +
-                               ", which an admin removed: remove that merged shard too");
+  std::erase_if(ep.holds_removed, [&](const auto& kv) {
+    return !on_disk.contains(kv.first) || facts_of(kv.first).state != FileState::taken;
+  });
   xetcache::CacheUsage gone;  // of the described files deleted here
   auto count_gone = [&](const std::string& path) {
     auto d = ep.described.find(path);
@@ -744,6 +742,7 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     if (err == 0) {
       ++st.evicted;
       changed = true;
+      ep.holds_removed.erase(d.path);  // the status names no file that is gone
       if (dry_run_)
         dry_steps_[dir].push_back(
             {"evict", {d.path}, "over the cache's caps; " + decision.why, d.size, d.chunk_entries});
@@ -754,6 +753,10 @@ bool CacheSteward::run_endpoint(RootState& root, const std::string& dir, const s
     left.chunk_entries -= d.chunk_entries;
   }
   ep.evicting = std::move(evicting);
+  st.holds_removed.clear();
+  for (const auto& [merged, original] : ep.holds_removed)
+    st.holds_removed.push_back(merged + " holds the content of " + original +
+                               ", which an admin removed: remove that merged shard too");
 
   // What the client loads now: the rest and what was not up for eviction
   // (a merged file just written is described once indexed, next pass).

@@ -583,6 +583,7 @@ TEST_F(StewardRun, AMergedFileHoldingRemovedContentIsEvictedInItsTurn) {
   s->run();
   EXPECT_TRUE(exists(newest)) << "the newest shard was evicted while an older merged file stayed";
   EXPECT_FALSE(exists(held)) << "the merged file holding removed content kept its room";
+  EXPECT_TRUE(status_of(*s).holds_removed.empty()) << "the status names a file that is gone";
   EXPECT_TRUE(exists(a)) << "removed shards' files are left alone";
   EXPECT_LE(status_of(*s).chunk_entries, 12u);
 }
