@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -23,48 +25,64 @@ inline const char* const kTables[] = {"meta",        "shards", "shard_refs",  "e
                                       "xorb_ids",    "xorbs",  "xorb_shards", "chunks", "files",
                                       "file_shards", "sha256", "sources"};
 
-// Items (duplicates included) per table, read with plain LMDB calls while
-// no Index has the directory open.
+// An index directory opened with plain LMDB calls while no Index has it
+// open (to prove "nothing left" without trusting the API): one transaction,
+// read-only unless `write`, aborted with the object unless committed.
+class RawIndex {
+ public:
+  explicit RawIndex(const std::string& dir, bool write = false) {
+    EXPECT_EQ(mdb_env_create(&env_), 0);
+    mdb_env_set_maxdbs(env_, 32);
+    mdb_env_set_mapsize(env_, 1ull << 30);
+    EXPECT_EQ(mdb_env_open(env_, dir.c_str(), write ? 0 : MDB_RDONLY, 0640), 0);
+    EXPECT_EQ(mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn_), 0);
+  }
+  RawIndex(const RawIndex&) = delete;
+  RawIndex& operator=(const RawIndex&) = delete;
+  ~RawIndex() {
+    if (txn_) mdb_txn_abort(txn_);
+    mdb_env_close(env_);
+  }
+  MDB_env* env() const { return env_; }
+  MDB_txn* txn() const { return txn_; }
+  // The table's handle, or nullopt when it does not exist.
+  std::optional<MDB_dbi> table(const char* name, unsigned flags = 0) const {
+    MDB_dbi dbi;
+    if (mdb_dbi_open(txn_, name, flags, &dbi) != 0) return std::nullopt;
+    return dbi;
+  }
+  int commit() { return mdb_txn_commit(std::exchange(txn_, nullptr)); }
+
+ private:
+  MDB_env* env_ = nullptr;
+  MDB_txn* txn_ = nullptr;
+};
+
+// Items (duplicates included) per table.
 inline std::map<std::string, std::size_t> table_items(const std::string& dir) {
   std::map<std::string, std::size_t> out;
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  mdb_env_set_mapsize(env, 1ull << 30);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+  RawIndex raw(dir);
   for (const char* name : kTables) {
-    MDB_dbi dbi;
-    if (mdb_dbi_open(txn, name, 0, &dbi) != 0) {
+    auto dbi = raw.table(name);
+    if (!dbi) {
       out[name] = SIZE_MAX;
       continue;
     }
     MDB_stat st;
-    mdb_stat(txn, dbi, &st);
+    mdb_stat(raw.txn(), *dbi, &st);
     out[name] = st.ms_entries;
   }
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   return out;
 }
 
-// The schema version written in an index, read while no Index has it open.
+// The schema version written in an index.
 inline std::uint32_t schema_version_on_disk(const std::string& dir) {
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi meta;
+  RawIndex raw(dir);
   std::uint32_t version = 0;
-  if (mdb_dbi_open(txn, "meta", 0, &meta) == 0) {
+  if (auto meta = raw.table("meta")) {
     MDB_val k{14, const_cast<char*>("schema_version")}, v;
-    if (mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
+    if (mdb_get(raw.txn(), *meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
   }
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   return version;
 }
 

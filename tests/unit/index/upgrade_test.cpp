@@ -31,16 +31,12 @@ struct TableWidths {
 
 TableWidths widths(const std::string& dir, const char* table) {
   TableWidths out;
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi dbi;
-  EXPECT_EQ(mdb_dbi_open(txn, table, 0, &dbi), 0);
+  gen::RawIndex raw(dir);
+  auto dbi = raw.table(table);
+  EXPECT_TRUE(dbi) << table;
+  if (!dbi) return out;
   MDB_cursor* c = nullptr;
-  EXPECT_EQ(mdb_cursor_open(txn, dbi, &c), 0);
+  EXPECT_EQ(mdb_cursor_open(raw.txn(), *dbi, &c), 0);
   MDB_val k, v;
   std::vector<std::uint8_t> last;
   int last_key = -1;
@@ -54,8 +50,6 @@ TableWidths widths(const std::string& dir, const char* table) {
     last_key = key;
   }
   mdb_cursor_close(c);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   return out;
 }
 
@@ -197,15 +191,9 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
   o.dir = tmp / "idx";
   ASSERT_TRUE(Index::open(o));
   {
-    MDB_env* env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 32);
-    ASSERT_EQ(mdb_env_open(env, o.dir.c_str(), 0, 0640), 0);
-    MDB_txn* txn = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-    MDB_dbi chunks, meta;
-    ASSERT_EQ(mdb_dbi_open(txn, "chunks", MDB_DUPSORT | MDB_DUPFIXED, &chunks), 0);
-    ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+    gen::RawIndex raw(o.dir, true);
+    auto chunks = raw.table("chunks", MDB_DUPSORT | MDB_DUPFIXED), meta = raw.table("meta");
+    ASSERT_TRUE(chunks && meta);
     std::uint8_t key = 0x42;
     // (hash bytes 1..5, xorb id, index): the fifth byte orders them, 1 < 2,
     // while their xorb ids go 9 then 3.
@@ -213,13 +201,12 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
     std::uint8_t b[12] = {0xaa, 0xbb, 0xcc, 0xdd, 0x02, 0, 0, 0, 3, 0, 0, 5};
     for (auto* v : {a, b}) {
       MDB_val k{1, &key}, d{12, v};
-      ASSERT_EQ(mdb_put(txn, chunks, &k, &d, 0), 0);
+      ASSERT_EQ(mdb_put(raw.txn(), *chunks, &k, &d, 0), 0);
     }
     std::uint32_t four = 4;
     MDB_val vk{14, const_cast<char*>("schema_version")}, vv{4, &four};
-    ASSERT_EQ(mdb_put(txn, meta, &vk, &vv, 0), 0);
-    ASSERT_EQ(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
+    ASSERT_EQ(mdb_put(raw.txn(), *meta, &vk, &vv, 0), 0);
+    ASSERT_EQ(raw.commit(), 0);
   }
   {
     auto opened = Index::open(o);
@@ -229,16 +216,11 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
   EXPECT_EQ(w.entries, (std::map<std::size_t, std::size_t>{{11, 2}}));
   EXPECT_TRUE(w.sorted);
   // In order: xorb 3 (index 5), then xorb 9 (index 7).
-  MDB_env* env = nullptr;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  ASSERT_EQ(mdb_env_open(env, o.dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi chunks;
-  ASSERT_EQ(mdb_dbi_open(txn, "chunks", 0, &chunks), 0);
+  gen::RawIndex raw(o.dir);
+  auto chunks = raw.table("chunks");
+  ASSERT_TRUE(chunks);
   MDB_cursor* c = nullptr;
-  ASSERT_EQ(mdb_cursor_open(txn, chunks, &c), 0);
+  ASSERT_EQ(mdb_cursor_open(raw.txn(), *chunks, &c), 0);
   MDB_val k, v;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> got;
   for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -246,8 +228,6 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
     got.emplace_back(records::chunk_value_xorb(p, v.mv_size), records::chunk_value_index(p, v.mv_size));
   }
   mdb_cursor_close(c);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   EXPECT_EQ(got, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{3, 5}, {9, 7}}));
 }
 

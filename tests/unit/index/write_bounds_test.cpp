@@ -133,17 +133,12 @@ TEST_P(IngestRuns, RemovalInManyRunsTakesOnlyItsOwnEntries) {
 // Leaf pages of one key's duplicates in `table`: MDB_GET_MULTIPLE and
 // MDB_NEXT_MULTIPLE return one page of a DUPFIXED key at a time.
 std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t key) {
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  mdb_env_set_mapsize(env, 1ull << 30);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
-  MDB_txn* txn = nullptr;
-  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi dbi;
-  EXPECT_EQ(mdb_dbi_open(txn, table, 0, &dbi), 0);
+  gen::RawIndex raw(dir);
+  auto dbi = raw.table(table);
+  EXPECT_TRUE(dbi) << table;
+  if (!dbi) return 0;
   MDB_cursor* c = nullptr;
-  EXPECT_EQ(mdb_cursor_open(txn, dbi, &c), 0);
+  EXPECT_EQ(mdb_cursor_open(raw.txn(), *dbi, &c), 0);
   std::size_t pages = 0;
   MDB_val k{1, &key}, v;
   if (mdb_cursor_get(c, &k, &v, MDB_SET_KEY) == 0)
@@ -151,8 +146,6 @@ std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_MULTIPLE))
       ++pages;
   mdb_cursor_close(c);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   return pages;
 }
 
@@ -187,13 +180,9 @@ TEST(IngestPages, EntriesOfKeysNewToTheRecentTableFillTheirPages) {
 // The id of the last committed write transaction, read while no Index has
 // the directory open.
 std::size_t last_txn(const std::string& dir) {
-  MDB_env* env = nullptr;
-  EXPECT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 32);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0640), 0);
+  gen::RawIndex raw(dir);
   MDB_envinfo info{};
-  mdb_env_info(env, &info);
-  mdb_env_close(env);
+  mdb_env_info(raw.env(), &info);
   return info.me_last_txnid;
 }
 
