@@ -23,6 +23,11 @@ class Observer {
   // removal, an expiry, the outbox turned on): whoever drains the outbox
   // may start now. Must return at once.
   virtual void outbox_queued() {}
+  // The in-place upgrade of an older schema committed one more step: `done`
+  // chunk entries rewritten so far in this open, of `total` in the index.
+  // Called on the opening thread between the upgrade's transactions, which
+  // on a large index take a while before the index is ready.
+  virtual void upgrade_progress(std::uint64_t /*done*/, std::uint64_t /*total*/) {}
 };
 
 }  // namespace dedupd::index

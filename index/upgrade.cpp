@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "index/duplicates.hpp"
+#include "index/observer.hpp"
 #include "index/tuning.hpp"
 
 namespace dedupd::index {
@@ -71,15 +72,30 @@ int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& c
 Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
   std::vector<std::uint8_t> old, out;
   std::vector<PackedChunkValue> packed;
+  std::uint64_t total = 0, done = 0;
+  if (auto st = env.write(
+          [&](MDB_txn* txn) -> lmdb::TxnResult {
+            total = 0;
+            for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
+              MDB_stat s;
+              if (int rc = mdb_stat(txn, table, &s)) return rc;
+              total += s.ms_entries;
+            }
+            return lmdb::TxnResult::rollback();
+          },
+          "counting the chunk entries to upgrade");
+      !st)
+    return st;
   for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
     for (unsigned from = 0; from <= 0xff;) {
       unsigned next = from;
+      std::uint64_t taken = 0;
       auto status = env.write(
           [&](MDB_txn* txn) -> lmdb::TxnResult {
             next = from;
             Cursor c;
             if (int rc = c.open(txn, table)) return rc;
-            std::uint64_t taken = 0;
+            taken = 0;
             for (;;) {
               unsigned key = 0;
               std::uint64_t count = 0;
@@ -97,6 +113,8 @@ Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
           "upgrading the chunk entries to schema 5");
       if (!status) return status;
       from = next;
+      done += taken;
+      if (taken > 0 && env.options().observer) env.options().observer->upgrade_progress(done, total);
       if (detail::g_after_upgrade_step) detail::g_after_upgrade_step();
     }
   }

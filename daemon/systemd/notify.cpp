@@ -16,6 +16,9 @@ void notify_reloading() { send("RELOADING=1"); }
 void notify_stopping() { send("STOPPING=1"); }
 void notify_status(const std::string& status) { send("STATUS=" + status); }
 void notify_watchdog() { send("WATCHDOG=1"); }
+void notify_extend_timeout(std::chrono::microseconds more) {
+  send("EXTEND_TIMEOUT_USEC=" + std::to_string(more.count()));
+}
 
 std::optional<std::chrono::microseconds> watchdog_ping_interval() {
   uint64_t usec = 0;

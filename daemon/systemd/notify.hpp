@@ -14,6 +14,9 @@ void notify_reloading();
 void notify_stopping();
 void notify_status(const std::string& status);
 void notify_watchdog();
+// Before READY: startup goes on past TimeoutStartSec by `more` from now
+// (EXTEND_TIMEOUT_USEC), as long as it keeps saying so.
+void notify_extend_timeout(std::chrono::microseconds more);
 
 // How often to ping: half of WATCHDOG_USEC, or nullopt when the watchdog
 // is off (or meant for another pid).

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <vector>
 
+#include "index/observer.hpp"
 #include "index/records.hpp"
 #include "index/schema.hpp"
 #include "index/tuning.hpp"
@@ -84,7 +86,16 @@ class V4Contents {
                      x4 = gen::gen_xorb(4, 600);
 };
 
-constexpr std::size_t kMainEntries = 3657, kRecentEntries = 600;
+constexpr std::uint64_t kMainEntries = 3657, kRecentEntries = 600;
+
+class ProgressObserver final : public Observer {
+ public:
+  void map_grown(std::uint64_t, std::uint64_t) override {}
+  void stale_readers_cleared(int) override {}
+  void merge_failed(const shard::Error&) override {}
+  void upgrade_progress(std::uint64_t done, std::uint64_t total) override { steps.emplace_back(done, total); }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
+};
 
 TEST(IndexSchemaUpgrade, Version4IndexOf076bda3IsReadAsItIsThenRewrittenToElevenByteEntries) {
   gen::TempDir tmp;
@@ -109,10 +120,21 @@ TEST(IndexSchemaUpgrade, Version4IndexOf076bda3IsReadAsItIsThenRewrittenToEleven
   }
   EXPECT_EQ(schema_version_on_disk(dir), 4u) << "a read-only open upgraded";
   {
-    auto opened = Index::open(o);
+    // In steps, each told to the observer (the daemon logs them and keeps
+    // systemd's start timeout from running out).
+    ProgressObserver obs;
+    Options w = o;
+    w.observer = &obs;
+    const auto saved = detail::g_upgrade_step_entries;
+    detail::g_upgrade_step_entries = 500;
+    auto opened = Index::open(w);
+    detail::g_upgrade_step_entries = saved;
     ASSERT_TRUE(opened) << opened.error().to_string();
     EXPECT_EQ((*opened)->schema_version(), 5u);
     v4.expect_answers(**opened);
+    ASSERT_GE(obs.steps.size(), 8u);
+    EXPECT_TRUE(std::is_sorted(obs.steps.begin(), obs.steps.end()));
+    EXPECT_EQ(obs.steps.back(), std::make_pair(kMainEntries + kRecentEntries, kMainEntries + kRecentEntries));
   }
   EXPECT_EQ(schema_version_on_disk(dir), 5u);
   const auto main = widths(dir, "chunks"), recent = widths(dir, "chunks_recent");
