@@ -140,13 +140,7 @@ struct FreshXorb {
   XorbId id;
 };
 
-using PackedEntry = PackedChunkValue;
-
-PackedEntry pack(const std::uint8_t* stored_hash, XorbId id, std::uint32_t index) {
-  return PackedChunkValue::of(stored_hash, id, index);
-}
-
-ChunkEntryKey unpack(std::uint8_t key, const PackedEntry& p) {
+ChunkEntryKey unpack(std::uint8_t key, const PackedChunkValue& p) {
   ChunkEntryKey e;
   e.key[0] = key;
   p.store(e.value.data());
@@ -198,11 +192,11 @@ class EntryWriter {
     for (const FreshXorb& fx : fresh_)
       for (std::uint32_t i = 0; i < fx.block.num_chunks(); ++i) {
         const std::uint8_t* h = fx.block.chunk_hash_bytes(i);
-        if (h[0] >= lo && h[0] < hi) run_[at[h[0]]++] = pack(h, fx.id, i);
+        if (h[0] >= lo && h[0] < hi) run_[at[h[0]]++] = PackedChunkValue::of(h, fx.id, i);
       }
     for (unsigned k = lo; k < hi; ++k) {
       if (begin[k] == at[k]) continue;
-      PackedEntry *b = run_.data() + begin[k], *e = run_.data() + at[k];
+      PackedChunkValue *b = run_.data() + begin[k], *e = run_.data() + at[k];
       std::sort(b, e);
       if (int rc = put_sorted(std::uint8_t(k), b, e)) return rc;
     }
@@ -223,7 +217,7 @@ class EntryWriter {
       for (std::uint32_t i = 0; i < fx.block.num_chunks(); ++i) {
         const std::uint8_t* h = fx.block.chunk_hash_bytes(i);
         if (h[0] != k) continue;
-        run_[n++] = pack(h, fx.id, i);
+        run_[n++] = PackedChunkValue::of(h, fx.id, i);
         if (n == run_.size())
           if (int rc = flush()) return rc;
       }
@@ -234,20 +228,20 @@ class EntryWriter {
   // duplicate are appends; the rest (when the recent table already holds
   // entries of k) are ordinary puts. The entries are new (their xorb ids
   // are), so none equals a stored one.
-  int put_sorted(std::uint8_t k, const PackedEntry* b, const PackedEntry* e) {
+  int put_sorted(std::uint8_t k, const PackedChunkValue* b, const PackedChunkValue* e) {
     MDB_val key = val(&k, 1), v;
-    const PackedEntry* appends = b;
+    const PackedChunkValue* appends = b;
     int rc = mdb_cursor_get(cursor_.get(), &key, &v, MDB_SET_KEY);
     if (rc == 0) {
       if ((rc = mdb_cursor_get(cursor_.get(), &key, &v, MDB_LAST_DUP))) return rc;
       if (v.mv_size != kChunkValueBytes) return MDB_CORRUPTED;
       auto p = static_cast<const std::uint8_t*>(v.mv_data);
-      PackedEntry last = PackedChunkValue::load(p, kChunkValueBytes);
+      PackedChunkValue last = PackedChunkValue::load(p, kChunkValueBytes);
       appends = std::upper_bound(b, e, last);
     } else if (rc != MDB_NOTFOUND) {
       return rc;
     }
-    for (const PackedEntry* p = b; p < appends; ++p) {
+    for (const PackedChunkValue* p = b; p < appends; ++p) {
       ChunkEntryKey ce = unpack(k, *p);
       MDB_val ck = ce.mdb_key(), cv = ce.mdb_value();
       if ((rc = mdb_cursor_put(cursor_.get(), &ck, &cv, 0))) return rc;
@@ -256,7 +250,7 @@ class EntryWriter {
     // Appends go in blocks with MDB_MULTIPLE, one call finding the key for
     // the whole block (the index write of a 1 Mi-entry shard takes 18 % less
     // CPU). Not `key`: mdb_cursor_get pointed it into a page writes may move.
-    for (const PackedEntry* p = appends; p < e;) {
+    for (const PackedChunkValue* p = appends; p < e;) {
       std::size_t n = std::min<std::size_t>(kBlock, std::size_t(e - p));
       for (std::size_t i = 0; i < n; ++i) {
         ChunkEntryKey ce = unpack(k, p[i]);
@@ -277,7 +271,7 @@ class EntryWriter {
   const std::vector<FreshXorb>& fresh_;
   const std::array<std::uint64_t, 256>& per_key_;
   Cursor cursor_;
-  std::vector<PackedEntry> run_;
+  std::vector<PackedChunkValue> run_;
   std::array<std::uint8_t, kBlock * kChunkValueBytes> block_;
 };
 

@@ -40,15 +40,7 @@ int convert_key(const Cursor& c, const ChunkKey& key, std::uint64_t count, std::
   MDB_val k = val(key.data(), key.size()), v;
   int rc;
   if ((rc = c.move(&k, &v, MDB_SET)) || (rc = mdb_cursor_del(c.get(), MDB_NODUPDATA))) return rc;
-  // In runs, as the merge puts them: each call's work stays even.
-  constexpr std::size_t kRun = 4096;
-  for (std::size_t at = 0; at < count; at += kRun) {
-    const std::size_t n = std::min<std::size_t>(kRun, count - at);
-    if ((rc = detail::put_duplicates(c, key, std::span(out).subspan(at * kChunkValueBytes, n * kChunkValueBytes),
-                                     kChunkValueBytes, MDB_APPENDDUP)))
-      return rc;
-  }
-  return 0;
+  return detail::put_duplicates(c, key, out, kChunkValueBytes, MDB_APPENDDUP);
 }
 
 // The first key byte at or after `from` whose duplicates are 12 bytes, and
@@ -73,19 +65,15 @@ Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
   std::vector<std::uint8_t> old, out;
   std::vector<PackedChunkValue> packed;
   std::uint64_t total = 0, done = 0;
-  if (auto st = env.write(
-          [&](MDB_txn* txn) -> lmdb::TxnResult {
-            total = 0;
-            for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
-              MDB_stat s;
-              if (int rc = mdb_stat(txn, table, &s)) return rc;
-              total += s.ms_entries;
-            }
-            return lmdb::TxnResult::rollback();
-          },
-          "counting the chunk entries to upgrade");
-      !st)
-    return st;
+  {
+    auto txn = env.begin_read();
+    if (!txn) return txn.error();
+    for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
+      MDB_stat s;
+      if (int rc = mdb_stat(txn->get(), table, &s)) return lmdb::error_of(rc, "counting the chunk entries to upgrade");
+      total += s.ms_entries;
+    }
+  }
   for (MDB_dbi table : {dbs.chunks, dbs.chunks_recent}) {
     for (unsigned from = 0; from <= 0xff;) {
       unsigned next = from;
