@@ -554,6 +554,32 @@ TEST_F(StewardRun, AShardRemovedAfterItsMergeKeepsTheOtherOriginals) {
   EXPECT_EQ(status_of(*s).removed_kept, 2u);
 }
 
+// Rule 1 end to end: a file that is no longer the one dedupd indexed (the
+// client or a user rewrote it since; here only its mtime moved) is not the
+// steward's to delete. Its merge still stands for the other originals; it
+// stays, as a pending original and under the caps alike.
+TEST_F(StewardRun, AFileChangedSinceItWasIndexedIsNeverDeleted) {
+  const auto a = add(1), b = add(2), c = add(3);
+  live_client(4242, 60, 0);
+  auto s = steward();
+  s->run();  // a, b and c merge; the client keeps the originals
+  ASSERT_EQ(status_of(*s).pending_deletions, 3u);
+  ingest_new();
+  fs::last_write_time(a, fs::last_write_time(a) + 10s);  // changed after it was indexed
+  const auto other = add(4, 3);                          // expires first: the caps' first choice
+  fs::last_write_time(other, fs::last_write_time(other) + 10s);
+  config.max_chunk_entries = 12;  // the merged file's 12; `other` would be the one to go
+  s->configure({fs::path(root)}, config);
+  procs.running.clear();
+  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.mono += 60;
+  s->run();
+  EXPECT_TRUE(exists(a)) << "a merge original changed since it was indexed was deleted";
+  EXPECT_FALSE(exists(b) || exists(c));
+  EXPECT_TRUE(exists(other)) << "a file changed since it was indexed was evicted";
+  EXPECT_EQ(status_of(*s).evicted, 0u);
+}
+
 // Found by the real-client soak at 076bda3: a merged file holding a removed
 // shard's content was left out of eviction as well as out of merges. Under
 // a chunk-entry cap it kept its room for good, and the newest shards were
