@@ -30,7 +30,7 @@ namespace dedupd::index {
 
 class ChunkFilter {
  public:
-  static constexpr std::size_t kFingerprintBytes = 5;
+  static constexpr std::size_t kFingerprintBytes = 4;
   static constexpr std::size_t kBitsPerEntry = 10;
   // The daemon's private memory must not grow with the index: the filter of
   // both tables stops at 12 MiB, room for about 10 M entries at full
@@ -114,7 +114,7 @@ class ChunkFilter {
   static std::uint64_t mix(const std::uint8_t* p) {
     std::uint64_t x = 0;
     for (std::size_t i = 0; i < kFingerprintBytes; ++i) x = x << 8 | p[i];
-    // Stored hashes are already uniform; the multiply spreads 40 bits over 64.
+    // Stored hashes are already uniform; the multiply spreads 32 bits over 64.
     x *= 0x9e3779b97f4a7c15ull;
     return x ^ (x >> 29);
   }

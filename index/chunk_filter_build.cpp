@@ -69,8 +69,8 @@ int feed_some(MDB_txn* txn, MDB_dbi dbi, std::initializer_list<ChunkFilter*> to,
   for (; rc == 0; rc = c.move(&k, &v, MDB_NEXT_NODUP)) {
     if (k.mv_size != kChunkKeyBytes) return MDB_CORRUPTED;
     fp[0] = *static_cast<const std::uint8_t*>(k.mv_data);
-    // The key's width, from the duplicate the cursor is on: 11 bytes, or 12
-    // in an index of schema 4 read as it is (records.hpp).
+    // The key's width, from the duplicate the cursor is on: 10 bytes, or 11
+    // or 12 in an index of an older schema read as it is (records.hpp).
     const std::size_t w = v.mv_size;
     if (!chunk_width_known(w)) return MDB_CORRUPTED;
     // A page of duplicates at a time: the table keeps them packed.

@@ -21,7 +21,7 @@ using detail::Cursor;
 
 namespace {
 
-// Key byte + the fixed 11-byte duplicate: the order both tables sort in.
+// Key byte + the fixed 10-byte duplicate: the order both tables sort in.
 constexpr std::size_t kEntryBytes = kChunkKeyBytes + kChunkValueBytes;
 constexpr std::size_t kPrefixBytes = kChunkKeyBytes + kChunkHashBytesInValue;
 
@@ -50,7 +50,7 @@ class TableStream {
       // A malformed entry is the checker's business; lookups skip it too.
       if (k.mv_size != kChunkKeyBytes || !chunk_width_known(v.mv_size)) continue;
       std::memcpy(entry_.data(), k.mv_data, kChunkKeyBytes);
-      // A schema-4 entry (read as it is) in the current form: the entries
+      // An older entry (read as it is) in the current form: the entries
       // of one prefix stay together, which is all the walk's groups need.
       PackedChunkValue::load(static_cast<const std::uint8_t*>(v.mv_data), v.mv_size)
           .store(entry_.data() + kChunkKeyBytes);

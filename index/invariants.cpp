@@ -141,9 +141,9 @@ class Checker {
     std::uint64_t total = 0;
     auto entry = [&](const MDB_val& k, const MDB_val& v) {
       ++total;
-      // Schema 5 has only 11-byte entries; an older one (read-only, or an
-      // upgrade a kill interrupted) may still hold 12-byte keys.
-      const bool width_ok = d_.version >= 5 ? v.mv_size == kChunkValueBytes : chunk_width_known(v.mv_size);
+      // Schema 6 has only 10-byte entries; an older one (read-only, or an
+      // upgrade a kill interrupted) may still hold 11- or 12-byte keys.
+      const bool width_ok = d_.version >= 6 ? v.mv_size == kChunkValueBytes : chunk_width_known(v.mv_size);
       if (k.mv_size != kChunkKeyBytes || !width_ok) return problem("chunks: item of the wrong size");
       auto dup = static_cast<const std::uint8_t*>(v.mv_data);
       XorbId id = chunk_value_xorb(dup, v.mv_size);

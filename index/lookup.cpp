@@ -169,7 +169,7 @@ class ChunkReader {
     return {!recent_empty_ && (!filters_.recent || filters_.recent->may_contain(stored.data())), true};
   }
 
-  // Every duplicate of search `s` whose 40 bits match, as candidates.
+  // Every duplicate of search `s` whose 32 bits match, as candidates.
   int search(std::uint32_t s) {
     const Search& what = searches_[s];
     auto probe_value = chunk_probe(what.stored.data());

@@ -6,14 +6,16 @@
 // Space: the chunk table is the only per-chunk structure besides the xorb
 // record (which keeps the 48-byte CAS entries as stored, in dense overflow
 // pages). It is an MDB_DUPSORT|MDB_DUPFIXED table whose key is the first
-// byte of the stored chunk hash and whose fixed 11-byte duplicates are
-// (next 4 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
-// without per-item headers, so an entry costs 11 bytes / page fill. The 40
-// bits of hash only pick candidates (at 10 M entries a probe meets a
-// stranger's 40 bits once in about 100,000); the full 32 bytes in the xorb
-// record decide a match. Schema 4 and earlier kept 5 hash bytes in 12-byte
-// duplicates: upgrade.cpp rewrites them, and readers take either width from
-// the size LMDB gives them (a key's duplicates all have one width).
+// byte of the stored chunk hash and whose fixed 10-byte duplicates are
+// (next 3 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
+// without per-item headers, so an entry costs 10 bytes / page fill. The 32
+// bits of hash only pick candidates: the full 32 bytes in the xorb record
+// decide a match. At 10 M entries a probe meets a stranger's 32 bits about
+// once in 430, and costs then one more xorb record read; the in-memory
+// filter (chunk_filter.hpp) keeps most absent forms from probing at all.
+// Schema 5 kept 4 hash bytes (11-byte duplicates), schema 4 and earlier 5
+// (12 bytes): upgrade.cpp rewrites them, and readers take any of the widths
+// from the size LMDB gives them (a key's duplicates all have one width).
 #pragma once
 
 #include <lmdb.h>
@@ -54,11 +56,15 @@ inline std::span<const std::uint8_t> span_of(const MDB_val& v) {
 
 // ---- chunk table ----------------------------------------------------------
 inline constexpr std::size_t kChunkKeyBytes = 1;
-inline constexpr std::size_t kChunkHashBytesInValue = 4;
+inline constexpr std::size_t kChunkHashBytesInValue = 3;
 inline constexpr std::size_t kChunkValueBytes = kChunkHashBytesInValue + 4 + 3;
-// Schema 4 and earlier: one more hash byte in front (upgrade.cpp).
-inline constexpr std::size_t kChunkValueBytesV4 = kChunkValueBytes + 1;
-inline bool chunk_width_known(std::size_t width) { return width == kChunkValueBytes || width == kChunkValueBytesV4; }
+// Older layouts: more hash bytes in front, the same tail (upgrade.cpp).
+inline constexpr std::size_t kChunkValueBytesV5 = kChunkValueBytes + 1;  // schema 5
+inline constexpr std::size_t kChunkValueBytesV4 = kChunkValueBytes + 2;  // schema 4 and earlier
+inline constexpr std::size_t kChunkValueBytesWidest = kChunkValueBytesV4;
+inline bool chunk_width_known(std::size_t width) {
+  return width >= kChunkValueBytes && width <= kChunkValueBytesWidest;
+}
 inline constexpr std::uint32_t kMaxChunksPerXorb = 1u << 24;  // chunk index is 24 bits
 inline constexpr std::uint32_t kMaxXorbId = UINT32_MAX;
 
@@ -86,8 +92,8 @@ inline std::array<std::uint8_t, kChunkValueBytes> chunk_probe(const std::uint8_t
   std::memcpy(v.data(), stored_hash + kChunkKeyBytes, kChunkHashBytesInValue);
   return v;
 }
-// A duplicate of either width (chunk_width_known) starts with the same hash
-// bytes and ends with the xorb id and chunk index.
+// A duplicate of any known width (chunk_width_known) starts with the same
+// hash bytes and ends with the xorb id and chunk index.
 inline bool chunk_value_matches(const std::uint8_t* value, const std::uint8_t* stored_hash) {
   return std::memcmp(value, stored_hash + kChunkKeyBytes, kChunkHashBytesInValue) == 0;
 }
@@ -99,25 +105,32 @@ inline std::uint32_t chunk_value_index(const std::uint8_t* value, std::size_t wi
   return std::uint32_t(p[0]) << 16 | std::uint32_t(p[1]) << 8 | p[2];
 }
 
-// An 11-byte duplicate as two integers whose order is LMDB's memcmp order:
+// A 10-byte duplicate as two integers whose order is LMDB's memcmp order:
 // sorting these is several times cheaper than sorting byte arrays.
 struct PackedChunkValue {
-  std::uint64_t hi = 0;  // value bytes 0..7: hash bytes 1..4, xorb id
-  std::uint32_t lo = 0;  // value bytes 8..10: chunk index
+  std::uint64_t hi = 0;  // value bytes 0..6: hash bytes 1..3, xorb id
+  std::uint32_t lo = 0;  // value bytes 7..9: chunk index
   bool operator<(const PackedChunkValue& o) const { return hi < o.hi || (hi == o.hi && lo < o.lo); }
   static PackedChunkValue of(const std::uint8_t* stored_hash, std::uint32_t xorb_id, std::uint32_t index) {
-    return {std::uint64_t(load_be32(stored_hash + kChunkKeyBytes)) << 32 | xorb_id, index};
+    return {hash_bits(stored_hash + kChunkKeyBytes) << 32 | xorb_id, index};
   }
-  // From a stored duplicate of either width.
+  // From a stored duplicate of any known width: its first hash bytes (an
+  // older width's extra ones dropped), xorb id and chunk index.
   static PackedChunkValue load(const std::uint8_t* value, std::size_t width) {
-    return {std::uint64_t(load_be32(value)) << 32 | chunk_value_xorb(value, width), chunk_value_index(value, width)};
+    return {hash_bits(value) << 32 | chunk_value_xorb(value, width), chunk_value_index(value, width)};
   }
   void store(std::uint8_t* value) const {
-    store_be64(value, hi);
-    value[8] = std::uint8_t(lo >> 16), value[9] = std::uint8_t(lo >> 8), value[10] = std::uint8_t(lo);
+    value[0] = std::uint8_t(hi >> 48), value[1] = std::uint8_t(hi >> 40), value[2] = std::uint8_t(hi >> 32);
+    store_be32(value + 3, std::uint32_t(hi));
+    value[7] = std::uint8_t(lo >> 16), value[8] = std::uint8_t(lo >> 8), value[9] = std::uint8_t(lo);
+  }
+
+ private:
+  static std::uint64_t hash_bits(const std::uint8_t* p) {
+    return std::uint64_t(p[0]) << 16 | std::uint64_t(p[1]) << 8 | p[2];
   }
 };
-static_assert(kChunkKeyBytes == 1 && kChunkHashBytesInValue == 4 && kChunkValueBytes == 11);
+static_assert(kChunkKeyBytes == 1 && kChunkHashBytesInValue == 3 && kChunkValueBytes == 10);
 
 // ---- xorb ids -------------------------------------------------------------
 using XorbId = std::uint32_t;

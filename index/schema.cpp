@@ -49,10 +49,10 @@ std::uint32_t added_in(MDB_dbi Dbs::*member) {
 }
 
 // The chunk tables are searched more than anything else, and LMDB's default
-// comparison calls memcmp through the PLT for every 1-byte key and 11-byte
+// comparison calls memcmp through the PLT for every 1-byte key and 10-byte
 // duplicate it passes. These give exactly memcmp's order (so mdb_dump,
-// mdb_load and every earlier index agree), inline. Other sizes (a schema-4
-// key's 12 bytes, read as it is) fall back to LMDB's rule all the same.
+// mdb_load and every earlier index agree), inline. Other sizes (an older
+// key's 11 or 12 bytes, read as it is) fall back to LMDB's rule all the same.
 int compare_bytes(const MDB_val* a, const MDB_val* b) {
   std::size_t n = std::min(a->mv_size, b->mv_size);
   if (int d = std::memcmp(a->mv_data, b->mv_data, n)) return d;
@@ -67,12 +67,11 @@ int compare_chunk_key(const MDB_val* a, const MDB_val* b) {
 
 int compare_chunk_value(const MDB_val* a, const MDB_val* b) {
   if (a->mv_size != records::kChunkValueBytes || b->mv_size != records::kChunkValueBytes) return compare_bytes(a, b);
-  static_assert(records::kChunkValueBytes == 11);
+  static_assert(records::kChunkValueBytes == 10);
   auto p = static_cast<const std::uint8_t*>(a->mv_data), q = static_cast<const std::uint8_t*>(b->mv_data);
   std::uint64_t x = records::load_be64(p), y = records::load_be64(q);
   if (x != y) return x < y ? -1 : 1;
-  std::uint32_t u = std::uint32_t(p[8]) << 16 | std::uint32_t(p[9]) << 8 | p[10];
-  std::uint32_t v = std::uint32_t(q[8]) << 16 | std::uint32_t(q[9]) << 8 | q[10];
+  unsigned u = unsigned(p[8]) << 8 | p[9], v = unsigned(q[8]) << 8 | q[9];
   return u < v ? -1 : u > v;
 }
 
@@ -234,15 +233,15 @@ Result<Dbs> open(lmdb::Env& env) {
         }
         if ((rc = set_chunk_order(txn, dbs))) return rc;
         if (!fresh && !older) return 0;
-        // Before 5 the chunk entries are rewritten first, in transactions
-        // of their own: the version says 5 only once all of them are.
-        if (older && found < 5) return 0;
+        // Before 6 the chunk entries are rewritten first, in transactions
+        // of their own: the version says 6 only once all of them are.
+        if (older && found < 6) return 0;
         return put_version(txn, dbs);
       },
       "opening the index tables");
   if (!status) return status.error();
-  if (found < 5) {
-    if (auto st = upgrade::chunk_entries_to_v5(env, dbs); !st) return st.error();
+  if (found < 6) {
+    if (auto st = upgrade::chunk_entries_to_current(env, dbs); !st) return st.error();
     status =
         env.write([&](MDB_txn* txn) -> lmdb::TxnResult { return put_version(txn, dbs); }, "writing the schema version");
     if (!status) return status.error();

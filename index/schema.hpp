@@ -8,7 +8,7 @@
 //   xorb_ids     xorb hash -> dup u32 BE xorb id (one per stored form)
 //   xorbs        u32 BE xorb id -> xorb record (CAS block as stored)
 //   xorb_shards  u32 BE xorb id -> dup shard hash (the refcount is the count)
-//   chunks       first hash byte -> dup 11-byte (hash bytes, xorb id, index)
+//   chunks       first hash byte -> dup 10-byte (hash bytes, xorb id, index)
 //   chunks_recent  the same layout: where ingest puts new entries. Merged
 //                into `chunks` a few key bytes per transaction once it
 //                exceeds 1/16 of `chunks`, a slice of time after each
@@ -48,12 +48,14 @@ namespace dedupd::index::schema {
 // 3: + parked; shard_refs say each file's flags as its shard had them.
 // 4: + expired_forms.
 // 5: chunk entries of 11 bytes (four hash bytes), not 12 (five).
-// Versions 1 to 4 are upgraded in place when opened: the new tables are
+// 6: chunk entries of 10 bytes (three hash bytes); xorb records may be dense
+//    (records.hpp), which older code cannot read.
+// Versions 1 to 5 are upgraded in place when opened: the new tables are
 // created in one transaction; refs written before 3 stay as they are
 // (records.hpp); shards that expired before 4 have no forms kept; the chunk
 // entries are rewritten a few key bytes a transaction (upgrade.hpp), and the
 // version is written last, so a kill in between is taken up at the next open.
-inline constexpr std::uint32_t kVersion = 5;
+inline constexpr std::uint32_t kVersion = 6;
 inline constexpr unsigned kMaxDbs = 20;
 
 struct Dbs {

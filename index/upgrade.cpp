@@ -22,18 +22,18 @@ using namespace records;
 using detail::ChunkKey;
 using detail::Cursor;
 
-// Rewrites the key's 12-byte duplicates (`count` of them) as 11 bytes.
-// Dropping a hash byte can change their order (two entries with the same
-// first four bytes sort on the fifth before, on the xorb id after), so they
-// are sorted again, then written afresh in order, pages full.
-int convert_key(const Cursor& c, const ChunkKey& key, std::uint64_t count, std::vector<std::uint8_t>& old,
-                std::vector<PackedChunkValue>& packed, std::vector<std::uint8_t>& out) {
+// Rewrites the key's older duplicates (`count` of them, `width` bytes each)
+// in the current width. Dropping hash bytes can change their order (two
+// entries with the same first three bytes sort on the fourth before, on the
+// xorb id after), so they are sorted again, then written afresh in order,
+// pages full.
+int convert_key(const Cursor& c, const ChunkKey& key, std::uint64_t count, std::size_t width,
+                std::vector<std::uint8_t>& old, std::vector<PackedChunkValue>& packed, std::vector<std::uint8_t>& out) {
   old.clear();
   if (int rc = detail::copy_duplicates(c, key, count, old)) return rc;
-  if (old.size() != count * kChunkValueBytesV4) return MDB_CORRUPTED;
+  if (old.size() != count * width) return MDB_CORRUPTED;
   packed.resize(count);
-  for (std::size_t i = 0; i < count; ++i)
-    packed[i] = PackedChunkValue::load(&old[i * kChunkValueBytesV4], kChunkValueBytesV4);
+  for (std::size_t i = 0; i < count; ++i) packed[i] = PackedChunkValue::load(&old[i * width], width);
   std::sort(packed.begin(), packed.end());
   out.resize(count * kChunkValueBytes);
   for (std::size_t i = 0; i < count; ++i) packed[i].store(&out[i * kChunkValueBytes]);
@@ -43,9 +43,9 @@ int convert_key(const Cursor& c, const ChunkKey& key, std::uint64_t count, std::
   return detail::put_duplicates(c, key, out, kChunkValueBytes, MDB_APPENDDUP);
 }
 
-// The first key byte at or after `from` whose duplicates are 12 bytes, and
-// how many it has; 0x100 when none is left.
-int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& count) {
+// The first key byte at or after `from` whose duplicates are of an older
+// width, how many it has and their width; 0x100 when none is left.
+int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& count, std::size_t& width) {
   for (key = from; key <= 0xff; ++key) {
     std::uint8_t b = std::uint8_t(key);
     MDB_val k = val(&b, 1), v;
@@ -53,7 +53,8 @@ int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& c
     if (rc == MDB_NOTFOUND) continue;
     if (rc) return rc;
     if (v.mv_size == kChunkValueBytes) continue;
-    if (v.mv_size != kChunkValueBytesV4) return MDB_CORRUPTED;
+    if (!chunk_width_known(v.mv_size)) return MDB_CORRUPTED;
+    width = v.mv_size;
     return detail::key_entries(c, {b}, count);
   }
   return 0;
@@ -61,7 +62,7 @@ int next_old_key(const Cursor& c, unsigned from, unsigned& key, std::uint64_t& c
 
 }  // namespace
 
-Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
+Status chunk_entries_to_current(lmdb::Env& env, const schema::Dbs& dbs) {
   std::vector<std::uint8_t> old, out;
   std::vector<PackedChunkValue> packed;
   std::uint64_t total = 0, done = 0;
@@ -87,18 +88,19 @@ Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs) {
             for (;;) {
               unsigned key = 0;
               std::uint64_t count = 0;
-              if (int rc = next_old_key(c, next, key, count)) return rc;
+              std::size_t width = 0;
+              if (int rc = next_old_key(c, next, key, count, width)) return rc;
               if (key > 0xff || (taken > 0 && taken + count > detail::g_upgrade_step_entries)) {
                 next = key;
                 break;
               }
-              if (int rc = convert_key(c, {std::uint8_t(key)}, count, old, packed, out)) return rc;
+              if (int rc = convert_key(c, {std::uint8_t(key)}, count, width, old, packed, out)) return rc;
               taken += count;
               next = key + 1;
             }
             return taken > 0 ? lmdb::TxnResult::commit() : lmdb::TxnResult::rollback();
           },
-          "upgrading the chunk entries to schema 5");
+          "upgrading the chunk entries to schema 6");
       if (!status) return status;
       from = next;
       done += taken;

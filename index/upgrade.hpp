@@ -8,13 +8,14 @@
 
 namespace dedupd::index::upgrade {
 
-// Schema 5: the 12-byte chunk entries of schema 4 and earlier (five hash
-// bytes) become 11 bytes (four), key byte by key byte, in both chunk
-// tables. A transaction takes whole keys up to detail::g_upgrade_step_entries
-// entries (always one), so its memory and dirty pages stay bounded at any
-// size. A kill between two leaves keys of both widths: readers take each as
-// it is (records.hpp), and the next open goes on where this one stopped.
-// The caller writes the version once this returns.
-Status chunk_entries_to_v5(lmdb::Env& env, const schema::Dbs& dbs);
+// Schemas 5 and 6: the chunk entries of an older schema (12 bytes with five
+// hash bytes before 5, 11 with four in 5) become the current 10 bytes
+// (three), key byte by key byte, in both chunk tables. A transaction takes
+// whole keys up to detail::g_upgrade_step_entries entries (always one), so
+// its memory and dirty pages stay bounded at any size. A kill between two
+// leaves keys of several widths: readers take each as it is (records.hpp),
+// and the next open goes on where this one stopped. The caller writes the
+// version once this returns.
+Status chunk_entries_to_current(lmdb::Env& env, const schema::Dbs& dbs);
 
 }  // namespace dedupd::index::upgrade

@@ -1,6 +1,7 @@
-// Schema 5's upgrade of the chunk entries (index/upgrade.hpp): from the
-// index the last release wrote (tests/fixtures/index-v4), read as it is,
-// rewritten, and taken up again after a kill between two of its steps.
+// The upgrade of the chunk entries to the current 10 bytes (index/upgrade.hpp):
+// from the indexes the last releases wrote (tests/fixtures/index-v5, 11-byte
+// entries, and index-v4, 12-byte), read as they are, rewritten, and taken up
+// again after a kill between two of the steps.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <lmdb.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <stdexcept>
 #include <vector>
 
@@ -55,10 +57,11 @@ TableWidths widths(const std::string& dir, const char* table) {
   return out;
 }
 
-// What tests/fixtures/index-v4/README.md says the index holds, asked of it.
-class V4Contents {
+// What tests/fixtures/index-v4/README.md (and index-v5's) say the index
+// holds, asked of it.
+class FixtureContents {
  public:
-  V4Contents() : gpt2_chunk(*Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335")) {}
+  FixtureContents() : gpt2_chunk(*Hash::parse("9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335")) {}
 
   // Every raw hash of the live raw shards answers its one location, the
   // real server shard's chunk answers under its key, the expired shard's
@@ -97,28 +100,48 @@ class ProgressObserver final : public Observer {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
 };
 
-TEST(IndexSchemaUpgrade, Version4IndexOf076bda3IsReadAsItIsThenRewrittenToElevenByteEntries) {
+// An index a release wrote: its directory under tests/fixtures, the schema
+// version and chunk entry width it has on disk.
+struct Written {
+  const char* fixture;
+  std::uint32_t version;
+  std::size_t width;
+};
+std::ostream& operator<<(std::ostream& os, const Written& w) { return os << w.fixture; }
+
+class IndexSchemaUpgrade : public ::testing::TestWithParam<Written> {};
+
+INSTANTIATE_TEST_SUITE_P(Releases, IndexSchemaUpgrade,
+                         ::testing::Values(Written{"index-v5", 5, records::kChunkValueBytesV5},
+                                           Written{"index-v4", 4, records::kChunkValueBytesV4}),
+                         [](const auto& p) { return "V" + std::to_string(p.param.version); });
+
+constexpr std::size_t kCurrent = records::kChunkValueBytes;
+
+TEST_P(IndexSchemaUpgrade, AnIndexIsReadAsItIsThenRewrittenToTenByteEntries) {
+  const Written& written = GetParam();
   gen::TempDir tmp;
-  const std::string dir = copy_of_fixture_index(tmp, "index-v4");
-  ASSERT_EQ(schema_version_on_disk(dir), 4u);
-  ASSERT_EQ(widths(dir, "chunks").entries, (std::map<std::size_t, std::size_t>{{12, kMainEntries}}));
-  ASSERT_EQ(widths(dir, "chunks_recent").entries, (std::map<std::size_t, std::size_t>{{12, kRecentEntries}}));
-  const V4Contents v4;
+  const std::string dir = copy_of_fixture_index(tmp, written.fixture);
+  ASSERT_EQ(schema_version_on_disk(dir), written.version);
+  ASSERT_EQ(widths(dir, "chunks").entries, (std::map<std::size_t, std::size_t>{{written.width, kMainEntries}}));
+  ASSERT_EQ(widths(dir, "chunks_recent").entries,
+            (std::map<std::size_t, std::size_t>{{written.width, kRecentEntries}}));
+  const FixtureContents contents;
   Options o;
   o.dir = dir;
   {
-    // Read-only (dedupd --check): the 12-byte entries are read as they are.
+    // Read-only (dedupd --check): the older entries are read as they are.
     Options ro = o;
     ro.read_only = true;
     auto opened = Index::open(ro);
     ASSERT_TRUE(opened) << opened.error().to_string();
-    EXPECT_EQ((*opened)->schema_version(), 4u);
-    v4.expect_answers(**opened);
+    EXPECT_EQ((*opened)->schema_version(), written.version);
+    contents.expect_answers(**opened);
     auto filter = (*opened)->build_chunk_filter();
     ASSERT_TRUE(filter) << filter.error().to_string();
-    v4.expect_answers(**opened);  // through the filter built from 12-byte entries
+    contents.expect_answers(**opened);  // through the filter built from the older entries
   }
-  EXPECT_EQ(schema_version_on_disk(dir), 4u) << "a read-only open upgraded";
+  EXPECT_EQ(schema_version_on_disk(dir), written.version) << "a read-only open upgraded";
   {
     // In steps, each told to the observer (the daemon logs them and keeps
     // systemd's start timeout from running out).
@@ -130,18 +153,18 @@ TEST(IndexSchemaUpgrade, Version4IndexOf076bda3IsReadAsItIsThenRewrittenToEleven
     auto opened = Index::open(w);
     detail::g_upgrade_step_entries = saved;
     ASSERT_TRUE(opened) << opened.error().to_string();
-    EXPECT_EQ((*opened)->schema_version(), 5u);
-    v4.expect_answers(**opened);
+    EXPECT_EQ((*opened)->schema_version(), schema::kVersion);
+    contents.expect_answers(**opened);
     ASSERT_GE(obs.steps.size(), 8u);
     EXPECT_TRUE(std::is_sorted(obs.steps.begin(), obs.steps.end()));
     EXPECT_EQ(obs.steps.back(), std::make_pair(kMainEntries + kRecentEntries, kMainEntries + kRecentEntries));
   }
-  EXPECT_EQ(schema_version_on_disk(dir), 5u);
+  EXPECT_EQ(schema_version_on_disk(dir), schema::kVersion);
   const auto main = widths(dir, "chunks"), recent = widths(dir, "chunks_recent");
-  EXPECT_EQ(main.entries, (std::map<std::size_t, std::size_t>{{11, kMainEntries}}));
-  EXPECT_EQ(recent.entries, (std::map<std::size_t, std::size_t>{{11, kRecentEntries}}));
+  EXPECT_EQ(main.entries, (std::map<std::size_t, std::size_t>{{kCurrent, kMainEntries}}));
+  EXPECT_EQ(recent.entries, (std::map<std::size_t, std::size_t>{{kCurrent, kRecentEntries}}));
   EXPECT_TRUE(main.sorted && recent.sorted);
-  // Written to as any index of schema 5: a new shard, the merge, expiry.
+  // Written to as any current index: a new shard, the merge, expiry.
   auto opened = Index::open(o);
   ASSERT_TRUE(opened) << opened.error().to_string();
   auto& idx = **opened;
@@ -149,13 +172,13 @@ TEST(IndexSchemaUpgrade, Version4IndexOf076bda3IsReadAsItIsThenRewrittenToEleven
   auto s5 = gen::own(gen::build_shard({.xorbs = {&x5}, .created = 1700000005}));
   ASSERT_TRUE(idx.ingest(*s5.view, SourceInfo{}, {.now = 1754000000}));
   ASSERT_TRUE(idx.merge_recent());
-  v4.expect_answers(idx, 5);
+  contents.expect_answers(idx, 5);
   for (std::size_t i = 0; i < x5.raw.size(); ++i) EXPECT_EQ(idx.lookup(x5.raw[i])->size(), 1u);
   auto gone = idx.expire(1754664705);
   ASSERT_TRUE(gone) << gone.error().to_string();
   EXPECT_EQ(gone->size(), 1u);
-  EXPECT_THAT(*idx.lookup(v4.gpt2_chunk), IsEmpty());
-  EXPECT_EQ(idx.expired_holders(v4.gpt2_chunk)->size(), 1u);
+  EXPECT_THAT(*idx.lookup(contents.gpt2_chunk), IsEmpty());
+  EXPECT_EQ(idx.expired_holders(contents.gpt2_chunk)->size(), 1u);
   EXPECT_THAT(*idx.check_invariants(), IsEmpty());
 }
 
@@ -164,12 +187,13 @@ struct Killed : std::runtime_error {
 };
 
 // dedupd killed between two steps of the upgrade: the index holds keys of
-// both widths and still says version 4. It answers read-only as it is, and
-// the next open takes the upgrade up where it stopped.
-TEST(IndexSchemaUpgrade, AnUpgradeKilledBetweenStepsGoesOnAtTheNextOpen) {
+// both widths and still says its old version. It answers read-only as it is,
+// and the next open takes the upgrade up where it stopped.
+TEST_P(IndexSchemaUpgrade, AnUpgradeKilledBetweenStepsGoesOnAtTheNextOpen) {
+  const Written& written = GetParam();
   gen::TempDir tmp;
-  const std::string dir = copy_of_fixture_index(tmp, "index-v4");
-  const V4Contents v4;
+  const std::string dir = copy_of_fixture_index(tmp, written.fixture);
+  const FixtureContents contents;
   Options o;
   o.dir = dir;
   const auto saved = detail::g_upgrade_step_entries;
@@ -180,34 +204,35 @@ TEST(IndexSchemaUpgrade, AnUpgradeKilledBetweenStepsGoesOnAtTheNextOpen) {
   };
   EXPECT_THROW((void)Index::open(o), Killed);
   detail::g_after_upgrade_step = nullptr;
-  EXPECT_EQ(schema_version_on_disk(dir), 4u);
+  EXPECT_EQ(schema_version_on_disk(dir), written.version);
   const auto half = widths(dir, "chunks");
   EXPECT_EQ(half.entries.size(), 2u) << "both widths after the kill";
-  EXPECT_EQ(half.entries.at(11) + half.entries.at(12), kMainEntries);
-  EXPECT_EQ(widths(dir, "chunks_recent").entries, (std::map<std::size_t, std::size_t>{{12, kRecentEntries}}));
+  EXPECT_EQ(half.entries.at(kCurrent) + half.entries.at(written.width), kMainEntries);
+  EXPECT_EQ(widths(dir, "chunks_recent").entries,
+            (std::map<std::size_t, std::size_t>{{written.width, kRecentEntries}}));
   {
     Options ro = o;
     ro.read_only = true;
     auto opened = Index::open(ro);
     ASSERT_TRUE(opened) << opened.error().to_string();
-    v4.expect_answers(**opened);
+    contents.expect_answers(**opened);
   }
   {
     auto opened = Index::open(o);
     ASSERT_TRUE(opened) << opened.error().to_string();
-    EXPECT_EQ((*opened)->schema_version(), 5u);
-    v4.expect_answers(**opened);
+    EXPECT_EQ((*opened)->schema_version(), schema::kVersion);
+    contents.expect_answers(**opened);
   }
   detail::g_upgrade_step_entries = saved;
-  EXPECT_EQ(widths(dir, "chunks").entries, (std::map<std::size_t, std::size_t>{{11, kMainEntries}}));
-  EXPECT_EQ(widths(dir, "chunks_recent").entries, (std::map<std::size_t, std::size_t>{{11, kRecentEntries}}));
+  EXPECT_EQ(widths(dir, "chunks").entries, (std::map<std::size_t, std::size_t>{{kCurrent, kMainEntries}}));
+  EXPECT_EQ(widths(dir, "chunks_recent").entries, (std::map<std::size_t, std::size_t>{{kCurrent, kRecentEntries}}));
 }
 
-// Dropping the fifth hash byte can reorder a key's entries: two that share
-// the first four bytes sorted on the fifth, and now sort on the xorb id.
-// Written back unsorted, LMDB's append would refuse them (or a search would
-// miss one). Made with plain LMDB calls: no release wrote these two.
-TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
+// Dropping hash bytes can reorder a key's entries: two that share the first
+// three bytes sorted on a later one, and now sort on the xorb id. Written
+// back unsorted, LMDB's append would refuse them (or a search would miss
+// one). Made with plain LMDB calls: no release wrote these two.
+void expect_resorted(const Written& written) {
   gen::TempDir tmp;
   Options o;
   o.dir = tmp / "idx";
@@ -217,16 +242,18 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
     auto chunks = raw.table("chunks", MDB_DUPSORT | MDB_DUPFIXED), meta = raw.table("meta");
     ASSERT_TRUE(chunks && meta);
     std::uint8_t key = 0x42;
-    // (hash bytes 1..5, xorb id, index): the fifth byte orders them, 1 < 2,
-    // while their xorb ids go 9 then 3.
-    std::uint8_t a[12] = {0xaa, 0xbb, 0xcc, 0xdd, 0x01, 0, 0, 0, 9, 0, 0, 7};
-    std::uint8_t b[12] = {0xaa, 0xbb, 0xcc, 0xdd, 0x02, 0, 0, 0, 3, 0, 0, 5};
-    for (auto* v : {a, b}) {
-      MDB_val k{1, &key}, d{12, v};
+    // (hash bytes 1.., xorb id, index): the first hash byte past the three
+    // kept orders them, 1 < 2, while their xorb ids go 9 then 3.
+    std::vector<std::uint8_t> a = {0xaa, 0xbb, 0xcc, 0x01}, b = {0xaa, 0xbb, 0xcc, 0x02};
+    a.resize(written.width - 7), b.resize(written.width - 7);
+    for (std::uint8_t x : {0, 0, 0, 9, 0, 0, 7}) a.push_back(x);
+    for (std::uint8_t x : {0, 0, 0, 3, 0, 0, 5}) b.push_back(x);
+    for (auto* v : {&a, &b}) {
+      MDB_val k{1, &key}, d{v->size(), v->data()};
       ASSERT_EQ(mdb_put(raw.txn(), *chunks, &k, &d, 0), 0);
     }
-    std::uint32_t four = 4;
-    MDB_val vk{14, const_cast<char*>("schema_version")}, vv{4, &four};
+    std::uint32_t version = written.version;
+    MDB_val vk{14, const_cast<char*>("schema_version")}, vv{4, &version};
     ASSERT_EQ(mdb_put(raw.txn(), *meta, &vk, &vv, 0), 0);
     ASSERT_EQ(raw.commit(), 0);
   }
@@ -235,7 +262,7 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
     ASSERT_TRUE(opened) << opened.error().to_string();
   }
   const auto w = widths(o.dir, "chunks");
-  EXPECT_EQ(w.entries, (std::map<std::size_t, std::size_t>{{11, 2}}));
+  EXPECT_EQ(w.entries, (std::map<std::size_t, std::size_t>{{kCurrent, 2}}));
   EXPECT_TRUE(w.sorted);
   // In order: xorb 3 (index 5), then xorb 9 (index 7).
   gen::RawIndex raw(o.dir);
@@ -252,6 +279,8 @@ TEST(IndexSchemaUpgrade, EntriesThatShareFourHashBytesAreSortedAgain) {
   mdb_cursor_close(c);
   EXPECT_EQ(got, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{3, 5}, {9, 7}}));
 }
+
+TEST_P(IndexSchemaUpgrade, EntriesThatShareThreeHashBytesAreSortedAgain) { expect_resorted(GetParam()); }
 
 }  // namespace
 }  // namespace dedupd::index
