@@ -29,7 +29,7 @@ namespace dedupd::index {
 
 struct Options {
   std::string dir{};  // created if missing (one level)
-  // Initial map; it grows when full, by an eighth or more. data.mdb is as
+  // Initial map; it grows when full, by a 64th or more. data.mdb is as
   // large as the map, every byte of it reserved on disk (index/env.hpp).
   std::uint64_t map_size = 1ull << 20;
   std::uint64_t max_map_size = 1ull << 40;  // growth stops here
