@@ -34,8 +34,9 @@ extern std::size_t g_remove_run_entries;
 // is given up and asked again once ingest is idle.
 extern std::size_t g_filter_catch_up_entries;
 
-// Chunk entries one transaction of the schema-5 upgrade rewrites (whole key
-// bytes, always one): 2^19 is 6 MiB copied and about 1,500 pages dirtied.
+// Chunk entries one transaction of the chunk-entry upgrade (upgrade.hpp)
+// rewrites (whole key bytes, always one): 2^19 is at most 6 MiB copied and
+// about 1,500 pages dirtied.
 extern std::uint64_t g_upgrade_step_entries;
 // Tests: called after each committed step of that upgrade (a kill there is
 // a throw that leaves the index as a kill would).
