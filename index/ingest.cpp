@@ -66,10 +66,20 @@ TxnResult find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const s
   MDB_val k = val(h), v;
   int rc = mdb_cursor_get(ids, &k, &v, MDB_SET_KEY);
   if (rc == MDB_NOTFOUND) return 0;
-  // Stored forms are canonical encodings, so equal content is equal bytes.
+  // Stored forms are canonical encodings, so equal content is equal bytes,
+  // except that a form written before the dense layout existed may be in
+  // another one (compact): then what it rebuilds decides.
   XorbPlan plan = plan_xorb_record(block);
   Bytes mine(plan.size);
   encode_xorb_record(mine.data(), key, block, plan);
+  auto same_content = [&](const XorbRecordView& rec) {
+    if (rec.layout() == plan.layout || rec.keyed() != !key.is_zero() ||
+        std::memcmp(rec.record().data() + 4, mine.data() + 4, kXorbRecordHeader - 4) != 0)
+      return false;
+    auto raw = block.raw();
+    auto rebuilt = rec.cas_block();
+    return std::equal(raw.begin(), raw.end(), rebuilt.begin(), rebuilt.end());
+  };
   while (rc == 0) {
     if (v.mv_size != 4) return make_error(kRuleCorrupt, "xorb_ids: bad id size");
     XorbId id = load_be32(static_cast<const std::uint8_t*>(v.mv_data));
@@ -81,7 +91,8 @@ TxnResult find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const s
     }
     auto rec = XorbRecordView::decode(xv);
     if (!rec) return make_error(kRuleCorrupt, "xorb record " + std::to_string(id) + " does not decode");
-    if (rec->record().size() == mine.size() && std::memcmp(rec->record().data(), mine.data(), mine.size()) == 0) {
+    if ((rec->record().size() == mine.size() && std::memcmp(rec->record().data(), mine.data(), mine.size()) == 0) ||
+        same_content(*rec)) {
       found = id;
       return 0;
     }

@@ -76,33 +76,60 @@ class In {
 XorbPlan plan_xorb_record(const shard::XorbBlock& block) {
   const std::uint32_t n = block.num_chunks();
   const std::uint32_t total = block.header().bytes_in_xorb;
-  bool compact = total < (1u << 31);
-  std::uint64_t at = 0;
+  bool compact = total < (1u << 31), dense = true;
+  std::uint64_t at = 0, group = 0;
   for (std::uint32_t i = 0; i < n && compact; ++i) {
     shard::ChunkEntry c = block.chunk(i);
     compact = c.byte_start == at && c.unused == 0 && (c.flags & ~shard::kChunkFlagGlobalDedupEligible) == 0;
+    if (i % kXorbDenseGroup == 0) group = at;
+    dense = dense && at - group < kXorbDenseSpan;
     at += c.unpacked_bytes;
   }
   compact = compact && at == total;
-  return {compact, kXorbRecordHeader + (compact ? 36 : shard::kEntrySize) * std::size_t(n)};
+  XorbLayout layout = !compact ? XorbLayout::verbatim : dense ? XorbLayout::dense : XorbLayout::compact;
+  return {layout, std::size_t(xorb_record_size(layout, n))};
 }
 
 void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block, const XorbPlan& plan) {
+  const std::uint32_t n = block.num_chunks();
+  std::uint32_t flags = key.is_zero() ? 0u : kXorbKeyed;
+  if (plan.layout == XorbLayout::compact) flags |= kXorbCompact;
+  if (plan.layout == XorbLayout::dense) flags |= kXorbDense;
   std::memset(dst, 0, kXorbRecordHeader);
-  shard::store_u32(dst, (key.is_zero() ? 0u : kXorbKeyed) | (plan.compact ? kXorbCompact : 0u));
-  shard::store_u32(dst + 4, block.num_chunks());
+  shard::store_u32(dst, flags);
+  shard::store_u32(dst + 4, n);
   std::memcpy(dst + 8, key.data(), 32);
   auto raw = block.raw();
   std::memcpy(dst + 48, raw.data(), shard::kEntrySize);
-  if (!plan.compact) {
-    std::memcpy(dst + kXorbRecordHeader, raw.data() + shard::kEntrySize, raw.size() - shard::kEntrySize);
-    return;
-  }
   std::uint8_t* p = dst + kXorbRecordHeader;
-  for (std::uint32_t i = 0; i < block.num_chunks(); ++i, p += 36) {
-    shard::ChunkEntry c = block.chunk(i);
-    std::memcpy(p, block.chunk_hash_bytes(i), 32);
-    shard::store_u32(p + 32, c.byte_start | (c.flags & shard::kChunkFlagGlobalDedupEligible));
+  switch (plan.layout) {
+    case XorbLayout::verbatim:
+      std::memcpy(p, raw.data() + shard::kEntrySize, raw.size() - shard::kEntrySize);
+      return;
+    case XorbLayout::compact:
+      for (std::uint32_t i = 0; i < n; ++i, p += kXorbCompactEntry) {
+        shard::ChunkEntry c = block.chunk(i);
+        std::memcpy(p, block.chunk_hash_bytes(i), 32);
+        shard::store_u32(p + 32, c.byte_start | (c.flags & shard::kChunkFlagGlobalDedupEligible));
+      }
+      return;
+    case XorbLayout::dense: {
+      std::uint8_t* offsets = p + 32 * std::size_t(n);
+      std::uint8_t* checkpoints = offsets + 3 * std::size_t(n);
+      std::uint32_t group = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        shard::ChunkEntry c = block.chunk(i);
+        std::memcpy(p + 32 * std::size_t(i), block.chunk_hash_bytes(i), 32);
+        if (i % kXorbDenseGroup == 0) {
+          group = c.byte_start;
+          shard::store_u32(checkpoints + 4 * std::size_t(i / kXorbDenseGroup), group);
+        }
+        std::uint32_t w = (c.byte_start - group) | (c.global_dedup_eligible() ? kXorbDenseEligible : 0u);
+        std::uint8_t* o = offsets + 3 * std::size_t(i);
+        o[0] = std::uint8_t(w), o[1] = std::uint8_t(w >> 8), o[2] = std::uint8_t(w >> 16);
+      }
+      return;
+    }
   }
 }
 
@@ -112,13 +139,36 @@ std::optional<XorbRecordView> XorbRecordView::decode(const MDB_val& v) {
   r.p_ = static_cast<const std::uint8_t*>(v.mv_data);
   r.n_ = shard::load_u32(r.p_ + 4);
   r.size_ = v.mv_size;
-  if (v.mv_size != kXorbRecordHeader + (r.compact() ? 36 : shard::kEntrySize) * std::size_t(r.n_)) return std::nullopt;
+  const std::uint32_t flags = shard::load_u32(r.p_);
+  if ((flags & kXorbCompact) && (flags & kXorbDense)) return std::nullopt;
+  r.layout_ = flags & kXorbDense     ? XorbLayout::dense
+              : flags & kXorbCompact ? XorbLayout::compact
+                                     : XorbLayout::verbatim;
+  if (std::uint64_t(v.mv_size) != xorb_record_size(r.layout_, r.n_)) return std::nullopt;
   if (shard::XorbHeader::decode(r.p_ + 48).num_entries != r.n_) return std::nullopt;
   return r;
 }
 
+std::uint32_t XorbRecordView::dense_word(std::uint32_t i) const {
+  const std::uint8_t* o = p_ + kXorbRecordHeader + 32 * std::size_t(n_) + 3 * std::size_t(i);
+  return std::uint32_t(o[0]) | std::uint32_t(o[1]) << 8 | std::uint32_t(o[2]) << 16;
+}
+
+std::uint32_t XorbRecordView::dense_start(std::uint32_t i) const {
+  const std::uint8_t* checkpoint =
+      p_ + kXorbRecordHeader + kXorbDenseEntry * std::size_t(n_) + 4 * std::size_t(i / kXorbDenseGroup);
+  return shard::load_u32(checkpoint) + (dense_word(i) & ~kXorbDenseEligible);
+}
+
 void XorbRecordView::chunk_range(std::uint32_t i, std::uint32_t& start, std::uint32_t& unpacked,
                                  std::uint32_t& flags) const {
+  if (dense()) {
+    start = dense_start(i);
+    flags = dense_word(i) & kXorbDenseEligible ? shard::kChunkFlagGlobalDedupEligible : 0u;
+    std::uint32_t end = i + 1 < n_ ? dense_start(i + 1) : header().bytes_in_xorb;
+    unpacked = end - start;
+    return;
+  }
   const std::uint8_t* e = entry(i);
   if (!compact()) {
     start = shard::load_u32(e + 32);
@@ -135,9 +185,9 @@ void XorbRecordView::chunk_range(std::uint32_t i, std::uint32_t& start, std::uin
 }
 
 shard::ChunkEntry XorbRecordView::chunk(std::uint32_t i) const {
-  if (!compact()) return shard::ChunkEntry::decode(entry(i));
+  if (layout_ == XorbLayout::verbatim) return shard::ChunkEntry::decode(entry(i));
   shard::ChunkEntry c;
-  c.chunk_hash = Hash::from_bytes({entry(i), 32});
+  c.chunk_hash = Hash::from_bytes({chunk_hash_bytes(i), 32});
   chunk_range(i, c.byte_start, c.unpacked_bytes, c.flags);
   return c;
 }
@@ -145,7 +195,7 @@ shard::ChunkEntry XorbRecordView::chunk(std::uint32_t i) const {
 std::vector<std::uint8_t> XorbRecordView::cas_block() const {
   std::vector<std::uint8_t> out(shard::kEntrySize * (1 + std::size_t(n_)));
   std::memcpy(out.data(), p_ + 48, shard::kEntrySize);
-  if (!compact()) {
+  if (layout_ == XorbLayout::verbatim) {
     std::memcpy(out.data() + shard::kEntrySize, p_ + kXorbRecordHeader, shard::kEntrySize * std::size_t(n_));
     return out;
   }

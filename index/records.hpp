@@ -141,33 +141,75 @@ struct IdKey {
 };
 
 // ---- xorb record: xorbs[id] -----------------------------------------------
-// 0  u32 flags (bit 0: keyed, bit 1: compact)   4  u32 num_chunks
-// 8  key[32] (zero when raw)                   40  u64 reserved
+// 0  u32 flags (bit 0: keyed, bit 1: compact, bit 2: dense; not 1 and 2)
+// 4  u32 num_chunks (n)   8  key[32] (zero when raw)   40  u64 reserved
 // 48 the 48-byte XorbHeader as stored
-// 96 num_chunks entries:
+// 96 the chunks, in one of three layouts:
 //    verbatim: the 48-byte CAS chunk entries as stored;
-//    compact:  stored hash[32], u32 byte_start | (eligible << 31): 36 bytes.
-// Compact is used when it rebuilds the exact bytes: byte_start is the
+//    compact:  per chunk, stored hash[32], u32 byte_start | (eligible << 31):
+//              36 bytes a chunk;
+//    dense:    n x stored hash[32], contiguous; then n x u24 (LE): the
+//              chunk's byte_start less that of the first chunk of its group
+//              of 64 (chunks 64k..64k+63), | (eligible << 23); then
+//              ceil(n / 64) x u32 checkpoint: the byte_start of chunk 64k.
+//              35 bytes a chunk and 4 a group.
+// Compact and dense rebuild the exact bytes only when byte_start is the
 // running sum of unpacked sizes, the last chunk ends at bytes_in_xorb (so
 // unpacked sizes follow from the starts), flags are 0 or the eligibility bit,
 // the unused word is 0, and bytes_in_xorb < 2^31. Every writer we know of
-// produces that; anything else is kept verbatim.
+// produces that. Dense also needs each chunk to start less than 2^23 bytes
+// after its group's first chunk: at most 63 chunks come before it in the
+// group, and a Xet chunk holds at most 128 KiB, so real xorbs always fit.
+// The writer picks dense, else compact, else verbatim; readers take all
+// three (indexes written before dense hold the other two).
+// Why dense: xorb records are most of the index (36.3 of its 47.8 bytes an
+// entry at 10 M entries, docs/PERFORMANCE.md), and a 3-byte offset instead
+// of compact's 4 saves about 1 byte an entry. Access stays O(1): a range is
+// one checkpoint plus one or two offsets, and the hashes, which every
+// candidate of a lookup is compared against, are contiguous (one multiply).
 inline constexpr std::size_t kXorbRecordHeader = 96;
-inline constexpr std::uint32_t kXorbKeyed = 1, kXorbCompact = 2;
+inline constexpr std::uint32_t kXorbKeyed = 1, kXorbCompact = 2, kXorbDense = 4;
+inline constexpr std::size_t kXorbCompactEntry = 36;
+inline constexpr std::size_t kXorbDenseEntry = 35;             // hash and 3-byte offset, before the checkpoints
+inline constexpr std::uint32_t kXorbDenseGroup = 64;           // chunks per checkpoint
+inline constexpr std::uint32_t kXorbDenseSpan = 1u << 23;      // offsets within a group are below this
+inline constexpr std::uint32_t kXorbDenseEligible = 1u << 23;  // in the 3-byte offset
+
+enum class XorbLayout : std::uint8_t { verbatim, compact, dense };
+// The record's size for n chunks in that layout.
+inline std::uint64_t xorb_record_size(XorbLayout layout, std::uint32_t n) {
+  switch (layout) {
+    case XorbLayout::compact:
+      return kXorbRecordHeader + kXorbCompactEntry * std::uint64_t(n);
+    case XorbLayout::dense:
+      return kXorbRecordHeader + kXorbDenseEntry * std::uint64_t(n) +
+             4 * ((std::uint64_t(n) + kXorbDenseGroup - 1) / kXorbDenseGroup);
+    case XorbLayout::verbatim:
+      break;
+  }
+  return kXorbRecordHeader + shard::kEntrySize * std::uint64_t(n);
+}
 
 struct XorbPlan {
-  bool compact = false;
+  XorbLayout layout = XorbLayout::verbatim;
   std::size_t size = 0;
 };
 XorbPlan plan_xorb_record(const shard::XorbBlock& block);
+// Lays the record out in plan.layout: plan_xorb_record's choice, or a less
+// dense layout that also rebuilds the block (compact for a dense plan,
+// verbatim for any); plan.size is that layout's xorb_record_size.
 void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBlock& block, const XorbPlan& plan);
 
 class XorbRecordView {
  public:
-  // Checks the sizes agree; nullopt means a corrupt record.
+  // Checks the sizes agree; nullopt means a corrupt record. What decodes is
+  // safe to read whatever its bytes: garbage gives garbage ranges, never a
+  // read outside the record.
   static std::optional<XorbRecordView> decode(const MDB_val& v);
   bool keyed() const { return shard::load_u32(p_) & kXorbKeyed; }
-  bool compact() const { return shard::load_u32(p_) & kXorbCompact; }
+  XorbLayout layout() const { return layout_; }
+  bool compact() const { return layout_ == XorbLayout::compact; }
+  bool dense() const { return layout_ == XorbLayout::dense; }
   Key key() const { return Hash::from_bytes({p_ + 8, 32}); }
   const std::uint8_t* key_bytes() const { return p_ + 8; }
   std::uint32_t num_chunks() const { return n_; }
@@ -175,20 +217,27 @@ class XorbRecordView {
   Hash xorb_hash() const { return Hash::from_bytes({xorb_hash_bytes(), 32}); }
   shard::XorbHeader header() const { return shard::XorbHeader::decode(p_ + 48); }
   // The stored (keyed when keyed()) hash of chunk i.
-  const std::uint8_t* chunk_hash_bytes(std::uint32_t i) const { return entry(i); }
+  const std::uint8_t* chunk_hash_bytes(std::uint32_t i) const {
+    return dense() ? p_ + kXorbRecordHeader + 32 * std::size_t(i) : entry(i);
+  }
   shard::ChunkEntry chunk(std::uint32_t i) const;
-  // Byte range and flags of chunk i without decoding its hash.
+  // Byte range and flags of chunk i (< num_chunks()) without decoding its hash.
   void chunk_range(std::uint32_t i, std::uint32_t& start, std::uint32_t& unpacked, std::uint32_t& flags) const;
   // The CAS block exactly as the source shard stored it.
   std::vector<std::uint8_t> cas_block() const;
   std::span<const std::uint8_t> record() const { return {p_, size_}; }
 
  private:
+  // Verbatim and compact: chunk i's entry.
   const std::uint8_t* entry(std::uint32_t i) const {
-    return p_ + kXorbRecordHeader + (compact() ? 36 : shard::kEntrySize) * std::size_t(i);
+    return p_ + kXorbRecordHeader + (compact() ? kXorbCompactEntry : shard::kEntrySize) * std::size_t(i);
   }
+  // Dense: chunk i's 3-byte offset word, and its byte_start.
+  std::uint32_t dense_word(std::uint32_t i) const;
+  std::uint32_t dense_start(std::uint32_t i) const;
   const std::uint8_t* p_ = nullptr;
   std::uint32_t n_ = 0;
+  XorbLayout layout_ = XorbLayout::verbatim;
   std::size_t size_ = 0;
 };
 

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "index/index.hpp"
+#include "index/records.hpp"
 #include "index/schema.hpp"
 #include "shard/mapped_file.hpp"
 #include "tests/unit/index/support.hpp"
@@ -27,6 +28,7 @@ using ::testing::AtLeast;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
 std::vector<Hash> shard_hashes(const std::vector<ShardRef>& refs) {
@@ -49,7 +51,66 @@ class IndexTest : public IndexFixture, public ::testing::WithParamInterface<Layo
     chunk_filter = GetParam().filtered;
     reopen();
   }
+
+  // The layout and size of each stored form of a xorb, read raw (the index
+  // is closed for it and opened again).
+  std::vector<std::pair<records::XorbLayout, std::size_t>> stored_forms(const Hash& xorb) {
+    idx.reset();
+    std::vector<std::pair<records::XorbLayout, std::size_t>> out;
+    for (const auto& [id, rec] : stored_xorb_records(tmp / "idx")) {
+      auto view = records::XorbRecordView::decode(records::val(rec));
+      EXPECT_TRUE(view) << "xorb id " << id;
+      if (view && view->xorb_hash() == xorb) out.emplace_back(view->layout(), rec.size());
+    }
+    reopen();
+    return out;
+  }
+
+  // The index gives back the CAS block byte for byte, and every chunk's
+  // range and flags.
+  void expect_rebuilt(const shard::XorbBlock& b) {
+    auto forms = idx->xorb(b.hash());
+    ASSERT_TRUE(forms);
+    ASSERT_EQ(forms->size(), 1u);
+    auto raw = b.raw();
+    EXPECT_EQ(forms->front().cas_block, std::vector<std::uint8_t>(raw.begin(), raw.end()));
+    ASSERT_EQ(forms->front().chunks.size(), b.num_chunks());
+    for (std::uint32_t i = 0; i < b.num_chunks(); ++i) {
+      shard::ChunkEntry c = b.chunk(i);
+      auto locs = find(c.chunk_hash);
+      ASSERT_EQ(locs.size(), 1u) << i;
+      EXPECT_EQ(locs[0].chunk_index, i);
+      EXPECT_EQ(locs[0].byte_start, c.byte_start) << i;
+      EXPECT_EQ(locs[0].unpacked_bytes, c.unpacked_bytes) << i;
+      EXPECT_EQ(locs[0].flags, c.flags) << i;
+      EXPECT_EQ(forms->front().chunks[i].byte_start, c.byte_start) << i;
+      EXPECT_EQ(forms->front().chunks[i].unpacked_bytes, c.unpacked_bytes) << i;
+    }
+  }
 };
+
+// A raw shard of one xorb whose chunks have these sizes, laid out as every
+// writer does (byte_start the running sum), every third chunk eligible for
+// global dedup.
+OwnedShard shard_of_sizes(const GenXorb& g, const std::vector<std::uint32_t>& sizes) {
+  shard::XorbRecord r;
+  r.header.xorb_hash = g.hash;
+  std::uint32_t at = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    shard::ChunkEntry c;
+    c.chunk_hash = g.raw[i];
+    c.byte_start = at;
+    c.unpacked_bytes = sizes[i];
+    c.flags = i % 3 == 0 ? shard::kChunkFlagGlobalDedupEligible : 0;
+    at += sizes[i];
+    r.chunks.push_back(c);
+  }
+  r.header.bytes_in_xorb = at;
+  r.header.bytes_on_disk = at / 2;
+  shard::ShardWriter w;
+  w.add_xorb(std::move(r));
+  return own(w.write(shard::WriteOptions{}));
+}
 INSTANTIATE_TEST_SUITE_P(Tables, IndexTest,
                          ::testing::Values(Layout{false, false}, Layout{true, false}, Layout{false, true},
                                            Layout{true, true}),
@@ -471,9 +532,9 @@ TEST_P(IndexTest, SameXorbHashWithDifferentContentKeepsBothForms) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
-// Xorb records are stored compactly when that rebuilds the exact bytes; a
-// xorb with unusual fields is kept verbatim. Both give back the CAS block
-// byte for byte and the right ranges.
+// Xorb records are stored dense when that rebuilds the exact bytes; a xorb
+// with unusual fields is kept verbatim. Both give back the CAS block byte
+// for byte and the right ranges.
 TEST_P(IndexTest, XorbRecordsRebuildTheCasBlockExactly) {
   auto canon = gen_xorb(34, 9);
   auto odd = gen_xorb(35, 9);
@@ -502,6 +563,9 @@ TEST_P(IndexTest, XorbRecordsRebuildTheCasBlockExactly) {
   }
   auto s = own(w.write(shard::WriteOptions{}));
   ingest(s);
+  using records::XorbLayout;
+  EXPECT_THAT(stored_forms(canon.hash), ElementsAre(Pair(XorbLayout::dense, 96u + 35 * 9 + 4)));
+  EXPECT_THAT(stored_forms(odd.hash), ElementsAre(Pair(XorbLayout::verbatim, 96u + 48 * 9)));
   for (const shard::XorbBlock& b : s.view->xorbs()) {
     auto forms = idx->xorb(b.hash());
     ASSERT_TRUE(forms);
@@ -524,6 +588,101 @@ TEST_P(IndexTest, XorbRecordsRebuildTheCasBlockExactly) {
   auto again = own(w.write(upload));
   EXPECT_EQ(ingest(again).new_xorbs, 0u);
   EXPECT_THAT(problems(), IsEmpty());
+}
+
+// A xorb whose every chunk starts less than 2^23 bytes after the first of
+// its group of 64 (every real one) is stored dense: 35 bytes a chunk and a
+// checkpoint a group, here over three full groups and a partial one.
+TEST_P(IndexTest, XorbRecordsAreDenseWhenEveryGroupOf64Fits) {
+  auto g = gen_xorb(41, 200);
+  auto s = shard_of_sizes(g, g.sizes);
+  ingest(s);
+  const shard::XorbBlock b = *s.view->xorbs().begin();
+  expect_rebuilt(b);
+  using records::XorbLayout;
+  EXPECT_THAT(stored_forms(g.hash), ElementsAre(Pair(XorbLayout::dense, 96u + 35 * 200 + 4 * 4)));
+  expect_rebuilt(b);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+// The offsets count from each group's first chunk, not from the xorb's: a
+// group may start anywhere. A chunk 2^23 bytes or more after its group's
+// first does not fit, and the xorb is stored compact, exact all the same.
+TEST_P(IndexTest, XorbRecordsAreCompactWhenAGroupSpans8MiB) {
+  using records::XorbLayout;
+  for (std::uint32_t over : {0u, 1u}) {
+    SCOPED_TRACE(over);
+    auto g = gen_xorb(42 + over, 140);
+    // Group 1 (chunks 64..127, from 6.4 MB on): chunk 127 starts
+    // 2^23 - 1 + over bytes after chunk 64.
+    std::vector<std::uint32_t> sizes(140, 100000);
+    sizes[64] = (1u << 23) - 63 + over;
+    for (std::size_t i = 65; i < 128; ++i) sizes[i] = 1;
+    auto s = shard_of_sizes(g, sizes);
+    ingest(s);
+    const shard::XorbBlock b = *s.view->xorbs().begin();
+    ASSERT_EQ(b.chunk(127).byte_start - b.chunk(64).byte_start, (1u << 23) - 1 + over);
+    expect_rebuilt(b);
+    EXPECT_THAT(stored_forms(g.hash), ElementsAre(over ? Pair(XorbLayout::compact, 96u + 36 * 140)
+                                                       : Pair(XorbLayout::dense, 96u + 35 * 140 + 4 * 3)));
+    expect_rebuilt(b);
+  }
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
+// An index written before the dense layout (tests/fixtures/index-v5) holds
+// compact records of xorbs the writer now lays out dense. They keep
+// answering, and a new shard with one of those xorbs shares its stored form
+// instead of adding a second one, though the bytes it would write differ.
+TEST(IndexXorbRecords, CompactRecordsOfAnOlderIndexAnswerAndAreShared) {
+  TempDir tmp;
+  const std::string dir = copy_of_fixture_index(tmp, "index-v5");
+  auto layouts = [&] {
+    std::map<records::XorbLayout, std::size_t> n;
+    for (const auto& [id, rec] : stored_xorb_records(dir)) {
+      auto view = records::XorbRecordView::decode(records::val(rec));
+      EXPECT_TRUE(view) << "xorb id " << id;
+      if (view) ++n[view->layout()];
+    }
+    return n;
+  };
+  using records::XorbLayout;
+  const auto before = layouts();
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(before.begin()->first, XorbLayout::compact);
+  {
+    Options o;
+    o.dir = dir;
+    auto opened = Index::open(o);
+    ASSERT_TRUE(opened) << opened.error().to_string();
+    auto& idx = **opened;
+    // The fixture's "big" shard holds x3; this one is another shard with it.
+    auto x3 = gen_xorb(3, 1500), x6 = gen_xorb(6, 300);
+    auto again = own(build_shard({.xorbs = {&x3}, .created = 1700000009}));
+    auto fresh = own(build_shard({.xorbs = {&x6}, .created = 1700000010}));
+    auto r = idx.ingest(*again.view, SourceInfo{}, {.now = 1754000000});
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->new_xorbs, 0u);
+    r = idx.ingest(*fresh.view, SourceInfo{}, {.now = 1754000000});
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->new_xorbs, 1u);
+    for (const GenXorb* x : {&x3, &x6})
+      for (std::uint32_t i = 0; i < x->raw.size(); ++i) {
+        auto locs = idx.lookup(x->raw[i]);
+        ASSERT_TRUE(locs) << locs.error().to_string();
+        ASSERT_EQ(locs->size(), 1u) << i;
+        const Location& l = locs->front();
+        EXPECT_EQ(l.chunk_index, i);
+        EXPECT_EQ(l.byte_start, x->byte_start(i)) << i;
+        EXPECT_EQ(l.unpacked_bytes, x->sizes[i]) << i;
+        EXPECT_EQ(l.flags, i == 0 ? shard::kChunkFlagGlobalDedupEligible : 0u) << i;
+        EXPECT_EQ(l.shards.size(), x == &x3 ? 2u : 1u) << i;
+      }
+    EXPECT_THAT(*idx.check_invariants(), IsEmpty());
+  }
+  auto after = layouts();
+  EXPECT_EQ(after[XorbLayout::compact], before.at(XorbLayout::compact));
+  EXPECT_EQ(after[XorbLayout::dense], 1u);
 }
 
 TEST_P(IndexTest, EntriesAnswerFromBothTables) {

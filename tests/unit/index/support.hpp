@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -84,6 +85,27 @@ inline std::uint32_t schema_version_on_disk(const std::string& dir) {
     if (mdb_get(raw.txn(), *meta, &k, &v) == 0 && v.mv_size == 4) std::memcpy(&version, v.mv_data, 4);
   }
   return version;
+}
+
+// The xorb records as stored: xorb id -> record bytes.
+inline std::map<std::uint32_t, std::vector<std::uint8_t>> stored_xorb_records(const std::string& dir) {
+  std::map<std::uint32_t, std::vector<std::uint8_t>> out;
+  RawIndex raw(dir);
+  auto dbi = raw.table("xorbs");
+  EXPECT_TRUE(dbi);
+  if (!dbi) return out;
+  MDB_cursor* c = nullptr;
+  EXPECT_EQ(mdb_cursor_open(raw.txn(), *dbi, &c), 0);
+  MDB_val k, v;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    EXPECT_EQ(k.mv_size, 4u);
+    auto id = static_cast<const std::uint8_t*>(k.mv_data);
+    auto rec = static_cast<const std::uint8_t*>(v.mv_data);
+    out[std::uint32_t(id[0]) << 24 | std::uint32_t(id[1]) << 16 | std::uint32_t(id[2]) << 8 | id[3]].assign(
+        rec, rec + v.mv_size);
+  }
+  mdb_cursor_close(c);
+  return out;
 }
 
 #ifdef DEDUPD_FIXTURE_DIR
