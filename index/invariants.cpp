@@ -34,6 +34,21 @@ class Checker {
     if (problems.size() < kMaxProblems) problems.push_back(std::move(p));
   }
 
+  // Compact and dense records keep only where each chunk starts (its size is
+  // the distance to the next start, or to bytes_in_xorb): true when the
+  // starts run up from 0 and none is past bytes_in_xorb, as every writer
+  // lays them out. A start below the one before makes a size near 4 GiB.
+  static bool ranges_tile(const XorbRecordView& rec) {
+    std::uint64_t at = 0;
+    for (std::uint32_t i = 0; i < rec.num_chunks(); ++i) {
+      std::uint32_t start, unpacked, flags;
+      rec.chunk_range(i, start, unpacked, flags);
+      if (start != at) return false;
+      at += unpacked;
+    }
+    return at == rec.header().bytes_in_xorb;
+  }
+
   // Calls fn(key, value) for every item (every duplicate) of a table.
   template <class F>
   int walk(MDB_dbi dbi, F&& fn) {
@@ -112,6 +127,8 @@ class Checker {
       if (!rec) return problem("xorb id " + std::to_string(id) + ": record does not decode");
       xorbs_[id] = *rec;
       total_chunks_ += rec->num_chunks();
+      if (rec->layout() != XorbLayout::verbatim && !ranges_tile(*rec))
+        problem("xorb id " + std::to_string(id) + ": its chunk ranges do not run up from 0 to bytes_in_xorb");
       if (!expected_xorb_shards_.count(id))
         problem("dangling xorb id " + std::to_string(id) + " (" + rec->xorb_hash().to_string() +
                 "): no live shard holds it");

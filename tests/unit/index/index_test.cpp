@@ -630,6 +630,32 @@ TEST_P(IndexTest, XorbRecordsAreCompactWhenAGroupSpans8MiB) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
+// Compact and dense records keep only where chunks start: the checker
+// finds starts that do not run up from 0 to bytes_in_xorb (here a damaged
+// checkpoint, below the chunk before it), which would answer absurd sizes.
+TEST_P(IndexTest, TheCheckerFindsADamagedDenseRecord) {
+  auto g = gen_xorb(45, 130);
+  ingest(own(build_shard({.xorbs = {&g}})));
+  EXPECT_THAT(problems(), IsEmpty());
+  idx.reset();
+  {
+    auto recs = stored_xorb_records(tmp / "idx");
+    ASSERT_EQ(recs.size(), 1u);
+    auto [id, rec] = *recs.begin();
+    ASSERT_EQ(rec.size(), 96u + 35 * 130 + 4 * 3);
+    shard::store_u32(rec.data() + 96 + 35 * 130 + 4, 0);  // group 1's checkpoint
+    RawIndex raw(tmp / "idx", true);
+    auto xorbs = raw.table("xorbs");
+    ASSERT_TRUE(xorbs);
+    records::IdKey k(id);
+    MDB_val kv = k.mdb(), v = records::val(rec);
+    ASSERT_EQ(mdb_put(raw.txn(), *xorbs, &kv, &v, 0), 0);
+    ASSERT_EQ(raw.commit(), 0);
+  }
+  reopen();
+  EXPECT_THAT(problems(), ElementsAre(HasSubstr("chunk ranges do not run up from 0 to bytes_in_xorb")));
+}
+
 // An index written before the dense layout (tests/fixtures/index-v5) holds
 // compact records of xorbs the writer now lays out dense. They keep
 // answering, and a new shard with one of those xorbs shares its stored form
