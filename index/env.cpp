@@ -23,9 +23,11 @@ bool is_no_space(int rc) { return rc == ENOSPC || rc == EFBIG || rc == EDQUOT; }
 
 // A growth step never goes below this on a nearly full disk.
 constexpr std::uint64_t kMinGrowthStep = 64 * 1024;
-// The first growth of a write() call adds 1/kGrowthShare of the map (at
-// least this); each further growth in the same call doubles the step, so a
-// large transaction needs few retries. data.mdb is as large as the map, so
+// The first two growths of a write() call add 1/kGrowthShare of the map (at
+// least this) each; each further growth in the same call doubles the step,
+// so a large transaction needs few retries. Not doubling at once: a write a
+// little larger than one step (a 10 MB shard at 10 M entries) would leave
+// the map two steps ahead for good. data.mdb is as large as the map, so
 // the share is what the file holds ahead of the pages ever used: an eighth
 // left 10 % of a 10 M-entry index's file unused (4.9 B of its 54.6 B an
 // entry), a 32nd up to 3 %, a 64th up to 1.6 %. Each growth redoes the
@@ -226,7 +228,7 @@ Status Env::grow(unsigned growths) {
   if (old_size >= options_.max_map_size)
     return make_error(kRuleMapFull, "the index map is full at its maximum size (" + std::to_string(old_size) +
                                         " bytes); raise the maximum map size");
-  std::uint64_t step = std::max(old_size / kGrowthShare, kGrowthFloor) << std::min(growths, 24u);
+  std::uint64_t step = std::max(old_size / kGrowthShare, kGrowthFloor) << std::min(growths > 0 ? growths - 1 : 0, 24u);
   std::uint64_t new_size;
   for (;;) {
     new_size = std::min(old_size + step, options_.max_map_size);

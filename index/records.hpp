@@ -4,8 +4,8 @@
 // everything inside values is little-endian like the shard format.
 //
 // Space: the chunk table is the only per-chunk structure besides the xorb
-// record (which keeps the 48-byte CAS entries as stored, in dense overflow
-// pages). It is an MDB_DUPSORT|MDB_DUPFIXED table whose key is the first
+// record (which rebuilds the 48-byte CAS entries as stored from about 35
+// bytes a chunk, in overflow pages; see below). It is an MDB_DUPSORT|MDB_DUPFIXED table whose key is the first
 // byte of the stored chunk hash and whose fixed 10-byte duplicates are
 // (next 3 hash bytes, xorb id, chunk index): LMDB packs fixed duplicates
 // without per-item headers, so an entry costs 10 bytes / page fill. The 32

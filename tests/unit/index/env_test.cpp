@@ -101,6 +101,29 @@ TEST_F(EnvWrite, MapFullGrowsTheMapAndRunsTheBodyAgain) {
   EXPECT_TRUE(has("k999"));
 }
 
+// A write a little larger than one step grows the map twice by that step,
+// not by one step and then two: the file is the map, and what it holds
+// ahead of the pages used stays for good. 600 values of 4,000 bytes (one
+// overflow page each, ~2.4 MiB) do not fit 2 MiB and fit 3.
+TEST_F(EnvWrite, ASecondGrowthInOneWriteDoesNotDoubleTheStep) {
+  int runs = 0;
+  const std::string big(4000, 'x');
+  auto s = env->write(
+      [&](MDB_txn* txn) -> TxnResult {
+        ++runs;
+        for (int i = 0; i < 600; ++i) {
+          std::string key = "k" + std::to_string(i);
+          MDB_val k{key.size(), key.data()}, v{big.size(), const_cast<char*>(big.data())};
+          if (int rc = mdb_put(txn, dbi, &k, &v, 0)) return rc;
+        }
+        return TxnResult::commit();
+      },
+      "a write of two steps and a bit");
+  ASSERT_TRUE(s) << s.error().to_string();
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(env->map_size(), 3u << 20) << "1 MiB, then a 1 MiB step twice";
+}
+
 TEST_F(EnvWrite, ABodyThatNeverFitsEndsAsMapFull) {
   int runs = 0;
   auto s = env->write(
