@@ -114,19 +114,18 @@ void encode_xorb_record(std::uint8_t* dst, const Key& key, const shard::XorbBloc
       }
       return;
     case XorbLayout::dense: {
-      std::uint8_t* offsets = p + 32 * std::size_t(n);
-      std::uint8_t* checkpoints = offsets + 3 * std::size_t(n);
+      std::uint8_t* checkpoints = p + kXorbDenseEntry * std::size_t(n);
       std::uint32_t group = 0;
       for (std::uint32_t i = 0; i < n; ++i) {
         shard::ChunkEntry c = block.chunk(i);
-        std::memcpy(p + 32 * std::size_t(i), block.chunk_hash_bytes(i), 32);
+        std::uint8_t* e = p + kXorbDenseEntry * std::size_t(i);
+        std::memcpy(e, block.chunk_hash_bytes(i), 32);
         if (i % kXorbDenseGroup == 0) {
           group = c.byte_start;
           shard::store_u32(checkpoints + 4 * std::size_t(i / kXorbDenseGroup), group);
         }
         std::uint32_t w = (c.byte_start - group) | (c.global_dedup_eligible() ? kXorbDenseEligible : 0u);
-        std::uint8_t* o = offsets + 3 * std::size_t(i);
-        o[0] = std::uint8_t(w), o[1] = std::uint8_t(w >> 8), o[2] = std::uint8_t(w >> 16);
+        e[32] = std::uint8_t(w), e[33] = std::uint8_t(w >> 8), e[34] = std::uint8_t(w >> 16);
       }
       return;
     }
@@ -150,7 +149,7 @@ std::optional<XorbRecordView> XorbRecordView::decode(const MDB_val& v) {
 }
 
 std::uint32_t XorbRecordView::dense_word(std::uint32_t i) const {
-  const std::uint8_t* o = p_ + kXorbRecordHeader + 32 * std::size_t(n_) + 3 * std::size_t(i);
+  const std::uint8_t* o = entry(i) + 32;
   return std::uint32_t(o[0]) | std::uint32_t(o[1]) << 8 | std::uint32_t(o[2]) << 16;
 }
 
