@@ -31,6 +31,22 @@ class EnvWrite : public ::testing::Test {
     MDB_val k{key.size(), const_cast<char*>(key.data())}, v{key.size(), const_cast<char*>(key.data())};
     return mdb_put(txn, dbi, &k, &v, 0);
   }
+  // One write of `n` values of 4,000 bytes (an overflow page each), keys
+  // k0.., counting how often its body ran.
+  Status write_pages(int n, int& runs, const char* what) {
+    const std::string big(4000, 'x');
+    return env->write(
+        [&](MDB_txn* txn) -> TxnResult {
+          ++runs;
+          for (int i = 0; i < n; ++i) {
+            std::string key = "k" + std::to_string(i);
+            MDB_val k{key.size(), key.data()}, v{big.size(), const_cast<char*>(big.data())};
+            if (int rc = mdb_put(txn, dbi, &k, &v, 0)) return rc;
+          }
+          return TxnResult::commit();
+        },
+        what);
+  }
   bool has(const std::string& key) {
     auto r = env->begin_read();
     EXPECT_TRUE(r);
@@ -83,18 +99,7 @@ TEST_F(EnvWrite, MapFullGrowsTheMapAndRunsTheBodyAgain) {
   // 4 MiB of values do not fit the 1 MiB map: the body runs again after
   // each growth and commits once they fit.
   int runs = 0;
-  const std::string big(4000, 'x');
-  auto s = env->write(
-      [&](MDB_txn* txn) -> TxnResult {
-        ++runs;
-        for (int i = 0; i < 1000; ++i) {
-          std::string key = "k" + std::to_string(i);
-          MDB_val k{key.size(), key.data()}, v{big.size(), const_cast<char*>(big.data())};
-          if (int rc = mdb_put(txn, dbi, &k, &v, 0)) return rc;
-        }
-        return TxnResult::commit();
-      },
-      "a large write");
+  auto s = write_pages(1000, runs, "a large write");
   ASSERT_TRUE(s) << s.error().to_string();
   EXPECT_GT(runs, 1);
   EXPECT_GE(env->map_size(), 4u << 20);
@@ -107,18 +112,7 @@ TEST_F(EnvWrite, MapFullGrowsTheMapAndRunsTheBodyAgain) {
 // overflow page each, ~2.4 MiB) do not fit 2 MiB and fit 3.
 TEST_F(EnvWrite, ASecondGrowthInOneWriteDoesNotDoubleTheStep) {
   int runs = 0;
-  const std::string big(4000, 'x');
-  auto s = env->write(
-      [&](MDB_txn* txn) -> TxnResult {
-        ++runs;
-        for (int i = 0; i < 600; ++i) {
-          std::string key = "k" + std::to_string(i);
-          MDB_val k{key.size(), key.data()}, v{big.size(), const_cast<char*>(big.data())};
-          if (int rc = mdb_put(txn, dbi, &k, &v, 0)) return rc;
-        }
-        return TxnResult::commit();
-      },
-      "a write of two steps and a bit");
+  auto s = write_pages(600, runs, "a write of two steps and a bit");
   ASSERT_TRUE(s) << s.error().to_string();
   EXPECT_EQ(runs, 3);
   EXPECT_EQ(env->map_size(), 3u << 20) << "1 MiB, then a 1 MiB step twice";
