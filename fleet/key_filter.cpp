@@ -47,12 +47,42 @@ void KeyFilter::add(std::int64_t prefix) {
   ++added_;
 }
 
+namespace {
+bool line_holds(const std::uint64_t* line, std::uint64_t bits, int probes) {
+  for (int i = 0; i < probes; ++i, bits >>= 9)
+    if (!(line[(bits & 511) >> 6] & (1ull << (bits & 63)))) return false;
+  return true;
+}
+}  // namespace
+
 bool KeyFilter::may_contain(std::int64_t prefix) const {
   std::uint64_t bits = 0;
   const std::uint64_t* line = line_of(prefix, bits);
-  for (int i = 0; i < kProbes; ++i, bits >>= 9)
-    if (!(line[(bits & 511) >> 6] & (1ull << (bits & 63)))) return false;
-  return true;
+  return line_holds(line, bits, kProbes);
+}
+
+void KeyFilter::may_contain_many(std::span<const std::int64_t> prefixes, std::vector<std::uint8_t>& out) const {
+  // How many lines are in flight: enough to cover a miss to memory with
+  // the tests between, few enough for the CPU's fill buffers.
+  constexpr std::size_t kAhead = 16;
+  struct Pending {
+    const std::uint64_t* line;
+    std::uint64_t bits;
+  };
+  Pending ring[kAhead];
+  out.resize(prefixes.size());
+  for (std::size_t i = 0; i < prefixes.size() + kAhead; ++i) {
+    if (i >= kAhead) {
+      const Pending& p = ring[(i - kAhead) % kAhead];
+      out[i - kAhead] = line_holds(p.line, p.bits, kProbes) ? 1 : 0;
+    }
+    if (i < prefixes.size()) {
+      Pending& p = ring[i % kAhead];
+      p.line = line_of(prefixes[i], p.bits);
+      __builtin_prefetch(p.line);
+      __builtin_prefetch(p.line + kWordsPerLine - 1);  // the vector aligns it to 16 bytes, not 64
+    }
+  }
 }
 
 }  // namespace dedupd::fleet

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace dedupd::fleet {
@@ -19,6 +20,9 @@ class KeyFilter {
   explicit KeyFilter(std::size_t entries = 0);
   void add(std::int64_t prefix);
   bool may_contain(std::int64_t prefix) const;
+  // may_contain of each prefix, into out[i] (0 or 1): the lines are fetched
+  // a few tests ahead, so their memory waits overlap.
+  void may_contain_many(std::span<const std::int64_t> prefixes, std::vector<std::uint8_t>& out) const;
   std::size_t capacity() const { return capacity_; }
   std::size_t added() const { return added_; }
   // What a filter sized for `entries` holds, in bytes.

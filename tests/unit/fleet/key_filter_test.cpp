@@ -41,5 +41,30 @@ TEST(KeyFilter, AnEmptyFilterHoldsNothing) {
   for (int i = 0; i < 1'000; ++i) EXPECT_FALSE(f.may_contain(std::int64_t(rng())));
 }
 
+// The batch test answers what one test at a time answers, whatever the
+// batch's size against the lines it keeps in flight.
+TEST(KeyFilter, TestingManyAtOnceAnswersAsOneAtATime) {
+  std::mt19937_64 rng(11);
+  KeyFilter f(2'000);
+  std::vector<std::int64_t> in(2'000);
+  for (auto& p : in) {
+    p = std::int64_t(rng());
+    f.add(p);
+  }
+  std::vector<std::uint8_t> out{9, 9, 9};
+  for (std::size_t n : {0, 1, 15, 16, 17, 33, 4'000}) {
+    std::vector<std::int64_t> asked;
+    for (std::size_t i = 0; i < n; ++i) asked.push_back(i % 2 ? in[i % in.size()] : std::int64_t(rng()));
+    f.may_contain_many(asked, out);
+    ASSERT_EQ(out.size(), n);
+    std::size_t held = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], f.may_contain(asked[i]) ? 1 : 0) << n << " " << i;
+      held += out[i];
+    }
+    EXPECT_GE(held, n / 2) << n;
+  }
+}
+
 }  // namespace
 }  // namespace dedupd::fleet
