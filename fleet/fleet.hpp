@@ -27,7 +27,8 @@ namespace dedupd::fleet {
 using shard::Hash;
 using shard::Key;
 
-class XorbCache;  // fleet/xorb_cache.hpp
+class XorbCache;   // fleet/xorb_cache.hpp
+class KeyFilters;  // fleet/key_filters.hpp
 
 struct ConnectOptions {
   std::string url;        // libpq conninfo or URI; may list several hosts
@@ -44,11 +45,12 @@ struct ConnectOptions {
   // asks only for the keyed forms it may hold (docs/FLEET.md, "Key
   // filters"). Off: every form of every query is asked (tests compare both).
   bool key_filters = true;
-  // What the key filters of the Readers sharing this budget may hold in all
-  // (bytes; 16 bits a keyed entry, sized for twice the entries). A key whose
-  // filter would not fit is asked in every form, as without filters: slower,
-  // the same answers. Null: each Reader its own kDefaultKeyFilterBytes.
-  std::shared_ptr<std::atomic<std::int64_t>> key_filter_budget;
+  // The key filters, shared by the Readers given the same set: a pool
+  // builds each filter once, not once per connection (fleet/key_filters.hpp).
+  // A key whose filter would not fit the set's budget is asked in every
+  // form, as without filters: slower, the same answers. Null: each Reader
+  // its own set of kDefaultKeyFilterBytes.
+  std::shared_ptr<KeyFilters> key_filters_shared;
   // A lookup's answer names the fleet shards holding each hit with their
   // holders. The Reader keeps them per xorb and reads them again once they
   // are older than this when an answer is put together (docs/FLEET.md,
@@ -67,6 +69,8 @@ struct ConnectOptions {
 // 16 MiB: the filters of about 4 M keyed entries, whatever the number of
 // Readers sharing it (a daemon's private memory has a 64 MB goal).
 inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(16) << 20;
+// A set of key filters for Readers to share, within `budget_bytes`.
+std::shared_ptr<KeyFilters> make_key_filters(std::int64_t budget_bytes = kDefaultKeyFilterBytes);
 // 16 MiB: about 80 CAS blocks of 4,096 chunks (196 KB each), whatever the
 // number of Readers sharing it.
 inline constexpr std::int64_t kDefaultXorbCacheBytes = std::int64_t(16) << 20;
@@ -190,7 +194,13 @@ struct LookupCounters {
 namespace detail {
 class Connection;
 class Rows;
-struct KeyFilters;
+// A live key as the server last listed it, with its generation
+// (fleet/key_filters.hpp).
+struct LiveKey {
+  std::int32_t id = 0;
+  shard::Key key{};
+  std::string generation;
+};
 }  // namespace detail
 namespace wire {
 class Params;
@@ -306,7 +316,8 @@ class Reader {
   std::chrono::steady_clock::time_point retry_at_{};
   std::vector<Key> keys_{};    // live fleet keys, as last seen
   std::string keys_digest_{};  // the server's list the cache was built from
-  std::unique_ptr<detail::KeyFilters> filters_;
+  std::shared_ptr<KeyFilters> filters_;
+  std::vector<detail::LiveKey> live_{};  // the live keys and their generations, as the last answer listed them
   std::shared_ptr<XorbCache> xorbs_;
   bool own_xorbs_ = false;  // not shared: started again on each new connection
   std::string epoch_{};     // the tables the cache is filled from ("": none yet)

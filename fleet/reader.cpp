@@ -147,7 +147,7 @@ struct Form {
 
 Reader::Reader(ConnectOptions options)
     : options_(std::move(options)),
-      filters_(std::make_unique<detail::KeyFilters>(options_.key_filter_budget)),
+      filters_(options_.key_filters_shared ? options_.key_filters_shared : make_key_filters()),
       xorbs_(options_.xorb_cache ? options_.xorb_cache : std::make_shared<XorbCache>(kDefaultXorbCacheBytes)),
       own_xorbs_(!options_.xorb_cache) {}
 Reader::~Reader() = default;
@@ -188,9 +188,6 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     return c.error();
   }
   conn_ = std::move(*c);
-  // Generations are listed again on each connection: after a failover the
-  // new primary may hand out the same transaction ids (generations) again.
-  filters_->forget_generations();
   // So is the xorb cache, when it is this Reader's own: a promoted standby,
   // or a database restored from an older dump, may hand out the same row
   // ids again. A shared one is its owner's to clear.
@@ -236,7 +233,7 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
 Result<Ok> Reader::refresh_keys(Deadline deadline) {
   auto r = query(kKeyRows, {}, deadline);
   if (!r) return r.error();
-  auto list = read_key_rows(*r, filters_->live);
+  auto list = read_key_rows(*r, live_);
   if (!list) return list.error();
   auto keys = parse_key_list(list->digest);
   if (!keys) return keys.error();
@@ -247,13 +244,13 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
 }
 
 void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
-  filters_->keep_only_live();
+  filters_->keep_only_live(live_);
   if (!options_.key_filters) return;
-  for (const auto& k : filters_->live) {
-    while (!filters_->usable(k.key, k.generation)) {
+  for (const auto& k : live_) {
+    while (!filters_->usable(k.key, k.generation, epoch_)) {
       const double left = std::chrono::duration<double>(stop - Clock::now()).count();
-      if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds)) return;
-      auto done = filters_->step(*conn_, k, left / 2, deadline.at);
+      if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds())) return;
+      auto done = filters_->step(*conn_, k, epoch_, left / 2, deadline.at);
       if (!done) {
         // The lookup is answered; a filter that could not be brought up to
         // date stays unused. A timed-out step leaves the connection
@@ -261,9 +258,9 @@ void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
         if (done.error().rule != std::string(kRuleQuery)) conn_.reset();
         return;
       }
-      // Complete for the generation it listed (maybe newer than k's), or
-      // the key is gone.
-      if (*done || filters_->by_key.count(k.key) == 0 || filters_->over_budget(k)) break;
+      // Complete for the generation it listed (maybe newer than k's), over
+      // the budget, the key gone, or another Reader at it.
+      if (*done != KeyFilters::Step::more) break;
     }
   }
 }
@@ -275,8 +272,8 @@ Result<Ok> Reader::warm_up(Deadline deadline) {
     if (auto k = refresh_keys(deadline); !k) return k.error();
   refresh_filters(deadline.at, deadline);
   bool complete = conn_ != nullptr;
-  for (const auto& k : filters_->live)
-    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation));
+  for (const auto& k : live_)
+    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation, epoch_));
   if (!complete) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
 }
@@ -291,15 +288,15 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     // Round 0 skips the keyed forms a key filter rules out; round 1 (after
     // the key list or a used filter's generation changed) asks every form.
     struct Asked {
-      const KeyFilter* filter;  // null: every form of this key is asked
-      std::string generation;   // the generation the filter was complete for
+      std::shared_ptr<const KeyFilter> filter;  // null: every form of this key is asked
+      std::string generation;                   // the generation the filter was complete for
     };
-    std::vector<Asked> asked(keys_.size(), Asked{nullptr, {}});
+    std::vector<Asked> asked(keys_.size());
     counters_.filtered_keys = 0;
     if (round == 0 && options_.key_filters)
       for (std::size_t j = 0; j < keys_.size(); ++j)
-        for (const auto& live : filters_->live)
-          if (live.key == keys_[j] && (asked[j].filter = filters_->usable(live.key, live.generation))) {
+        for (const auto& live : live_)
+          if (live.key == keys_[j] && (asked[j].filter = filters_->usable(live.key, live.generation, epoch_))) {
             asked[j].generation = live.generation;
             ++counters_.filtered_keys;
           }
@@ -311,14 +308,21 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     auto add = [&](std::uint32_t q, const Hash& stored, const Key& key) {
       forms.push_back(Form{q, stored, key, wire::prefix_of(stored.data())});
     };
-    std::vector<shard::KeyedChunkHasher> hashers(keys_.begin(), keys_.end());
-    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) {
-      add(q, raw_hashes[q], Key{});
-      for (std::size_t j = 0; j < keys_.size(); ++j) {
-        Hash stored = hashers[j](raw_hashes[q]);
-        if (asked[j].filter && !asked[j].filter->may_contain(wire::prefix_of(stored.data()))) continue;
-        add(q, stored, keys_[j]);
+    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) add(q, raw_hashes[q], Key{});
+    // Key by key: a filter tests the whole block at once, each line fetched
+    // ahead of its test (filters of a few MB miss the CPU's caches).
+    std::vector<Hash> stored(raw_hashes.size());
+    std::vector<std::int64_t> stored_prefixes(raw_hashes.size());
+    std::vector<std::uint8_t> maybe;
+    for (std::size_t j = 0; j < keys_.size(); ++j) {
+      shard::KeyedChunkHasher hasher(keys_[j]);
+      for (std::size_t q = 0; q < raw_hashes.size(); ++q) {
+        stored[q] = hasher(raw_hashes[q]);
+        stored_prefixes[q] = wire::prefix_of(stored[q].data());
       }
+      if (asked[j].filter) asked[j].filter->may_contain_many(stored_prefixes, maybe);
+      for (std::uint32_t q = 0; q < raw_hashes.size(); ++q)
+        if (!asked[j].filter || maybe[q]) add(q, stored[q], keys_[j]);
     }
     // Sorted as (prefix, form) pairs: moving 16 bytes, not a whole form.
     std::vector<std::pair<std::int64_t, std::uint32_t>> sorted(forms.size());
@@ -352,14 +356,16 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     }
     // A filter used for a key whose generation moved since it was complete
     // may lack what was published meanwhile: those forms are asked again.
+    // So may one whose generation is of other tables (a restore since).
     for (std::size_t j = 0; j < asked.size() && !ask_again; ++j) {
       if (!asked[j].filter) continue;
+      if (list->epoch != epoch_) ask_again = true;
       auto same = std::find_if(live.begin(), live.end(), [&](const detail::LiveKey& l) {
         return l.key == keys_[j] && l.generation == asked[j].generation;
       });
       if (same == live.end()) ask_again = true;
     }
-    filters_->live = std::move(live);
+    live_ = std::move(live);
     note_epoch(*xorbs_, epoch_, era_, list->epoch);
     if (ask_again) continue;
 

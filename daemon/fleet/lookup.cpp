@@ -22,7 +22,7 @@ FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::millisecond
       xorb_cache_(std::make_shared<fleet::XorbCache>(cache_bytes)),
       timeout_(timeout),
       patience_(silence_for(timeout)) {
-  options_.key_filter_budget = filter_budget_;
+  options_.key_filters_shared = key_filters_;
   options_.xorb_cache = xorb_cache_;
   connector_ = std::thread([this] { run_connector(); });
   heartbeat_ = std::thread([this] { run_heartbeat(); });
@@ -49,7 +49,8 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
       return;
     options_ = std::move(options);
     if (cache_bytes != xorb_cache_->budget()) xorb_cache_ = std::make_shared<fleet::XorbCache>(cache_bytes);
-    options_.key_filter_budget = filter_budget_;
+    key_filters_ = fleet::make_key_filters();  // another fleet, maybe: its keys are not these
+    options_.key_filters_shared = key_filters_;
     options_.xorb_cache = xorb_cache_;
     ++generation_;
     idle_.clear();

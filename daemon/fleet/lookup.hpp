@@ -134,10 +134,10 @@ class FleetLookup {
 
   mutable std::mutex mu_;
   fleet::ConnectOptions options_;  // under mu_
-  // One budget for the key filters of every Reader in the pool, so that
-  // their memory does not grow with the pool.
-  std::shared_ptr<std::atomic<std::int64_t>> filter_budget_ =
-      std::make_shared<std::atomic<std::int64_t>>(fleet::kDefaultKeyFilterBytes);
+  // One set of key filters for every Reader in the pool: each filter is
+  // built once, from one connection, and its memory does not grow with the
+  // pool. Under mu_ (the pointer).
+  std::shared_ptr<fleet::KeyFilters> key_filters_ = fleet::make_key_filters();
   // One xorb cache (hashes, holders, CAS blocks of hits) for the whole pool:
   // a block one Reader fetched answers on the others. Started again when
   // the link comes back after being down, or the url changes (a restored database or another

@@ -5,6 +5,7 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/key_filter.hpp"
+#include "fleet/key_filters.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -92,9 +93,9 @@ TEST_F(FleetKeyFilter, AnswersWhatAskingEveryFormAnswersWithFarFewerForms) {
   EXPECT_LT(c.forms_asked, q.size() + 200 + 50);
 }
 
-// Readers sharing a budget hold at most that much filter: a key whose filter
-// does not fit is asked in every form, with the same answers, and what a
-// Reader held goes back to the budget when it goes.
+// A set of filters holds at most its budget: a key whose filter does not
+// fit is asked in every form, with the same answers. Readers sharing the
+// set share its filters: a second one neither builds nor holds another.
 TEST_F(FleetKeyFilter, AFilterOverTheBudgetIsNotBuiltAndTheKeyIsAskedInEveryForm) {
   GenXorb a = index::gen::gen_xorb(40, 300), b = index::gen::gen_xorb(41, 300);
   Key k1 = index::gen::hash_of_seed(701), k2 = index::gen::hash_of_seed(702);
@@ -109,24 +110,66 @@ TEST_F(FleetKeyFilter, AFilterOverTheBudgetIsNotBuiltAndTheKeyIsAskedInEveryForm
 
   // Room for one key's filter (2 x 300 entries at 16 bits), not two.
   const auto one = std::int64_t(KeyFilter::bytes_for(600));
-  auto budget = std::make_shared<std::atomic<std::int64_t>>(one + one / 2);
   ConnectOptions o = options(url_, true);
-  o.key_filter_budget = budget;
-  {
-    auto r = Reader::connect(o);
-    ASSERT_TRUE(r) << r.error().to_string();
-    for (int round = 0; round < 3; ++round) EXPECT_EQ(describe(lookup(**r, q)), want) << round;
-    EXPECT_EQ((*r)->last_lookup().filtered_keys, 1u);
-    EXPECT_EQ(budget->load(), one / 2);
-    // A second Reader on the same budget gets no filter at all, and
-    // still answers everything.
-    auto second = Reader::connect(o);
-    ASSERT_TRUE(second) << second.error().to_string();
-    for (int round = 0; round < 2; ++round) EXPECT_EQ(describe(lookup(**second, q)), want) << round;
-    EXPECT_EQ((*second)->last_lookup().filtered_keys, 0u);
-    EXPECT_EQ((*second)->last_lookup().forms_asked, (*second)->last_lookup().forms);
-  }
-  EXPECT_EQ(budget->load(), one + one / 2) << "Readers gone: their filters' bytes are back";
+  o.key_filters_shared = make_key_filters(one + one / 2);
+  auto r = Reader::connect(o);
+  ASSERT_TRUE(r) << r.error().to_string();
+  for (int round = 0; round < 3; ++round) EXPECT_EQ(describe(lookup(**r, q)), want) << round;
+  EXPECT_EQ((*r)->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(o.key_filters_shared->budget_left(), one / 2);
+  const auto fetched = o.key_filters_shared->entries_fetched();
+  EXPECT_EQ(fetched, 300u);
+
+  auto second = Reader::connect(o);
+  ASSERT_TRUE(second) << second.error().to_string();
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(describe(lookup(**second, q)), want) << round;
+  EXPECT_EQ((*second)->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(o.key_filters_shared->budget_left(), one / 2) << "one filter, however many Readers use it";
+  EXPECT_EQ(o.key_filters_shared->entries_fetched(), fetched) << "the second Reader fetched no CAS block";
+
+  // A Reader of its own set holds its own budget and builds its own.
+  auto alone = Reader::connect(options(url_, true));
+  ASSERT_TRUE(alone) << alone.error().to_string();
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(describe(lookup(**alone, q)), want) << round;
+  EXPECT_EQ((*alone)->last_lookup().filtered_keys, 2u);
+}
+
+// A pool's new connection is ready at once: the filters its siblings built
+// are complete for the generation it sees, and it filters from its first
+// lookup without fetching a CAS block. A publish under the key moves the
+// generation for all of them: one brings the filter up to date, every
+// Reader uses the new one, and none hides what was published.
+TEST_F(FleetKeyFilter, ReadersSharingFiltersBuildEachOnce) {
+  GenXorb x = index::gen::gen_xorb(50, 200), y = index::gen::gen_xorb(51, 200);
+  Key k = index::gen::hash_of_seed(1001);
+  publish(*writer_, make_shard({&x}, 1, k));
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  q.insert(q.end(), y.raw.begin(), y.raw.end());
+  ConnectOptions o = options(url_, true);
+  o.key_filters_shared = make_key_filters();
+  auto first = Reader::lazy(o);
+  ASSERT_TRUE(first->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(o.key_filters_shared->entries_fetched(), 200u);
+
+  auto second = Reader::lazy(o);
+  ASSERT_TRUE(second->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(o.key_filters_shared->entries_fetched(), 200u);
+  auto a = lookup(*second, q);
+  EXPECT_EQ(second->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(second->last_lookup().rounds, 1u);
+  for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(a.of(i).size(), i < 200 ? 1u : 0u) << i;
+
+  publish(*writer_, make_shard({&y}, 2, k));
+  auto b = lookup(*first, q);  // sees the new generation: asked again in full, then steps
+  for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(b.of(i).size(), 1u) << i;
+  auto c = lookup(*second, q);
+  for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(c.of(i).size(), 1u) << i;
+  lookup(*first, q);
+  lookup(*second, q);
+  EXPECT_EQ(first->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(second->last_lookup().filtered_keys, 1u);
+  EXPECT_EQ(second->last_lookup().rounds, 1u);
+  EXPECT_EQ(o.key_filters_shared->entries_fetched(), 400u) << "only the new xorb was fetched, once";
 }
 
 TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
