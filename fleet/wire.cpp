@@ -58,26 +58,6 @@ Params& Params::int8_array(std::span<const std::int64_t> v) {
   return add(kOidInt8Array, std::move(b));
 }
 
-bool read_int8_array(std::span<const std::uint8_t> b, std::vector<std::int64_t>& out) {
-  if (b.size() < 12) return false;
-  const std::uint32_t ndim = load_be32(b.data());
-  if (load_be32(b.data() + 8) != kOidInt8) return false;
-  if (ndim == 0) return b.size() == 12;
-  if (ndim != 1 || b.size() < 20) return false;
-  const std::uint64_t n = load_be32(b.data() + 12);
-  if (b.size() != 20 + 12 * n) return false;
-  const std::size_t had = out.size();
-  out.reserve(had + n);
-  for (const std::uint8_t* p = b.data() + 20; p < b.data() + b.size(); p += 12) {
-    if (load_be32(p) != 8) {
-      out.resize(had);
-      return false;
-    }
-    out.push_back(std::int64_t(load_be64(p + 4)));
-  }
-  return true;
-}
-
 Params& Params::int4_array(std::span<const std::int32_t> v) {
   std::string b = array_header(kOidInt4, v.size());
   b.reserve(b.size() + 8 * v.size());

@@ -65,11 +65,6 @@ class Params {
   std::vector<unsigned> types_;
 };
 
-// The elements of a one-dimensional int8[] in binary format (array_send),
-// appended to `out`; false (and `out` as it was) when the bytes are not one
-// (a NULL element included). An empty array may have no dimension.
-bool read_int8_array(std::span<const std::uint8_t> bytes, std::vector<std::int64_t>& out);
-
 // A COPY binary body: header, tuples, trailer.
 class CopyBody {
  public:
