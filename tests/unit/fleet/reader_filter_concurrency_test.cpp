@@ -36,7 +36,7 @@ TEST(FleetKeyFilterThreads, ReadersSharingFiltersNeverMissWhatWasPublishedBefore
   constexpr std::uint32_t kChunks = 150;
   const Key keys[2] = {index::gen::hash_of_seed(1201), index::gen::hash_of_seed(1202)};
   std::vector<GenXorb> xorbs;
-  for (int p = 0; p < kPhases; ++p) xorbs.push_back(index::gen::gen_xorb(std::uint64_t(60 + p), kChunks));
+  for (int p = 0; p < kPhases; ++p) xorbs.push_back(index::gen::gen_xorb(60 + std::uint64_t(p), kChunks));
   std::vector<Hash> asked;  // every raw hash of every phase, published or not yet
   for (const auto& x : xorbs) asked.insert(asked.end(), x.raw.begin(), x.raw.end());
 
@@ -66,7 +66,7 @@ TEST(FleetKeyFilterThreads, ReadersSharingFiltersNeverMissWhatWasPublishedBefore
   for (int p = 0; p < kPhases; ++p) {
     index::gen::ShardSpec spec;
     spec.xorbs = {&xorbs[std::size_t(p)]};
-    spec.created = std::uint64_t(p + 1);
+    spec.created = std::uint64_t(p) + 1;
     spec.key = keys[p % 2];
     spec.expiry = 4000000000ull;
     test::publish(**writer, index::gen::own(index::gen::build_shard(spec)));

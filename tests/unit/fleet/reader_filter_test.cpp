@@ -246,7 +246,10 @@ TEST_F(FleetKeyFilter, AWarmedUpReaderFiltersFromItsFirstLookup) {
   EXPECT_LT(r->last_lookup().forms_asked, r->last_lookup().forms);
 }
 
-TEST_F(FleetKeyFilter, ANewConnectionListsEveryFilterAgainBeforeUsingIt) {
+// A filter is used only for the generation it is complete for, as the
+// current connection sees it: one built before a cut connection, stale
+// for what was published meanwhile, hides nothing afterwards.
+TEST_F(FleetKeyFilter, AFilterFromBeforeAReconnectHidesNothingPublishedMeanwhile) {
   GenXorb x = index::gen::gen_xorb(30, 100), y = index::gen::gen_xorb(31, 100);
   Key k = index::gen::hash_of_seed(801);
   publish(*writer_, make_shard({&x}, 1, k));
