@@ -98,8 +98,7 @@ Result<KeyFilters::Step> KeyFilters::step(detail::Connection& c, const detail::L
   k.stepping = true;
   auto done = k.listed_at.empty() ? list(lock, c, k, key, deadline) : fetch(lock, c, k, seconds, deadline);
   k.stepping = false;
-  if (done && *done == Step::stopped && k.over_budget_for.empty()) {
-    // The key row is gone: nothing to filter.
+  if (done && *done == Step::gone) {
     budget_left_ += k.reserved;
     by_key_.erase(key.key);
   }
@@ -130,10 +129,7 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
     }
   }
   last_step_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count();
-  if (generation.empty()) {
-    k.over_budget_for.clear();  // step() drops the key
-    return Step::stopped;
-  }
+  if (generation.empty()) return Step::gone;
   k.todo.clear();
   std::uint64_t new_entries = 0;
   for (const auto& x : listed)

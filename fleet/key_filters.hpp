@@ -49,7 +49,8 @@ class KeyFilters {
     complete,   // the filter is complete for the generation it last listed
     more,       // a step was made; more are needed
     elsewhere,  // another Reader is stepping this key now
-    stopped,    // nothing more will come of this generation (over the budget, or the key is gone)
+    stopped,    // nothing more will come of this generation: over the budget
+    gone,       // the key row is gone: its filter is dropped
   };
   // One step towards a filter complete for the key's current generation:
   // list the key's xorbs, or fetch the CAS blocks of as many as should
