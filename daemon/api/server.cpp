@@ -49,8 +49,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Reads that may wait, at once: one per connection the fleet pool may lend,
-// and two more, which find none idle and answer at once (or run a dry run
-// of the steward, which runs one at a time).
+// and two more, which find none idle and wait for one within their bound
+// (or run a dry run of the steward, which runs one at a time).
 constexpr std::size_t kReadJobThreads = fleet_link::kFleetPoolMax + 2;
 // What a route that takes no body accepts (and ignores): a client sending
 // "{}" with a POST is not worth a 413.

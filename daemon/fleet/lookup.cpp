@@ -34,6 +34,7 @@ FleetLookup::~FleetLookup() {
     stopping_ = true;
   }
   beat_.notify_all();
+  lendable_.notify_all();
   wake_.post();
   connector_.join();
   heartbeat_.join();
@@ -59,6 +60,7 @@ void FleetLookup::configure(fleet::ConnectOptions options, std::chrono::millisec
     down_ = false;  // a new url is tried at once
   }
   beat_.notify_all();
+  lendable_.notify_all();
   wake_.post();
 }
 
@@ -73,17 +75,26 @@ std::string FleetLookup::last_error() const {
 }
 
 std::optional<FleetLookup::Lease> FleetLookup::borrow(bool* busy) {
-  std::lock_guard lock(mu_);
-  if (idle_.empty()) {
-    // While the link is down the connector is already at it, with backoff.
-    if (!down_) {
-      if (busy) *busy = in_use_ > 0;
-      // Others hold every connection: keep one more ready from now on.
-      if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
-      wake_.post();
+  std::unique_lock lock(mu_);
+  if (idle_.empty() && !down_ && !stopping_) {
+    // Others hold every connection: keep one more ready from now on. (The
+    // link down: the connector is already at it, with backoff.)
+    if (in_use_ > 0) want_idle_ = std::min(kMaxIdle, want_idle_ + 1);
+    wake_.post();
+    if (busy) {
+      *busy = in_use_ > 0;
+      return std::nullopt;
     }
-    return std::nullopt;
+    // Only while the server answers (pings, statements): a server that
+    // never answered, or stopped, gives nothing back to wait for.
+    const auto until =
+        std::min(std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(timeout_, kMaxLeaseWait),
+                 patience_.answering_until());
+    const std::uint64_t generation = generation_;
+    lendable_.wait_until(lock, until,
+                         [&] { return !idle_.empty() || down_ || stopping_ || generation != generation_; });
   }
+  if (idle_.empty()) return std::nullopt;
   Lease l{std::move(idle_.back()), generation_, timeout_};
   idle_.pop_back();
   if (in_use_++ == 0) beat_.notify_all();
@@ -95,7 +106,10 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
   std::lock_guard lock(mu_);
   --in_use_;
   if (!error) {
-    if (lease.generation == generation_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(lease.reader));
+    if (lease.generation == generation_ && idle_.size() < kMaxIdle) {
+      idle_.push_back(std::move(lease.reader));
+      lendable_.notify_one();
+    }
     return;
   }
   last_error_ = error->to_string();
@@ -112,6 +126,7 @@ void FleetLookup::settle(Lease lease, const std::optional<fleet::Error>& error) 
     if (!down_) spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", last_error_);
     down_ = true;
     beat_.notify_all();
+    lendable_.notify_all();
   }
   wake_.post();
   // lease.reader, failed, is dropped here: never lent again.
@@ -167,13 +182,17 @@ void FleetLookup::run_connector() {
         backoff = std::chrono::milliseconds(0);
         // Made for an older url, or across an outage a request just found:
         // not lent; the next round connects again.
-        if (generation == generation_) idle_.push_back(std::move(r).value());
+        if (generation == generation_) {
+          idle_.push_back(std::move(r).value());
+          lendable_.notify_one();
+        }
         continue;
       }
       if (!down_)
         spdlog::warn("fleet: lookups answer locally until the fleet database answers: {}", r.error().to_string());
       last_error_ = r.error().to_string();
       down_ = true;
+      lendable_.notify_all();
     }
     backoff = backoff.count() == 0 ? std::chrono::milliseconds(kFirstBackoff) : std::min(backoff * 2, kMaxBackoff);
     wake_.wait(backoff);

@@ -1,11 +1,18 @@
 // The fleet half of an answer, for any HTTP thread. A request never
 // connects: a connector thread keeps a small pool of Readers that are
 // connected, checked (schema version, prepared lookup) and idle, and a
-// request borrows one or, when none is ready, answers "unavailable" at once.
-// The only wait on the request path is the statement itself, bounded by
-// lookup_timeout; DNS, TCP and TLS handshakes, libpq's whole-second
-// connect_timeout and a server that accepts and never answers all cost the
-// connector thread, never a request.
+// request borrows one. When every Reader is lent (a burst of clients, or
+// the first requests after a start) while the link is up and the server
+// answers (fleet::Patience), it waits for one (another request's, back in
+// a few ms, or a new one the connector makes) up to lookup_timeout, at
+// most kMaxLeaseWait: more clients than the pool has connections is not an
+// outage, and answering them "unavailable" told users the fleet was down
+// when it was busy. While the link is down, or the server has not
+// answered, it answers "unavailable" at once. Past that wait, the only wait on the
+// request path is the statement itself, bounded by lookup_timeout; DNS,
+// TCP and TLS handshakes, libpq's whole-second connect_timeout and a server
+// that accepts and never answers all cost the connector thread, never a
+// request.
 //
 // lookup_timeout bounds the wait for a database that does not answer, not
 // the work of one that does. While lookups are in flight, a heartbeat thread
@@ -115,6 +122,11 @@ class FleetLookup {
     return std::max<std::chrono::milliseconds>(timeout, starved);
   }
   static constexpr auto kMaxBeat = std::chrono::milliseconds(250);
+  // The longest a request waits for a Reader while every one is lent and
+  // the link is up (lookup_timeout when shorter): a Reader comes back in a
+  // few ms unless its server stopped answering, and a bound of seconds
+  // must not let one stuck connection hold up every request behind it.
+  static constexpr auto kMaxLeaseWait = std::chrono::seconds(1);
 
  private:
   struct Lease {
@@ -122,8 +134,9 @@ class FleetLookup {
     std::uint64_t generation = 0;
     std::chrono::milliseconds timeout{};
   };
-  // No Reader idle: nullopt, and *busy (when given) says whether the link
-  // is up, every Reader lent out.
+  // A Reader, or nullopt: the link down, or (with `busy`) none idle now,
+  // *busy saying whether the link is up, every Reader lent out; without
+  // `busy`, none came back or was made within the lease wait.
   std::optional<Lease> borrow(bool* busy = nullptr);
   void settle(Lease lease, const std::optional<fleet::Error>& error);
   // `f` on a borrowed Reader, under a patient deadline for `work_hashes`.
@@ -156,6 +169,9 @@ class FleetLookup {
   // how long a silence means it does not: lookup_timeout.
   fleet::Patience patience_;
   std::condition_variable beat_;  // under mu_: lookups in flight, or stopping
+  // Under mu_: a Reader is idle again (returned or made), the link went
+  // down, or the pool was emptied or is stopping: borrowers waiting look.
+  std::condition_variable lendable_;
 
   WakeFd wake_;  // posted when the pool needs a connection, or to stop
   std::thread connector_;

@@ -497,6 +497,33 @@ TEST_F(Fleet, AStreamOfFleetOnlyHashesOnTheDefaultConfigOfABusyHostFindsThemAll)
       << "the fleet was taken for down while it answered";
 }
 
+// More clients at once than B's pool has connections (one, after a start:
+// it grows only when requests find it empty). Each borrows a connection or
+// waits for one while the server answers; at a4aac7f those that found none
+// answered at once "the fleet did not answer in time", from a database
+// that answered every other request within milliseconds.
+TEST_F(Fleet, ABurstOfClientsBeyondThePoolIsAnsweredByTheFleet) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url, "2s");
+  Host& b = add_host("host-b", url, "2s");
+  for (Host* h : {&a, &b}) h->start();
+  MadeShard s = make_shard({.seed = 1760, .xorbs = 1, .chunks_per_xorb = 64});
+  drop_file(a.incoming, s.file_name(), s.bytes);
+  ASSERT_TRUE(eventually([&] { return fleet_holders(b, s.first_chunks[0]).has_value(); }));
+  constexpr int kClients = 48;
+  Concurrent burst(b.socket);
+  for (int i = 0; i < kClients; ++i) burst.get("/v1/chunk/" + s.raw_chunks[std::size_t(i) + 1].to_string());
+  burst.join();
+  ASSERT_EQ(burst.answers().size(), std::size_t(kClients));
+  for (const Response& r : burst.answers()) {
+    ASSERT_EQ(r.status, 200) << r.body;
+    json doc = r.json();
+    EXPECT_EQ(doc["locations"][0]["origin"], "fleet") << r.body;
+    EXPECT_FALSE(doc.contains("fleet") && doc["fleet"] == "unavailable") << r.body;
+  }
+}
+
 TEST_F(Fleet, ExpiryTakesAShardOutFleetWide) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());
@@ -734,7 +761,8 @@ TEST_F(Fleet, AServerThatNeverAnswersCostsRequestsNoWait) {
 
 // A connection that was fine and then stops answering (the server is
 // SIGSTOPped) holds up the one request using it, never the others: they get
-// no connection and answer at once, marked unavailable, while it waits. So
+// no connection, wait for one within their bound (1 s at most), and answer
+// marked unavailable while it waits. So
 // a read that may wait on the fleet never runs on an HTTP thread, which
 // serves every connection it accepted (daemon/api/job_queue.hpp).
 TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
