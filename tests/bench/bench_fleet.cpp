@@ -152,7 +152,14 @@ struct Pg {
       PQclear(r);
     }
   }
-  // prepared: the same statement planned once, generic (as the reader does).
+  // The bare statement, planned once, generic (as the reader does).
+  void prepare_any() {
+    one("SET plan_cache_mode = force_generic_plan");
+    PGresult* r = PQprepare(c, "bare_any", "SELECT prefix FROM bare_chunk WHERE prefix = ANY ($1::int8[])", 1, nullptr);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) die(std::string("prepare: ") + PQresultErrorMessage(r));
+    PQclear(r);
+  }
+  // prepared: the statement of prepare_any().
   std::size_t any(const fleet::wire::Params& p, bool prepared) {
     std::vector<const char*> values;
     std::vector<int> lengths, formats;
@@ -401,13 +408,7 @@ int main(int argc, char** argv) {
   if (auto ok = (*reader)->lookup_chunks(std::span(queries).first(block), answers, far()); !ok)
     die(ok.error().to_string());
   double first_s = secs(t_first, Clock::now());
-  bare.one("SET plan_cache_mode = force_generic_plan");
-  {
-    PGresult* r =
-        PQprepare(bare.c, "bare_any", "SELECT prefix FROM bare_chunk WHERE prefix = ANY ($1::int8[])", 1, nullptr);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) die(std::string("prepare: ") + PQresultErrorMessage(r));
-    PQclear(r);
-  }
+  bare.prepare_any();
   double fleet_lookup_s = 0, bare_lookup_s = 0, bare_prepared_s = 0, bare_raw_s = 0;
   std::size_t found = 0, bare_found = 0;
   std::uint64_t forms = 0, forms_asked = 0;
@@ -617,13 +618,8 @@ int main(int argc, char** argv) {
     }
     if (!ready) die("dedupd did not answer from the fleet (log: " + (daemon.dir / "dedupd.log").string() + ")");
     Pg pair_a(url), pair_b(url);
-    for (Pg* conn : {&pair_a, &pair_b}) {
-      conn->one("SET plan_cache_mode = force_generic_plan");
-      PGresult* r =
-          PQprepare(conn->c, "bare_any", "SELECT prefix FROM bare_chunk WHERE prefix = ANY ($1::int8[])", 1, nullptr);
-      if (PQresultStatus(r) != PGRES_COMMAND_OK) die(std::string("prepare: ") + PQresultErrorMessage(r));
-      PQclear(r);
-    }
+    for (Pg* conn : {&pair_a, &pair_b}) conn->prepare_any();
+    constexpr std::size_t kDaemonBlock = 4096;  // HashSpool::kBlockHashes
     auto measure = [&](const std::vector<shard::Hash>& hits, const char* what, const char* name) {
       const auto in = daemon.dir / "hashes.txt";
       {
@@ -656,10 +652,9 @@ int main(int argc, char** argv) {
         std::vector<std::thread> both;
         for (Pg* conn : {&pair_a, &pair_b})
           both.emplace_back([&, conn] {
-            for (std::size_t off; (off = next.fetch_add(4096)) < hits.size();)
+            for (std::size_t off; (off = next.fetch_add(kDaemonBlock)) < hits.size();)
               rows += conn->any(
-                  raw_prefix_params(std::span(hits).subspan(off, std::min<std::size_t>(4096, hits.size() - off))),
-                  true);
+                  raw_prefix_params(std::span(hits).subspan(off, std::min(kDaemonBlock, hits.size() - off))), true);
           });
         for (auto& th : both) th.join();
         const double s = secs(t, Clock::now());
@@ -669,7 +664,6 @@ int main(int argc, char** argv) {
       // A stream takes well under a second: one pass each swung the ratio
       // by a fifth with the machine's load. Three passes, taken in turn
       // (dedupd, bare, bare in --block's), and the median of each.
-      constexpr std::size_t kDaemonBlock = 4096;
       constexpr int kPasses = 3;
       std::vector<double> rates, bare_rates, bare_block_rates, bare_pair_rates;
       for (int pass = 0; pass < kPasses; ++pass) {
