@@ -60,7 +60,7 @@ Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   auto env = lmdb::Env::open(eo);
   if (!env) return env.error();
   impl->env = std::move(*env);
-  auto dbs = schema::open(*impl->env);
+  auto dbs = schema::open(*impl->env, options.scope_of_path);
   if (!dbs) return dbs.error();
   impl->dbs = *dbs;
   impl->env->on_commit([im = impl.get()](std::uint64_t id) {

@@ -53,6 +53,10 @@ struct Options {
   // --check`): nothing is created, an older schema is not upgraded
   // (schema_version() says which it is), and every write fails.
   bool read_only = false;
+  // The upgrade to schema 7 gives each shard the CAS its paths name (the
+  // caller's rule: client cache directories, watch settings); empty: unknown.
+  // Unset: every shard of an older index stays unknown.
+  std::function<std::string(const std::string& path)> scope_of_path{};
 };
 
 enum class RemoveOutcome : std::uint8_t { removed, not_found, not_live };
@@ -118,6 +122,13 @@ class Index {
   // Merges the recently added chunk entries into the main table now (ingest
   // does this by itself when they are due; for idle time and tests).
   Status merge_recent();
+
+  // Leaves a shard out of global-dedup answers (its CAS refused an upload
+  // that relied on it), with why; the first reason stays. Its entries stay
+  // for every other question. nullopt: no such shard.
+  Result<std::optional<ShardInfo>> set_aside(const Hash& shard, const std::string& reason, std::uint64_t now);
+  // Brings a set-aside shard back into global-dedup answers.
+  Result<std::optional<ShardInfo>> restore(const Hash& shard);
 
   // Remembers an invalid file so the daemon does not retry it until its size
   // or mtime changes. `reject.recorded_at` is taken as given.

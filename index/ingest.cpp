@@ -309,16 +309,18 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
 
   if (existing && (existing->state == ShardState::live || !opt.revive)) {
     out.outcome = existing->state == ShardState::live ? IngestOutcome::already_present : IngestOutcome::previously_gone;
-    if (!source.path.empty()) {
-      add_path(*existing, source.path);
+    bool learned_cas = existing->cas.empty() && !opt.cas.empty();
+    if (learned_cas) existing->cas = opt.cas;
+    if (!source.path.empty()) add_path(*existing, source.path);
+    if (!source.path.empty() || learned_cas)
       if ((rc = put_record(im, txn, h, *existing))) return rc;
-    }
     return put_source(im, txn, accepted(source, h, opt.now));
   }
 
   ShardRecord rec;
   if (existing) rec.paths = existing->paths;
   add_path(rec, source.path);
+  rec.cas = !opt.cas.empty() || !existing ? opt.cas : existing->cas;
   rec.has_footer = view.has_footer();
   rec.keyed = view.keyed();
   rec.key = view.chunk_key();

@@ -28,9 +28,9 @@ using detail::Cursor;
 namespace detail {
 
 std::optional<ShardRef> shard_ref(const Hash& shard_hash, const MDB_val& record) {
-  // The fixed head of a ShardRecord (records.cpp): state, flags, ...,
-  // expiry at 8, key at 72; paths follow at 104.
-  if (record.mv_size < 104) return std::nullopt;
+  // The fixed head of a ShardRecord (records.hpp): state, flags, ...,
+  // expiry at 8, key at 72; the paths follow, then the CAS when scoped.
+  if (record.mv_size < kShardRecordHead) return std::nullopt;
   auto p = static_cast<const std::uint8_t*>(record.mv_data);
   ShardRef r;
   r.shard = shard_hash;
@@ -38,6 +38,21 @@ std::optional<ShardRef> shard_ref(const Hash& shard_hash, const MDB_val& record)
   r.keyed = flags & 2;
   if (flags & 4) r.expiry = shard::load_u64(p + 8);
   r.key = Hash::from_bytes({p + 72, 32});
+  r.set_aside = flags & kShardSetAside;
+  if (flags & kShardScoped) {
+    std::size_t pos = kShardRecordHead, n = record.mv_size;
+    std::uint32_t paths = shard::load_u32(p + 4);
+    for (std::uint32_t i = 0; i < paths; ++i) {
+      if (n - pos < 4) return std::nullopt;
+      std::uint32_t len = shard::load_u32(p + pos);
+      if (n - pos - 4 < len) return std::nullopt;
+      pos += 4 + std::size_t(len);
+    }
+    if (n - pos < 4) return std::nullopt;
+    std::uint32_t len = shard::load_u32(p + pos);
+    if (n - pos - 4 < len) return std::nullopt;
+    r.cas.assign(reinterpret_cast<const char*>(p + pos + 4), len);
+  }
   return r;
 }
 
@@ -249,7 +264,7 @@ class ChunkReader {
     if (rc) return rc;
     auto rec = XorbRecordView::decode(v);
     if (!rec) return 0;
-    std::uint32_t set;
+    std::uint32_t set = 0;
     if ((rc = shard_set_of(ik, set))) return rc;
     auto [it, _] = cache_.emplace(id, Cached{*rec, set});
     found = last_ = &it->second;  // unordered_map nodes do not move

@@ -205,7 +205,8 @@ std::vector<std::uint8_t> XorbRecordView::cas_block() const {
 Bytes encode(const ShardRecord& r) {
   Out o(128);
   o.u8(std::uint8_t(r.state));
-  o.u8(std::uint8_t((r.has_footer ? 1 : 0) | (r.keyed ? 2 : 0) | (r.has_expiry ? 4 : 0)));
+  o.u8(std::uint8_t((r.has_footer ? 1 : 0) | (r.keyed ? 2 : 0) | (r.has_expiry ? 4 : 0) |
+                    (r.cas.empty() ? 0 : kShardScoped) | (r.set_aside ? kShardSetAside : 0)));
   o.pad(2);
   o.u32(std::uint32_t(r.paths.size()));
   o.u64(r.expiry);
@@ -220,6 +221,15 @@ Bytes encode(const ShardRecord& r) {
   for (const auto& p : r.paths) {
     o.u32(std::uint32_t(p.size()));
     o.str(p);
+  }
+  if (!r.cas.empty()) {
+    o.u32(std::uint32_t(r.cas.size()));
+    o.str(r.cas);
+  }
+  if (r.set_aside) {
+    o.u64(r.set_aside_at);
+    o.u32(std::uint32_t(r.set_aside_reason.size()));
+    o.str(r.set_aside_reason);
   }
   return o.take();
 }
@@ -244,6 +254,12 @@ std::optional<ShardRecord> decode_shard(const MDB_val& v) {
   r.files = in.u64();
   r.key = in.hash();
   for (std::uint32_t i = 0; i < npaths && in.ok(); ++i) r.paths.push_back(in.str(in.u32()));
+  if (flags & kShardScoped) r.cas = in.str(in.u32());
+  if (flags & kShardSetAside) {
+    r.set_aside = true;
+    r.set_aside_at = in.u64();
+    r.set_aside_reason = in.str(in.u32());
+  }
   if (!in.at_end()) return std::nullopt;
   return r;
 }
@@ -262,6 +278,10 @@ ShardInfo to_info(const Hash& hash, const ShardRecord& r) {
   s.xorbs = r.xorbs, s.chunks = r.chunks, s.files = r.files;
   s.ingested_at = r.ingested_at;
   s.ended_at = r.ended_at;
+  s.cas = r.cas;
+  s.set_aside = r.set_aside;
+  s.set_aside_at = r.set_aside_at;
+  s.set_aside_reason = r.set_aside_reason;
   return s;
 }
 

@@ -244,6 +244,12 @@ class XorbRecordView {
 };
 
 // ---- shard record: shards[shard hash] (kept after removal) ----------------
+// u8 state, u8 flags (1 footer, 2 keyed, 4 expiry, 8 scoped, 16 set aside),
+// 2 pad, u32 n_paths, u64 expiry, created, size, ingested_at, ended_at,
+// xorbs, chunks, files, key[32]; then n_paths x (u32 len, bytes); then,
+// scoped: u32 len, CAS URL; then, set aside: u64 when, u32 len, reason.
+inline constexpr std::uint8_t kShardScoped = 8, kShardSetAside = 16;
+inline constexpr std::size_t kShardRecordHead = 104;
 struct ShardRecord {
   ShardState state = ShardState::live;
   bool has_footer = false;
@@ -257,6 +263,15 @@ struct ShardRecord {
   std::uint64_t xorbs = 0, chunks = 0, files = 0;
   Key key;
   std::vector<std::string> paths;
+  // Schema 7: the CAS the shard was uploaded to or downloaded from (its
+  // normalized URL; empty: unknown), and whether global-dedup answers left it
+  // aside (the CAS refused an upload that relied on it), when and why.
+  // Both follow the paths, each only when its flag bit (8, 16) is set, so a
+  // record written before 7 reads as unknown and not set aside.
+  std::string cas;
+  bool set_aside = false;
+  std::uint64_t set_aside_at = 0;
+  std::string set_aside_reason;
 };
 Bytes encode(const ShardRecord& r);
 std::optional<ShardRecord> decode_shard(const MDB_val& v);

@@ -188,7 +188,7 @@ Result<Dbs> open_read_only(lmdb::Env& env) {
 
 }  // namespace
 
-Result<Dbs> open(lmdb::Env& env) {
+Result<Dbs> open(lmdb::Env& env, const std::function<std::string(const std::string&)>& scope_of_path) {
   if (env.options().read_only) return open_read_only(env);
   Dbs dbs{};
   std::uint32_t found = kVersion;
@@ -233,15 +233,18 @@ Result<Dbs> open(lmdb::Env& env) {
         }
         if ((rc = set_chunk_order(txn, dbs))) return rc;
         if (!fresh && !older) return 0;
-        // Before 6 the chunk entries are rewritten first, in transactions
-        // of their own: the version says 6 only once all of them are.
-        if (older && found < 6) return 0;
+        // An older index is rewritten first, in transactions of their own
+        // (the chunk entries before 6, the shards' CAS before 7): the
+        // version says 7 only once all of them are.
+        if (older) return 0;
         return put_version(txn, dbs);
       },
       "opening the index tables");
   if (!status) return status.error();
-  if (found < 6) {
-    if (auto st = upgrade::chunk_entries_to_current(env, dbs); !st) return st.error();
+  if (found < kVersion) {
+    if (found < 6)
+      if (auto st = upgrade::chunk_entries_to_current(env, dbs); !st) return st.error();
+    if (auto st = upgrade::shard_scopes_from_paths(env, dbs, scope_of_path); !st) return st.error();
     status =
         env.write([&](MDB_txn* txn) -> lmdb::TxnResult { return put_version(txn, dbs); }, "writing the schema version");
     if (!status) return status.error();

@@ -36,6 +36,8 @@
 #include <lmdb.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "index/env.hpp"
 #include "index/status.hpp"
@@ -50,12 +52,14 @@ namespace dedupd::index::schema {
 // 5: chunk entries of 11 bytes (four hash bytes), not 12 (five).
 // 6: chunk entries of 10 bytes (three hash bytes); xorb records may be dense
 //    (records.hpp), which older code cannot read.
-// Versions 1 to 5 are upgraded in place when opened: the new tables are
+// 7: a shard record may say its CAS and that it is set aside (records.hpp),
+//    which older code cannot read.
+// Versions 1 to 6 are upgraded in place when opened: the new tables are
 // created in one transaction; refs written before 3 stay as they are
 // (records.hpp); shards that expired before 4 have no forms kept; the chunk
 // entries are rewritten a few key bytes a transaction (upgrade.hpp), and the
 // version is written last, so a kill in between is taken up at the next open.
-inline constexpr std::uint32_t kVersion = 6;
+inline constexpr std::uint32_t kVersion = 7;
 inline constexpr unsigned kMaxDbs = 20;
 
 struct Dbs {
@@ -72,7 +76,9 @@ struct Dbs {
 // existing one: another version (or an LMDB environment that is not a dedupd
 // index) is an error naming both versions. A read-only environment
 // (EnvOptions::read_only) is only checked: nothing is created or upgraded.
-Result<Dbs> open(lmdb::Env& env);
+// `scope_of_path` (may be empty) gives the shards of an index older than 7
+// their CAS (upgrade.hpp).
+Result<Dbs> open(lmdb::Env& env, const std::function<std::string(const std::string&)>& scope_of_path = {});
 
 // meta counters
 inline constexpr const char* kNextXorbId = "next_xorb_id";

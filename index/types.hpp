@@ -39,6 +39,9 @@ struct IngestOptions {
   // The shard's identity when the caller already knows it (e.g. verified
   // against its <hash>.mdb name). Otherwise the index hashes the bytes.
   std::optional<Hash> shard_hash{};
+  // The CAS the shard belongs to (a normalized URL, cas_scope.hpp); empty:
+  // unknown. A shard already present keeps its CAS, unless it had none.
+  std::string cas{};
 };
 
 enum class IngestOutcome : std::uint8_t {
@@ -62,7 +65,9 @@ struct ShardRef {
   Hash shard{};
   std::optional<std::uint64_t> expiry{};
   bool keyed = false;
-  Key key{};  // zero when not keyed
+  Key key{};               // zero when not keyed
+  std::string cas{};       // the CAS it belongs to; empty: unknown
+  bool set_aside = false;  // global-dedup answers leave it out
 };
 
 // One place a chunk lives, with the shards that describe it.
@@ -113,6 +118,10 @@ struct ShardInfo {
   std::uint64_t xorbs = 0, chunks = 0, files = 0;
   std::uint64_t ingested_at = 0;  // 0: unknown
   std::uint64_t ended_at = 0;     // when removed/expired; 0: live or unknown
+  std::string cas{};              // the CAS it belongs to; empty: unknown
+  bool set_aside = false;         // left out of global-dedup answers, since
+  std::uint64_t set_aside_at = 0;
+  std::string set_aside_reason{};  // and why
 };
 
 struct RejectInfo {

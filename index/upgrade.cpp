@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "index/duplicates.hpp"
@@ -107,6 +109,56 @@ Status chunk_entries_to_current(lmdb::Env& env, const schema::Dbs& dbs) {
       if (taken > 0 && env.options().observer) env.options().observer->upgrade_progress(done, total);
       if (detail::g_after_upgrade_step) detail::g_after_upgrade_step();
     }
+  }
+  return Ok{};
+}
+
+Status shard_scopes_from_paths(lmdb::Env& env, const schema::Dbs& dbs,
+                               const std::function<std::string(const std::string&)>& scope_of_path) {
+  if (!scope_of_path) return Ok{};
+  // Shard records are few (one per shard file) and small: a few thousand a
+  // transaction keep its dirty pages bounded whatever the index's size.
+  constexpr std::size_t kRecordsPerStep = 4096;
+  std::optional<Hash> after;
+  for (bool more = true; more;) {
+    auto status = env.write(
+        [&](MDB_txn* txn) -> lmdb::TxnResult {
+          Cursor c;
+          if (int rc = c.open(txn, dbs.shards)) return rc;
+          MDB_val k, v;
+          int rc;
+          if (after) {
+            k = val(*after);
+            rc = c.move(&k, &v, MDB_SET_RANGE);
+            if (rc == 0 && k.mv_size == 32 && Hash::from_bytes(span_of(k)) == *after) rc = c.move(&k, &v, MDB_NEXT);
+          } else {
+            rc = c.move(&k, &v, MDB_FIRST);
+          }
+          std::size_t seen = 0;
+          for (; rc == 0 && seen < kRecordsPerStep; rc = c.move(&k, &v, MDB_NEXT), ++seen) {
+            if (k.mv_size != 32) return detail::corrupt("shards: bad key size");
+            Hash h = Hash::from_bytes(span_of(k));
+            after = h;
+            auto rec = decode_shard(v);
+            if (!rec) return detail::corrupt("shard record " + h.to_string() + " does not decode");
+            if (!rec->cas.empty()) continue;
+            for (const std::string& path : rec->paths) {
+              rec->cas = scope_of_path(path);
+              if (!rec->cas.empty()) break;
+            }
+            if (rec->cas.empty()) continue;
+            Bytes b = encode(*rec);
+            MDB_val nv = val(b);
+            // In place at the cursor: the key stays, only the value grows.
+            MDB_val kk = val(h);
+            if ((rc = mdb_cursor_put(c.get(), &kk, &nv, MDB_CURRENT))) return rc;
+          }
+          if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+          more = rc == 0;
+          return lmdb::TxnResult::commit();
+        },
+        "giving the shards of the index their CAS (schema 7)");
+    if (!status) return status;
   }
   return Ok{};
 }

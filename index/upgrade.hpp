@@ -2,6 +2,9 @@
 // schema.cpp creates in the transaction that opens them).
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "index/env.hpp"
 #include "index/schema.hpp"
 #include "index/status.hpp"
@@ -17,5 +20,12 @@ namespace dedupd::index::upgrade {
 // and the next open goes on where this one stopped. The caller writes the
 // version once this returns.
 Status chunk_entries_to_current(lmdb::Env& env, const schema::Dbs& dbs);
+
+// Schema 7: each shard record without a CAS gets the one `scope_of_path`
+// gives its first path that names one (nothing when unset or none does),
+// a bounded number of records a transaction. Running it again changes
+// nothing, so a kill in between is taken up at the next open.
+Status shard_scopes_from_paths(lmdb::Env& env, const schema::Dbs& dbs,
+                               const std::function<std::string(const std::string&)>& scope_of_path);
 
 }  // namespace dedupd::index::upgrade
