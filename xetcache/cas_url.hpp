@@ -1,0 +1,35 @@
+// The CAS a shard belongs to (issue 41): its URL in one normal form, and the
+// directory name the Xet client gives its cache of that CAS, so a shard found
+// in a client's cache can say which CAS it came from.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace dedupd::xetcache {
+
+// "http(s)://host[:port][/path]" with the scheme and host in lower case, no
+// default port (80, 443), no trailing slash: the form dedupd stores and
+// compares. nullopt for anything else (another scheme, no host, user info,
+// a query or fragment, spaces or control characters): a scope is compared
+// as a string, so only one spelling of each CAS may get in.
+std::optional<std::string> normalize_cas_url(std::string_view url);
+
+// The name of the directory the Xet client keeps a CAS's cache under
+// (<cache root>/<name>/shard-cache/...), from the CAS URL exactly as the
+// client was given it: its first 16 characters with each one that is not
+// an ASCII letter or digit as '_', a '-', then the first 16 characters of
+// the URL-safe base64 of the Xet data hash of the URL's bytes. xet-core's
+// rule (compute_cache_path); checked against the names hf_xet 1.8.0 made
+// (tests/unit/xetcache/cas_url_test.cpp). The hash is one-way: a name is
+// matched against the URLs one knows (cache_dir_cas).
+std::string client_cache_dir_name(std::string_view url_as_given);
+
+// Which of `known` (normalized CAS URLs) a client cache directory named
+// `dir_name` belongs to: each is tried as given and with a trailing slash,
+// the spellings a client is handed. nullopt: none of them.
+std::optional<std::string> cache_dir_cas(std::string_view dir_name, std::span<const std::string> known);
+
+}  // namespace dedupd::xetcache
