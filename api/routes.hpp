@@ -45,6 +45,10 @@ inline constexpr std::string_view kGlobalDedupShort = "/v1/chunks/default/";
 // apart from anyone else's: what it answered, against what went upstream.
 inline constexpr std::string_view kViaHeader = "X-Dedupd-Via";
 inline constexpr std::string_view kViaXetEndpoint = "xet-endpoint";
+// The CAS the asking client uploads to (the endpoint's upstream CAS URL):
+// a global-dedup query that names one is answered only from shards of that
+// CAS (and of unknown CAS where xet_endpoint.unknown_cas_answers says so).
+inline constexpr std::string_view kCasHeader = "X-Dedupd-Cas";
 
 // POST /v1/chunk takes any number of hashes (streamed, docs/API.md); a
 // client sending a document body keeps each to this many.

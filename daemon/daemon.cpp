@@ -95,6 +95,7 @@ GlobalDedupKey Daemon::global_dedup_key() const {
   k.reply_lifetime_s = std::uint64_t(config_.global_dedup.reply_expiry.count());
   k.reply_max_xorbs = config_.global_dedup.reply_max_xorbs;
   k.reply_max_bytes = config_.global_dedup.reply_max_bytes;
+  k.unknown_cas_answers = config_.xet_endpoint.unknown_cas_answers;
   return k;
 }
 
@@ -126,7 +127,7 @@ int Daemon::run() {
   }
   fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
                                                             lookup_cache_bytes(config_.fleet));
-  ingester_ = std::make_unique<Ingester>(*index_, counters_);
+  ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   apply_config(config_, true);
@@ -188,12 +189,18 @@ bool Daemon::open_index() {
   index::Options o;
   o.dir = config_.index_dir().native();
   o.observer = &index_log_;
+  cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
+  o.scope_of_path = [this](const std::string& path) { return cas_scopes_.of_path(path); };
   auto opened = index::Index::open(o);
   if (!opened) {
     spdlog::critical("cannot open the index in {}: {}", o.dir, opened.error());
     return false;
   }
   index_ = std::move(opened).value();
+  // Shards found before their CAS could be told (a watch entry's cas: or
+  // the endpoint's settings added since) get it now.
+  if (auto st = index_->scope_unknown_shards(o.scope_of_path); !st)
+    spdlog::warn("cannot give the shards of unknown CAS theirs: {}", st.error());
   index_ready_ = index_.get();
   return true;
 }
@@ -418,6 +425,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
     config_ = std::move(applied);
   }
   ingester_->set_quarantine_dir(config_.quarantine_dir);
+  cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
   expiry_->set_config(config_.expiry);
   {
     std::vector<fs::path> managed;

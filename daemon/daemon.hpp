@@ -119,6 +119,7 @@ class Daemon {
   std::atomic<const index::Index*> index_ready_{nullptr};
   std::unique_ptr<FilterBuilder> filter_builder_;  // after index_: stops first
   std::unique_ptr<Ingester> ingester_;
+  CasScopes cas_scopes_;  // which CAS a shard found at a path belongs to
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<CacheSteward> steward_;  // the managed Xet caches
   std::unique_ptr<GlobalDedupKeyStore> key_store_;

@@ -32,7 +32,8 @@ class ServiceImpl final : public Service {
                                                         fleet_link::FleetMisses& out) override;
   fleet_link::Reach fleet_xorb(const shard::Hash& h, std::optional<fleet::XorbAnswer>& out) override;
   fleet_link::Reach fleet_source_shard(const shard::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds,
-                                       std::uint64_t now, std::optional<fleet::ShardXorbs>& out) override;
+                                       std::uint64_t now, const std::optional<shard::CasScope>& scope,
+                                       std::optional<fleet::ShardXorbs>& out) override;
   fleet_link::Reach fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) override;
   fleet_link::Reach fleet_sha256(const shard::Hash& h, std::vector<shard::Hash>& out) override;
   std::optional<fleet_link::PublisherState> fleet_state() const override;

@@ -139,6 +139,8 @@ struct GlobalDedupKey {
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
   std::uint64_t reply_max_xorbs = 8192;         // xorbs of the source shard one reply may carry
   std::uint64_t reply_max_bytes = 64ull << 20;  // one reply: a whole 64 MiB upload shard fits
+  // A query naming its CAS is answered by shards of unknown CAS too.
+  bool unknown_cas_answers = false;
 };
 
 }  // namespace dedupd::daemon

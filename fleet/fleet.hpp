@@ -106,6 +106,7 @@ struct PublishOutcome {
 struct FleetShardRef {
   Hash shard{};
   std::vector<std::string> holders{};  // host names, sorted
+  std::string cas{};                   // the CAS it belongs to; empty: unknown
 };
 
 // One place a chunk lives in the fleet. byte_end is exclusive.

@@ -127,6 +127,9 @@ class Index {
   // that relied on it), with why; the first reason stays. Its entries stay
   // for every other question. nullopt: no such shard.
   Result<std::optional<ShardInfo>> set_aside(const Hash& shard, const std::string& reason, std::uint64_t now);
+  // Gives each shard of unknown CAS the one `scope_of_path` names for its
+  // paths, as the upgrade to schema 7 does (the rule may know more now).
+  Status scope_unknown_shards(const std::function<std::string(const std::string& path)>& scope_of_path);
   // Brings a set-aside shard back into global-dedup answers.
   Result<std::optional<ShardInfo>> restore(const Hash& shard);
 

@@ -7,6 +7,7 @@
 #include "index/impl.hpp"
 #include "index/index.hpp"
 #include "index/records.hpp"
+#include "index/upgrade.hpp"
 
 namespace dedupd::index {
 
@@ -53,6 +54,11 @@ Result<std::optional<ShardInfo>> Index::set_aside(const Hash& shard_hash, const 
         r.set_aside_reason = reason;
       },
       "setting a shard aside");
+}
+
+Status Index::scope_unknown_shards(const std::function<std::string(const std::string& path)>& scope_of_path) {
+  std::lock_guard lock(impl_->write_mu);
+  return upgrade::shard_scopes_from_paths(*impl_->env, impl_->dbs, scope_of_path);
 }
 
 Result<std::optional<ShardInfo>> Index::restore(const Hash& shard_hash) {

@@ -135,6 +135,7 @@ Status shard_scopes_from_paths(lmdb::Env& env, const schema::Dbs& dbs,
             rc = c.move(&k, &v, MDB_FIRST);
           }
           std::size_t seen = 0;
+          bool changed = false;
           for (; rc == 0 && seen < kRecordsPerStep; rc = c.move(&k, &v, MDB_NEXT), ++seen) {
             if (k.mv_size != 32) return detail::corrupt("shards: bad key size");
             Hash h = Hash::from_bytes(span_of(k));
@@ -152,10 +153,11 @@ Status shard_scopes_from_paths(lmdb::Env& env, const schema::Dbs& dbs,
             // In place at the cursor: the key stays, only the value grows.
             MDB_val kk = val(h);
             if ((rc = mdb_cursor_put(c.get(), &kk, &nv, MDB_CURRENT))) return rc;
+            changed = true;
           }
           if (rc != 0 && rc != MDB_NOTFOUND) return rc;
           more = rc == 0;
-          return lmdb::TxnResult::commit();
+          return changed ? lmdb::TxnResult::commit() : lmdb::TxnResult::rollback();
         },
         "giving the shards of the index their CAS (schema 7)");
     if (!status) return status;

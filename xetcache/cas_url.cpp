@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <span>
 
 #include "shard/keys.hpp"
 
@@ -90,18 +91,11 @@ std::string client_cache_dir_name(std::string_view url_as_given) {
   // Characters, not bytes, in the client (a Rust char): a non-ASCII URL,
   // which a CAS URL never is, would differ here from the client's name.
   for (char c : url_as_given.substr(0, 16)) name += ascii_alnum(static_cast<unsigned char>(c)) ? c : '_';
-  shard::Hash h = shard::chunk_hash_of_data(
-      {reinterpret_cast<const std::uint8_t*>(url_as_given.data()), url_as_given.size()});
+  shard::Hash h =
+      shard::chunk_hash_of_data({reinterpret_cast<const std::uint8_t*>(url_as_given.data()), url_as_given.size()});
   name += '-';
   name += base64_url(std::span<const std::uint8_t>(h.data(), 32)).substr(0, 16);
   return name;
-}
-
-std::optional<std::string> cache_dir_cas(std::string_view dir_name, std::span<const std::string> known) {
-  for (const std::string& url : known)
-    for (const std::string& spelling : {url, url + "/"})
-      if (client_cache_dir_name(spelling) == dir_name) return url;
-  return std::nullopt;
 }
 
 }  // namespace dedupd::xetcache

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -24,12 +23,7 @@ std::optional<std::string> normalize_cas_url(std::string_view url);
 // the URL-safe base64 of the Xet data hash of the URL's bytes. xet-core's
 // rule (compute_cache_path); checked against the names hf_xet 1.8.0 made
 // (tests/unit/xetcache/cas_url_test.cpp). The hash is one-way: a name is
-// matched against the URLs one knows (cache_dir_cas).
+// matched against the URLs one knows (daemon/ingest/cas_scope.hpp).
 std::string client_cache_dir_name(std::string_view url_as_given);
-
-// Which of `known` (normalized CAS URLs) a client cache directory named
-// `dir_name` belongs to: each is tried as given and with a trailing slash,
-// the spellings a client is handed. nullopt: none of them.
-std::optional<std::string> cache_dir_cas(std::string_view dir_name, std::span<const std::string> known);
 
 }  // namespace dedupd::xetcache

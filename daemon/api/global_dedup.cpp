@@ -152,7 +152,8 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
   if (!locations) return locations.error();
   std::vector<SourceShard> holders;
   for (const index::Location& loc : *locations)
-    for (const index::ShardRef& s : loc.shards) holders.push_back({s, loc.xorb});
+    for (const index::ShardRef& s : loc.shards)
+      if (!s.set_aside && (!settings.scope || settings.scope->admits(s.cas))) holders.push_back({s, loc.xorb});
   std::optional<ReplyPlan> plan = plan_reply(holders, settings);
   if (!plan) return Out();
 

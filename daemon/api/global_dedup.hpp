@@ -36,6 +36,7 @@
 
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
+#include "shard/cas_scope.hpp"
 #include "shard/format.hpp"
 #include "shard/keys.hpp"
 
@@ -57,6 +58,9 @@ struct ReplySettings {
   std::uint64_t now = 0;         // unix seconds: the reply's creation time
   std::uint64_t lifetime_s = 0;  // a raw source's reply expires at now + lifetime_s
   ReplyBounds bounds{};
+  // The asking client's CAS: only shards it admits answer (nullopt: any).
+  // Set-aside shards never answer.
+  std::optional<shard::CasScope> scope{};
 };
 
 // Bytes of a reply besides its xorb blocks: header, the empty file-info

@@ -45,6 +45,8 @@ struct Request {
   // X-Dedupd-Via: who passed the request on. The local Xet endpoint's nginx
   // names itself ("xet-endpoint"), so its queries are counted apart.
   std::string via;
+  // X-Dedupd-Cas: the CAS a global-dedup query is for, as sent.
+  std::string cas;
   // A streamed hash batch (Body::hashes), parsed as it arrived; when null
   // the route parses `body` (tests, fuzzing).
   std::shared_ptr<HashSpool> hashes{};

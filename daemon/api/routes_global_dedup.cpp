@@ -9,6 +9,7 @@
 #include "daemon/api/metrics.hpp"
 #include "daemon/api/route_util.hpp"
 #include "daemon/api/routes.hpp"
+#include "xetcache/cas_url.hpp"
 
 namespace dedupd::daemon::http {
 
@@ -19,7 +20,8 @@ namespace {
 std::optional<std::vector<std::uint8_t>> fleet_reply(Context& ctx, const shard::Hash& chunk,
                                                      const ReplySettings& settings, fleet_link::Reach& reach) {
   std::optional<fleet::ShardXorbs> source;
-  reach = ctx.service.fleet_source_shard(chunk, fleet_source_bounds(settings.bounds), settings.now, source);
+  reach =
+      ctx.service.fleet_source_shard(chunk, fleet_source_bounds(settings.bounds), settings.now, settings.scope, source);
   if (reach != fleet_link::Reach::answered || !source) return std::nullopt;
   return build_fleet_global_dedup_reply(*source, settings);
 }
@@ -34,6 +36,16 @@ Response answer(Context& ctx, Request& req) {
   GlobalDedupKey key = ctx.service.global_dedup_key();
   ReplySettings settings{
       key.key, std::uint64_t(std::time(nullptr)), key.reply_lifetime_s, {key.reply_max_xorbs, key.reply_max_bytes}};
+  if (!req.cas.empty()) {
+    // The endpoint names its CAS: a shard of another would have the client
+    // skip xorbs its CAS lacks. A name that is no CAS URL answers nothing
+    // (the endpoint then asks its upstream), never everything.
+    auto cas = xetcache::normalize_cas_url(req.cas);
+    if (!cas)
+      return error(kBadRequest, std::string(::dedupd::api::kCasHeader) + ": \"" + req.cas.substr(0, 200) +
+                                    "\" is not a CAS URL (http:// or https://, a host, no query)");
+    settings.scope = shard::CasScope{*cas, key.unknown_cas_answers};
+  }
   auto reply = build_global_dedup_reply(*idx, *chunk, settings);
   if (!reply) return index_failure(req, reply.error());
   fleet_link::Reach reach = fleet_link::Reach::off;

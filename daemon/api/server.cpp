@@ -366,6 +366,8 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     st.request.accept = accept;
   if (const char* via = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, ::dedupd::api::kViaHeader.data()))
     st.request.via = via;
+  if (const char* cas = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, ::dedupd::api::kCasHeader.data()))
+    st.request.cas = cas;
 
   // Admin access is decided before the body is received.
   if (m.entry->access == http::Access::admin) {

@@ -21,6 +21,7 @@
 #include "daemon/seam_errors.hpp"
 #include "daemon/status.hpp"
 #include "index/index.hpp"
+#include "shard/cas_scope.hpp"
 #include "shard/hash.hpp"
 
 namespace dedupd::daemon {
@@ -73,8 +74,11 @@ class Service {
   }
   // The fleet's source shard of a chunk, for a global-dedup reply
   // (fleet::Reader::shard_xorbs), within one bound.
+  // `scope`: only a shard it admits (nullopt: any).
   virtual fleet_link::Reach fleet_source_shard(const shard::Hash&, const fleet::ShardXorbBounds&, std::uint64_t,
+                                               const std::optional<shard::CasScope>& scope,
                                                std::optional<fleet::ShardXorbs>&) {
+    (void)scope;
     return fleet_link::Reach::off;
   }
   virtual fleet_link::Reach fleet_file(const shard::Hash&, std::optional<fleet::FileAnswer>&) {

@@ -24,6 +24,9 @@ struct WatchDir {
   std::filesystem::path path;
   bool recursive = true;  // the Xet cache nests <endpoint>/shard-cache/
   Manage manage = Manage::none;
+  // The CAS every shard under it belongs to (normalized; "": say it by the
+  // client's cache directory, else unknown). For shards a script drops in.
+  std::string cas{};
   bool operator==(const WatchDir&) const = default;
 };
 
@@ -93,6 +96,10 @@ struct XetEndpointConfig {
   // Its settings file (packaging/xet-endpoint/xet-endpoint.conf), read at
   // each status for the upstreams; empty: dedupd knows of no endpoint.
   std::filesystem::path config;
+  // Shards of unknown CAS answer the endpoint's queries too. Off: an
+  // answer from a shard of another CAS fails the client's upload, and
+  // dedupd cannot tell such a shard from one of the endpoint's CAS.
+  bool unknown_cas_answers = false;
   bool enabled() const { return !config.empty(); }
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "daemon/config/units.hpp"
+#include "xetcache/cas_url.hpp"
 
 namespace dedupd::daemon {
 
@@ -168,6 +169,14 @@ class Loader {
     out = std::get<std::uint64_t>(n);
   }
 
+  void cas_url(const std::string& key, const YAML::Node& v, std::string& out) {
+    std::string s;
+    if (!scalar(key, v, "a CAS URL such as https://cas-server.xethub.hf.co", s)) return;
+    auto normal = xetcache::normalize_cas_url(s);
+    if (!normal) return fail(key, v, "\"" + s + "\" is not a CAS URL (http:// or https://, a host, no query)");
+    out = *normal;
+  }
+
   void manage(const std::string& key, const YAML::Node& v, Manage& out) {
     std::string s;
     if (!scalar(key, v, "xet-cache or none", s)) return;
@@ -196,8 +205,10 @@ class Loader {
             boolean(k + ".recursive", it->second, w.recursive);
           } else if (name == "manage") {
             manage(k + ".manage", it->second, w.manage);
+          } else if (name == "cas") {
+            cas_url(k + ".cas", it->second, w.cas);
           } else {
-            unknown(k + "." + name, it->first, "path, recursive, manage");
+            unknown(k + "." + name, it->first, "path, recursive, manage, cas");
           }
         }
         if (!has_path) fail(k, item, "a watch entry needs a path");
@@ -315,12 +326,13 @@ class Loader {
 
   void xet_endpoint(const std::string& key, const YAML::Node& v, XetEndpointConfig& out) {
     if (v.IsNull()) return;  // "xet_endpoint:" alone: none
-    if (!v.IsMap()) return fail(key, v, "expected a mapping (config)");
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (config, unknown_cas_answers)");
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
       if (name == "config") path(k, it->second, out.config);
-      else unknown(k, it->first, "config");
+      else if (name == "unknown_cas_answers") boolean(k, it->second, out.unknown_cas_answers);
+      else unknown(k, it->first, "config, unknown_cas_answers");
     }
   }
 

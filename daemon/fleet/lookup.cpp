@@ -298,7 +298,7 @@ Reach FleetLookup::files_with_sha256(const fleet::Hash& sha256, std::vector<flee
 }
 
 Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
-                                std::optional<fleet::ShardXorbs>& out) {
+                                const std::optional<shard::CasScope>& scope, std::optional<fleet::ShardXorbs>& out) {
   return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
     fleet::ChunkAnswers holders;
     // The shards holding it as the database has them now, not as the
@@ -307,7 +307,8 @@ Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::Shard
     std::vector<fleet::ShardCandidate> candidates;
     if (holders.size() == 1)
       for (const fleet::ChunkLocation& loc : holders.of(0))
-        for (const fleet::FleetShardRef& s : holders.shards(loc)) candidates.push_back({s.shard, loc.xorb});
+        for (const fleet::FleetShardRef& s : holders.shards(loc))
+          if (!scope || scope->admits(s.cas)) candidates.push_back({s.shard, loc.xorb});
     auto res = r.shard_xorbs(candidates, bounds, now, d);
     if (!res) return res.error();
     out = std::move(res).value();

@@ -51,6 +51,7 @@
 #include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/xorb_cache.hpp"
+#include "shard/cas_scope.hpp"
 
 namespace dedupd::daemon::fleet_link {
 
@@ -81,9 +82,10 @@ class FleetLookup {
   // The source shard of a chunk this host lacks, for a global-dedup reply
   // (fleet::Reader::shard_xorbs picks it among the shards holding the
   // chunk): two statements on one Reader within ONE bound, so the reply
-  // waits no longer than any other answer.
+  // waits no longer than any other answer. Only shards `scope` admits
+  // are candidates (nullopt: any).
   Reach source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
-                     std::optional<fleet::ShardXorbs>& out);
+                     const std::optional<shard::CasScope>& scope, std::optional<fleet::ShardXorbs>& out);
   // Status takes a longer bound and may connect for itself: it is an
   // operator's question (dedupctl fleet status), not a lookup.
   Reach status(fleet::Status& out, std::string& error);

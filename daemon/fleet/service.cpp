@@ -51,9 +51,10 @@ fleet_link::Reach ServiceImpl::fleet_xorb(const shard::Hash& h, std::optional<fl
 }
 
 fleet_link::Reach ServiceImpl::fleet_source_shard(const shard::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds,
-                                                  std::uint64_t now, std::optional<fleet::ShardXorbs>& out) {
+                                                  std::uint64_t now, const std::optional<shard::CasScope>& scope,
+                                                  std::optional<fleet::ShardXorbs>& out) {
   if (!daemon_.fleet_enabled()) return Reach::off;
-  return daemon_.fleet_lookup().source_shard(raw_chunk, bounds, now, out);
+  return daemon_.fleet_lookup().source_shard(raw_chunk, bounds, now, scope, out);
 }
 
 fleet_link::Reach ServiceImpl::fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) {

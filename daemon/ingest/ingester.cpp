@@ -93,6 +93,7 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
   index::IngestOptions options;
   options.now = now;
   options.shard_hash = valid->content_hash;
+  options.cas = scopes_.of_path(path.native());
   auto result = index_.ingest(valid->view, source, options);
   spdlog::debug("{}: validated in {:.1f} ms, index transaction {:.1f} ms", path, validate_ms,
                 ms_since(t0) - validate_ms);
@@ -141,6 +142,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
     index::IngestOptions options;
     options.now = now;
     options.shard_hash = valid->content_hash;
+    options.cas = scopes_.of_path(path.native());
     auto result = index_.ingest(valid->view, member, options);
     if (!result) {
       spdlog::error("cannot index {}: {}", member.path, result.error());

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "daemon/counters.hpp"
+#include "daemon/ingest/cas_scope.hpp"
 #include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
@@ -31,7 +32,8 @@ const char* to_string(FileOutcome o);
 
 class Ingester {
  public:
-  Ingester(index::Index& index, Counters& counters) : index_(index), counters_(counters) {}
+  Ingester(index::Index& index, Counters& counters, CasScopes& scopes)
+      : index_(index), counters_(counters), scopes_(scopes) {}
 
   void set_quarantine_dir(std::optional<std::filesystem::path> dir) { quarantine_ = std::move(dir); }
 
@@ -51,6 +53,7 @@ class Ingester {
 
   index::Index& index_;
   Counters& counters_;
+  CasScopes& scopes_;
   std::optional<std::filesystem::path> quarantine_;
 };
 

@@ -47,7 +47,8 @@ class GlobalDedupReply : public ::testing::Test {
   // One shard of xorbs made from `seeds` (`chunks` each), as an upload
   // (raw) or, with a key, as a keyed reply expiring at `expiry`.
   Upload add_shard(std::vector<std::uint64_t> seeds, std::size_t chunks, const Key& key = Key{},
-                   std::optional<std::uint64_t> expiry = std::nullopt, std::uint64_t created = kNow - 100) {
+                   std::optional<std::uint64_t> expiry = std::nullopt, std::uint64_t created = kNow - 100,
+                   const std::string& cas = "") {
     Upload u;
     shard::ShardWriter w;
     for (std::uint64_t seed : seeds) {
@@ -63,6 +64,7 @@ class GlobalDedupReply : public ::testing::Test {
     EXPECT_TRUE(view.ok()) << view.error().to_string();
     index::IngestOptions io;
     io.now = kNow;
+    io.cas = cas;
     auto r = index_->ingest(*view, index::SourceInfo{}, io);
     EXPECT_TRUE(r.ok()) << r.error().to_string();
     u.shard = r->shard;
@@ -259,6 +261,56 @@ TEST_F(GlobalDedupReply, RemovedShardsAreNotServed) {
   auto removed = index_->remove(u.shard, kNow);
   ASSERT_TRUE(removed.ok()) << removed.error().to_string();
   EXPECT_FALSE(reply(u.xorbs[0].raw[0], settings(key_of(6))).has_value());
+}
+
+// Issue 41: a query naming its CAS is answered only by shards of that CAS
+// (and of unknown CAS where the operator allows it): another CAS's shard
+// would have the client skip xorbs its CAS lacks.
+TEST_F(GlobalDedupReply, AQueryNamingItsCasIsAnsweredOnlyByShardsOfThatCas) {
+  const std::string cas_a = "https://cas-a.example", cas_b = "https://cas-b.example";
+  Upload a = add_shard({91, 92}, 3, Key{}, std::nullopt, kNow - 100, cas_a);
+  Upload b = add_shard({93}, 3, Key{}, std::nullopt, kNow - 90, cas_b);
+  Upload unknown = add_shard({94}, 3, Key{}, std::nullopt, kNow - 80);
+  // The same xorb in a shard of each CAS: each answers its own.
+  Upload shared_b = add_shard({91}, 3, Key{}, std::nullopt, kNow - 70, cas_b);
+  auto scoped = [&](const std::string& cas, bool unknown_too) {
+    ReplySettings s = settings(key_of(7));
+    s.scope = shard::CasScope{cas, unknown_too};
+    return s;
+  };
+  auto xorbs_of = [](const std::optional<std::vector<std::uint8_t>>& r) {
+    auto view = ShardView::parse(*r);
+    EXPECT_TRUE(view.ok());
+    return view.ok() ? xorb_hashes(*view) : std::vector<Hash>{};
+  };
+  // No scope (dedupctl, scripts): any shard, as before.
+  EXPECT_TRUE(reply(b.xorbs[0].raw[0], settings(key_of(7))));
+  EXPECT_TRUE(reply(unknown.xorbs[0].raw[0], settings(key_of(7))));
+  // CAS A: its own shard, whole; never B's, nor unknown ones.
+  auto ra = reply(a.xorbs[0].raw[1], scoped(cas_a, false));
+  ASSERT_TRUE(ra);
+  EXPECT_EQ(xorbs_of(ra), hashes_of(a, {0, 1}));
+  EXPECT_FALSE(reply(b.xorbs[0].raw[1], scoped(cas_a, false)));
+  EXPECT_FALSE(reply(unknown.xorbs[0].raw[1], scoped(cas_a, false)));
+  // CAS B asking for the shared xorb gets B's shard, not A's two xorbs.
+  auto rb = reply(a.xorbs[0].raw[1], scoped(cas_b, false));
+  ASSERT_TRUE(rb);
+  EXPECT_EQ(xorbs_of(rb), hashes_of(shared_b, {0}));
+  // Unknown shards answer only where allowed.
+  EXPECT_TRUE(reply(unknown.xorbs[0].raw[1], scoped(cas_a, true)));
+  EXPECT_FALSE(reply(b.xorbs[0].raw[1], scoped(cas_a, true)));
+}
+
+TEST_F(GlobalDedupReply, ASetAsideShardAnswersNoQuery) {
+  Upload u = add_shard({95}, 3, Key{}, std::nullopt, kNow - 100, "https://cas-a.example");
+  ASSERT_TRUE(reply(u.xorbs[0].raw[0], settings(key_of(8))));
+  ASSERT_TRUE(index_->set_aside(u.shard, "the CAS refused it", kNow));
+  EXPECT_FALSE(reply(u.xorbs[0].raw[0], settings(key_of(8))));
+  ReplySettings s = settings(key_of(8));
+  s.scope = shard::CasScope{"https://cas-a.example", true};
+  EXPECT_FALSE(reply(u.xorbs[0].raw[0], s));
+  ASSERT_TRUE(index_->restore(u.shard));
+  EXPECT_TRUE(reply(u.xorbs[0].raw[0], s));
 }
 
 // The real server shard as the only source: the known raw chunk of xorb #1

@@ -19,14 +19,6 @@ TEST(ClientCacheDirName, IsTheNameTheRealClientGaveEachCas) {
   EXPECT_EQ(client_cache_dir_name("http://[::1]:9/some/path"), "http______1__9_s-Nrs2QD85zZrsgXNk");
 }
 
-TEST(ClientCacheDirName, IsMatchedAgainstTheKnownUrlsAsGivenOrWithASlash) {
-  std::vector<std::string> known = {"https://cas-server.xethub.hf.co", "http://localhost:8788"};
-  EXPECT_EQ(cache_dir_cas("https___cas_serv-tGqkUaZf_CBPHQ6h", known), "https://cas-server.xethub.hf.co");
-  EXPECT_EQ(cache_dir_cas("http___localhost-n0HSDnxn8n-TtyXt", known), "http://localhost:8788");
-  EXPECT_EQ(cache_dir_cas("http___127_0_0_1-I3gxQGHqlfbd_nll", known), std::nullopt);
-  EXPECT_EQ(cache_dir_cas("shard-cache", known), std::nullopt);
-}
-
 TEST(NormalizeCasUrl, GivesOneSpellingOfEachCas) {
   EXPECT_EQ(normalize_cas_url("https://cas-server.xethub.hf.co"), "https://cas-server.xethub.hf.co");
   EXPECT_EQ(normalize_cas_url("HTTPS://CAS-Server.XetHub.hf.co/"), "https://cas-server.xethub.hf.co");
