@@ -111,8 +111,11 @@ std::string shard_ref_text(const json& sh, std::uint64_t now) {
   if (is_fleet_ref(sh)) return fleet_ref_text(sh);
   std::optional<std::uint64_t> exp;
   if (!sh["expiry"].is_null()) exp = sh["expiry"].get<std::uint64_t>();
-  return sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
-         expiry_text(exp, now);
+  std::string text = sh["shard"].get<std::string>() + (sh["keyed"].get<bool>() ? "  keyed" : "  raw") + ", expires " +
+                     expiry_text(exp, now);
+  text += ", CAS " + (sh.contains("cas") && sh["cas"].is_string() ? sh["cas"].get<std::string>() : "unknown");
+  if (sh.value("set_aside", false)) text += ", set aside";
+  return text;
 }
 
 void print_shard_summary(Context& ctx, const json& s) {
@@ -132,6 +135,16 @@ void print_shard_summary(Context& ctx, const json& s) {
   f.add("Contents", count(s["files"], "file") + ", " + count(s["xorbs"], "xorb") + ", " + count(s["chunks"], "chunk"));
   if (s.contains("ingested_at") && s["ingested_at"].is_number_unsigned())
     f.add("Ingested", time_text(s["ingested_at"].get<std::uint64_t>(), now));
+  if (s.contains("cas")) f.add("CAS", s["cas"].is_string() ? s["cas"].get<std::string>() : "unknown");
+  if (s.contains("set_aside") && s["set_aside"].is_object()) {
+    const json& a = s["set_aside"];
+    std::optional<std::uint64_t> at;
+    if (a.contains("at") && a["at"].is_number_unsigned()) at = a["at"].get<std::uint64_t>();
+    f.add("Set aside",
+          time_text(at, now) + ": " +
+              (a.contains("reason") && a["reason"].is_string() ? a["reason"].get<std::string>() : ""),
+          Color::yellow);
+  }
   if (s.contains("reason") && s["reason"].is_object()) {
     const json& r = s["reason"];
     f.add("Reason",

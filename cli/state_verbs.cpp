@@ -238,9 +238,10 @@ int shards(Context& ctx, const std::string& state) {
   if (ctx.opt.json) {
     print_json(ctx.out(), doc);
   } else if (!ctx.opt.quiet) {
-    Table t({{"SHARD"}, {"STATE"}, {"CHUNKS", Table::right}, {"SIZE", Table::right}, {"EXPIRES"}, {"PATH"}});
+    Table t({{"SHARD"}, {"STATE"}, {"CHUNKS", Table::right}, {"SIZE", Table::right}, {"EXPIRES"}, {"CAS"}, {"PATH"}});
     for (const auto& s : list) {
-      const std::string st = s["state"].get<std::string>();
+      std::string st = s["state"].get<std::string>();
+      if (st == "live" && s.contains("set_aside") && s["set_aside"].is_object()) st = "set aside";
       std::optional<std::uint64_t> exp;
       if (!s["expiry"].is_null()) exp = s["expiry"].get<std::uint64_t>();
       std::string path = s["paths"].empty() ? "-" : s["paths"][0].is_string() ? s["paths"][0].get<std::string>() : "?";
@@ -251,7 +252,8 @@ int shards(Context& ctx, const std::string& state) {
              Table::Cell(st, st == "live"       ? Color::green
                              : st == "rejected" ? Color::red
                                                 : Color::yellow),
-             grouped(s["chunks"]), human_bytes(s["size"]), exp ? iso_local(*exp) : "never", path});
+             grouped(s["chunks"]), human_bytes(s["size"]), exp ? iso_local(*exp) : "never",
+             s.contains("cas") && s["cas"].is_string() ? s["cas"].get<std::string>() : "unknown", path});
     }
     if (list.empty()) ctx.out() << "no shards" << (state.empty() ? "" : " in state " + state) << '\n';
     else t.print(ctx.out(), ctx.style);

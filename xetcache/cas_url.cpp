@@ -82,6 +82,11 @@ std::optional<std::string> normalize_cas_url(std::string_view url) {
   } else if (host_end != std::string_view::npos && !authority.starts_with('[')) {
     return std::nullopt;  // "host:" with nothing after the colon
   }
+  // Only characters that need no escaping anywhere dedupd writes a CAS
+  // (JSON, logs, SQL parameters are bound anyway).
+  for (char c : path)
+    if (!ascii_alnum(static_cast<unsigned char>(c)) && std::string_view("-._~/%:").find(c) == std::string_view::npos)
+      return std::nullopt;
   out += path;
   return out;
 }

@@ -22,16 +22,13 @@ void write_shard_refs(JsonOut& out, const std::vector<index::ShardRef>& shards) 
   for (const auto& s : shards) {
     if (!first) out.ch(',');
     first = false;
-    out.raw("{")
-        .key("shard")
-        .hash(s.shard)
-        .raw(",")
-        .key("expiry")
-        .opt_num(s.expiry)
-        .raw(",")
-        .key("keyed")
-        .boolean(s.keyed)
-        .ch('}');
+    out.raw("{").key("shard").hash(s.shard).raw(",").key("expiry").opt_num(s.expiry).raw(",").key("keyed").boolean(
+        s.keyed);
+    // Said only when known, so answers of unscoped shards stay as short.
+    // A CAS is normalized (xetcache/cas_url.hpp): nothing in it needs escaping.
+    if (!s.cas.empty()) out.raw(",").key("cas").ch('"').raw(s.cas).ch('"');
+    if (s.set_aside) out.raw(",").key("set_aside").boolean(true);
+    out.ch('}');
   }
   out.ch(']');
 }
@@ -49,7 +46,10 @@ void write_location(JsonOut& out, const index::BatchLocation& loc, const std::ve
 }
 
 Json shard_ref_json(const index::ShardRef& ref) {
-  return {{"shard", ref.shard.to_string()}, {"expiry", opt(ref.expiry)}, {"keyed", ref.keyed}};
+  Json j = {{"shard", ref.shard.to_string()}, {"expiry", opt(ref.expiry)}, {"keyed", ref.keyed}};
+  if (!ref.cas.empty()) j["cas"] = ref.cas;
+  if (ref.set_aside) j["set_aside"] = true;
+  return j;
 }
 
 Json shard_summary(const index::ShardInfo& info) {
@@ -65,6 +65,9 @@ Json shard_summary(const index::ShardInfo& info) {
       {"chunks", info.chunks},
       {"files", info.files},
       {"ingested_at", info.ingested_at},
+      {"cas", info.cas.empty() ? Json(nullptr) : Json(info.cas)},
+      {"set_aside",
+       info.set_aside ? Json{{"at", info.set_aside_at}, {"reason", info.set_aside_reason}} : Json(nullptr)},
   };
 }
 
@@ -83,6 +86,8 @@ Json rejected_summary(const index::RejectInfo& r) {
       {"chunks", 0},
       {"files", 0},
       {"ingested_at", r.recorded_at},
+      {"cas", nullptr},
+      {"set_aside", nullptr},
       {"reason", {{"rule", r.rule}, {"offset", r.offset}, {"message", r.message}}},
   };
 }

@@ -12,7 +12,7 @@
 
 namespace dedupd::daemon::testing {
 
-enum class T { string, hash, uint, boolean, array, object, uint_or_null, hash_or_null, string_or_null };
+enum class T { string, hash, uint, boolean, array, object, uint_or_null, hash_or_null, string_or_null, object_or_null };
 
 inline ::testing::AssertionResult has_type(const nlohmann::json& v, T t) {
   auto is_hash = [](const nlohmann::json& j) { return j.is_string() && shard::Hash::parse(j.get<std::string>()).ok(); };
@@ -44,6 +44,9 @@ inline ::testing::AssertionResult has_type(const nlohmann::json& v, T t) {
       break;
     case T::string_or_null:
       ok = v.is_null() || v.is_string();
+      break;
+    case T::object_or_null:
+      ok = v.is_null() || v.is_object();
       break;
   }
   if (ok) return ::testing::AssertionSuccess();
@@ -77,11 +80,19 @@ inline const std::vector<std::pair<std::string, T>> kLocationShape = {
     {"xorb", T::hash},           {"chunk_index", T::uint}, {"byte_start", T::uint}, {"byte_end", T::uint},
     {"unpacked_bytes", T::uint}, {"flags", T::uint},       {"origin", T::string},   {"shards", T::array}};
 
-inline const std::vector<std::pair<std::string, T>> kShardSummaryShape = {
-    {"hash", T::hash},     {"state", T::string},         {"paths", T::array},
-    {"size", T::uint},     {"created", T::uint_or_null}, {"expiry", T::uint_or_null},
-    {"keyed", T::boolean}, {"xorbs", T::uint},           {"chunks", T::uint},
-    {"files", T::uint},    {"ingested_at", T::uint}};
+inline const std::vector<std::pair<std::string, T>> kShardSummaryShape = {{"hash", T::hash},
+                                                                          {"state", T::string},
+                                                                          {"paths", T::array},
+                                                                          {"size", T::uint},
+                                                                          {"created", T::uint_or_null},
+                                                                          {"expiry", T::uint_or_null},
+                                                                          {"keyed", T::boolean},
+                                                                          {"xorbs", T::uint},
+                                                                          {"chunks", T::uint},
+                                                                          {"files", T::uint},
+                                                                          {"ingested_at", T::uint},
+                                                                          {"cas", T::string_or_null},
+                                                                          {"set_aside", T::object_or_null}};
 
 inline const std::vector<std::pair<std::string, T>> kStatsShape = {
     {"shards", T::object}, {"xorbs", T::uint},    {"chunks", T::uint},

@@ -30,10 +30,11 @@ TEST(NormalizeCasUrl, GivesOneSpellingOfEachCas) {
 }
 
 TEST(NormalizeCasUrl, RefusesWhatIsNotOneCasUrl) {
-  for (const char* bad : {"", "cas.example", "ftp://cas.example", "https://", "https://:443", "https://a b",
-                          "https://cas.example?x=1", "https://cas.example#f", "https://user@cas.example",
-                          "https://cas.example:", "https://cas.example:0", "https://cas.example:70000",
-                          "https://cas.example:12x", "https://cas_example", "https://[::1", "https://cas.example\n"})
+  for (const char* bad :
+       {"", "cas.example", "ftp://cas.example", "https://", "https://:443", "https://a b", "https://cas.example?x=1",
+        "https://cas.example#f", "https://user@cas.example", "https://cas.example:", "https://cas.example:0",
+        "https://cas.example:70000", "https://cas.example:12x", "https://cas_example", "https://[::1",
+        "https://cas.example\n", "https://cas.example/a\"b", "https://cas.example/a{b}"})
     EXPECT_EQ(normalize_cas_url(bad), std::nullopt) << bad;
 }
 
