@@ -131,7 +131,7 @@ TEST_F(Lifecycle, CheckReportsAnOlderSchemaAndWritesNothing) {
   checker.start(o);
   EXPECT_EQ(checker.wait_exit(60s), std::optional<int>(0));
   const std::string out = bytes_of(o.log_file);
-  EXPECT_NE(out.find("schema 1, will be upgraded to 6 when dedupd opens it"), std::string::npos) << out;
+  EXPECT_NE(out.find("schema 1, will be upgraded to 7 when dedupd opens it"), std::string::npos) << out;
   EXPECT_NE(out.find("ok"), std::string::npos) << out;
   EXPECT_TRUE(bytes_of(index_dir / "data.mdb") == before) << "--check changed data.mdb";
 }
