@@ -49,6 +49,21 @@ void add_xet_endpoint_fields(Fields& f, const json& e, std::uint64_t now) {
   std::string line = grouped(local) + " answered here, " + grouped(forwarded) + " sent upstream";
   if (local + forwarded != 0) line += " (" + std::to_string(local * 100 / (local + forwarded)) + " % here)";
   f.add("Chunk queries", line + ", since " + time_text(n("since"), now));
+  if (e.contains("learning") && e["learning"].is_object()) {
+    const json& l = e["learning"];
+    auto m = [&](const char* key) {
+      return l.contains(key) && l[key].is_number_unsigned() ? l[key].get<std::uint64_t>() : std::uint64_t(0);
+    };
+    if (!l.value("listening", false)) {
+      f.add("Learning", "off (no endpoint configured, or its socket could not be bound: see the log)", Color::yellow);
+    } else {
+      std::string text = grouped(m("learned")) + " shards learned, " + grouped(m("already_known")) + " known, " +
+                         grouped(m("refused")) + " refused by the CAS";
+      if (m("set_aside")) text += " (" + grouped(m("set_aside")) + " shards set aside)";
+      if (m("held")) text += ", " + grouped(m("held")) + " waiting";
+      f.add("Learning", text, m("set_aside") ? Color::yellow : Color::none);
+    }
+  }
 }
 
 }  // namespace

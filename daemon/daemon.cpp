@@ -45,11 +45,25 @@ constexpr auto kSlowIngest = 10s;
 // STATUS= is refreshed at most this often while things change.
 constexpr auto kStatusEvery = 2s;
 
-std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group) {
+std::optional<gid_t> gid_of(const std::optional<std::string>& group, const char* setting, const char* without) {
   if (!group) return std::nullopt;
   if (const struct group* g = ::getgrnam(group->c_str())) return g->gr_gid;
-  spdlog::warn("admin_group \"{}\" does not exist; only root may use admin routes", *group);
+  spdlog::warn("{} \"{}\" does not exist; {}", setting, *group, without);
   return std::nullopt;
+}
+std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group) {
+  return gid_of(group, "admin_group", "only root may use admin routes");
+}
+std::optional<gid_t> endpoint_gid_of(const XetEndpointConfig& e) {
+  return gid_of(e.group, "xet_endpoint.group", "only root and dedupd's user may teach it shards");
+}
+
+// Where the endpoint's nginx reports the CAS's statuses; nothing without an
+// endpoint configured: then nothing is learned.
+std::string learn_socket_of(const Config& c) {
+  if (!c.xet_endpoint.enabled()) return "";
+  if (!c.xet_endpoint.learn_socket.empty()) return c.xet_endpoint.learn_socket.native();
+  return (c.socket.parent_path() / "dedupd-learn.sock").native();
 }
 
 }  // namespace
@@ -128,6 +142,7 @@ int Daemon::run() {
   fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
                                                             lookup_cache_bytes(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
+  learner_ = std::make_unique<learn::Learner>(*index_, loop_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   apply_config(config_, true);
@@ -224,6 +239,7 @@ bool Daemon::start_server() {
   so.connection_timeout = config_.limits.request_timeout;
   so.header_timeout = config_.limits.header_timeout;
   so.admin_gid = admin_gid_of(config_.admin_group);
+  so.endpoint_gid = endpoint_gid_of(config_.xet_endpoint);
   if (so.listen_fd < 0) {
     std::error_code ec;
     fs::create_directories(config_.socket.parent_path(), ec);
@@ -426,6 +442,10 @@ void Daemon::apply_config(const Config& next, bool initial) {
   }
   ingester_->set_quarantine_dir(config_.quarantine_dir);
   cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
+  learner_->set_endpoint_gid(endpoint_gid_of(config_.xet_endpoint));
+  learner_->set_unknown_cas_answers(config_.xet_endpoint.unknown_cas_answers);
+  if (auto listening = learner_->listen(learn_socket_of(config_)); !listening)
+    spdlog::error("cannot learn what the local Xet endpoint's CAS accepts: {}", listening.error());
   expiry_->set_config(config_.expiry);
   {
     std::vector<fs::path> managed;
@@ -436,6 +456,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
   }
   key_store_->set_rotation(config_.global_dedup.key_rotation);
   if (server_) server_->set_admin_gid(admin_gid_of(config_.admin_group));
+  if (server_) server_->set_endpoint_gid(endpoint_gid_of(config_.xet_endpoint));
   apply_fleet(initial);
   if (watch_changed) {
     watcher_.set_roots(config_.watch);

@@ -23,6 +23,7 @@
 #include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
+#include "daemon/learn/learner.hpp"
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/loop/timer.hpp"
@@ -73,6 +74,8 @@ class Daemon {
   }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard);
   UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
+  learn::Learner* learner() { return learner_.get(); }
+  const learn::Learner* learner() const { return learner_.get(); }
   // The fleet: the lookup side (any thread; off without a fleet) and the
   // publisher's state (nullopt without a fleet).
   fleet_link::FleetLookup& fleet_lookup() { return *fleet_lookup_; }
@@ -120,6 +123,7 @@ class Daemon {
   std::unique_ptr<FilterBuilder> filter_builder_;  // after index_: stops first
   std::unique_ptr<Ingester> ingester_;
   CasScopes cas_scopes_;  // which CAS a shard found at a path belongs to
+  std::unique_ptr<learn::Learner> learner_;
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<CacheSteward> steward_;  // the managed Xet caches
   std::unique_ptr<GlobalDedupKeyStore> key_store_;

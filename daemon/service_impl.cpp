@@ -11,6 +11,17 @@ StatusInfo ServiceImpl::status() const { return daemon_.status(); }
 DaemonCounters ServiceImpl::counters() const { return daemon_.counters(); }
 GlobalDedupKey ServiceImpl::global_dedup_key() const { return daemon_.global_dedup_key(); }
 
+LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::string& cas,
+                                  std::vector<std::uint8_t> bytes) {
+  learn::Learner* l = daemon_.learner();
+  return l ? l->hold(request_id, cas, std::move(bytes)) : LearnHold{};
+}
+
+LearnStats ServiceImpl::learn_stats() const {
+  const learn::Learner* l = daemon_.learner();
+  return l ? l->stats() : LearnStats{};
+}
+
 shard::Result<RescanResult> ServiceImpl::rescan() {
   Daemon& d = daemon_;
   return d.loop().call<RescanResult>([&d]() -> shard::Result<RescanResult> { return d.rescan(); }, d.admin_timeout());

@@ -134,6 +134,33 @@ using UploadResult = shard::Result<std::vector<IngestedShard>>;
 
 // The key global-dedup replies are keyed with, and how long a reply stays
 // valid for the client (its footer expiry = now + reply_lifetime_s).
+// What became of a shard body the local Xet endpoint mirrored (learn/).
+struct LearnHold {
+  enum class Outcome : std::uint8_t {
+    held,         // waiting for the CAS's status
+    bad_id,       // not nginx's request id
+    bad_cas,      // the CAS it names is no CAS URL
+    not_a_shard,  // `error` says why
+    full,         // no room: that shard is simply not learned
+    duplicate,    // this request's body came already
+    off,          // learning is off (no endpoint configured)
+  };
+  Outcome outcome = Outcome::off;
+  std::optional<shard::Error> error{};
+};
+
+// The learning path's counts since start (dedupctl status, /metrics).
+struct LearnStats {
+  bool listening = false;
+  std::uint64_t held = 0, held_bytes = 0;               // bodies waiting for their status now
+  std::uint64_t accepted = 0, refused = 0, failed = 0;  // statuses the CAS gave
+  std::uint64_t expired = 0;                            // bodies whose status never came
+  std::uint64_t learned = 0;                            // accepted shards new to the index
+  std::uint64_t already_known = 0;                      // accepted shards it had
+  std::uint64_t set_aside = 0;                          // shards set aside after refusals
+  std::uint64_t refused_senders = 0, unmatched = 0, not_learned = 0;
+};
+
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;

@@ -14,6 +14,8 @@ std::string_view error_code(unsigned status) {
       return "not_found";
     case kMethodNotAllowed:
       return "method_not_allowed";
+    case kConflict:
+      return "conflict";
     case kTooLarge:
       return "too_large";
     case kUnprocessable:

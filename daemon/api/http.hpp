@@ -22,10 +22,12 @@ class HashSpool;
 // HTTP status codes the API uses (docs/API.md, "Errors").
 enum Status : unsigned {
   kOk = 200,
+  kAccepted = 202,
   kBadRequest = 400,
   kForbidden = 403,
   kNotFound = 404,
   kMethodNotAllowed = 405,
+  kConflict = 409,
   kTooLarge = 413,
   kUnprocessable = 422,
   kInternal = 500,

@@ -17,7 +17,9 @@ namespace dedupd::daemon::http {
 using Handler = Response (*)(Context&, Request&);
 
 // Admin handlers need the SO_PEERCRED check and run off the HTTP threads.
-enum class Access { read, admin };
+// Endpoint handlers (what the local Xet endpoint teaches) need it too: an
+// admin, dedupd's own user, or the endpoint's group; they run in place.
+enum class Access { read, admin, endpoint };
 
 // What request body a handler takes, which picks its size limit: a route
 // gets room for what it legitimately reads, so a client cannot make the

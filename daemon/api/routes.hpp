@@ -31,6 +31,7 @@ Response get_metrics(Context&, Request&);
 Response post_rescan(Context&, Request&);
 Response post_purge(Context&, Request&);
 Response post_ingest(Context&, Request&);
+Response post_learn_shard(Context&, Request&);
 // routes_export.cpp
 Response post_export(Context&, Request&);
 // routes_fleet.cpp

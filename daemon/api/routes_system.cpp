@@ -87,6 +87,20 @@ Response get_status(Context& ctx, Request& req) {
       e["upstreams"] = {{"hub", x.hub_upstream}, {"cas", x.cas_upstream}};
       e["ports"] = {{"hub", x.hub_port}, {"cas", x.cas_port}};
     }
+    const LearnStats l = ctx.service.learn_stats();
+    e["learning"] = {{"listening", l.listening},
+                     {"held", l.held},
+                     {"held_bytes", l.held_bytes},
+                     {"accepted", l.accepted},
+                     {"refused", l.refused},
+                     {"failed", l.failed},
+                     {"expired", l.expired},
+                     {"learned", l.learned},
+                     {"already_known", l.already_known},
+                     {"set_aside", l.set_aside},
+                     {"refused_senders", l.refused_senders},
+                     {"unmatched", l.unmatched},
+                     {"not_learned", l.not_learned}};
     doc["xet_endpoint"] = std::move(e);
   }
   return json(dump(doc));
@@ -144,6 +158,15 @@ Response get_metrics(Context& ctx, Request& req) {
   counter("dedupd_files_deleted_total", "Expired shard files deleted after the grace.", c.files_deleted);
   counter("dedupd_chunks_ingested_total", "Chunk entries of newly indexed shards.", c.chunks_ingested);
   counter("dedupd_rescans_total", "Full directory scans.", c.rescans);
+  const LearnStats l = ctx.service.learn_stats();
+  w.family("dedupd_xet_endpoint_shard_uploads_total", "counter",
+           "Shard uploads through the local Xet endpoint, by what its CAS answered.");
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"accepted\"", l.accepted);
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"refused\"", l.refused);
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"failed\"", l.failed);
+  counter("dedupd_xet_endpoint_shards_learned_total", "Accepted shards the endpoint taught the index.", l.learned);
+  counter("dedupd_xet_endpoint_shards_set_aside_total", "Shards set aside after the CAS refused an upload.",
+          l.set_aside);
 
   const index::Index* idx = open_index(ctx);
   w.family("dedupd_ready", "gauge", "1 once the index is open.");

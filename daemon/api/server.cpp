@@ -169,13 +169,27 @@ struct ApiServer::Impl {
         context{service, metrics},
         bodies(options.max_body_memory, options.max_body_bytes) {
     set_admin_gid(options.admin_gid);
+    set_endpoint_gid(options.endpoint_gid);
   }
 
-  void set_admin_gid(std::optional<gid_t> gid) { admin_gid.store(gid ? std::int64_t(*gid) : -1); }
-  std::optional<gid_t> current_admin_gid() const {
-    std::int64_t g = admin_gid.load();
+  static void store_gid(std::atomic<std::int64_t>& to, std::optional<gid_t> gid) {
+    to.store(gid ? std::int64_t(*gid) : -1);
+  }
+  static std::optional<gid_t> load_gid(const std::atomic<std::int64_t>& from) {
+    std::int64_t g = from.load();
     if (g < 0) return std::nullopt;
     return gid_t(g);
+  }
+  void set_admin_gid(std::optional<gid_t> gid) { store_gid(admin_gid, gid); }
+  void set_endpoint_gid(std::optional<gid_t> gid) { store_gid(endpoint_gid, gid); }
+  std::optional<gid_t> current_admin_gid() const { return load_gid(admin_gid); }
+
+  // Admins always; endpoint routes also dedupd's own user (./dev run starts
+  // nginx as its user) and the endpoint's group.
+  bool may_use(const http::PeerCred& peer, http::Access access) const {
+    if (http::is_admin(peer, current_admin_gid())) return true;
+    if (access != http::Access::endpoint) return false;
+    return peer.uid == geteuid() || (load_gid(endpoint_gid) && http::is_admin(peer, load_gid(endpoint_gid)));
   }
 
   shard::Result<Started> start();
@@ -202,7 +216,7 @@ struct ApiServer::Impl {
   http::Router router;
   http::Metrics metrics;
   http::Context context;
-  std::atomic<std::int64_t> admin_gid{-1};
+  std::atomic<std::int64_t> admin_gid{-1}, endpoint_gid{-1};
   std::unique_ptr<http::JobQueue> admin_jobs;
   std::unique_ptr<http::JobQueue> read_jobs;
   http::BodyBudget bodies;
@@ -370,14 +384,15 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     st.request.cas = cas;
 
   // Admin access is decided before the body is received.
-  if (m.entry->access == http::Access::admin) {
+  if (m.entry->access != http::Access::read) {
     const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     std::optional<http::PeerCred> peer = info ? http::peer_of(info->connect_fd) : std::nullopt;
-    if (!peer || !http::is_admin(*peer, current_admin_gid())) {
+    if (!peer || !may_use(*peer, m.entry->access)) {
       std::string who = peer ? fmt::format("uid {}", peer->uid) : std::string("unknown peer");
-      return refuse(
-          conn, st,
-          http::error(http::kForbidden, fmt::format("{} needs root or the admin group ({})", m.route->path, who)));
+      const char* needs = m.entry->access == http::Access::admin ? "root or the admin group"
+                                                                 : "the local Xet endpoint (xet_endpoint.group)";
+      return refuse(conn, st,
+                    http::error(http::kForbidden, fmt::format("{} needs {} ({})", m.route->path, needs, who)));
     }
   }
 
@@ -606,6 +621,7 @@ shard::Result<ApiServer::Started> ApiServer::start() {
 void ApiServer::stop() { impl_->stop(); }
 
 void ApiServer::set_admin_gid(std::optional<gid_t> gid) { impl_->set_admin_gid(gid); }
+void ApiServer::set_endpoint_gid(std::optional<gid_t> gid) { impl_->set_endpoint_gid(gid); }
 
 const std::string& ApiServer::socket_path() const { return impl_->options.socket_path; }
 

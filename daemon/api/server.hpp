@@ -72,6 +72,8 @@ struct ServerOptions {
   // Admin routes: uid 0 always; else callers whose primary or supplementary
   // groups include this gid. nullopt: root only.
   std::optional<gid_t> admin_gid;
+  // Endpoint routes: also callers in this group (xet_endpoint.group).
+  std::optional<gid_t> endpoint_gid;
 };
 
 class ApiServer {
@@ -91,6 +93,7 @@ class ApiServer {
 
   // SIGHUP: a new admin group applies to the next request.
   void set_admin_gid(std::optional<gid_t> gid);
+  void set_endpoint_gid(std::optional<gid_t> gid);
 
   const std::string& socket_path() const;
 

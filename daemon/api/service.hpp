@@ -38,6 +38,14 @@ class Service {
   virtual DaemonCounters counters() const = 0;
   virtual GlobalDedupKey global_dedup_key() const = 0;
 
+  // The learning path of the local Xet endpoint (daemon/learn/): a mirrored
+  // shard body, held until the CAS's status for it; and its counts.
+  virtual LearnHold learn_hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) {
+    (void)request_id, (void)cas, (void)bytes;
+    return {};
+  }
+  virtual LearnStats learn_stats() const { return {}; }
+
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").
   [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;

@@ -100,6 +100,13 @@ struct XetEndpointConfig {
   // answer from a shard of another CAS fails the client's upload, and
   // dedupd cannot tell such a shard from one of the endpoint's CAS.
   bool unknown_cas_answers = false;
+  // Who the endpoint is: its nginx's group (besides root and dedupd's own
+  // user), the only one who may teach dedupd a shard (docs/XET-ENDPOINT.md,
+  // "Learning"). Unset: root and dedupd's user only.
+  std::optional<std::string> group;
+  // The datagram socket its nginx reports the CAS's statuses on; empty:
+  // "dedupd-learn.sock" beside the API socket.
+  std::filesystem::path learn_socket;
   bool enabled() const { return !config.empty(); }
 };
 

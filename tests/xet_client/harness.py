@@ -289,6 +289,18 @@ class HubStandin:
 NGINX_TEMPLATE = os.path.join(HERE, "..", "..", "packaging", "xet-endpoint", "nginx.conf.in")
 
 
+def endpoint_yaml(settings_path, **extra):
+    """dedupd's xet_endpoint section for an endpoint whose settings file is
+    `settings_path`. Run by root, the endpoint's nginx runs as nobody:nogroup
+    (XetEndpoint): that group is the endpoint's, the one that may teach
+    dedupd what the CAS accepted."""
+    lines = ["xet_endpoint:", "  config: %s" % json.dumps(settings_path)]
+    if os.geteuid() == 0:
+        lines.append("  group: nogroup")
+    lines += ["  %s: %s" % (k, json.dumps(v)) for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
 def find_nginx():
     """Debian's nginx (packaging/install-deps), or skip/fail as require_client."""
     for candidate in (shutil.which("nginx"), "/usr/sbin/nginx"):
@@ -338,6 +350,7 @@ class XetEndpoint:
                   "HUB_UPSTREAM": hub.endpoint, "HUB_TLS_NAME": "localhost",
                   "CAS_UPSTREAM": cas_upstream or hub.cas_url, "CAS_TLS_NAME": "localhost",
                   "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
+                  "DEDUPD_LEARN_SOCKET": os.path.join(os.path.dirname(dedupd_socket), "dedupd-learn.sock"),
                   "DEDUPD_TIMEOUT": dedupd_timeout}
         with open(NGINX_TEMPLATE) as f:
             text = f.read()

@@ -55,7 +55,7 @@ class ThroughTheEndpoint(harness.RealClientTest):
         # wants it) at each status, for the upstreams it shows.
         self.endpoint_settings = self.path("endpoint-settings", "xet-endpoint.conf")
         self.dedupd = self.dedupd([self.path("host-" + h, "xet") for h in "abcdefgh"],
-                                  "xet_endpoint:\n  config: %s\n" % json.dumps(self.endpoint_settings))
+                                  harness.endpoint_yaml(self.endpoint_settings))
         self.hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
 
     def user(self, host, endpoint):
@@ -82,6 +82,9 @@ class ThroughTheEndpoint(harness.RealClientTest):
         # ...through the endpoint: the token reply named it as the CAS.
         ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and "/v1/xorbs/" in l[3], 1)
         self.wait_indexed(self.dedupd, harness.Client(self.cache_a))
+        # The endpoint taught dedupd the shard its CAS accepted, scoped to it.
+        harness.wait_for("the learned shard", lambda: any(
+            s.get("cas") == self.hub.cas_url for s in self.dedupd.shards()), timeout=10)
 
         # Host B, whose cache knows nothing, uploads the same bytes and a
         # new megabyte: dedupd answers its queries, the upstream hears none.

@@ -1,0 +1,137 @@
+#include "daemon/learn/confirm_socket.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "daemon/learn/pending.hpp"
+
+namespace dedupd::daemon::learn {
+
+namespace {
+
+constexpr const char* kRule = "learn.socket";
+
+shard::Error fail(std::string message) { return shard::Error{kRule, 0, std::move(message), false}; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+// The groups of a process, from the kernel's own account of it.
+bool in_group(pid_t pid, gid_t gid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream in(line.substr(7));
+    unsigned long g;
+    while (in >> g)
+      if (gid_t(g) == gid) return true;
+    return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Confirmation> parse_confirmation(std::string_view datagram) {
+  std::string_view msg = trim(datagram);
+  if (!msg.empty() && msg.front() == '<') {
+    // Syslog framing: the message follows the tag's ": ".
+    auto colon = msg.find(": ");
+    if (colon == std::string_view::npos) return std::nullopt;
+    msg = trim(msg.substr(colon + 2));
+  }
+  auto space = msg.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::string_view id = msg.substr(0, space), status = trim(msg.substr(space + 1));
+  if (!is_request_id(id)) return std::nullopt;
+  unsigned code = 0;
+  auto [end, ec] = std::from_chars(status.data(), status.data() + status.size(), code);
+  if (ec != std::errc() || end != status.data() + status.size() || code < 100 || code > 599) return std::nullopt;
+  return Confirmation{std::string(id), code};
+}
+
+bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid) {
+  if (s.uid == 0 || s.uid == geteuid()) return true;
+  if (!endpoint_gid) return false;
+  return s.gid == *endpoint_gid || in_group(s.pid, *endpoint_gid);
+}
+
+shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    return fail("learning socket path \"" + path + "\" is empty or too long for a Unix socket");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return fail(std::string("socket: ") + std::strerror(errno));
+  ConfirmSocket s(fd, path);
+  int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
+    return fail(std::string("SO_PASSCRED: ") + std::strerror(errno));
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());  // a stale one
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    return fail("binding " + path + ": " + std::strerror(errno));
+  // Write for all: who sent what is the kernel's word, checked per datagram.
+  if (::chmod(path.c_str(), 0622) != 0)
+    return fail("chmod " + path + ": " + std::strerror(errno));
+  return s;
+}
+
+ConfirmSocket::~ConfirmSocket() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(path_.c_str());
+}
+
+ConfirmSocket::Received ConfirmSocket::receive(std::optional<gid_t> endpoint_gid) {
+  Received out;
+  for (;;) {
+    char buf[1024];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;  // EAGAIN: all read
+    }
+    std::optional<Sender> sender;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+        ucred cred;
+        std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+        sender = Sender{cred.pid, cred.uid, cred.gid};
+      }
+    if (!sender || !may_confirm(*sender, endpoint_gid)) {
+      ++out.refused_senders;
+      continue;
+    }
+    auto c = parse_confirmation(std::string_view(buf, std::size_t(n)));
+    if (!c) {
+      ++out.unreadable;
+      continue;
+    }
+    out.believed.push_back(std::move(*c));
+  }
+  return out;
+}
+
+}  // namespace dedupd::daemon::learn

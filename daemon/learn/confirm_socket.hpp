@@ -1,0 +1,65 @@
+// The learning socket: where the local Xet endpoint's nginx reports the
+// status the CAS gave each shard upload (its access log sent as syslog
+// datagrams to a Unix socket: "<request id> <status>"). Anyone may write to
+// the socket file; only the endpoint is believed: the kernel says who sent
+// each datagram (SCM_CREDENTIALS), and a sender that is not root, not
+// dedupd's own user and not in the endpoint's group is ignored and counted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shard/result.hpp"
+
+namespace dedupd::daemon::learn {
+
+struct Confirmation {
+  std::string request_id;
+  unsigned status = 0;
+};
+
+// "<pri>timestamp tag: <id> <status>" (nginx's syslog line without host
+// name), or the bare "<id> <status>"; nullopt for anything else.
+std::optional<Confirmation> parse_confirmation(std::string_view datagram);
+
+struct Sender {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+// Root, dedupd's own user, or a process whose primary or supplementary
+// groups (/proc/<pid>/status) hold `endpoint_gid`.
+bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid);
+
+class ConfirmSocket {
+ public:
+  // Binds a datagram socket at `path` (a stale socket file there is
+  // replaced), writable by anyone: the credentials decide.
+  static shard::Result<ConfirmSocket> bind(const std::string& path);
+  ConfirmSocket(ConfirmSocket&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+  ConfirmSocket& operator=(ConfirmSocket&&) = delete;
+  ConfirmSocket(const ConfirmSocket&) = delete;
+  ~ConfirmSocket();
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+  struct Received {
+    std::vector<Confirmation> believed;
+    std::uint64_t refused_senders = 0;  // datagrams from someone else
+    std::uint64_t unreadable = 0;       // datagrams that are no confirmation
+  };
+  // Every datagram waiting now (non-blocking).
+  Received receive(std::optional<gid_t> endpoint_gid);
+
+ private:
+  ConfirmSocket(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::string path_;
+};
+
+}  // namespace dedupd::daemon::learn

@@ -1,0 +1,59 @@
+// The endpoint learns what its CAS accepted (issue 41): the daemon's side of
+// the learning path. A shard a client uploads through the local Xet endpoint
+// arrives twice: its body, mirrored by nginx to POST /v1/xet-endpoint/shards/
+// <request id> (hold(), any HTTP thread), and the CAS's status for it, on
+// the learning socket (on_readable(), the work loop). An accepted shard goes
+// into the index scoped to the endpoint's CAS (and so to the fleet, as any
+// other); a refused one sets aside the shards whose answers it relied on
+// (heal.hpp). Learning never holds an upload up: nginx gives the mirror a
+// short bound and the upload goes on whatever dedupd does.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/learn/confirm_socket.hpp"
+#include "daemon/learn/pending.hpp"
+#include "daemon/loop/event_loop.hpp"
+#include "daemon/status.hpp"
+#include "index/index.hpp"
+
+namespace dedupd::daemon::learn {
+
+class Learner {
+ public:
+  Learner(index::Index& index, EventLoop& loop) : index_(index), loop_(loop) {}
+  ~Learner();
+
+  // Listens on the learning socket at `path` (empty: stops listening).
+  // Work loop only. An error leaves learning off; the daemon runs on.
+  shard::Result<bool> listen(const std::string& path);
+  void set_endpoint_gid(std::optional<gid_t> gid);
+  void set_unknown_cas_answers(bool on);
+
+  // A body the endpoint mirrored; `cas` as the endpoint named it.
+  LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
+
+  LearnStats stats() const;
+
+ private:
+  void on_readable();                             // work loop
+  void settle(const std::string& id, Settled s);  // work loop
+
+  index::Index& index_;
+  EventLoop& loop_;
+  PendingShards pending_;
+  std::optional<ConfirmSocket> socket_;  // work loop only
+  std::atomic<bool> listening_{false};   // what HTTP threads may read of it
+  std::atomic<std::int64_t> endpoint_gid_{-1};
+  std::atomic<bool> unknown_cas_answers_{false};
+  std::atomic<std::uint64_t> learned_{0}, already_known_{0}, set_aside_{0}, refused_senders_{0}, unreadable_{0},
+      not_learned_{0};
+};
+
+}  // namespace dedupd::daemon::learn
