@@ -7,6 +7,7 @@
 #include "index/impl.hpp"
 #include "index/outbox_txn.hpp"
 #include "index/tuning.hpp"
+#include "shard/cas_scope.hpp"
 #include "shard/keys.hpp"
 
 namespace dedupd::index {
@@ -309,8 +310,8 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
 
   if (existing && (existing->state == ShardState::live || !opt.revive)) {
     out.outcome = existing->state == ShardState::live ? IngestOutcome::already_present : IngestOutcome::previously_gone;
-    bool learned_cas = existing->cas.empty() && !opt.cas.empty();
-    if (learned_cas) existing->cas = opt.cas;
+    // Another CAS accepted the same bytes: both hold its xorbs now.
+    bool learned_cas = shard::add_cas(existing->cas, opt.cas);
     if (!source.path.empty()) add_path(*existing, source.path);
     if (!source.path.empty() || learned_cas)
       if ((rc = put_record(im, txn, h, *existing))) return rc;
@@ -320,7 +321,8 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
   ShardRecord rec;
   if (existing) rec.paths = existing->paths;
   add_path(rec, source.path);
-  rec.cas = !opt.cas.empty() || !existing ? opt.cas : existing->cas;
+  if (existing) rec.cas = existing->cas;
+  shard::add_cas(rec.cas, opt.cas);
   rec.has_footer = view.has_footer();
   rec.keyed = view.keyed();
   rec.key = view.chunk_key();

@@ -39,8 +39,9 @@ struct IngestOptions {
   // The shard's identity when the caller already knows it (e.g. verified
   // against its <hash>.mdb name). Otherwise the index hashes the bytes.
   std::optional<Hash> shard_hash{};
-  // The CAS the shard belongs to (a normalized URL, cas_scope.hpp); empty:
-  // unknown. A shard already present keeps its CAS, unless it had none.
+  // The CAS that accepted the shard (a normalized URL,
+  // shard/cas_scope.hpp); empty: unknown. A shard already present adds it
+  // to its CASes.
   std::string cas{};
 };
 

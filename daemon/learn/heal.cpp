@@ -1,5 +1,7 @@
 #include "daemon/learn/heal.hpp"
 
+#include "shard/cas_scope.hpp"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -28,7 +30,7 @@ shard::Result<Healed> set_aside_stale(index::Index& idx, const shard::ShardView&
     if (!forms) return forms.error();
     for (const index::XorbInfo& form : *forms)
       for (const index::ShardRef& s : form.shards) {
-        if (s.set_aside || !(s.cas == cas || (unknown_too && s.cas.empty()))) continue;
+        if (s.set_aside || !shard::CasScope{cas, unknown_too}.admits(s.cas)) continue;
         if (std::find(out.set_aside.begin(), out.set_aside.end(), s.shard) != out.set_aside.end()) continue;
         std::string why = "the CAS " + cas + " refused shard " + refused_hash + ", which relied on xorb " +
                           x.to_string() + " this shard holds";

@@ -19,6 +19,7 @@ download-protocol.md), and nothing more:
 It is not a mock of dedupd: the real dedupd answers the chunk queries. The
 test reads what it received at GET /_standin/state and empties the counters
 with POST /_standin/reset (stored xorbs and files stay); POST
+/_standin/forget-xorbs (hashes, one a line) makes it lose xorbs; POST
 /_standin/forward with a socket path as the body changes which dedupd
 answers chunk queries. Every request is
 logged as one JSON line to --log, so a test failure shows the whole
@@ -294,6 +295,14 @@ def make_handler(store, args, log):
                 return self.reply(200, {"result": 1}, bytes_in=len(data))
             if self.path == "/_standin/reset":
                 store.reset()
+                return self.reply(200, {})
+            if self.path == "/_standin/forget-xorbs":
+                # The CAS loses xorbs (a garbage collection, a deleted
+                # repository): a shard that names one is refused from now on.
+                # The body lists their hashes, one a line.
+                with store.lock:
+                    for h in data.decode().split():
+                        store.xorb_chunks.pop(h, None)
                 return self.reply(200, {})
             if self.path == "/_standin/forward":
                 # Another dedupd answers chunk queries from now on (the body

@@ -282,6 +282,15 @@ class HubStandin:
     def reset(self):
         self._call(self.cas_port, "POST", "/_standin/reset")
 
+    def forget_xorbs(self, hashes):
+        """The CAS loses these xorbs: a shard naming one is refused (400)."""
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.tls["ca"])
+        conn = http.client.HTTPSConnection("127.0.0.1", self.cas_port, timeout=30, context=ctx)
+        conn.request("POST", "/_standin/forget-xorbs", body="\n".join(hashes).encode())
+        assert conn.getresponse().status == 200
+
     def stop(self):
         self.proc.stop()
 

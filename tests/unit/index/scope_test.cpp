@@ -12,6 +12,7 @@
 
 #include "index/records.hpp"
 #include "index/schema.hpp"
+#include "shard/cas_scope.hpp"
 #include "tests/unit/index/support.hpp"
 
 namespace dedupd::index {
@@ -78,7 +79,7 @@ TEST_F(ShardScope, TheIngestGivesTheCasAndEveryAnswerCarriesIt) {
   EXPECT_THAT(*idx->check_invariants(), IsEmpty());
 }
 
-TEST_F(ShardScope, AShardKnownWithoutACasLearnsOneAndAKnownCasStays) {
+TEST_F(ShardScope, AShardKnownWithoutACasLearnsOneAndAnotherCasJoinsIt) {
   auto x1 = gen::gen_xorb(1, 20);
   auto a = gen::own(gen::build_shard({.xorbs = {&x1}}));
   auto first = idx->ingest(*a.view, {.path = "/drop/a.mdb"}, {.now = 1});
@@ -86,10 +87,17 @@ TEST_F(ShardScope, AShardKnownWithoutACasLearnsOneAndAKnownCasStays) {
   EXPECT_EQ((*idx->shard(first->shard))->cas, "");
   ASSERT_TRUE(idx->ingest(*a.view, {}, {.now = 2, .cas = kCasA}));
   EXPECT_EQ((*idx->shard(first->shard))->cas, kCasA);
-  // Another CAS's word does not move it: the first known one holds the xorbs.
+  // Another CAS accepted the same bytes: it holds the xorbs too. Once is
+  // enough.
   ASSERT_TRUE(idx->ingest(*a.view, {.path = "/drop/again.mdb"}, {.now = 3, .cas = kCasB}));
+  ASSERT_TRUE(idx->ingest(*a.view, {}, {.now = 4, .cas = kCasA}));
   auto info = *idx->shard(first->shard);
-  EXPECT_EQ(info->cas, kCasA);
+  EXPECT_EQ(info->cas, std::string(kCasA) + " " + kCasB);
+  auto loc = idx->lookup(x1.raw[0]);
+  ASSERT_TRUE(loc && loc->size() == 1);
+  EXPECT_TRUE(shard::CasScope{kCasB}.admits((*loc)[0].shards[0].cas));
+  EXPECT_TRUE(shard::CasScope{kCasA}.admits((*loc)[0].shards[0].cas));
+  EXPECT_FALSE(shard::CasScope{"https://cas-a.exampl"}.admits((*loc)[0].shards[0].cas));
   EXPECT_THAT(info->paths, ::testing::ElementsAre("/drop/a.mdb", "/drop/again.mdb"));
 }
 
