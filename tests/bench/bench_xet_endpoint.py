@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Upload throughput through the local Xet endpoint (issue 31;
+"""Upload throughput through the local Xet endpoint (issues 31 and 41;
 docs/XET-ENDPOINT.md; docs/PERFORMANCE.md, "The local Xet endpoint").
 
   bench_xet_endpoint.py [--mib M] [--repeat R] [--dir D] [--json FILE]
@@ -8,14 +8,19 @@ docs/XET-ENDPOINT.md; docs/PERFORMANCE.md, "The local Xet endpoint").
 The real client (huggingface_hub's HfApi.upload_file with hf_xet, from the
 build's xet-venv) uploads a file of M MiB of random bytes made at run time
 (1 GiB by default), R times straight to the Hub and CAS stand-in over HTTPS
-(hub_standin.py: the baseline) and R times through nginx configured from
+(hub_standin.py: the baseline), R times through nginx configured from
 packaging/xet-endpoint/nginx.conf.in by the script the .deb runs
 (packaging/xet-endpoint/dedupd-xet-endpoint), with the real dedupd behind
-it. Runs alternate (baseline first), each with a new file and a new client
-home, so neither side finds anything to deduplicate and both send every
-byte; dedupd answers 404 to every chunk query, which then goes upstream,
-the endpoint's whole overhead on a new file. Throughput = file size / the
-upload_file call's duration; the figures are the medians.
+it and learning on (each shard mirrored to dedupd, learned once the CAS
+accepts it), and R times through the same endpoint with learning off (the
+template's mirror lines taken out: the endpoint as it was before issue 41).
+Runs alternate (baseline first), each with a new file and a new client
+home, so no side finds anything to deduplicate and all send every byte;
+dedupd answers 404 to every chunk query, which then goes upstream, the
+endpoint's whole overhead on a new file. Throughput = file size / the
+upload_file call's duration; the figures are the medians. Learning's
+latency: from the CAS's answer to the shard upload (the stand-in's log
+time) to dedupd counting the shard learned (its status, polled every 2 ms).
 
 Nothing here asserts a timing: it fails when an upload fails, when the
 stand-in did not receive the whole file each time, or when an upload that
@@ -96,11 +101,17 @@ class Endpoint:
     script (as root: --as-root, as ./dev run does; the chunk queries then
     reach dedupd's socket without a group to give)."""
 
-    def __init__(self, h, root, hub, dedupd_socket, ca):
+    def __init__(self, h, root, hub, dedupd_socket, ca, learning=True):
         self.root = root
         self.hub_port, self.cas_port = h.free_port(), h.free_port()
         os.makedirs(root, exist_ok=True)
-        config = os.path.join(root, "xet-endpoint.conf")
+        template = TEMPLATE
+        if not learning:
+            # The endpoint without its learning path: no mirror of the shard.
+            template = os.path.join(root, "nginx.conf.in")
+            with open(TEMPLATE) as src, open(template, "w") as dst:
+                dst.writelines(line for line in src if "mirror" not in line)
+        config = self.config = os.path.join(root, "xet-endpoint.conf")
         with open(config, "w") as f:
             # The stand-in's certificate names localhost (and 127.0.0.1,
             # which nginx's name check does not read); its token replies
@@ -108,7 +119,7 @@ class Endpoint:
             f.write("hub_port = %d\ncas_port = %d\nhub_upstream = %s\ncas_upstream = %s\nca_file = %s\n"
                     "dedupd_socket = %s\nhub_tls_name = localhost\ncas_tls_name = localhost\n"
                     % (self.hub_port, self.cas_port, hub.endpoint, hub.cas_url, ca, dedupd_socket))
-        args = [RENDERER, "--config", config, "--template", TEMPLATE, "--prefix", root]
+        args = [RENDERER, "--config", config, "--template", template, "--prefix", root]
         if os.geteuid() == 0:
             args.append("--as-root")
         env = dict(os.environ, DEDUPD_XET_NGINX=h.find_nginx())
@@ -148,37 +159,51 @@ def main():
         homes = os.path.join(root, "homes")
         os.makedirs(homes)
         os.makedirs(os.path.join(root, "dedupd"))
-        dedupd = harness.Dedupd(os.path.join(root, "dedupd"), [homes])
+        dedupd = harness.Dedupd(os.path.join(root, "dedupd"), [homes], harness.endpoint_yaml(
+            os.path.join(root, "endpoint", "xet-endpoint.conf")))
         procs.append(dedupd)
         hub = harness.HubStandin(os.path.join(root, "hub"), tls, TOKEN, ACCESS_TOKEN)
         procs.append(hub)
         ep = Endpoint(harness, os.path.join(root, "endpoint"), hub, dedupd.socket, tls["ca"])
         procs.append(ep)
+        ep_off = Endpoint(harness, os.path.join(root, "endpoint-off"), hub, dedupd.socket, tls["ca"], learning=False)
+        procs.append(ep_off)
+        endpoints = {"endpoint": ep, "learning_off": ep_off}
         harness.HubClient(os.path.join(homes, "setup"), hub.endpoint, TOKEN, tls["ca"]).run("create-repo", HUB_REPO)
 
-        runs = {"direct": [], "endpoint": []}
+        runs = {"direct": [], "endpoint": [], "learning_off": []}
+        learn_ms = []
         problems = []
         n = 0
         for i in range(args.repeat):
-            for way in ("direct", "endpoint"):
+            for way in ("direct", "endpoint", "learning_off"):
                 n += 1
                 path = random_file(os.path.join(root, "files", "%s-%d.bin" % (way, i)), args.mib)
-                endpoint = hub.endpoint if way == "direct" else ep.endpoint
+                e = endpoints.get(way, ep)
+                endpoint = hub.endpoint if way == "direct" else e.endpoint
                 user = harness.HubClient(os.path.join(homes, "%s-%d" % (way, i)), endpoint, TOKEN, tls["ca"])
                 hub.reset()
-                posts_before = ep.xorb_posts()
-                cpu_before = {"nginx": cpu_seconds(ep.proc.p.pid), "standin": cpu_seconds(hub.proc.p.pid)}
-                print("upload %d of %d: %d MiB %s ..." % (n, 2 * args.repeat, args.mib, way), file=sys.stderr)
+                posts_before = e.xorb_posts()
+                cpu_before = {"nginx": cpu_seconds(e.proc.p.pid), "standin": cpu_seconds(hub.proc.p.pid)}
+                print("upload %d of %d: %d MiB %s ..." % (n, 3 * args.repeat, args.mib, way), file=sys.stderr)
+                watch = LearnWatch(dedupd) if way == "endpoint" else None
                 out = user.run("upload-file", HUB_REPO, os.path.basename(path), path)
-                cpu = {"nginx": cpu_seconds(ep.proc.p.pid) - cpu_before["nginx"],
+                if watch:
+                    seen = watch.wait()
+                    accepted = last_shard_accept(os.path.join(root, "hub"))
+                    if seen is None or accepted is None:
+                        problems.append("upload %d through the endpoint: its shard was not learned" % i)
+                    else:
+                        learn_ms.append((seen - accepted) * 1000)
+                cpu = {"nginx": cpu_seconds(e.proc.p.pid) - cpu_before["nginx"],
                        "standin": cpu_seconds(hub.proc.p.pid) - cpu_before["standin"]}
                 sent = hub.state()["xorb_chunk_bytes"]
                 if sent != args.mib * MIB:
                     problems.append("%s upload %d: the stand-in received %d chunk bytes of %d"
                                     % (way, i, sent, args.mib * MIB))
                 # nginx logs a request as it ends: give it a moment.
-                posts = harness.wait_for("nginx's log", lambda: ep.xorb_posts() - posts_before or None, 10) \
-                    if way == "endpoint" else ep.xorb_posts() - posts_before
+                posts = harness.wait_for("nginx's log", lambda: e.xorb_posts() - posts_before or None, 10) \
+                    if way != "direct" else e.xorb_posts() - posts_before
                 if way == "direct" and posts:
                     problems.append("the direct upload %d passed the endpoint" % i)
                 runs[way].append({"seconds": out["seconds"], "mib_s": args.mib / out["seconds"], "xorbs": posts,
@@ -186,16 +211,24 @@ def main():
                 os.remove(path)
         med = {w: statistics.median(r["mib_s"] for r in runs[w]) for w in runs}
         ratio = med["endpoint"] / med["direct"]
+        learning_cost = 1 - med["endpoint"] / med["learning_off"]
         load = os.getloadavg()
         result = {"mib": args.mib, "repeat": args.repeat, "runs": runs, "median_mib_s": med, "ratio": ratio,
+                  "learning_cost": learning_cost, "learn_ms": learn_ms,
                   "hf_xet": harness.hf_xet_version(), "nginx": nginx_version(harness.find_nginx()),
                   "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_end": load},
                   "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         print("| upload of %d MiB (random), median of %d | MiB/s | ratio | goal |" % (args.mib, args.repeat))
         print("|---|---:|---:|---|")
         print("| straight to the stand-in (baseline) | %.1f | | |" % med["direct"])
-        print("| through the local Xet endpoint (nginx + dedupd) | %.1f | %.2fx | >= 0.95x |"
+        print("| through the local Xet endpoint, learning off | %.1f | %.2fx | |"
+              % (med["learning_off"], med["learning_off"] / med["direct"]))
+        print("| through the local Xet endpoint (nginx + dedupd), learning on | %.1f | %.2fx | >= 0.95x |"
               % (med["endpoint"], ratio))
+        print("\nlearning costs %.1f %% of the throughput (goal <= 5 %%); from the CAS's acceptance to the shard "
+              "learned here: median %.0f ms, max %.0f ms (goal < 1000 ms)"
+              % (100 * learning_cost, statistics.median(learn_ms) if learn_ms else float("nan"),
+                 max(learn_ms) if learn_ms else float("nan")))
         cpu = {w: {k: statistics.median(r["cpu_s"][k] for r in runs[w]) for k in ("nginx", "standin")}
                for w in runs}
         result["median_cpu_s"] = cpu
@@ -215,6 +248,46 @@ def main():
             print("(kept %s)" % root, file=sys.stderr)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+class LearnWatch:
+    """Polls dedupd's learning counts every 2 ms from now on, and says when
+    they first moved: the moment a shard was learned (or found known)."""
+
+    def __init__(self, dedupd):
+        import threading
+        self.dedupd, self.seen = dedupd, None
+        self.before = self.count()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def count(self):
+        doc = self.dedupd.json("/v1/status")["xet_endpoint"]["learning"]
+        return doc["learned"] + doc["already_known"]
+
+    def run(self):
+        while not self.stop.is_set():
+            if self.count() > self.before:
+                self.seen = time.time()
+                return
+            time.sleep(0.002)
+
+    def wait(self, timeout=10):
+        self.thread.join(timeout)
+        self.stop.set()
+        return self.seen
+
+
+def last_shard_accept(store):
+    """When the CAS stand-in last answered a shard upload with a 200."""
+    t = None
+    with open(os.path.join(store, "requests.jsonl")) as f:
+        for line in f:
+            entry = json.loads(line)
+            if entry.get("path") == "/v2/shards" and entry.get("status") == 200:
+                t = entry["t"]
+    return t
 
 
 def nginx_version(nginx):
