@@ -111,6 +111,17 @@ class DevRun(harness.RealClientTest):
             queries = [l for l in lines if '"GET /v1/chunks/' in l and "upstream=unix:" in l]
             return xorbs and queries
         harness.wait_for("the upload's xorb and chunk queries in the endpoint's log", through, timeout=10)
+        # Nothing watched but incoming/, yet dedupd learned the upload from
+        # the endpoint (issue 41): a second host's copy sends nothing.
+        d = harness.DedupdClient()
+        d.socket = os.path.join(self.local, "dedupd.sock")
+        harness.wait_for("the upload learned", lambda: any(
+            s.get("cas") == hub.cas_url for s in d.json("/v1/shards")["shards"]), timeout=10)
+        hub.reset()
+        harness.HubClient(self.path("home-b"), m.group(1), TOKEN, tls["ca"]).run(
+            "upload-file", "dedupd/dev-run", "b.bin", src)
+        self.assertEqual(hub.state()["xorb_chunk_bytes"], 0)
+        self.assertEqual(hub.state()["rejected"], [])
         with open(os.path.join(self.local, "xet-endpoint", "nginx.pid")) as f:
             nginx = int(f.read())
 
