@@ -32,6 +32,8 @@ inline constexpr std::string_view kLocalOnly = "local_only";
 inline constexpr std::string_view kRescan = "/v1/admin/rescan";  // POST
 inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_run=1]
 inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
+// POST <hash>: a set-aside shard answers global-dedup queries again.
+inline constexpr std::string_view kRestore = "/v1/admin/restore/";
 // POST <request id>: a shard the local Xet endpoint passed to its CAS,
 // mirrored by its nginx; learned once the CAS accepts it (the endpoint only).
 inline constexpr std::string_view kLearnShard = "/v1/xet-endpoint/shards/";

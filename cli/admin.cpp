@@ -110,6 +110,25 @@ int remove(Context& ctx, const std::string& arg) {
   return kOk;
 }
 
+int restore(Context& ctx, const std::string& arg) {
+  const std::string h = parse_hash_arg(arg, "shard hash");
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "restore " + h;
+  bool not_found = false;
+  json doc = call(client, "POST", std::string(api::kRestore) + h, what, &not_found);
+  if (not_found) {
+    if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
+    if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": no such shard\n";
+    return kNotFound;
+  }
+  const json& restored = need(doc, "restored", what);
+  need_hash(restored, "hash", what);
+  if (ctx.opt.json) print_json(ctx.out(), doc);
+  else if (!ctx.opt.quiet)
+    ctx.out() << "shard " << restored["hash"].get<std::string>() << " answers global-dedup queries again\n";
+  return kOk;
+}
+
 int ingest(Context& ctx, const std::string& path) {
   auto m = dedupd::shard::MappedFile::open(path);
   if (!m) throw CliError(kBadInput, m.error().message);
@@ -157,6 +176,9 @@ void add_admin_verbs(CLI::App& app, Action& action) {
   }
   add_one_argument_verb(app, action, "remove", "Admin: take a shard's entries out of the index", "SHARD", "Shard hash",
                         remove);
+  add_one_argument_verb(app, action, "restore",
+                        "Admin: a shard set aside after its CAS refused an upload answers global-dedup queries again",
+                        "SHARD", "Shard hash", restore);
   add_one_argument_verb(app, action, "ingest", "Admin: send a shard (or .caf bundle) file to dedupd to index", "FILE",
                         "Shard or bundle file", ingest);
 }

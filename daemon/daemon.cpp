@@ -574,6 +574,12 @@ shard::Result<index::RemoveOutcome> Daemon::remove(const shard::Hash& shard) {
   return r->outcome;
 }
 
+shard::Result<std::optional<index::ShardInfo>> Daemon::restore(const shard::Hash& shard) {
+  auto r = index_->restore(shard);
+  if (r && *r) spdlog::info("shard {} restored: it answers global-dedup queries again", shard.to_string());
+  return r;
+}
+
 UploadResult Daemon::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
   UploadResult r = ingester_->ingest_upload(bytes, name, unix_now());
   timer_rearm_wanted_ = true;

@@ -73,6 +73,7 @@ class Daemon {
     return steward_->plan(root);
   }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard);
+  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard);
   UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
   learn::Learner* learner() { return learner_.get(); }
   const learn::Learner* learner() const { return learner_.get(); }

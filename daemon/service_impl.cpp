@@ -17,6 +17,11 @@ LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::stri
   return l ? l->hold(request_id, cas, std::move(bytes)) : LearnHold{};
 }
 
+shard::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard::Hash& shard) {
+  Daemon& d = daemon_;
+  return d.loop().call<std::optional<index::ShardInfo>>([&d, shard] { return d.restore(shard); }, d.admin_timeout());
+}
+
 LearnStats ServiceImpl::learn_stats() const {
   const learn::Learner* l = daemon_.learner();
   return l ? l->stats() : LearnStats{};

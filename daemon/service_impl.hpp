@@ -19,6 +19,7 @@ class ServiceImpl final : public Service {
   GlobalDedupKey global_dedup_key() const override;
   LearnHold learn_hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) override;
   LearnStats learn_stats() const override;
+  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
   shard::Result<RescanResult> rescan() override;
   shard::Result<PurgeResult> purge(bool dry_run) override;

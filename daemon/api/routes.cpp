@@ -25,6 +25,7 @@ std::vector<Route> api_routes() {
       {"rescan", p::kRescan, false, {{"POST", post_rescan, admin}}},
       {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
       {"ingest", p::kIngest, false, {{"POST", post_ingest, admin, Body::upload}}},
+      {"restore", p::kRestore, true, {{"POST", post_restore, admin}}},
       {"learn_shard", p::kLearnShard, true, {{"POST", post_learn_shard, Access::endpoint, Body::upload}}},
       {"export", p::kExport, false, {{"POST", post_export, admin}}},
       {"fleet_status", p::kFleetStatus, false, {{"GET", get_fleet_status, read, none, fleet}}},

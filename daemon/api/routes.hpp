@@ -32,6 +32,7 @@ Response post_rescan(Context&, Request&);
 Response post_purge(Context&, Request&);
 Response post_ingest(Context&, Request&);
 Response post_learn_shard(Context&, Request&);
+Response post_restore(Context&, Request&);
 // routes_export.cpp
 Response post_export(Context&, Request&);
 // routes_fleet.cpp

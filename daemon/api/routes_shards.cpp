@@ -90,4 +90,18 @@ Response delete_shard(Context& ctx, Request& req) {
   return json(dump(Json{{"removed", std::move(summary)}}));
 }
 
+// A shard set aside after its CAS refused an upload that relied on it
+// (docs/XET-ENDPOINT.md, "Learning") answers global-dedup queries again:
+// the admin's word that the CAS holds its xorbs after all.
+Response post_restore(Context& ctx, Request& req) {
+  Response bad;
+  auto hash = hash_param(req.tail, "shard", &bad);
+  if (!hash) return bad;
+  if (!open_index(ctx)) return not_ready();
+  auto restored = ctx.service.restore(*hash);
+  if (!restored) return failure(req, restored.error());
+  if (!*restored) return error(kNotFound, "shard not known");
+  return json(dump(Json{{"restored", shard_summary(**restored)}}));
+}
+
 }  // namespace dedupd::daemon::http

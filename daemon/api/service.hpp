@@ -50,6 +50,11 @@ class Service {
   // admin timeout ("daemon.busy").
   [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;
   [[nodiscard]] virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
+  // POST /v1/admin/restore/<hash>: the shard after; nullopt: not known.
+  [[nodiscard]] virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) {
+    (void)shard;
+    return std::optional<index::ShardInfo>();
+  }
   // DELETE /v1/shard/<hash>; not_live: known, but already removed or expired.
   [[nodiscard]] virtual shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
   // `name` is the uploaded file's name (?name=), possibly empty; it tells a

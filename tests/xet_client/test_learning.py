@@ -160,6 +160,10 @@ class Learning(harness.RealClientTest):
         again = b.run("upload-file", REPO, "lost-again.bin", src, check=False)
         self.assertTrue(isinstance(again, dict), "B's retry failed too: %s" % getattr(again, "stderr", "")[-2000:])
         self.assertEqual(self.learning()["refused"], 1, "more than one failed upload")
+        # An admin may bring the set-aside shard back.
+        out = self.dedupd.ctl("restore", learned).stdout
+        self.assertIn("answers global-dedup queries again", out)
+        self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
 
     def test_bad_input_on_the_learning_path_teaches_nothing_and_dedupd_stays_up(self):
         self.start("limits:\n  max_body_bytes: 1M\n")
