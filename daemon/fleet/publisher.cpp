@@ -131,11 +131,23 @@ void Publisher::failed(const fleet::Error& e, const char* doing) {
 
 void Publisher::succeeded() {
   backoff_ = 0ms;
+  std::string server = writer_ ? writer_->server() : std::string();
   std::lock_guard lock(mu_);
   if (state_.state != LinkState::connected && state_.state != LinkState::connecting)
     spdlog::info("fleet: the primary answers again");
   state_.state = LinkState::connected;
   state_.last_contact = unix_now();
+  // Another server answering the same url is a failover (or a switchover):
+  // nothing else tells this host, and the operator wants to know when.
+  if (!server.empty() && server != state_.primary) {
+    if (!state_.primary.empty()) {
+      spdlog::warn("fleet: writes now go to {} instead of {}: the fleet database failed over", server, state_.primary);
+      state_.failovers++;
+      state_.last_failover = unix_now();
+      state_.last_failover_from = state_.primary;
+    }
+    state_.primary = server;
+  }
 }
 
 bool Publisher::connect() {
@@ -318,6 +330,7 @@ void Publisher::run() {
         writer_.reset();
         backoff_ = 0ms;
         state_.state = LinkState::connecting;
+        state_.primary.clear();  // another url is no failover
       }
     }
     if (!writer_ && !connect()) {
