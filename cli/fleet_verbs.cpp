@@ -54,6 +54,16 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
     if (std::uint64_t parked = ob.value("parked", std::uint64_t(0)))
       f.add("Parked", std::to_string(parked) + " not published (dedupctl fleet retry queues them again)", Color::red);
   }
+  if (fl.contains("primary") && fl["primary"].is_string()) f.add("Writes to", fl["primary"].get<std::string>());
+  if (fl.contains("failover") && fl["failover"].is_object() && fl["failover"].contains("last_at") &&
+      fl["failover"]["last_at"].is_number_unsigned()) {
+    const json& fo = fl["failover"];
+    std::string text = time_text(fo["last_at"].get<std::uint64_t>(), now);
+    if (fo.contains("from") && fo["from"].is_string()) text += ", from " + fo["from"].get<std::string>();
+    const std::uint64_t seen = fo.value("seen", std::uint64_t(0));
+    if (seen > 1) text += " (" + std::to_string(seen) + " since dedupd started)";
+    f.add("Last failover", text, Color::yellow);
+  }
   if (fl.contains("last_contact") && fl["last_contact"].is_number_unsigned())
     f.add("Last contact", time_text(fl["last_contact"].get<std::uint64_t>(), now));
   if (fl.contains("last_error") && fl["last_error"].is_string())

@@ -80,6 +80,13 @@ Connection::~Connection() {
 
 bool Connection::broken() const { return poisoned_ || !c_ || PQstatus(c_) != CONNECTION_OK; }
 
+std::string Connection::server() const {
+  if (!c_) return "";
+  const char* host = PQhost(c_);
+  const char* port = PQport(c_);
+  return std::string(host ? host : "") + ":" + (port ? port : "");
+}
+
 Error Connection::timed_out(const char* what) {
   // Closed at once: the server aborts the statement's transaction when it
   // next reads, and nothing can be read from a connection mid-answer.

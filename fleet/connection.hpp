@@ -74,6 +74,9 @@ class Connection {
 
   // Lost, or left mid-statement by a timeout: make a new one.
   bool broken() const;
+  // "host:port" of the server this connection reached: with several hosts
+  // in the url, the one libpq settled on.
+  std::string server() const;
   // Bounds every exec, exec_script and copy_in (0: unbounded). On
   // fleet.timeout the connection is left mid-statement: drop it.
   void set_statement_timeout(std::chrono::milliseconds t) { statement_timeout_ = t; }

@@ -241,6 +241,9 @@ class Writer {
   // (from the first when nullopt), at most `max`: anti-entropy's view of
   // what the fleet lists for this host.
   Result<std::vector<Hash>> held_shards(const std::optional<Hash>& after, std::size_t max);
+  // "host:port" of the primary the last call reached ("" before any): after
+  // a failover, the server libpq found in the url's list in place of the old.
+  std::string server() const;
 
  private:
   explicit Writer(ConnectOptions options);

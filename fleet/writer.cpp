@@ -174,6 +174,8 @@ Result<Ok> Writer::ensure_connected() {
   return Ok{};
 }
 
+std::string Writer::server() const { return conn_ ? conn_->server() : std::string(); }
+
 Result<MigrateOutcome> Writer::migrate() {
   if (!conn_ || conn_->broken()) {
     // Connect without the automatic migration, to report what this one did.

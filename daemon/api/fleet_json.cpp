@@ -124,7 +124,12 @@ Json publisher_json(const fleet_link::PublisherState& s) {
           {"failures", s.failures},
           {"last_contact", opt(s.last_contact)},
           {"last_error", s.last_error.empty() ? Json(nullptr) : Json(s.last_error)},
-          {"last_error_at", opt(s.last_error_at)}};
+          {"last_error_at", opt(s.last_error_at)},
+          {"primary", s.primary.empty() ? Json(nullptr) : Json(s.primary)},
+          {"failover",
+           {{"seen", s.failovers},
+            {"last_at", opt(s.last_failover)},
+            {"from", s.last_failover_from.empty() ? Json(nullptr) : Json(s.last_failover_from)}}}};
 }
 
 }  // namespace dedupd::daemon::http

@@ -9,7 +9,8 @@
 // It sleeps until the index says a commit queued entries (the daemon's
 // index observer posts `wake`), with a slow poll as a safety net. With the
 // database down the thread reconnects with backoff (250 ms doubling to
-// 30 s), which a wake-up does not cut short; entries wait in the outbox,
+// 2 s while no server takes writes, to 30 s while one refuses statements),
+// which a wake-up does not cut short; entries wait in the outbox,
 // which survives restarts. An entry the fleet can never take as it is (the
 // shard does not rebuild as it was, or the fleet refuses it for what it is)
 // is parked in the index with its reason rather than acknowledged, and

@@ -53,6 +53,14 @@ struct PublisherState {
   std::optional<std::uint64_t> last_contact{};    // unix seconds of the last successful call
   std::string last_error{};                       // rule and message; never the url
   std::optional<std::uint64_t> last_error_at{};
+  // The server that answers writes ("host:port" the last call reached). With
+  // several hosts in the url (pg_auto_failover's uri) a failover shows as
+  // calls reaching another one: counted since the start, the last one's
+  // time and the server writes left.
+  std::string primary{};
+  std::uint64_t failovers = 0;
+  std::optional<std::uint64_t> last_failover{};  // unix seconds it was seen
+  std::string last_failover_from{};
 };
 
 }  // namespace dedupd::daemon::fleet_link
