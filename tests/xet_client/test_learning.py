@@ -31,7 +31,9 @@ class Learning(harness.RealClientTest):
         self.settings = self.path("endpoint-settings", "xet-endpoint.conf")
 
     def start(self, extra_yaml=""):
-        self.dedupd = self.dedupd([self.path("incoming")], harness.endpoint_yaml(self.settings) + extra_yaml)
+        # The same state dir each time: a restart keeps what was learned.
+        self.dedupd = harness.RealClientTest.dedupd(self, [self.path("incoming")],
+                                                    harness.endpoint_yaml(self.settings) + extra_yaml)
 
     def endpoint(self, hub, name="endpoint", write_settings=True):
         ep = self.xet_endpoint(hub, self.dedupd.socket, self.tls["ca"], name=name)
@@ -164,6 +166,26 @@ class Learning(harness.RealClientTest):
         out = self.dedupd.ctl("restore", learned).stdout
         self.assertIn("answers global-dedup queries again", out)
         self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
+
+    def test_dedupd_stopped_during_an_upload_costs_only_that_learning(self):
+        self.start()
+        hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
+        ep = self.endpoint(hub)
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        first = harness.write(self.path("src", "first.bin"), harness.random_bytes(2 * MIB, 91))
+        a.run("upload-file", REPO, "first.bin", first)
+        self.wait_learned(1)
+        self.dedupd.stop()
+        # dedupd down: the mirror fails, the upload does not.
+        second = harness.write(self.path("src", "second.bin"), harness.random_bytes(2 * MIB, 92))
+        self.user("host-b", ep).run("upload-file", REPO, "second.bin", second)
+        self.assertEqual(hub.state()["rejected"], [])
+        self.start()
+        self.assertEqual(len(self.shards_of(hub.cas_url)), 1, "what was learned before is kept")
+        self.assertEqual(self.learning()["learned"], 0)
+        self.assertGreater(json.loads(self.dedupd.ctl("scan", "--json", second).stdout)["total"]["new_bytes"], 0)
+        self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", first).stdout)["total"]["new_bytes"], 0)
 
     def test_bad_input_on_the_learning_path_teaches_nothing_and_dedupd_stays_up(self):
         self.start("limits:\n  max_body_bytes: 1M\n")
