@@ -7,12 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "daemon/learn/pending.hpp"
 
 namespace dedupd::daemon::learn {
 
@@ -21,12 +19,6 @@ namespace {
 constexpr const char* kRule = "learn.socket";
 
 shard::Error fail(std::string message) { return shard::Error{kRule, 0, std::move(message), false}; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  return s;
-}
 
 // The groups of a process, from the kernel's own account of it.
 bool in_group(pid_t pid, gid_t gid) {
@@ -44,24 +36,6 @@ bool in_group(pid_t pid, gid_t gid) {
 }
 
 }  // namespace
-
-std::optional<Confirmation> parse_confirmation(std::string_view datagram) {
-  std::string_view msg = trim(datagram);
-  if (!msg.empty() && msg.front() == '<') {
-    // Syslog framing: the message follows the tag's ": ".
-    auto colon = msg.find(": ");
-    if (colon == std::string_view::npos) return std::nullopt;
-    msg = trim(msg.substr(colon + 2));
-  }
-  auto space = msg.find(' ');
-  if (space == std::string_view::npos) return std::nullopt;
-  std::string_view id = msg.substr(0, space), status = trim(msg.substr(space + 1));
-  if (!is_request_id(id)) return std::nullopt;
-  unsigned code = 0;
-  auto [end, ec] = std::from_chars(status.data(), status.data() + status.size(), code);
-  if (ec != std::errc() || end != status.data() + status.size() || code < 100 || code > 599) return std::nullopt;
-  return Confirmation{std::string(id), code};
-}
 
 bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid) {
   if (s.uid == 0 || s.uid == geteuid()) return true;

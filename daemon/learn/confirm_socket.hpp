@@ -14,18 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/learn/report.hpp"
 #include "shard/result.hpp"
 
 namespace dedupd::daemon::learn {
-
-struct Confirmation {
-  std::string request_id;
-  unsigned status = 0;
-};
-
-// "<pri>timestamp tag: <id> <status>" (nginx's syslog line without host
-// name), or the bare "<id> <status>"; nullopt for anything else.
-std::optional<Confirmation> parse_confirmation(std::string_view datagram);
 
 struct Sender {
   pid_t pid = 0;

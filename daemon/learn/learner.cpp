@@ -6,6 +6,7 @@
 
 #include "daemon/ingest/validate.hpp"
 #include "daemon/learn/heal.hpp"
+#include "daemon/log/logging.hpp"
 #include "xetcache/cas_url.hpp"
 
 namespace dedupd::daemon::learn {

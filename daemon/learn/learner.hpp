@@ -19,6 +19,7 @@
 
 #include "daemon/learn/confirm_socket.hpp"
 #include "daemon/learn/pending.hpp"
+#include "daemon/learn/report.hpp"
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/status.hpp"
 #include "index/index.hpp"

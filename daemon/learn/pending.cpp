@@ -2,13 +2,6 @@
 
 namespace dedupd::daemon::learn {
 
-bool is_request_id(std::string_view id) {
-  if (id.size() != 32) return false;
-  for (char c : id)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 Settled PendingShards::settle(Pending p, unsigned status) {
   Settled s;
   if (status >= 200 && status < 300) {

@@ -19,9 +19,6 @@
 
 namespace dedupd::daemon::learn {
 
-// nginx's $request_id: 32 lower-case hex digits.
-bool is_request_id(std::string_view id);
-
 struct Pending {
   std::vector<std::uint8_t> bytes;
   std::string cas;  // normalized: the CAS the endpoint sent it to

@@ -13,6 +13,7 @@
 #include "daemon/learn/confirm_socket.hpp"
 #include "daemon/learn/heal.hpp"
 #include "daemon/learn/pending.hpp"
+#include "daemon/learn/report.hpp"
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
