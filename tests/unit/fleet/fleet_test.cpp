@@ -341,6 +341,23 @@ TEST_F(FleetTest, AFleetDatabaseOfSchema3IsUpgradedInPlaceItsShardsOfUnknownCas)
   EXPECT_EQ(got, want);
   EXPECT_GT(hits, 0u);
 
+  // A shard of schema 3 learns the CASes of the hosts that publish it again
+  // (the fixture's shard 2, built as its writer built it, held by host-b).
+  GenXorb x2 = index::gen::gen_xorb(9002, 7), x3 = index::gen::gen_xorb(9003, 4);
+  auto s2 = make_shard({&x2, &x3}, 2, {}, {}, {index::gen::gen_file(72, x3, 1, 3, false, false)});
+  auto old_b = writer(url_, "host-b");
+  auto old_a = writer(url_, "host-a");
+  ASSERT_TRUE(old_b && old_a);
+  auto again_b = publish(*old_b, s2, "https://cas-b.example");
+  EXPECT_EQ(again_b.result, PublishResult::already_held);
+  EXPECT_TRUE(again_b.cas_learned);
+  EXPECT_EQ(publish(*old_a, s2, "https://cas-a.example").result, PublishResult::new_holder);
+  std::vector<Hash> q3 = {x3.raw[2]};
+  auto learned = lookup(*r, q3, true);
+  ASSERT_EQ(learned.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(learned, learned.of(0)[0]), std::vector<std::string>{"https://cas-a.example https://cas-b.example"});
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), shards_before);
+
   // A shard published now says its CAS.
   GenXorb x = index::gen::gen_xorb(9141, 4);
   auto s = make_shard({&x}, 78);
