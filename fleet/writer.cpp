@@ -126,12 +126,12 @@ bool valid_cas_set(std::string_view cas) {
 }
 
 // A shard already in the fleet learns the CASes of this publish it lacked
-// (`held`: it lacks none): the same bytes accepted by another CAS answer
+// (`has_all`: it lacks none): the same bytes accepted by another CAS answer
 // that CAS's queries too. True when it learned one. Publishers of the shard
 // hold it FOR SHARE; two adding CASes at once may deadlock, and the loser
 // is retried whole.
-Result<bool> merge_cas(Connection& c, std::int64_t shard_id, bool held, std::string_view cas) {
-  if (held) return false;
+Result<bool> merge_cas(Connection& c, std::int64_t shard_id, bool has_all, std::string_view cas) {
+  if (has_all) return false;
   auto up = c.exec(
       "UPDATE dedupd.shard SET cas = ARRAY(SELECT DISTINCT u FROM unnest(coalesce(cas, '{}') || "
       "string_to_array($2, ' ')) AS u ORDER BY u) WHERE id = $1",
@@ -271,9 +271,9 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
                          Params().int8(existing->int8(0, 0)).int4(host_id_));
       if (!hold) return hold.error();
       out.result = hold->affected() ? PublishResult::new_holder : PublishResult::already_held;
-      if (auto learned = merge_cas(c, existing->int8(0, 0), existing->boolean(0, 1), cas); !learned)
-        return learned.error();
-      else out.cas_learned = *learned;
+      auto learned = merge_cas(c, existing->int8(0, 0), existing->boolean(0, 1), cas);
+      if (!learned) return learned.error();
+      out.cas_learned = *learned;
       return out;
     }
 
