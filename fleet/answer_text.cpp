@@ -1,5 +1,8 @@
 #include "fleet/answer_text.hpp"
 
+#include <cstdint>
+#include <string>
+
 #include "fleet/host_name.hpp"
 
 namespace dedupd::fleet {
@@ -13,6 +16,31 @@ std::string_view next_piece(std::string_view& rest, char sep) {
   return piece;
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A shard's CAS set from its hex: URLs of printable ASCII, one space between
+// two, as the writer stores them (shard/cas_scope.hpp reads it as it is).
+Result<std::string> cas_of_hex(std::string_view hex) {
+  if (hex.empty() || hex.size() % 2 != 0) return make_error(kRuleProtocol, "fleet shard list: a CAS set of bad hex");
+  std::string cas;
+  cas.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return make_error(kRuleProtocol, "fleet shard list: a CAS set of bad hex");
+    char ch = char(hi * 16 + lo);
+    if (ch < ' ' || ch > '~' || (ch == ' ' && (cas.empty() || cas.back() == ' ')))
+      return make_error(kRuleProtocol, "fleet shard list: a CAS set that is not URLs separated by one space");
+    cas += ch;
+  }
+  if (cas.back() == ' ')
+    return make_error(kRuleProtocol, "fleet shard list: a CAS set that is not URLs separated by one space");
+  return cas;
+}
+
 }  // namespace
 
 Result<std::vector<FleetShardRef>> parse_shard_list(std::string_view text) {
@@ -23,8 +51,14 @@ Result<std::vector<FleetShardRef>> parse_shard_list(std::string_view text) {
     if (eq == std::string_view::npos) return make_error(kRuleProtocol, "fleet shard list: an item without '='");
     auto h = Hash::parse_hex_bytes(item.substr(0, eq));
     if (!h) return make_error(kRuleProtocol, "fleet shard list: " + h.error().message);
-    FleetShardRef ref{*h, {}};
+    FleetShardRef ref{*h, {}, {}};
     std::string_view hosts = item.substr(eq + 1);
+    if (auto semi = hosts.find(';'); semi != std::string_view::npos) {
+      auto cas = cas_of_hex(hosts.substr(semi + 1));
+      if (!cas) return cas.error();
+      ref.cas = std::move(*cas);
+      hosts = hosts.substr(0, semi);
+    }
     while (!hosts.empty()) {
       std::string_view name = next_piece(hosts, ',');
       if (!valid_host_name(name))

@@ -100,6 +100,8 @@ struct PublishOutcome {
   PublishResult result = PublishResult::added;
   // What this publish added to the fleet (shared xorbs and files add nothing).
   std::uint64_t new_xorbs = 0, new_chunk_entries = 0, new_files = 0;
+  // The shard was there and learned a CAS of this publish it lacked.
+  bool cas_learned = false;
 };
 
 // One fleet shard and the hosts that hold it.
@@ -225,8 +227,10 @@ class Writer {
   Result<std::uint32_t> schema_version();
   // The whole shard in ONE transaction, idempotent by shard hash: the same
   // shard from two hosts is one fleet shard with two holders. Stores entries
-  // as the shard stores them (keyed forms and the key).
-  Result<PublishOutcome> publish(const shard::ShardView& view, const Hash& shard_hash);
+  // as the shard stores them (keyed forms and the key). `cas`: the CASes
+  // that accepted the shard (shard/cas_scope.hpp's form; "" unknown),
+  // added to those the fleet shard has (a union: each host's CASes).
+  Result<PublishOutcome> publish(const shard::ShardView& view, const Hash& shard_hash, std::string_view cas = {});
   // This host lets go of the shard; the last holder's drop takes its entries
   // out. False when this host did not hold it.
   Result<bool> drop_hold(const Hash& shard_hash);

@@ -119,10 +119,20 @@ std::string v3() {
   return sql;
 }
 
+// Version 4: a fleet shard records the CASes that accepted it (issue 41),
+// so a global-dedup query naming its CAS is answered from the fleet only by
+// shards of that CAS. A set, not one URL: the same shard bytes accepted by
+// two CASes (published by two hosts, or learned later by one) answer each.
+// NULL is unknown, as for every shard published before this version; adding
+// a nullable column rewrites no row.
+const char* const kV4 = R"sql(
+ALTER TABLE dedupd.shard ADD COLUMN cas text[];
+)sql";
+
 }  // namespace
 
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> all = {v1(), kV2, v3()};
+  static const std::vector<std::string> all = {v1(), kV2, v3(), kV4};
   return all;
 }
 

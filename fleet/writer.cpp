@@ -117,6 +117,29 @@ Result<bool> release(Connection& c, std::int64_t shard_id, std::int32_t host_id)
   return true;
 }
 
+// CASes are normalized URLs (printable ASCII, no space), one space between
+// two; "" is unknown. Readers show them in JSON as they are.
+bool valid_cas_set(std::string_view cas) {
+  if (cas.empty()) return true;
+  if (cas.front() == ' ' || cas.back() == ' ' || cas.find("  ") != std::string_view::npos) return false;
+  return std::all_of(cas.begin(), cas.end(), [](char ch) { return ch >= ' ' && ch <= '~'; });
+}
+
+// A shard already in the fleet learns the CASes of this publish it lacked
+// (`has_all`: it lacks none): the same bytes accepted by another CAS answer
+// that CAS's queries too. True when it learned one. Publishers of the shard
+// hold it FOR SHARE; two adding CASes at once may deadlock, and the loser
+// is retried whole.
+Result<bool> merge_cas(Connection& c, std::int64_t shard_id, bool has_all, std::string_view cas) {
+  if (has_all) return false;
+  auto up = c.exec(
+      "UPDATE dedupd.shard SET cas = ARRAY(SELECT DISTINCT u FROM unnest(coalesce(cas, '{}') || "
+      "string_to_array($2, ' ')) AS u ORDER BY u) WHERE id = $1",
+      Params().int8(shard_id).text(cas));
+  if (!up) return up.error();
+  return true;
+}
+
 struct XorbRow {
   Hash hash;
   std::span<const std::uint8_t> block;
@@ -207,7 +230,9 @@ Result<Ok> Writer::heartbeat() {
   return Ok{};
 }
 
-Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash& shard_hash) {
+Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash& shard_hash, std::string_view cas) {
+  if (!valid_cas_set(cas))
+    return make_error(kRuleArgument, "the shard's CAS set is not URLs separated by one space each");
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
 
@@ -239,13 +264,18 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
 
   auto once = [&]() -> Result<PublishOutcome> {
     PublishOutcome out;
-    auto existing = c.exec("SELECT id FROM dedupd.shard WHERE hash = $1 FOR SHARE", Params().bytea(shard_hash.bytes));
+    auto existing =
+        c.exec("SELECT id, coalesce(cas, '{}') @> string_to_array($2, ' ') FROM dedupd.shard WHERE hash = $1 FOR SHARE",
+               Params().bytea(shard_hash.bytes).text(cas));
     if (!existing) return existing.error();
     if (existing->size() == 1) {
       auto hold = c.exec("INSERT INTO dedupd.hold (shard_id, host_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                          Params().int8(existing->int8(0, 0)).int4(host_id_));
       if (!hold) return hold.error();
       out.result = hold->affected() ? PublishResult::new_holder : PublishResult::already_held;
+      auto learned = merge_cas(c, existing->int8(0, 0), existing->boolean(0, 1), cas);
+      if (!learned) return learned.error();
+      out.cas_learned = *learned;
       return out;
     }
 
@@ -343,9 +373,10 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
     }
     shard_params.int8(std::int64_t(total_chunks)).int4_array(xorb_ids).int4_array(file_ids).int4_array(xorb_order);
     auto ins = c.exec(
-        "INSERT INTO dedupd.shard (hash, key_id, expiry, chunks, xorb_ids, file_ids, xorb_order) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
-        shard_params);
+        "INSERT INTO dedupd.shard (hash, key_id, expiry, chunks, xorb_ids, file_ids, xorb_order, cas) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, string_to_array(NULLIF($8, ''), ' ')) "
+        "ON CONFLICT (hash) DO NOTHING RETURNING id",
+        shard_params.text(cas));
     if (!ins) return ins.error();
     if (ins->size() != 1) return make_error(kRuleRetry, "the same shard was published meanwhile");
     auto hold = c.exec("INSERT INTO dedupd.hold (shard_id, host_id) VALUES ($1, $2)",

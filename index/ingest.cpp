@@ -315,6 +315,9 @@ TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& v
     if (!source.path.empty()) add_path(*existing, source.path);
     if (!source.path.empty() || learned_cas)
       if ((rc = put_record(im, txn, h, *existing))) return rc;
+    // The fleet learns it too: publishing a shard it has merges the CAS set.
+    if (learned_cas && existing->state == ShardState::live)
+      if ((rc = outbox_enqueue(im, txn, OutboxOp::publish, h, opt.now))) return rc;
     return put_source(im, txn, accepted(source, h, opt.now));
   }
 

@@ -29,7 +29,11 @@ void write_fleet_shard_refs(JsonOut& out, const fleet::ChunkLocation& loc,
       // Host names are [A-Za-z0-9._-] (fleet/host_name.hpp): nothing to escape.
       out.ch('"').raw(shards[i].holders[h]).ch('"');
     }
-    out.raw("]}");
+    out.ch(']');
+    // As a local ref: said only when known. Another host wrote it, so it is
+    // escaped rather than trusted to be a normalized URL.
+    if (!shards[i].cas.empty()) out.raw(",").key("cas").raw(Json(shards[i].cas).dump());
+    out.ch('}');
   }
   out.ch(']');
 }
@@ -43,7 +47,11 @@ void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,
 
 Json fleet_shard_refs_json(const std::vector<fleet::FleetShardRef>& shards) {
   Json out = Json::array();
-  for (const auto& s : shards) out.push_back({{"shard", s.shard.to_string()}, {"holders", s.holders}});
+  for (const auto& s : shards) {
+    Json ref = {{"shard", s.shard.to_string()}, {"holders", s.holders}};
+    if (!s.cas.empty()) ref["cas"] = s.cas;
+    out.push_back(std::move(ref));
+  }
   return out;
 }
 

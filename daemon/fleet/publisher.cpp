@@ -193,7 +193,15 @@ Publisher::Step Publisher::handle(const index::OutboxEntry& e) {
     if (!*bytes) return Step::done;  // removed since: its drop follows in the outbox
     auto view = shard::ShardView::parse(**bytes);
     if (!view) return park_it("the shard rebuilt from the index does not parse: " + view.error().to_string());
-    auto r = writer_->publish(*view, e.shard);
+    // The CASes that accepted it as the index has them now: an entry queued
+    // because the shard learned a CAS publishes the set that includes it.
+    auto info = index_.shard(e.shard);
+    if (!info && about_the_entry(info.error())) return park_it("reading the shard: " + info.error().to_string());
+    if (!info) {
+      spdlog::error("fleet: reading shard {} to publish it: {}", e.shard, info.error());
+      return Step::failed;
+    }
+    auto r = writer_->publish(*view, e.shard, *info ? (*info)->cas : std::string());
     if (!r && about_the_entry(r.error())) return park_it("the fleet refused the shard: " + r.error().to_string());
     if (!r) {
       failed(r.error(), "publishing a shard");

@@ -59,6 +59,8 @@ struct Host {
   fs::path dir, incoming, socket, config, log;
   DaemonProcess process;
   std::unique_ptr<HttpClient> client;
+  std::string incoming_cas;                                   // the `cas:` of the incoming watch; "": none
+  std::vector<std::pair<fs::path, std::string>> cas_watches;  // more watched dirs, each with its `cas:`
 
   Host(const fs::path& root, std::string host_name) : name(std::move(host_name)) {
     dir = root / name;
@@ -71,8 +73,11 @@ struct Host {
   void write_config(const std::string& url, const std::string& lookup_timeout = "200ms",
                     const std::string& fleet_extra = "") {
     std::ofstream f(config);
-    f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
-      << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
+    f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n";
+    if (incoming_cas.empty()) f << "  - " << incoming.string() << "\n";
+    else f << "  - path: " << incoming.string() << "\n    cas: " << incoming_cas << "\n";
+    for (const auto& [path, cas] : cas_watches) f << "  - path: " << path.string() << "\n    cas: " << cas << "\n";
+    f << "log_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
     // Empty: the daemon's own default, as a user runs it.
     if (!lookup_timeout.empty()) f << "  lookup_timeout: " << lookup_timeout << "\n";
     f << fleet_extra;
@@ -144,7 +149,8 @@ std::optional<std::set<std::string>> fleet_holders(Host& h, const shard::Hash& c
 
 // The status and X-Dedupd-Fleet header (empty when absent) of a GET over
 // the host's socket, read by hand: the harness client keeps no headers.
-std::pair<int, std::string> status_and_fleet_header(const Host& h, const std::string& path) {
+std::pair<int, std::string> status_and_fleet_header(const Host& h, const std::string& path,
+                                                    const std::string& header_line = "") {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -153,7 +159,8 @@ std::pair<int, std::string> status_and_fleet_header(const Host& h, const std::st
     if (fd >= 0) ::close(fd);
     return {0, ""};
   }
-  std::string request = "GET " + path + " HTTP/1.1\r\nHost: dedupd\r\nConnection: close\r\n\r\n";
+  std::string request = "GET " + path + " HTTP/1.1\r\nHost: dedupd\r\nConnection: close\r\n" +
+                        (header_line.empty() ? "" : header_line + "\r\n") + "\r\n";
   bool sent = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == ssize_t(request.size());
   std::string text;
   std::array<char, 4096> buf;
@@ -594,6 +601,79 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
   view = shard::ShardView::parse({reinterpret_cast<const std::uint8_t*>(reply.body.data()), reply.body.size()});
   ASSERT_TRUE(view.ok());
   EXPECT_GT(view->expiry().value_or(0), expiry) << "a re-keyed reply lives its whole lifetime";
+}
+
+// Issue 41: a global-dedup query naming its CAS (X-Dedupd-Cas, as the local
+// Xet endpoint's nginx sends) is answered from the fleet only by shards of
+// that CAS: another CAS's shard would have the client skip xorbs its CAS
+// lacks. Each host's shards carry the CAS of the watch entry they came
+// under; when a host finds the same shard under another CAS, the fleet
+// learns that CAS too.
+TEST_F(Fleet, AGlobalDedupQueryNamingItsCasIsAnsweredFromTheFleetOnlyByShardsOfThatCas) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  const std::string cas_a = "https://cas-a.example", cas_b = "https://cas-b.example";
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url);
+  a.incoming_cas = cas_a;
+  a.cas_watches = {{a.dir / "incoming-b", cas_b}};
+  fs::create_directories(a.dir / "incoming-b");
+  b.incoming_cas = cas_b;
+  a.write_config(url);
+  b.write_config(url);
+  a.start();
+  b.start();
+  auto ask = [](Host& h, const shard::Hash& chunk, const std::string& cas) {
+    return status_and_fleet_header(h, "/v1/chunks/default/" + chunk.to_string(),
+                                   cas.empty() ? "" : "X-Dedupd-Cas: " + cas);
+  };
+  using Answer = std::pair<int, std::string>;
+
+  MadeShard sa = make_shard({.seed = 1411, .xorbs = 2, .chunks_per_xorb = 4});
+  MadeShard sb = make_shard({.seed = 1412, .xorbs = 1, .chunks_per_xorb = 4});
+  drop_file(a.incoming, sa.file_name(), sa.bytes);
+  drop_file(b.incoming, sb.file_name(), sb.bytes);
+  const shard::Hash in_a = sa.raw_chunks[5], in_b = sb.raw_chunks[2];
+
+  // B has A's shard from the fleet only: it answers A's CAS...
+  ASSERT_TRUE(eventually([&] {
+    return ask(b, in_a, cas_a) == Answer{200, "ok"};
+  })) << "B never answered A's shard for A's CAS";
+  json doc = b.http().get("/v1/chunk/" + in_a.to_string()).json();
+  ASSERT_EQ(doc["locations"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["locations"][0]["origin"], "fleet");
+  EXPECT_EQ(doc["locations"][0]["shards"][0]["cas"], cas_a) << doc.dump();
+  // ...not its own: the fleet holds the chunk, in a shard of another CAS.
+  EXPECT_EQ(ask(b, in_a, cas_b), (Answer{404, "ok"}));
+  // A query naming no CAS (dedupctl, scripts) is answered from every shard.
+  EXPECT_EQ(ask(b, in_a, "").first, 200);
+  // The same the other way round, on A.
+  ASSERT_TRUE(eventually([&] {
+    return ask(a, in_b, cas_b) == Answer{200, "ok"};
+  })) << "A never answered B's shard for B's CAS";
+  EXPECT_EQ(ask(a, in_b, cas_a), (Answer{404, "ok"}));
+  // B's own shard answers B's CAS locally, and not A's.
+  EXPECT_EQ(ask(b, in_b, cas_b).first, 200);
+  EXPECT_EQ(ask(b, in_b, cas_a).first, 404);
+
+  // A finds the same shard under B's CAS too (the same bytes accepted by
+  // both): A's index learns it and so does the fleet, and B answers it
+  // for its own CAS from then on.
+  drop_file(a.dir / "incoming-b", sa.file_name(), sa.bytes);
+  ASSERT_TRUE(eventually([&] {
+    return ask(b, in_a, cas_b) == Answer{200, "ok"};
+  })) << "the fleet never learned that B's CAS accepted A's shard";
+  EXPECT_EQ(ask(b, in_a, cas_a), (Answer{200, "ok"}));
+  // A plain lookup may answer from holders B read up to a second ago.
+  EXPECT_TRUE(eventually([&] {
+    doc = b.http().get("/v1/chunk/" + in_a.to_string()).json();
+    return doc["locations"][0]["shards"][0]["cas"] == cas_a + " " + cas_b;
+  })) << doc.dump();
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "2");
+  EXPECT_EQ(admin.one("SELECT array_to_string(cas, ' ') FROM dedupd.shard WHERE hash = decode('" +
+                      sa.file_hash.to_hex_bytes() + "', 'hex')"),
+            cas_a + " " + cas_b);
 }
 
 // SIGHUP applies a changed url; the url (it may carry a password) is never

@@ -4,8 +4,8 @@
 
 namespace dedupd::fleet::test {
 
-PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s) {
-  auto r = w.publish(*s.view, s.hash);
+PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s, std::string_view cas) {
+  auto r = w.publish(*s.view, s.hash, cas);
   EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
   return r ? *r : PublishOutcome{};
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleet/fleet.hpp"
@@ -15,8 +16,9 @@ namespace dedupd::fleet::test {
 
 inline constexpr auto kDeadline = std::chrono::seconds(30);  // generous: a busy CI machine is not an outage
 
-// The outcome, or an empty one after failing the test.
-PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s);
+// The outcome, or an empty one after failing the test. `cas`: the CASes
+// that accepted the shard ("" unknown).
+PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s, std::string_view cas = {});
 
 ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes, bool fresh_holders = false);
 

@@ -31,6 +31,40 @@ TEST(AnswerText, MalformedShardListsAreProtocolErrors) {
   }
 }
 
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+// Schema 4: a shard's CAS set after its holders, as hex (a URL may hold ','
+// or '='); a shard without one is of unknown CAS.
+TEST(AnswerText, ShardListWithCasSets) {
+  const std::string set = "http://127.0.0.1:8081 https://cas.example/a,b=c";
+  auto refs = parse_shard_list(kHex1 + "=build-07,b.x;" + hex(set) + " " + kHex2 + "=;" + hex("https://x.example") +
+                               " " + std::string(64, 'c') + "=a");
+  ASSERT_TRUE(refs) << refs.error().to_string();
+  ASSERT_EQ(refs->size(), 3u);
+  EXPECT_EQ((*refs)[0].holders, (std::vector<std::string>{"build-07", "b.x"}));
+  EXPECT_EQ((*refs)[0].cas, set);
+  EXPECT_TRUE((*refs)[1].holders.empty());
+  EXPECT_EQ((*refs)[1].cas, "https://x.example");
+  EXPECT_EQ((*refs)[2].holders, std::vector<std::string>{"a"});
+  EXPECT_EQ((*refs)[2].cas, "");
+  for (const std::string& bad : std::vector<std::string>{
+           kHex1 + "=a;", kHex1 + "=a;6", kHex1 + "=a;zz", kHex1 + "=a;" + hex(" x"), kHex1 + "=a;" + hex("x "),
+           kHex1 + "=a;" + hex("x  y"), kHex1 + "=a;" + hex("x\ny"), kHex1 + "=a;" + hex("caf\xc3\xa9"),
+           kHex1 + "=a;" + hex("x") + ";" + hex("y"), kHex1 + "=a;6" + std::string("8").append("G")}) {
+    auto r = parse_shard_list(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().rule, kRuleProtocol);
+  }
+}
+
 TEST(AnswerText, KeyLists) {
   auto keys = parse_key_list(kHex1 + "," + kHex2);
   ASSERT_TRUE(keys);

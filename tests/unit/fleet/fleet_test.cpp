@@ -76,6 +76,13 @@ std::vector<std::string> holders(const ChunkAnswers& a, const ChunkLocation& l) 
   return out;
 }
 
+// The CASes of each shard a lookup names ("" unknown), in answer order.
+std::vector<std::string> cas_of(const ChunkAnswers& a, const ChunkLocation& l) {
+  std::vector<std::string> out;
+  for (const auto& s : a.shards(l)) out.push_back(s.cas);
+  return out;
+}
+
 class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -284,6 +291,83 @@ TEST_F(FleetTest, AFleetDatabaseOfC91351cIsUpgradedInPlaceAndAnswersAsBefore) {
   ASSERT_EQ(ans.of(0).size(), 1u);
   EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"host-c"});
   EXPECT_EQ("chunk " + queries[0].to_string() + lookup_text(ans, 1), want[0]);
+}
+
+// A schema-3 database as a release of schema 3 left it (c91351c's fixture
+// upgraded by the released version-3 step): upgraded in place to schema 4,
+// every shard's CAS is unknown and every answer is as before; shards
+// published after carry theirs, next to the old ones.
+TEST_F(FleetTest, AFleetDatabaseOfSchema3IsUpgradedInPlaceItsShardsOfUnknownCas) {
+  ASSERT_EQ(known_schema_version(), 4u);
+  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
+  ASSERT_EQ(
+      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
+      0);
+  Admin admin(url_);
+  admin.one(schema::migrations()[2] + "UPDATE dedupd.schema_version SET version = 3;");
+  ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "3");
+  const std::string shards_before = admin.one("SELECT count(*) FROM dedupd.shard");
+  ASSERT_NE(shards_before, "0");
+
+  // The answers of schema 3, to compare with those of schema 4.
+  std::istringstream expected(read_text(dir + "/answers.txt"));
+  std::vector<Hash> queries;
+  for (std::string line; std::getline(expected, line);)
+    if (line.rfind("chunk ", 0) == 0) queries.push_back(Hash::parse(line.substr(6, 64)).value());
+  ASSERT_EQ(queries.size(), 15u);
+
+  auto m = migrate(options(url_, "unused"));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 3u);
+  EXPECT_EQ(m->to, 4u);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), shards_before);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard WHERE cas IS NOT NULL"), "0");
+
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  auto ans = lookup(*r, queries);
+  std::vector<std::string> want, got;
+  std::istringstream again(read_text(dir + "/answers.txt"));
+  for (std::string line; std::getline(again, line);)
+    if (line.rfind("chunk ", 0) == 0) want.push_back(line);
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    got.push_back("chunk " + queries[i].to_string() + lookup_text(ans, i));
+    for (const auto& l : ans.of(i)) {
+      ++hits;
+      for (const auto& c : cas_of(ans, l)) EXPECT_EQ(c, "") << "a shard of schema 3 of known CAS";
+    }
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_GT(hits, 0u);
+
+  // A shard of schema 3 learns the CASes of the hosts that publish it again
+  // (the fixture's shard 2, built as its writer built it, held by host-b).
+  GenXorb x2 = index::gen::gen_xorb(9002, 7), x3 = index::gen::gen_xorb(9003, 4);
+  auto s2 = make_shard({&x2, &x3}, 2, {}, {}, {index::gen::gen_file(72, x3, 1, 3, false, false)});
+  auto old_b = writer(url_, "host-b");
+  auto old_a = writer(url_, "host-a");
+  ASSERT_TRUE(old_b && old_a);
+  auto again_b = publish(*old_b, s2, "https://cas-b.example");
+  EXPECT_EQ(again_b.result, PublishResult::already_held);
+  EXPECT_TRUE(again_b.cas_learned);
+  EXPECT_EQ(publish(*old_a, s2, "https://cas-a.example").result, PublishResult::new_holder);
+  std::vector<Hash> q3 = {x3.raw[2]};
+  auto learned = lookup(*r, q3, true);
+  ASSERT_EQ(learned.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(learned, learned.of(0)[0]), std::vector<std::string>{"https://cas-a.example https://cas-b.example"});
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), shards_before);
+
+  // A shard published now says its CAS.
+  GenXorb x = index::gen::gen_xorb(9141, 4);
+  auto s = make_shard({&x}, 78);
+  auto w = writer(url_, "host-d");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(publish(*w, s, "https://cas-d.example").result, PublishResult::added);
+  std::vector<Hash> q = {x.raw[1]};
+  auto fresh = lookup(*r, q);
+  ASSERT_EQ(fresh.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(fresh, fresh.of(0)[0]), std::vector<std::string>{"https://cas-d.example"});
 }
 
 // A global-dedup reply from the fleet takes a shard's xorbs as a local one
@@ -552,6 +636,111 @@ TEST_F(FleetTest, TheSameShardFromTwoHostsIsOneShardWithTwoHolders) {
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), "0");
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.xorb"), "0");
   EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "0");
+}
+
+// Schema 4: a shard records the CASes that accepted it (issue 41). Each
+// publish adds its host's CASes to the shard's set, whoever published it
+// first; a replay, or a publish of an unknown CAS, changes nothing. Lookups,
+// xorb and file answers name the set.
+TEST_F(FleetTest, APublishedShardCarriesTheUnionOfItsHostsCases) {
+  auto a = writer(url_, "a");
+  auto b = writer(url_, "b");
+  auto r = reader(url_, std::chrono::milliseconds(0));
+  ASSERT_TRUE(a && b && r);
+  GenXorb x = index::gen::gen_xorb(41, 6);
+  auto file = index::gen::gen_file(41, x, 0, 6, true, true);
+  auto s = make_shard({&x}, 1, {}, {}, {file});
+  // A URL's path may hold what separates holders and shards in an answer.
+  const std::string cas_a = "https://cas-a.example/x,y=z;w", cas_b = "http://127.0.0.1:8081";
+  auto first = publish(*a, s, cas_a);
+  EXPECT_EQ(first.result, PublishResult::added);
+  EXPECT_FALSE(first.cas_learned);
+  std::vector<Hash> q = {x.raw[2]};
+  auto ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{cas_a});
+  EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"a"});
+
+  auto second = publish(*b, s, cas_b);
+  EXPECT_EQ(second.result, PublishResult::new_holder);
+  EXPECT_TRUE(second.cas_learned);
+  ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  // Sorted, not in the order learned: the set is the same whoever came first.
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{cas_b + " " + cas_a});
+  EXPECT_EQ(holders(ans, ans.of(0)[0]), std::vector<std::string>{"a,b"});
+
+  // Replays and unknown CASes take nothing away.
+  EXPECT_FALSE(publish(*a, s, cas_a).cas_learned);
+  EXPECT_FALSE(publish(*b, s, cas_b + " " + cas_a).cas_learned);
+  EXPECT_EQ(publish(*a, s).result, PublishResult::already_held);
+  // A host that had it of unknown CAS learns one: the fleet learns it too.
+  auto c = writer(url_, "c");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(publish(*c, s).result, PublishResult::new_holder);
+  auto learned = publish(*c, s, "https://cas-c.example");
+  EXPECT_EQ(learned.result, PublishResult::already_held);
+  EXPECT_TRUE(learned.cas_learned);
+  const std::string all = cas_b + " " + cas_a + " https://cas-c.example";
+  ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{all});
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT array_length(cas, 1) FROM dedupd.shard"), "3");
+
+  auto xa = r->xorb(x.hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(xa && *xa);
+  ASSERT_EQ((*xa)->forms.size(), 1u);
+  ASSERT_EQ((*xa)->forms[0].shards.size(), 1u);
+  EXPECT_EQ((*xa)->forms[0].shards[0].cas, all);
+  auto fa = r->file(file.header.file_hash, Deadline::in(kDeadline));
+  ASSERT_TRUE(fa && *fa);
+  ASSERT_EQ((*fa)->shards.size(), 1u);
+  EXPECT_EQ((*fa)->shards[0].cas, all);
+
+  // A shard of unknown CAS says none; a CAS set of another shape is refused.
+  GenXorb y = index::gen::gen_xorb(42, 3);
+  auto unknown = make_shard({&y}, 2);
+  publish(*a, unknown);
+  std::vector<Hash> qy = {y.raw[1]};
+  ans = lookup(*r, qy);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{""});
+  for (const std::string bad :
+       {" https://x.example", "https://x.example ", "a  b", "https://x.example\t", "caf\xc3\xa9"}) {
+    auto refused = a->publish(*unknown.view, unknown.hash, bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().rule, kRuleArgument);
+  }
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard WHERE cas IS NULL"), "1");
+}
+
+// The Reader's xorb cache keeps a hit's holders for holders_max_age: a hit
+// answered from it names the shard's CASes as one read afresh does.
+TEST_F(FleetTest, AHitAnsweredFromTheCacheNamesItsCas) {
+  auto w = writer(url_, "a");
+  auto r = reader(url_, std::chrono::hours(1));
+  ASSERT_TRUE(w && r);
+  GenXorb x = index::gen::gen_xorb(43, 5);
+  auto s = make_shard({&x}, 1);
+  publish(*w, s, "https://cas-a.example");
+  std::vector<Hash> q = {x.raw[0]};
+  auto ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(r->last_lookup().holders_read, 1u);
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{"https://cas-a.example"});
+  ans = lookup(*r, q);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(r->last_lookup().holders_read, 0u) << "not answered from the cache";
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{"https://cas-a.example"});
+  // What the fleet learned since shows with fresh holders (the global-dedup
+  // reply's candidates are read so).
+  auto b = writer(url_, "b");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(publish(*b, s, "https://cas-b.example").cas_learned);
+  ans = lookup(*r, q, true);
+  ASSERT_EQ(ans.of(0).size(), 1u);
+  EXPECT_EQ(cas_of(ans, ans.of(0)[0]), std::vector<std::string>{"https://cas-a.example https://cas-b.example"});
 }
 
 TEST_F(FleetTest, EntriesSharedByShardsStayWhileOneHoldsThem) {

@@ -142,6 +142,36 @@ TEST_F(Outbox, RevivedShardIsPublishedAgain) {
   EXPECT_EQ(e[2].shard, a.hash);
 }
 
+// Issue 41: a live shard that learns a CAS is published again, so the fleet
+// learns it too (a publish of a shard it has merges the CAS set); one that
+// learns nothing new, or is not live, queues nothing.
+TEST_F(Outbox, AShardThatLearnsACasIsPublishedAgain) {
+  ASSERT_TRUE(idx->set_outbox(true, 1));
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2);
+  IngestOptions o;
+  o.now = 1000;
+  o.cas = "https://cas-a.example";
+  ingest(a, "/a", o);
+  ingest(b, "/b", o);
+  ASSERT_TRUE(idx->remove(b.hash, 1500));
+  o.now = 2000;
+  ingest(a, "/a-again", o);  // a CAS it has: nothing new for the fleet
+  o.cas = "https://cas-b.example";
+  ingest(b, "/b-again", o);  // not live: not in the fleet either
+  o.now = 3000;
+  ingest(a, "/a-b", o);
+  auto e = entries();
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[2].op, OutboxOp::drop_hold);
+  EXPECT_EQ(e[3].op, OutboxOp::publish);
+  EXPECT_EQ(e[3].shard, a.hash);
+  EXPECT_EQ(e[3].queued_at, 3000u);
+  auto info = idx->shard(a.hash);
+  ASSERT_TRUE(info && *info);
+  EXPECT_EQ((*info)->cas, "https://cas-a.example https://cas-b.example");
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
 // What the publisher hands the fleet when the file is gone: the same
 // xorbs, chunks, files, key and expiry as the shard that was indexed.
 TEST_F(Outbox, RebuiltShardCarriesTheSameEntries) {
