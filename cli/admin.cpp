@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <ostream>
 
@@ -89,44 +90,40 @@ int purge(Context& ctx, bool dry_run) {
   return kOk;
 }
 
-int remove(Context& ctx, const std::string& arg) {
+// An admin action on one shard: `method` on `route` + hash, whose answer
+// holds the shard's summary under `key`; `say` prints it. nullopt: done
+// (printed); a code: the exit code (no such shard).
+int shard_action(Context& ctx, const std::string& arg, const char* verb, const char* method, std::string_view route,
+                 const char* key, const std::function<void(const json&)>& say) {
   const std::string h = parse_hash_arg(arg, "shard hash");
   Client client(socket_of(ctx), ctx.opt.timeout_s);
-  const std::string what = "remove " + h;
+  const std::string what = std::string(verb) + " " + h;
   bool not_found = false;
-  json doc = call(client, "DELETE", std::string(api::kShard) + h, what, &not_found);
+  json doc = call(client, method, std::string(route) + h, what, &not_found);
   if (not_found) {
     if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
     if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": no such shard\n";
     return kNotFound;
   }
-  const json& removed = need(doc, "removed", what);
-  need_hash(removed, "hash", what);
-  need_u64(removed, "chunks", what);
+  const json& shard = need(doc, key, what);
+  need_hash(shard, "hash", what);
+  need_u64(shard, "chunks", what);
   if (ctx.opt.json) print_json(ctx.out(), doc);
-  else if (!ctx.opt.quiet)
-    ctx.out() << "removed shard " << removed["hash"].get<std::string>() << " (" << grouped(removed["chunks"])
-              << " chunks left the index unless another shard holds them)\n";
+  else if (!ctx.opt.quiet) say(shard);
   return kOk;
 }
 
+int remove(Context& ctx, const std::string& arg) {
+  return shard_action(ctx, arg, "remove", "DELETE", api::kShard, "removed", [&](const json& s) {
+    ctx.out() << "removed shard " << s["hash"].get<std::string>() << " (" << grouped(s["chunks"])
+              << " chunks left the index unless another shard holds them)\n";
+  });
+}
+
 int restore(Context& ctx, const std::string& arg) {
-  const std::string h = parse_hash_arg(arg, "shard hash");
-  Client client(socket_of(ctx), ctx.opt.timeout_s);
-  const std::string what = "restore " + h;
-  bool not_found = false;
-  json doc = call(client, "POST", std::string(api::kRestore) + h, what, &not_found);
-  if (not_found) {
-    if (ctx.opt.json && !doc.empty()) print_json(ctx.out(), doc);
-    if (!ctx.opt.quiet) ctx.err() << "dedupctl: " << what << ": no such shard\n";
-    return kNotFound;
-  }
-  const json& restored = need(doc, "restored", what);
-  need_hash(restored, "hash", what);
-  if (ctx.opt.json) print_json(ctx.out(), doc);
-  else if (!ctx.opt.quiet)
-    ctx.out() << "shard " << restored["hash"].get<std::string>() << " answers global-dedup queries again\n";
-  return kOk;
+  return shard_action(ctx, arg, "restore", "POST", api::kRestore, "restored", [&](const json& s) {
+    ctx.out() << "shard " << s["hash"].get<std::string>() << " answers global-dedup queries again\n";
+  });
 }
 
 int ingest(Context& ctx, const std::string& path) {

@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace dedupd::daemon::learn {
 
 namespace {
@@ -55,13 +54,12 @@ shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
   int on = 1;
   if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
     return fail(std::string("SO_PASSCRED: ") + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());  // a stale one
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
     return fail("binding " + path + ": " + std::strerror(errno));
   // Write for all: who sent what is the kernel's word, checked per datagram.
-  if (::chmod(path.c_str(), 0622) != 0)
-    return fail("chmod " + path + ": " + std::strerror(errno));
+  if (::chmod(path.c_str(), 0622) != 0) return fail("chmod " + path + ": " + std::strerror(errno));
   return s;
 }
 

@@ -84,8 +84,7 @@ void Learner::on_readable() {
   auto got = socket_->receive(gid >= 0 ? std::optional<gid_t>(gid_t(gid)) : std::nullopt);
   if (got.refused_senders) {
     refused_senders_ += got.refused_senders;
-    spdlog::warn("learning socket: {} report(s) from a process that is not the endpoint, ignored",
-                 got.refused_senders);
+    spdlog::warn("learning socket: {} report(s) from a process that is not the endpoint, ignored", got.refused_senders);
   }
   if (got.unreadable) {
     unreadable_ += got.unreadable;

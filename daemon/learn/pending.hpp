@@ -27,11 +27,11 @@ struct Pending {
 // What a confirmation settled.
 struct Settled {
   enum class Kind : std::uint8_t {
-    accepted,     // the CAS took it: learn `pending`
-    refused,      // the CAS refused it (4xx): `pending` may name stale answers
-    failed,       // the CAS failed (5xx, or nginx could not reach it): forget it
-    early,        // no body yet: kept a while, settled when the body comes
-    duplicate,    // this id was settled already
+    accepted,   // the CAS took it: learn `pending`
+    refused,    // the CAS refused it (4xx): `pending` may name stale answers
+    failed,     // the CAS failed (5xx, or nginx could not reach it): forget it
+    early,      // no body yet: kept a while, settled when the body comes
+    duplicate,  // this id was settled already
   };
   Kind kind = Kind::failed;
   std::optional<Pending> pending{};

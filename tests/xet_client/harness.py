@@ -636,6 +636,20 @@ def main():
     unittest.main(verbosity=2)
 
 
+class EndpointTest(RealClientTest):
+    """A test through the local Xet endpoint's nginx: nginx must be there,
+    and each test gets a CA of its own for the Hub and CAS stand-ins."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        find_nginx()
+
+    def setUp(self):
+        super().setUp()
+        self.tls = make_test_ca(self.path("tls"))
+
+
 class TwoHosts:
     """Host A uploaded a file earlier; host B, with its own cache, now
     uploads the same bytes and more. One dedupd watches both caches (it

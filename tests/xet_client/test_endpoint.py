@@ -40,15 +40,9 @@ def files_containing(root, needles):
     return found
 
 
-class ThroughTheEndpoint(harness.RealClientTest):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        harness.find_nginx()
-
+class ThroughTheEndpoint(harness.EndpointTest):
     def setUp(self):
         super().setUp()
-        self.tls = harness.make_test_ca(self.path("tls"))
         self.cache_a, self.cache_b = self.path("host-a", "xet"), self.path("host-b", "xet")
         # Each host's Xet cache (HF_HOME/xet) is one dedupd watches. dedupd
         # reads the endpoint's settings file (written by the test that

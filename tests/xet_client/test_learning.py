@@ -19,15 +19,9 @@ REPO = "dedupd/learning"
 MIB = 1024 * 1024
 
 
-class Learning(harness.RealClientTest):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        harness.find_nginx()
-
+class Learning(harness.EndpointTest):
     def setUp(self):
         super().setUp()
-        self.tls = harness.make_test_ca(self.path("tls"))
         self.settings = self.path("endpoint-settings", "xet-endpoint.conf")
 
     def start(self, extra_yaml=""):
