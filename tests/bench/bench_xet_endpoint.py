@@ -3,7 +3,7 @@
 docs/XET-ENDPOINT.md; docs/PERFORMANCE.md, "The local Xet endpoint").
 
   bench_xet_endpoint.py [--mib M] [--repeat R] [--dir D] [--json FILE]
-                        [--keep] [--quick]
+                        [--keep] [--quick] [--fleet]
 
 The real client (huggingface_hub's HfApi.upload_file with hf_xet, from the
 build's xet-venv) uploads a file of M MiB of random bytes made at run time
@@ -20,7 +20,11 @@ dedupd answers 404 to every chunk query, which then goes upstream, the
 endpoint's whole overhead on a new file. Throughput = file size / the
 upload_file call's duration; the figures are the medians. Learning's
 latency: from the CAS's answer to the shard upload (the stand-in's log
-time) to dedupd counting the shard learned (its status, polled every 2 ms).
+time) to dedupd counting the shard learned (its status, polled every 2 ms);
+with --fleet (a throwaway PostgreSQL from tests/fleet/pg_cluster, dedupd
+publishing to it, and a second dedupd, host B, on the same fleet), also to
+host B answering the uploaded file's reconstruction from the fleet (GET
+/v1/file/<hash>, polled every 2 ms).
 
 Nothing here asserts a timing: it fails when an upload fails, when the
 stand-in did not receive the whole file each time, or when an upload that
@@ -56,6 +60,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mib", type=int, default=1024, help="file size in MiB (default 1024)")
     p.add_argument("--repeat", type=int, default=1, help="uploads each way (default 1; median)")
+    p.add_argument("--fleet", action="store_true", help="also time a learned shard reaching a second host")
     base.scratch_options(p, "32 MiB, once each way: the ctest smoke")
     a = p.parse_args()
     if a.quick:
@@ -159,9 +164,23 @@ def main():
         homes = os.path.join(root, "homes")
         os.makedirs(homes)
         os.makedirs(os.path.join(root, "dedupd"))
+        fleet_yaml = {}
+        if args.fleet:
+            pointer = os.path.join(root, "pg-pointer")
+            subprocess.run([PG_CLUSTER, "start", pointer, str(os.getpid())], check=True)
+            procs.append(PgCluster(pointer))
+            with open(os.path.join(open(pointer).read().strip(), "url")) as f:
+                url = f.read().strip()
+            fleet_yaml = {h: "fleet:\n  url: %s\n  host: %s\n" % (json.dumps(url), h) for h in ("a", "b")}
         dedupd = harness.Dedupd(os.path.join(root, "dedupd"), [homes], harness.endpoint_yaml(
-            os.path.join(root, "endpoint", "xet-endpoint.conf")))
+            os.path.join(root, "endpoint", "xet-endpoint.conf")) + fleet_yaml.get("a", ""))
         procs.append(dedupd)
+        host_b = None
+        if args.fleet:
+            os.makedirs(os.path.join(root, "dedupd-b", "incoming"))
+            host_b = harness.Dedupd(os.path.join(root, "dedupd-b"), [os.path.join(root, "dedupd-b", "incoming")],
+                                    fleet_yaml["b"])
+            procs.append(host_b)
         hub = harness.HubStandin(os.path.join(root, "hub"), tls, TOKEN, ACCESS_TOKEN)
         procs.append(hub)
         ep = Endpoint(harness, os.path.join(root, "endpoint"), hub, dedupd.socket, tls["ca"])
@@ -172,7 +191,7 @@ def main():
         harness.HubClient(os.path.join(homes, "setup"), hub.endpoint, TOKEN, tls["ca"]).run("create-repo", HUB_REPO)
 
         runs = {"direct": [], "endpoint": [], "learning_off": []}
-        learn_ms = []
+        learn_ms, fleet_ms = [], []
         problems = []
         n = 0
         for i in range(args.repeat):
@@ -187,7 +206,16 @@ def main():
                 cpu_before = {"nginx": cpu_seconds(e.proc.p.pid), "standin": cpu_seconds(hub.proc.p.pid)}
                 print("upload %d of %d: %d MiB %s ..." % (n, 3 * args.repeat, args.mib, way), file=sys.stderr)
                 watch = LearnWatch(dedupd) if way == "endpoint" else None
+                files_before = set(hub.state()["files"])
                 out = user.run("upload-file", HUB_REPO, os.path.basename(path), path)
+                if watch and host_b:
+                    new_files = sorted(set(hub.state()["files"]) - files_before)
+                    seen_b = file_seen(host_b, new_files[0]) if new_files else None
+                    accepted = last_shard_accept(os.path.join(root, "hub"))
+                    if seen_b is None or accepted is None:
+                        problems.append("upload %d: host B never found the file in the fleet" % i)
+                    else:
+                        fleet_ms.append((seen_b - accepted) * 1000)
                 if watch:
                     seen = watch.wait()
                     accepted = last_shard_accept(os.path.join(root, "hub"))
@@ -214,7 +242,7 @@ def main():
         learning_cost = 1 - med["endpoint"] / med["learning_off"]
         load = os.getloadavg()
         result = {"mib": args.mib, "repeat": args.repeat, "runs": runs, "median_mib_s": med, "ratio": ratio,
-                  "learning_cost": learning_cost, "learn_ms": learn_ms,
+                  "learning_cost": learning_cost, "learn_ms": learn_ms, "fleet_ms": fleet_ms,
                   "hf_xet": harness.hf_xet_version(), "nginx": nginx_version(harness.find_nginx()),
                   "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_end": load},
                   "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -229,6 +257,9 @@ def main():
               "learned here: median %.0f ms, max %.0f ms (goal < 1000 ms)"
               % (100 * learning_cost, statistics.median(learn_ms) if learn_ms else float("nan"),
                  max(learn_ms) if learn_ms else float("nan")))
+        if fleet_ms:
+            print("from the CAS's acceptance to host B answering the file from the fleet: median %.0f ms, max %.0f ms "
+                  "(goal < 1000 ms)" % (statistics.median(fleet_ms), max(fleet_ms)))
         cpu = {w: {k: statistics.median(r["cpu_s"][k] for r in runs[w]) for k in ("nginx", "standin")}
                for w in runs}
         result["median_cpu_s"] = cpu
@@ -277,6 +308,30 @@ class LearnWatch:
         self.thread.join(timeout)
         self.stop.set()
         return self.seen
+
+
+PG_CLUSTER = os.path.join(base.REPO, "tests", "fleet", "pg_cluster")
+
+
+class PgCluster:
+    """The throwaway fleet database, stopped with the rest."""
+
+    def __init__(self, pointer):
+        self.pointer = pointer
+
+    def stop(self):
+        subprocess.run([PG_CLUSTER, "stop", self.pointer], check=False)
+
+
+def file_seen(dedupd, file_hash, timeout=10):
+    """When `dedupd` first answered the file's reconstruction (from the
+    fleet: it never saw the shard), polled every 2 ms; None past timeout."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if dedupd.get("/v1/file/" + file_hash)[0] == 200:
+            return time.time()
+        time.sleep(0.002)
+    return None
 
 
 def last_shard_accept(store):
