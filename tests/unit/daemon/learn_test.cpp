@@ -117,8 +117,8 @@ TEST(LearnConfirmation, ParsesNginxsSyslogLineAndNothingElse) {
   auto bare = parse_confirmation(kId + " 400\n");
   ASSERT_TRUE(bare);
   EXPECT_EQ(bare->status, 400u);
-  for (std::string bad : {std::string(""), kId, kId + " ", kId + " 20x", kId + " 99", kId + " 600",
-                          "<190>no colon " + kId + " 200", "x" + kId + " 200", kId + " 200 300"})
+  for (const std::string& bad : {std::string(""), kId, kId + " ", kId + " 20x", kId + " 99", kId + " 600",
+                                 "<190>no colon " + kId + " 200", "x" + kId + " 200", kId + " 200 300"})
     EXPECT_FALSE(parse_confirmation(bad)) << bad;
 }
 
