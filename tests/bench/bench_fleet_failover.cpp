@@ -33,7 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/daemon_process.hpp"
+#include "harness/eventually.hpp"
+#include "harness/fleet_host.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/pg_formation.hpp"
@@ -49,51 +50,11 @@ constexpr int kLookupTimeoutMs = 50;  // dedupd's default
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool until(const std::function<bool()>& pred, std::chrono::seconds limit = std::chrono::seconds(120)) {
-  auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
+bool until(const std::function<bool()>& pred) {
+  return eventually(pred, std::chrono::seconds(120), std::chrono::milliseconds(20));
 }
 
-struct Daemon {
-  std::string name;
-  fs::path dir, incoming, socket, log;
-  DaemonProcess process;
-  std::unique_ptr<HttpClient> http;
-  std::mutex mu;
-  std::vector<MadeShard> dropped;
-
-  Daemon(const fs::path& root, std::string host, const std::string& url) : name(std::move(host)) {
-    dir = root / name;
-    incoming = dir / "incoming";
-    fs::create_directories(incoming);
-    socket = dir / "dedupd.sock";
-    log = dir / "dedupd.log";
-    std::ofstream cfg(dir / "dedupd.yaml");
-    cfg << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
-        << incoming.string() << "\nfleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
-    cfg.close();
-    LaunchOptions o;
-    o.args = {"--config", (dir / "dedupd.yaml").string()};
-    o.log_file = log;
-    o.work_dir = dir;
-    process.start(o);
-    http = std::make_unique<HttpClient>(socket.string());
-  }
-  void drop(std::uint64_t seed) {
-    MadeShard s = make_shard({.seed = seed, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
-    drop_file(incoming, s.file_name(), s.bytes);
-    std::lock_guard lock(mu);
-    dropped.push_back(std::move(s));
-  }
-  MadeShard first() {
-    std::lock_guard lock(mu);
-    return dropped.front();
-  }
-};
+using Daemon = LaunchedFleetHost;
 
 // Lookups of a chunk only the fleet knows, on one host, timed each.
 class Lookups {
@@ -144,12 +105,12 @@ class Lookups {
   std::thread thread_;
 };
 
-// Holds on one node; -1 while it does not answer as a primary.
-long long primary_holds(const std::string& url) {
+// The number `sql` answers on one node; -1 while the node does not answer.
+long long number_on(const std::string& url, const char* sql) {
   PGconn* c = PQconnectdb((url + " connect_timeout=1").c_str());
   long long n = -1;
   if (PQstatus(c) == CONNECTION_OK) {
-    PGresult* r = PQexec(c, "SELECT CASE WHEN pg_is_in_recovery() THEN -1 ELSE (SELECT count(*) FROM dedupd.hold) END");
+    PGresult* r = PQexec(c, sql);
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) n = std::atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
   }
@@ -157,17 +118,12 @@ long long primary_holds(const std::string& url) {
   return n;
 }
 
-long long any_holds(const std::string& url) {
-  PGconn* c = PQconnectdb((url + " connect_timeout=1").c_str());
-  long long n = -1;
-  if (PQstatus(c) == CONNECTION_OK) {
-    PGresult* r = PQexec(c, "SELECT count(*) FROM dedupd.hold");
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) n = std::atoll(PQgetvalue(r, 0, 0));
-    PQclear(r);
-  }
-  PQfinish(c);
-  return n;
+// Holds on one node; -1 while it does not answer as a primary.
+long long primary_holds(const std::string& url) {
+  return number_on(url, "SELECT CASE WHEN pg_is_in_recovery() THEN -1 ELSE (SELECT count(*) FROM dedupd.hold) END");
 }
+
+long long any_holds(const std::string& url) { return number_on(url, "SELECT count(*) FROM dedupd.hold"); }
 
 struct Round {
   double promoted_s = 0, first_publish_s = 0;
@@ -188,31 +144,17 @@ int run(int rounds, bool monitor_defaults) {
     b.drop(9002);
     for (Daemon* d : {&a, &b}) {
       Daemon& other = d == &a ? b : a;
-      const std::string chunk = other.first().first_chunks[0].to_string();
-      if (!until([&] { return d->http->get("/v1/chunk/" + chunk).status == 200; })) {
+      const std::string chunk = other.dropped().front().first_chunks[0].to_string();
+      if (!until([&] { return d->http().get("/v1/chunk/" + chunk).status == 200; })) {
         std::fprintf(stderr, "bench_fleet_failover: %s never answered from the fleet; see %s\n", d->name.c_str(),
                      d->log.c_str());
         return 1;
       }
     }
-    Lookups on_a(a.socket, b.first().first_chunks[0].to_string());
-    Lookups on_b(b.socket, a.first().first_chunks[0].to_string());
+    Lookups on_a(a.socket, b.dropped().front().first_chunks[0].to_string());
+    Lookups on_b(b.socket, a.dropped().front().first_chunks[0].to_string());
     // Stopped and joined however the rounds end (a failed step throws).
-    struct Publishing {
-      std::atomic<bool> on{true};
-      std::thread thread;
-      ~Publishing() {
-        on = false;
-        if (thread.joinable()) thread.join();
-      }
-    } publishing;
-    publishing.thread = std::thread([&] {
-      for (std::uint64_t seed = 9010; publishing.on; seed += 2) {
-        a.drop(seed);
-        b.drop(seed + 1);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
+    Publishers publishing(a, b, 9010, std::chrono::milliseconds(100));
     std::vector<Round> results;
     for (int i = 0; i < rounds && rc == 0; ++i) {
       const std::string dead = pg.primary();
@@ -251,8 +193,7 @@ int run(int rounds, bool monitor_defaults) {
         if (std::string e = pg.wait_settled(); !e.empty()) throw std::runtime_error(e);
       }
     }
-    publishing.on = false;
-    publishing.thread.join();
+    publishing.stop();
 
     double load[3] = {0, 0, 0};
     std::ifstream("/proc/loadavg") >> load[0] >> load[1] >> load[2];

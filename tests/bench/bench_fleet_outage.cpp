@@ -17,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "harness/daemon_process.hpp"
+#include "harness/eventually.hpp"
+#include "harness/fleet_host.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/silent_server.hpp"
@@ -35,38 +37,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Daemon {
-  fs::path dir, incoming, socket, log;
-  DaemonProcess process;
-  std::unique_ptr<HttpClient> http;
-
-  Daemon(const fs::path& root, const std::string& name, const std::string& fleet_url) {
-    dir = root / name;
-    incoming = dir / "incoming";
-    fs::create_directories(incoming);
-    socket = dir / "dedupd.sock";
-    log = dir / "dedupd.log";
-    std::ofstream cfg(dir / "dedupd.yaml");
-    cfg << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
-        << incoming.string() << "\n";
-    if (!fleet_url.empty()) cfg << "fleet:\n  url: \"" << fleet_url << "\"\n  host: " << name << "\n";
-    cfg.close();
-    LaunchOptions o;
-    o.args = {"--config", (dir / "dedupd.yaml").string()};
-    o.log_file = log;
-    o.work_dir = dir;
-    process.start(o);
-    http = std::make_unique<HttpClient>(socket.string());
-  }
-};
+using Daemon = LaunchedFleetHost;
 
 bool until(const std::function<bool()>& pred) {
-  auto end = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
+  return eventually(pred, std::chrono::seconds(60), std::chrono::milliseconds(20));
 }
 
 struct Figures {
@@ -141,7 +115,7 @@ int main(int argc, char** argv) {
     }
     for (Daemon* d : {&off, &mute}) drop_file(d->incoming, s.file_name(), s.bytes);
     for (Daemon* d : {&off, &mute})
-      if (!until([&] { return d->http->get("/v1/chunk/" + hits[0]).status == 200; })) {
+      if (!until([&] { return d->http().get("/v1/chunk/" + hits[0]).status == 200; })) {
         std::fprintf(stderr, "bench_fleet_outage: a daemon did not index the shard; see %s\n", d->log.c_str());
         return 1;
       }
@@ -163,10 +137,10 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     auto single = [&](Daemon& d) {
       return measure(requests,
-                     [&](int i) { return d.http->get("/v1/chunk/" + misses[std::size_t(i) % misses.size()]); });
+                     [&](int i) { return d.http().get("/v1/chunk/" + misses[std::size_t(i) % misses.size()]); });
     };
     auto batched = [&](Daemon& d) {
-      return measure(requests, [&](int) { return d.http->post("/v1/chunk", batch_body); });
+      return measure(requests, [&](int) { return d.http().post("/v1/chunk", batch_body); });
     };
     rows.push_back({"GET /v1/chunk (local miss)", single(off), single(mute)});
     rows.push_back({"POST /v1/chunk (batch)", batched(off), batched(mute)});

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,10 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "harness/daemon_process.hpp"
+#include "harness/eventually.hpp"
+#include "harness/fleet_host.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/pg_formation.hpp"
+#include "harness/program_run.hpp"
 #include "index/index.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 
@@ -32,26 +33,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using fleet::test::Admin;
+using fleet::test::fleet_holds;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-bool eventually(const std::function<bool()>& pred, std::chrono::seconds timeout = std::chrono::seconds(90)) {
-  auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return pred();
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string out = s.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
+// A failover takes its time: every wait here is bounded at 90 s.
+bool eventually(const std::function<bool()>& pred) { return itest::eventually(pred, std::chrono::seconds(90)); }
 
 // The formation, failing the test (and stopping it) when a step fails.
 class Formation : public PgFormation {
@@ -61,68 +48,18 @@ class Formation : public PgFormation {
   void wait_settled() { ASSERT_EQ(PgFormation::wait_settled(), ""); }
 };
 
-struct Host {
-  std::string name;
-  fs::path dir, incoming, socket, config, log;
-  DaemonProcess process;
-  std::unique_ptr<HttpClient> client;
-  std::mutex mu;
-  std::vector<MadeShard> dropped_;  // every shard dropped in incoming/ (a test thread drops them)
-
-  Host(const fs::path& root, std::string host_name, const std::string& url) : name(std::move(host_name)) {
-    dir = root / name;
-    incoming = dir / "incoming";
-    fs::create_directories(incoming);
-    socket = dir / "dedupd.sock";
-    config = dir / "dedupd.yaml";
-    log = dir / "dedupd.log";
-    std::ofstream f(config);
-    // Anti-entropy every second: a pass after the failover confirms the
-    // fleet within the test.
-    f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n  - "
-      << incoming.string() << "\nlog_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name
-      << "\n  lookup_timeout: " << kLookupTimeoutMs << "ms\n  reconcile_interval: 1s\n";
-  }
-  void start() {
-    LaunchOptions o;
-    o.args = {"--config", config.string()};
-    o.log_file = log;
-    o.work_dir = dir;
-    process.start(o);
-    client = std::make_unique<HttpClient>(socket.string());
-    ASSERT_TRUE(eventually([&] { return !process.running() || client->get("/healthz").status == 200; }) &&
-                process.running())
-        << name << " did not start:\n"
-        << slurp(log);
-  }
-  json status() { return client->get("/v1/status").json(); }
-  json fleet_link() { return status()["fleet"]; }
-  std::uint64_t outbox_depth() { return fleet_link()["outbox"]["depth"].get<std::uint64_t>(); }
-  void drop(std::uint64_t seed) {
-    MadeShard s = make_shard({.seed = seed, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
-    drop_file(incoming, s.file_name(), s.bytes);
-    std::lock_guard lock(mu);
-    dropped_.push_back(std::move(s));
-  }
-  std::vector<MadeShard> dropped() {
-    std::lock_guard lock(mu);
-    return dropped_;
-  }
-
+// A fleet host whose shards a test thread drops (drop(), dropped()), with
+// anti-entropy every second: a pass after the failover confirms the fleet
+// within the test.
+struct Host : FleetHost {
   static constexpr int kLookupTimeoutMs = 200;
-};
 
-// Every hold of the fleet as "host:shard hash" (byte hex).
-std::set<std::string> fleet_holds(Admin& admin) {
-  std::string all = admin.one(
-      "SELECT string_agg(o.name || ':' || encode(s.hash, 'hex'), ',') FROM dedupd.hold h JOIN dedupd.host o ON "
-      "o.id = h.host_id JOIN dedupd.shard s ON s.id = h.shard_id");
-  std::set<std::string> out;
-  std::stringstream in(all);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.insert(item);
-  return out;
-}
+  Host(const fs::path& root, std::string host_name, const std::string& url) : FleetHost(root, std::move(host_name)) {
+    start_timeout = std::chrono::seconds(90);
+    write_config(
+        url, {.lookup_timeout = std::to_string(kLookupTimeoutMs) + "ms", .fleet_extra = "  reconcile_interval: 1s\n"});
+  }
+};
 
 std::set<std::string> expected_holds(const std::vector<Host*>& hosts) {
   std::set<std::string> out;
@@ -199,25 +136,11 @@ class LookupStream {
   std::thread thread_;
 };
 
-class Failover : public ::testing::Test {
+class Failover : public FleetHostsTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "dedupd-failover-it-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root = tmpl;
-  }
-  void TearDown() override {
-    for (auto& h : hosts) {
-      h->process.kill_hard();
-      if (HasFailure()) std::fprintf(stderr, "---- %s log ----\n%s\n", h->name.c_str(), slurp(h->log).c_str());
-    }
-    hosts.clear();
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+  Failover() : FleetHostsTest("failover-it") {}
   Host& add_host(const std::string& name, const std::string& url) {
-    hosts.push_back(std::make_unique<Host>(root, name, url));
-    return *hosts.back();
+    return keep(std::make_unique<Host>(root, name, url));
   }
   // Both hosts started, each with a shard in the fleet the other answers.
   void start_two(Formation& pg) {
@@ -247,8 +170,6 @@ class Failover : public ::testing::Test {
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
 
-  fs::path root;
-  std::vector<std::unique_ptr<Host>> hosts;
   Host* a = nullptr;
   Host* b = nullptr;
 };
@@ -264,14 +185,7 @@ TEST_F(Failover, KillingThePrimaryWhileTwoHostsPublishAndLookUpLosesNothingAndDo
   EXPECT_EQ(a->fleet_link()["primary"], pg.server("node1"));
   LookupStream on_a(*a, b->dropped()[0].first_chunks[0], a->dropped()[0].first_chunks[0]);
   LookupStream on_b(*b, a->dropped()[0].first_chunks[0], b->dropped()[0].first_chunks[0]);
-  std::atomic<bool> publishing{true};
-  std::thread publisher([&] {
-    for (std::uint64_t seed = 4310; publishing; seed += 2) {
-      a->drop(seed);
-      b->drop(seed + 1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  Publishers publishing(*a, *b, 4310, std::chrono::milliseconds(100));
   ASSERT_TRUE(eventually([&] { return a->dropped().size() >= 5; }));
   const std::uint64_t killed_at = unix_now();
   pg.kill("node1");
@@ -287,8 +201,7 @@ TEST_F(Failover, KillingThePrimaryWhileTwoHostsPublishAndLookUpLosesNothingAndDo
            holds.count("host-b:" + on_b_now[after_kill].file_hash.to_hex_bytes());
   })) << "publishing did not resume on node2";
   EXPECT_EQ(pg.primary(), "node2");
-  publishing = false;
-  publisher.join();
+  publishing.stop();
   // Lookups answered from the fleet again, on the new primary's side.
   const std::uint64_t fleet_before = on_a.from_fleet() + on_b.from_fleet();
   ASSERT_TRUE(eventually([&] { return on_a.from_fleet() + on_b.from_fleet() > fleet_before + 10; }));
@@ -339,14 +252,7 @@ TEST_F(Failover, TheOldPrimaryRejoinsAsASynchronousStandbyAndLosesNothingAcknowl
     EXPECT_EQ(node1.one("SELECT pg_is_in_recovery()"), "t");
   }
 
-  std::atomic<bool> publishing{true};
-  std::thread publisher([&] {
-    for (std::uint64_t seed = 4410; publishing; seed += 2) {
-      a->drop(seed);
-      b->drop(seed + 1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
+  Publishers publishing(*a, *b, 4410, std::chrono::milliseconds(50));
   // Some published since the rejoin, more in flight.
   ASSERT_TRUE(eventually([&] { return fleet_holds(node2).size() >= 10; }));
   // The primary dies while they publish; then both publishers, long before
@@ -354,8 +260,7 @@ TEST_F(Failover, TheOldPrimaryRejoinsAsASynchronousStandbyAndLosesNothingAcknowl
   pg.kill("node2");
   a->process.kill_hard();
   b->process.kill_hard();
-  publishing = false;
-  publisher.join();
+  publishing.stop();
   ASSERT_TRUE(eventually([&] { return pg.primary() == "node1"; }));
   Admin node1(pg.node_url("node1"));
   ASSERT_TRUE(eventually([&] { return node1.one("SELECT pg_is_in_recovery()") == "f"; }));

@@ -26,13 +26,17 @@
 
 #include "harness/daemon_process.hpp"
 #include "harness/daemon_test.hpp"
+#include "harness/eventually.hpp"
+#include "harness/fleet_host.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
+#include "harness/program_run.hpp"
 #include "harness/silent_server.hpp"
 #include "index/index.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
 #include "shard/writer.hpp"
+#include "tests/support/text_file.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
@@ -42,71 +46,11 @@ namespace {
 namespace fs = std::filesystem;
 using fleet::test::Admin;
 using fleet::test::Cluster;
+using fleet::test::fleet_holds;
 using nlohmann::json;
 
-bool eventually(const std::function<bool()>& pred, std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return pred();
-}
-
 // One dedupd of the fleet.
-struct Host {
-  std::string name;
-  fs::path dir, incoming, socket, config, log;
-  DaemonProcess process;
-  std::unique_ptr<HttpClient> client;
-  std::string incoming_cas;                                   // the `cas:` of the incoming watch; "": none
-  std::vector<std::pair<fs::path, std::string>> cas_watches;  // more watched dirs, each with its `cas:`
-
-  Host(const fs::path& root, std::string host_name) : name(std::move(host_name)) {
-    dir = root / name;
-    incoming = dir / "incoming";
-    fs::create_directories(incoming);
-    socket = dir / "dedupd.sock";
-    config = dir / "dedupd.yaml";
-    log = dir / "dedupd.log";
-  }
-  void write_config(const std::string& url, const std::string& lookup_timeout = "200ms",
-                    const std::string& fleet_extra = "") {
-    std::ofstream f(config);
-    f << "state_dir: " << (dir / "state").string() << "\nsocket: " << socket.string() << "\nwatch:\n";
-    if (incoming_cas.empty()) f << "  - " << incoming.string() << "\n";
-    else f << "  - path: " << incoming.string() << "\n    cas: " << incoming_cas << "\n";
-    for (const auto& [path, cas] : cas_watches) f << "  - path: " << path.string() << "\n    cas: " << cas << "\n";
-    f << "log_level: debug\nfleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
-    // Empty: the daemon's own default, as a user runs it.
-    if (!lookup_timeout.empty()) f << "  lookup_timeout: " << lookup_timeout << "\n";
-    f << fleet_extra;
-  }
-  void start() {
-    LaunchOptions o;
-    o.args = {"--config", config.string()};
-    o.log_file = log;
-    o.work_dir = dir;
-    process.start(o);
-    client = std::make_unique<HttpClient>(socket.string());
-    ASSERT_TRUE(eventually([&] { return !process.running() || client->get("/healthz").status == 200; }) &&
-                process.running())
-        << name << " did not start:\n"
-        << log_text();
-  }
-  HttpClient& http() { return *client; }
-  json status() { return http().get("/v1/status").json(); }
-  std::uint64_t outbox_depth() {
-    json s = status();
-    return s["fleet"]["outbox"]["depth"].get<std::uint64_t>();
-  }
-  std::string log_text() const {
-    std::ifstream f(log);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-  }
-};
+using Host = FleetHost;
 
 std::string dedupctl_binary() { return DEDUPCTL_BINARY; }
 
@@ -117,19 +61,10 @@ int dedupctl(const Host& h, const std::vector<std::string>& args, std::string* o
   for (const auto& a : args) cmd += " '" + a + "'";
   fs::path err_file = h.dir / "dedupctl.err";
   cmd += " 2>" + err_file.string();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string text;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) text.append(buf.data(), n);
-  int rc = ::pclose(p);
-  if (out) *out = text;
-  if (err) {
-    std::ifstream f(err_file);
-    std::stringstream s;
-    s << f.rdbuf();
-    *err = s.str();
-  }
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  ProgramRun r = run_shell(cmd);
+  if (out) *out = r.out;
+  if (err) *err = tests::file_text(err_file);
+  return r.code;
 }
 
 // The holders the fleet names for a chunk this host does not have locally.
@@ -224,21 +159,6 @@ MadeShard with_empty_file(MadeShard s) {
   return s;
 }
 
-// Every hold of the fleet as "host:shard hash" (byte hex), sorted; none
-// before the first publisher has made the schema (a busy machine may ask
-// first).
-std::set<std::string> fleet_holds(Admin& admin) {
-  if (admin.one("SELECT to_regclass('dedupd.hold') IS NOT NULL") != "t") return {};
-  std::string all = admin.one(
-      "SELECT string_agg(o.name || ':' || encode(s.hash, 'hex'), ',') FROM dedupd.hold h JOIN dedupd.host o ON "
-      "o.id = h.host_id JOIN dedupd.shard s ON s.id = h.shard_id");
-  std::set<std::string> out;
-  std::stringstream in(all);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.insert(item);
-  return out;
-}
-
 std::string hold_of(const std::string& host, const shard::Hash& shard) { return host + ":" + shard.to_hex_bytes(); }
 
 int run(const std::string& cmd) {
@@ -277,30 +197,15 @@ class Concurrent {
   std::vector<std::thread> threads_;
 };
 
-class Fleet : public ::testing::Test {
+class Fleet : public FleetHostsTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "dedupd-fleet-it-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root = tmpl;
-  }
-  void TearDown() override {
-    for (auto& h : hosts) {
-      h->process.kill_hard();
-      if (HasFailure()) std::fprintf(stderr, "---- %s log ----\n%s\n", h->name.c_str(), h->log_text().c_str());
-    }
-    hosts.clear();
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+  Fleet() : FleetHostsTest("fleet-it") {}
   Host& add_host(const std::string& name, const std::string& url, const std::string& lookup_timeout = "200ms",
                  const std::string& fleet_extra = "") {
-    hosts.push_back(std::make_unique<Host>(root, name));
-    hosts.back()->write_config(url, lookup_timeout, fleet_extra);
-    return *hosts.back();
+    Host& h = keep(std::make_unique<Host>(root, name));
+    h.write_config(url, {.lookup_timeout = lookup_timeout, .fleet_extra = fleet_extra});
+    return h;
   }
-  fs::path root;
-  std::vector<std::unique_ptr<Host>> hosts;
 };
 
 TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
@@ -493,12 +398,10 @@ TEST_F(Fleet, AStreamOfFleetOnlyHashesOnTheDefaultConfigOfABusyHostFindsThemAll)
     std::ifstream answers(out);
     std::size_t found = 0, lines = 0;
     for (std::string line; std::getline(answers, line); ++lines) found += line.find(" found ") != std::string::npos;
-    std::ifstream e(err);
-    std::stringstream warnings;
-    warnings << e.rdbuf();
-    EXPECT_EQ(rc, 0) << "round " << round << ": " << warnings.str();
+    const std::string warnings = tests::file_text(err);
+    EXPECT_EQ(rc, 0) << "round " << round << ": " << warnings;
     EXPECT_EQ(lines, hashes.size()) << "round " << round;
-    EXPECT_EQ(found, hashes.size()) << "round " << round << ": " << warnings.str();
+    EXPECT_EQ(found, hashes.size()) << "round " << round << ": " << warnings;
   }
   EXPECT_EQ(b.log_text().find("lookups answer locally until", log_before), std::string::npos)
       << "the fleet was taken for down while it answered";
@@ -707,12 +610,9 @@ TEST_F(Fleet, SighupAppliesAChangedUrlAndTheUrlIsNeverLogged) {
 
 // Runs a program; returns its exit code and what it printed.
 int run(const std::string& cmd, std::string& out) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  out.clear();
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  ProgramRun r = run_shell(cmd + " 2>&1");
+  out = r.out;
+  return r.code;
 }
 
 TEST_F(Fleet, FleetMigrateCreatesTheSchemaThenHasNothingToDo) {

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/eventually.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace dedupd::itest {
@@ -69,12 +70,7 @@ bool DaemonTest::wait_healthy(std::chrono::seconds timeout) {
 }
 
 bool DaemonTest::eventually(const std::function<bool()>& pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
+  return itest::eventually(pred, timeout, std::chrono::milliseconds(20));
 }
 
 HttpClient& DaemonTest::http() {

@@ -33,7 +33,4 @@ class PgFormation {
   std::string pointer_, dir_;
 };
 
-// Runs a shell command; its stdout without the trailing newlines.
-std::string shell_output(const std::string& cmd, int* exit_code = nullptr);
-
 }  // namespace dedupd::itest

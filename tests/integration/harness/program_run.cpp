@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -65,6 +66,24 @@ ProgramRun run_program(const std::string& binary, const std::vector<std::string>
   for (ssize_t n; (n = ::read(p.out_fd, buf.data(), buf.size())) > 0;) r.out.append(buf.data(), std::size_t(n));
   r.code = wait_program(p);
   return r;
+}
+
+ProgramRun run_shell(const std::string& cmd) {
+  ProgramRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string shell_output(const std::string& cmd, int* exit_code) {
+  ProgramRun r = run_shell(cmd);
+  if (exit_code) *exit_code = r.code;
+  while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+  return r.out;
 }
 
 }  // namespace dedupd::itest

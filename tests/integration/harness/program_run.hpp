@@ -37,4 +37,10 @@ long program_peak_rss_kib(pid_t pid, const std::string& name);
 ProgramRun run_program(const std::string& binary, const std::vector<std::string>& args,
                        const std::string& stdin_path = {});
 
+// A command line run by the shell (popen), for redirections: its exit
+// status (-1 when it did not exit or could not start) and its whole stdout.
+ProgramRun run_shell(const std::string& cmd);
+// run_shell's stdout without the trailing newlines; the status in *exit_code.
+std::string shell_output(const std::string& cmd, int* exit_code = nullptr);
+
 }  // namespace dedupd::itest

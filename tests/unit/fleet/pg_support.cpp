@@ -12,17 +12,12 @@
 #include <sstream>
 #include <thread>
 
-namespace dedupd::fleet::test {
-namespace {
+#include "tests/support/text_file.hpp"
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string out = s.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
+namespace dedupd::fleet::test {
+using tests::file_value;
+
+namespace {
 
 void run_script(const std::string& cmd, const std::string& pointer, const std::string& extra = "") {
   std::string line = std::string(DEDUPD_PG_CLUSTER) + " " + cmd + " '" + pointer + "'" + extra;
@@ -33,12 +28,12 @@ void run_script(const std::string& cmd, const std::string& pointer, const std::s
 }
 
 std::string url_for(const std::string& dir, const std::string& port_file, const std::string& db) {
-  return "host=" + dir + "/sock port=" + read_file(dir + "/" + port_file) + " dbname=" + db + " user=fleet_admin";
+  return "host=" + dir + "/sock port=" + file_value(dir + "/" + port_file) + " dbname=" + db + " user=fleet_admin";
 }
 
 }  // namespace
 
-Cluster::Cluster(std::string pointer, bool own) : pointer_(std::move(pointer)), dir_(read_file(pointer_)), own_(own) {}
+Cluster::Cluster(std::string pointer, bool own) : pointer_(std::move(pointer)), dir_(file_value(pointer_)), own_(own) {}
 
 Cluster::Cluster(Cluster&& o) noexcept : pointer_(std::move(o.pointer_)), dir_(std::move(o.dir_)), own_(o.own_) {
   o.own_ = false;
@@ -79,8 +74,8 @@ void Cluster::stop_primary() { run_script("stop-primary", pointer_); }
 std::string Cluster::primary_url(const std::string& db) const { return url_for(dir_, "primary.port", db); }
 std::string Cluster::standby_url(const std::string& db) const { return url_for(dir_, "standby.port", db); }
 std::string Cluster::both_url(const std::string& db) const {
-  return "host=" + dir_ + "/sock," + dir_ + "/sock port=" + read_file(dir_ + "/primary.port") + "," +
-         read_file(dir_ + "/standby.port") + " dbname=" + db + " user=fleet_admin";
+  return "host=" + dir_ + "/sock," + dir_ + "/sock port=" + file_value(dir_ + "/primary.port") + "," +
+         file_value(dir_ + "/standby.port") + " dbname=" + db + " user=fleet_admin";
 }
 
 std::string Cluster::new_database() const {
@@ -108,11 +103,11 @@ void Cluster::wait_standby_caught_up() const {
 
 std::vector<int> Cluster::primary_pids() const {
   std::vector<int> pids;
-  int postmaster = std::atoi(read_file(dir_ + "/primary/postmaster.pid").c_str());
+  int postmaster = std::atoi(file_value(dir_ + "/primary/postmaster.pid").c_str());
   if (postmaster <= 0) return pids;
   pids.push_back(postmaster);
   std::string children =
-      read_file("/proc/" + std::to_string(postmaster) + "/task/" + std::to_string(postmaster) + "/children");
+      file_value("/proc/" + std::to_string(postmaster) + "/task/" + std::to_string(postmaster) + "/children");
   std::istringstream in(children);
   for (int pid; in >> pid;) pids.push_back(pid);
   return pids;
@@ -147,6 +142,18 @@ std::string Admin::try_exec(const std::string& sql) {
   auto st = PQresultStatus(r);
   std::string out = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? "" : PQresultErrorMessage(r);
   PQclear(r);
+  return out;
+}
+
+std::set<std::string> fleet_holds(Admin& admin) {
+  if (admin.one("SELECT to_regclass('dedupd.hold') IS NOT NULL") != "t") return {};
+  std::string all = admin.one(
+      "SELECT string_agg(o.name || ':' || encode(s.hash, 'hex'), ',') FROM dedupd.hold h JOIN dedupd.host o ON "
+      "o.id = h.host_id JOIN dedupd.shard s ON s.id = h.shard_id");
+  std::set<std::string> out;
+  std::stringstream in(all);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.insert(item);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,10 @@ class Admin {
  private:
   PGconn* c_;
 };
+
+// Every hold of the fleet as "host:shard hash" (byte hex), sorted; none
+// before the first publisher has made the schema (a busy machine may ask
+// first).
+std::set<std::string> fleet_holds(Admin& admin);
 
 }  // namespace dedupd::fleet::test
