@@ -14,7 +14,7 @@ packaging/xet-endpoint/nginx.conf.in by the script the .deb runs
 it and learning on (each shard mirrored to dedupd, learned once the CAS
 accepts it), and R times through the same endpoint with learning off (the
 template's mirror lines taken out: the endpoint as it was before issue 41).
-Runs alternate (baseline first), each with a new file and a new client
+Runs alternate (the order turning each round), each with a new file and a new client
 home, so no side finds anything to deduplicate and all send every byte;
 dedupd answers 404 to every chunk query, which then goes upstream, the
 endpoint's whole overhead on a new file. Throughput = file size / the
@@ -195,7 +195,10 @@ def main():
         problems = []
         n = 0
         for i in range(args.repeat):
-            for way in ("direct", "endpoint", "learning_off"):
+            # The order turns with each round, so no way always goes first
+            # (or always right after another) on a busy machine.
+            ways = ["direct", "endpoint", "learning_off"]
+            for way in ways[i % 3:] + ways[:i % 3]:
                 n += 1
                 path = random_file(os.path.join(root, "files", "%s-%d.bin" % (way, i)), args.mib)
                 e = endpoints.get(way, ep)
