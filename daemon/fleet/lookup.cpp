@@ -298,7 +298,9 @@ Reach FleetLookup::files_with_sha256(const fleet::Hash& sha256, std::vector<flee
 }
 
 Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
-                                const std::optional<shard::CasScope>& scope, std::optional<fleet::ShardXorbs>& out) {
+                                const std::optional<shard::CasScope>& scope,
+                                const std::function<bool(const fleet::Hash& shard)>& set_aside,
+                                std::optional<fleet::ShardXorbs>& out) {
   return with_reader([&](fleet::Reader& r, fleet::Deadline d) -> std::optional<fleet::Error> {
     fleet::ChunkAnswers holders;
     // The shards holding it as the database has them now, not as the
@@ -308,7 +310,8 @@ Reach FleetLookup::source_shard(const fleet::Hash& raw_chunk, const fleet::Shard
     if (holders.size() == 1)
       for (const fleet::ChunkLocation& loc : holders.of(0))
         for (const fleet::FleetShardRef& s : holders.shards(loc))
-          if (!scope || scope->admits(s.cas)) candidates.push_back({s.shard, loc.xorb});
+          if ((!scope || scope->admits(s.cas)) && !(set_aside && set_aside(s.shard)))
+            candidates.push_back({s.shard, loc.xorb});
     auto res = r.shard_xorbs(candidates, bounds, now, d);
     if (!res) return res.error();
     out = std::move(res).value();

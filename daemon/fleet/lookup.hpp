@@ -39,6 +39,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,9 +84,11 @@ class FleetLookup {
   // (fleet::Reader::shard_xorbs picks it among the shards holding the
   // chunk): two statements on one Reader within ONE bound, so the reply
   // waits no longer than any other answer. Only shards `scope` admits
-  // are candidates (nullopt: any).
+  // (nullopt: any), and not `set_aside` here, are candidates.
   Reach source_shard(const fleet::Hash& raw_chunk, const fleet::ShardXorbBounds& bounds, std::uint64_t now,
-                     const std::optional<shard::CasScope>& scope, std::optional<fleet::ShardXorbs>& out);
+                     const std::optional<shard::CasScope>& scope,
+                     const std::function<bool(const fleet::Hash& shard)>& set_aside,
+                     std::optional<fleet::ShardXorbs>& out);
   // Status takes a longer bound and may connect for itself: it is an
   // operator's question (dedupctl fleet status), not a lookup.
   Reach status(fleet::Status& out, std::string& error);

@@ -54,7 +54,15 @@ fleet_link::Reach ServiceImpl::fleet_source_shard(const shard::Hash& raw_chunk, 
                                                   std::uint64_t now, const std::optional<shard::CasScope>& scope,
                                                   std::optional<fleet::ShardXorbs>& out) {
   if (!daemon_.fleet_enabled()) return Reach::off;
-  return daemon_.fleet_lookup().source_shard(raw_chunk, bounds, now, scope, out);
+  // A shard this host set aside (its CAS refused an upload relying on it)
+  // must not come back through the fleet's copy of it.
+  const index::Index* idx = daemon_.index();
+  auto set_aside_here = [idx](const shard::Hash& shard) {
+    if (!idx) return false;
+    auto info = idx->shard(shard);
+    return info && *info && (*info)->set_aside;
+  };
+  return daemon_.fleet_lookup().source_shard(raw_chunk, bounds, now, scope, set_aside_here, out);
 }
 
 fleet_link::Reach ServiceImpl::fleet_file(const shard::Hash& h, std::optional<fleet::FileAnswer>& out) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -577,6 +578,68 @@ TEST_F(Fleet, AGlobalDedupQueryNamingItsCasIsAnsweredFromTheFleetOnlyByShardsOfT
   EXPECT_EQ(admin.one("SELECT array_to_string(cas, ' ') FROM dedupd.shard WHERE hash = decode('" +
                       sa.file_hash.to_hex_bytes() + "', 'hex')"),
             cas_a + " " + cas_b);
+}
+
+// A refusal heals itself with a fleet too: once the CAS refused an upload
+// that relied on a shard here, that shard answers no global-dedup query of
+// this host, from the index or from the fleet's copy of it.
+TEST_F(Fleet, AShardSetAsideAfterARefusalDoesNotComeBackThroughTheFleet) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  const std::string cas = "https://cas-a.example";
+  Host& a = add_host("host-a", url);
+  a.incoming_cas = cas;
+  // Learning is on with an endpoint configured (its settings file need
+  // not exist); this test sends what the endpoint's nginx would.
+  a.write_config(url, {.fleet_extra = "xet_endpoint:\n  config: " + (a.dir / "xet-endpoint.conf").string() + "\n"});
+  a.start();
+  MadeShard sa = make_shard({.seed = 1511, .xorbs = 2, .chunks_per_xorb = 4});
+  drop_file(a.incoming, sa.file_name(), sa.bytes);
+  const shard::Hash chunk = sa.raw_chunks[1];
+  auto ask = [&] {
+    return status_and_fleet_header(a, "/v1/chunks/default/" + chunk.to_string(), "X-Dedupd-Cas: " + cas).first;
+  };
+  ASSERT_TRUE(eventually([&] { return ask() == 200 && a.outbox_depth() == 0; })) << a.log_text();
+  Admin admin(url);
+  ASSERT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "1");
+
+  // A client's upload shard that relied on the first xorb of sa without
+  // carrying it, mirrored by the endpoint, then refused by the CAS.
+  shard::ShardWriter w;
+  shard::FileRecord f;
+  f.header.file_hash = sa.file_hash;  // any hash: a file's is not checked against its terms
+  f.terms.push_back({.xorb_hash = sa.xorbs[0], .unpacked_bytes = 4, .chunk_start = 0, .chunk_end = 1});
+  w.add_file(f);
+  auto refused = w.write({});
+  const std::string id = "00112233445566778899aabbccddeeff";
+  auto held = a.http().post("/v1/xet-endpoint/shards/" + id, std::string(refused.begin(), refused.end()),
+                            "application/octet-stream", {"X-Dedupd-Cas: " + cas});
+  ASSERT_EQ(held.status, 202) << held.body;
+  int out = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(out, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string learn = (a.dir / "dedupd-learn.sock").string();
+  std::strncpy(addr.sun_path, learn.c_str(), sizeof(addr.sun_path) - 1);
+  const std::string report = id + " 400";
+  ASSERT_EQ(::sendto(out, report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+            ssize_t(report.size()))
+      << std::strerror(errno);
+  ::close(out);
+  ASSERT_TRUE(eventually([&] { return a.status()["xet_endpoint"]["learning"]["set_aside"] == 1; })) << a.log_text();
+  // Not from the index, and not from the fleet, which still holds it (and
+  // was asked: the header says it answered).
+  std::pair<int, std::string> answer;
+  eventually([&] {
+    answer = status_and_fleet_header(a, "/v1/chunks/default/" + chunk.to_string(), "X-Dedupd-Cas: " + cas);
+    return answer.second == "ok";  // the first asks may find no fleet connection yet
+  });
+  EXPECT_EQ(answer, (std::pair<int, std::string>{404, "ok"}));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.shard"), "1");
+  // Plain lookups still find it; an admin may bring it back.
+  EXPECT_EQ(a.http().get("/v1/chunk/" + chunk.to_string()).status, 200);
+  EXPECT_EQ(a.http().post("/v1/admin/restore/" + sa.file_hash.to_string(), "").status, 200);
+  EXPECT_EQ(ask(), 200);
 }
 
 // SIGHUP applies a changed url; the url (it may carry a password) is never

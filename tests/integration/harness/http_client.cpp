@@ -19,12 +19,13 @@ HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 Response HttpClient::get(const std::string& path) { return perform("GET", path, nullptr, ""); }
 Response HttpClient::del(const std::string& path) { return perform("DELETE", path, nullptr, ""); }
-Response HttpClient::post(const std::string& path, const std::string& body, const std::string& content_type) {
-  return perform("POST", path, &body, content_type);
+Response HttpClient::post(const std::string& path, const std::string& body, const std::string& content_type,
+                          const std::vector<std::string>& headers) {
+  return perform("POST", path, &body, content_type, headers);
 }
 
 Response HttpClient::perform(const char* method, const std::string& path, const std::string* body,
-                             const std::string& content_type) {
+                             const std::string& content_type, const std::vector<std::string>& extra) {
   CURL* c = static_cast<CURL*>(curl_);
   Response r;
   std::string url = "http://localhost" + path;
@@ -40,6 +41,7 @@ Response HttpClient::perform(const char* method, const std::string& path, const 
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body->size()));
     headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
+    for (const std::string& h : extra) headers = curl_slist_append(headers, h.c_str());
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
   } else {

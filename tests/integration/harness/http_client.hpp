@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,12 +23,13 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   Response get(const std::string& path);
-  Response post(const std::string& path, const std::string& body, const std::string& content_type = "application/json");
+  Response post(const std::string& path, const std::string& body, const std::string& content_type = "application/json",
+                const std::vector<std::string>& headers = {});
   Response del(const std::string& path);
 
  private:
   Response perform(const char* method, const std::string& path, const std::string* body,
-                   const std::string& content_type);
+                   const std::string& content_type, const std::vector<std::string>& extra = {});
   std::string socket_;
   void* curl_;  // CURL*
 };
