@@ -32,18 +32,19 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "daemon/config/config.hpp"
 #include "daemon/status.hpp"
+#include "daemon/xetcache/cache_lock.hpp"
+#include "daemon/xetcache/endpoint_state.hpp"
+#include "daemon/xetcache/liveness.hpp"
 #include "daemon/xetcache/probes.hpp"
 #include "index/index.hpp"
+#include "xetcache/layout.hpp"
 #include "xetcache/plan.hpp"
-#include "xetcache/rules.hpp"
-#include "xetcache/shards.hpp"
 
 namespace dedupd::daemon {
 
@@ -100,67 +101,10 @@ class CacheSteward {
   std::optional<std::vector<XetCachePlan>> plan(const std::string& root);
 
  private:
-  struct Pending {
-    std::string original;
-    std::string merged;
-    std::uint64_t since_mono = 0;  // since when the original is wanted gone
-  };
-  // A shard file as last described, valid while its size and mtime hold:
-  // a pass then parses only the files that are new or changed.
-  struct Described {
-    std::uint64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    xetcache::ShardDesc desc;
-  };
-  struct SetAside {
-    std::uint32_t failures = 0;
-    std::uint64_t until_mono = 0;
-    std::string reason;
-  };
-  struct EndpointState {
-    XetCacheStatus status;
-    std::vector<Pending> pending;                      // originals of merges, still on disk
-    std::map<std::string, std::uint64_t> evicting;     // path -> since when the caps want it gone (monotonic)
-    std::map<std::string, Described> described;        // by path
-    std::map<std::string, SetAside> set_aside;         // by file path, or "group:" + member paths
-    std::map<std::string, std::string> holds_removed;  // merged file -> an admin-removed original it holds
-  };
-  struct RootState {
-    int lock_fd = -1;
-    bool holds_lock = false;
-    std::string lock_holder;  // who holds it, when another does
-    xetcache::LivenessVerdict liveness;
-    std::vector<std::int64_t> clients;
-    // Log name -> the start ticks of the process first seen running under
-    // its pid: the same ticks later are the same process whatever the wall
-    // clock did since; other ticks are a reused pid.
-    std::map<std::string, std::uint64_t> sighted;
-    std::set<std::string> ever_running;  // log names whose pid this steward saw as the client
-    // Log name -> (mtime, size) at the last pass: a log of a pid not running
-    // here that still grows is a client this steward cannot see.
-    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> log_marks;
-  };
-  // taken: the index took the file and its shard is live or expired (the caps
-  // may still want an expired one gone when dedupd's own expiry keeps files).
-  enum class FileState : std::uint8_t { not_ours, taken, removed };
-  struct FileFacts {
-    FileState state = FileState::not_ours;
-    bool unchanged = false;
-  };
-
   void apply_configuration();
   bool run_roots();
-  bool run_endpoint(RootState& root, const std::string& dir, const std::string& shard_cache,
+  bool run_endpoint(ClientSightings& clients, const std::string& dir, const std::string& shard_cache,
                     std::optional<xetcache::Error> layout_problem);
-  bool take_lock(const std::filesystem::path& root, RootState& state);
-  void judge_clients(const std::filesystem::path& root, RootState& state);
-  FileFacts facts_of(const std::string& path) const;
-  // The merged file is there, is what its name says and parses.
-  bool merged_verifies(const std::string& path);
-  bool try_merge(EndpointState& ep, const std::string& shard_cache, const std::vector<std::string>& members,
-                 std::uint64_t now_mono);
-  void set_aside(EndpointState& ep, const std::string& key, std::string reason, std::uint64_t now_mono);
-  bool is_set_aside(const EndpointState& ep, const std::string& key, std::uint64_t now_mono) const;
   void load_journal();
   void save_journal();
   // Between files: counts them for the status and ends the pass when asked.
@@ -186,9 +130,10 @@ class CacheSteward {
   std::thread worker_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> files_read_{0};        // by the pass under way
-  std::map<std::string, RootState> root_states_;    // by root
-  std::map<std::string, EndpointState> endpoints_;  // by endpoint dir
+  std::atomic<std::uint64_t> files_read_{0};          // by the pass under way
+  std::map<std::string, CacheLock> locks_;            // by root; a dry run keeps what it took
+  std::map<std::string, ClientSightings> sightings_;  // by root
+  std::map<std::string, EndpointState> endpoints_;    // by endpoint dir
   bool journal_loaded_ = false;
   bool journal_dirty_ = false;
   mutable std::mutex status_mu_;

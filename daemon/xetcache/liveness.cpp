@@ -1,0 +1,75 @@
+#include "daemon/xetcache/liveness.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/log/logging.hpp"
+
+namespace dedupd::daemon {
+
+void judge_clients(const std::filesystem::path& root, StewardClock& clock, ProcessTable& processes, StewardFiles& files,
+                   ClientSightings& st) {
+  xetcache::LivenessFacts facts;
+  st.clients.clear();
+  const auto listing = files.list_logs((root / "logs").native());
+  using Logs = xetcache::LivenessFacts::Logs;
+  if (listing.err == ENOENT || listing.err == ENOTDIR) facts.logs = Logs::missing;
+  else if (listing.err == EACCES || listing.err == EPERM) facts.logs = Logs::denied;
+  else if (listing.err != 0) facts.logs = Logs::unreadable;
+  if (listing.err != 0) facts.logs_error = std::strerror(listing.err);
+  facts.network_fs = files.network_fs(root.native());
+  facts.foreign_pid_namespace = processes.foreign_pid_namespace();
+  facts.log_dest_redirected = files.log_dest_redirected();
+  const auto boot = processes.boot_clock();
+  const std::uint64_t wall = clock.wall_s();
+  std::map<std::string, std::uint64_t> sighted;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> marks;
+  std::set<std::string> ever_running;
+  for (const auto& entry : listing.entries) {
+    auto log = xetcache::parse_client_log_name(entry.name);
+    if (!log) continue;
+    ++facts.client_logs;
+    marks[entry.name] = {entry.mtime_s, entry.size};
+    if (st.ever_running.contains(entry.name)) ever_running.insert(entry.name);
+    const ProcessStart p = processes.process(log->pid);
+    if (!p.running) {
+      // An ended client this steward saw running is no mystery; any other
+      // log still being written is someone it cannot see.
+      if (ever_running.contains(entry.name)) continue;
+      auto before = st.log_marks.find(entry.name);
+      const std::uint64_t age = wall > entry.mtime_s ? wall - entry.mtime_s : entry.mtime_s - wall;
+      const bool growing =
+          before != st.log_marks.end() ? before->second != marks[entry.name] : age <= xetcache::kRecentLogSeconds;
+      if (growing) ++facts.recent_unmatched_logs;
+      continue;
+    }
+    bool alive = true;  // unless the pid is proven to be another process's
+    if (p.start_ticks) {
+      auto seen = st.sighted.find(entry.name);
+      if (seen != st.sighted.end()) alive = seen->second == *p.start_ticks;
+      else if (boot) alive = xetcache::may_be_logged_client(*log, *p.start_ticks, *boot);
+      if (alive) sighted[entry.name] = *p.start_ticks;
+    }
+    if (!alive) continue;
+    ++facts.alive_clients;
+    ever_running.insert(entry.name);
+    st.clients.push_back(log->pid);
+  }
+  st.sighted = std::move(sighted);
+  st.log_marks = std::move(marks);
+  st.ever_running = std::move(ever_running);
+  std::sort(st.clients.begin(), st.clients.end());
+  st.clients.erase(std::unique(st.clients.begin(), st.clients.end()), st.clients.end());
+  facts.alive_clients = st.clients.size();
+  auto verdict = xetcache::judge_liveness(facts);
+  if (verdict.established != st.liveness.established || verdict.why != st.liveness.why) {
+    if (verdict.established) spdlog::info("xet cache {}: {}", root, verdict.why);
+    else spdlog::warn("xet cache {}: liveness unknown: {}; originals stay until replaced_grace", root, verdict.why);
+  }
+  st.liveness = std::move(verdict);
+}
+
+}  // namespace dedupd::daemon
