@@ -11,9 +11,9 @@
 namespace dedupd::daemon {
 
 void judge_clients(const std::filesystem::path& root, StewardClock& clock, ProcessTable& processes, StewardFiles& files,
-                   ClientSightings& st) {
+                   ClientSightings& sightings) {
   xetcache::LivenessFacts facts;
-  st.clients.clear();
+  sightings.clients.clear();
   const auto listing = files.list_logs((root / "logs").native());
   using Logs = xetcache::LivenessFacts::Logs;
   if (listing.err == ENOENT || listing.err == ENOTDIR) facts.logs = Logs::missing;
@@ -33,43 +33,43 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
     if (!log) continue;
     ++facts.client_logs;
     marks[entry.name] = {entry.mtime_s, entry.size};
-    if (st.ever_running.contains(entry.name)) ever_running.insert(entry.name);
+    if (sightings.ever_running.contains(entry.name)) ever_running.insert(entry.name);
     const ProcessStart p = processes.process(log->pid);
     if (!p.running) {
       // An ended client this steward saw running is no mystery; any other
       // log still being written is someone it cannot see.
       if (ever_running.contains(entry.name)) continue;
-      auto before = st.log_marks.find(entry.name);
+      auto before = sightings.log_marks.find(entry.name);
       const std::uint64_t age = wall > entry.mtime_s ? wall - entry.mtime_s : entry.mtime_s - wall;
-      const bool growing =
-          before != st.log_marks.end() ? before->second != marks[entry.name] : age <= xetcache::kRecentLogSeconds;
+      const bool growing = before != sightings.log_marks.end() ? before->second != marks[entry.name]
+                                                               : age <= xetcache::kRecentLogSeconds;
       if (growing) ++facts.recent_unmatched_logs;
       continue;
     }
     bool alive = true;  // unless the pid is proven to be another process's
     if (p.start_ticks) {
-      auto seen = st.sighted.find(entry.name);
-      if (seen != st.sighted.end()) alive = seen->second == *p.start_ticks;
+      auto seen = sightings.sighted.find(entry.name);
+      if (seen != sightings.sighted.end()) alive = seen->second == *p.start_ticks;
       else if (boot) alive = xetcache::may_be_logged_client(*log, *p.start_ticks, *boot);
       if (alive) sighted[entry.name] = *p.start_ticks;
     }
     if (!alive) continue;
     ++facts.alive_clients;
     ever_running.insert(entry.name);
-    st.clients.push_back(log->pid);
+    sightings.clients.push_back(log->pid);
   }
-  st.sighted = std::move(sighted);
-  st.log_marks = std::move(marks);
-  st.ever_running = std::move(ever_running);
-  std::sort(st.clients.begin(), st.clients.end());
-  st.clients.erase(std::unique(st.clients.begin(), st.clients.end()), st.clients.end());
-  facts.alive_clients = st.clients.size();
+  sightings.sighted = std::move(sighted);
+  sightings.log_marks = std::move(marks);
+  sightings.ever_running = std::move(ever_running);
+  std::sort(sightings.clients.begin(), sightings.clients.end());
+  sightings.clients.erase(std::unique(sightings.clients.begin(), sightings.clients.end()), sightings.clients.end());
+  facts.alive_clients = sightings.clients.size();
   auto verdict = xetcache::judge_liveness(facts);
-  if (verdict.established != st.liveness.established || verdict.why != st.liveness.why) {
+  if (verdict.established != sightings.liveness.established || verdict.why != sightings.liveness.why) {
     if (verdict.established) spdlog::info("xet cache {}: {}", root, verdict.why);
     else spdlog::warn("xet cache {}: liveness unknown: {}; originals stay until replaced_grace", root, verdict.why);
   }
-  st.liveness = std::move(verdict);
+  sightings.liveness = std::move(verdict);
 }
 
 }  // namespace dedupd::daemon
