@@ -58,7 +58,12 @@ CtlRun dedupctl_streaming(const std::vector<std::string>& args, const fs::path& 
 // against 14 MiB in a plain build), so there the bound only tells a client
 // that keeps its answers (2 M results would be hundreds of MB) from one
 // that streams; bench_e2e reports the plain figure.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang's spelling
+#define DEDUPD_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(DEDUPD_UNDER_ASAN)
 constexpr long kMaxClientRssKib = 256 * 1024;
 #else
 constexpr long kMaxClientRssKib = 64 * 1024;

@@ -369,7 +369,9 @@ TEST(Xorb, OtherFormsAreListed) {
   json doc = form;
   doc["keyed"] = false;
   doc["shards"] = json::array();
-  doc["other_forms"] = {form};
+  // json::array: a braced single element is an array under g++ and a copy of
+  // the element under clang (nlohmann-json and CWG 2137).
+  doc["other_forms"] = json::array({form});
   auto d = daemon_with({{"GET /v1/xorb/" + kXorb, http(200, doc.dump())}});
   auto r = run_cli(with(d, {"xorb", kXorb}));
   ASSERT_EQ(r.code, 0) << r.err;
