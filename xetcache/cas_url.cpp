@@ -69,9 +69,16 @@ std::optional<std::string> normalize_cas_url(std::string_view url) {
     port = authority.substr(host_end + 1);
   }
   if (host.empty()) return std::nullopt;
-  for (char c : host)
-    if (!ascii_alnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '[' && c != ']' && c != ':')
-      return std::nullopt;
+  // A name or IPv4 address; colons only inside an IPv6 literal's brackets,
+  // or the port could not be told from the host the second time round.
+  const bool literal = host.front() == '[';
+  for (std::size_t i = literal ? 1 : 0; i < host.size() - (literal ? 1 : 0); ++i) {
+    const char c = host[i];
+    bool ok = literal ? (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')
+                      : (ascii_alnum(static_cast<unsigned char>(c)) || c == '.' || c == '-');
+    if (!ok) return std::nullopt;
+  }
+  if (literal && host.size() < 3) return std::nullopt;
   std::string out = scheme + "://" + lower(host);
   if (!port.empty()) {
     unsigned value = 0;

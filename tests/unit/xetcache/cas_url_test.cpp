@@ -34,7 +34,10 @@ TEST(NormalizeCasUrl, RefusesWhatIsNotOneCasUrl) {
        {"", "cas.example", "ftp://cas.example", "https://", "https://:443", "https://a b", "https://cas.example?x=1",
         "https://cas.example#f", "https://user@cas.example", "https://cas.example:", "https://cas.example:0",
         "https://cas.example:70000", "https://cas.example:12x", "https://cas_example", "https://[::1",
-        "https://cas.example\n", "https://cas.example/a\"b", "https://cas.example/a{b}"})
+        "https://cas.example\n", "https://cas.example/a\"b", "https://cas.example/a{b}",
+        // Found by fuzz_learn: a colon in the host made the
+        // port of the second normalization.
+        "HTTPS://verco:4co:443/.hf.co43/", "https://[]", "https://[zz]:1"})
     EXPECT_EQ(normalize_cas_url(bad), std::nullopt) << bad;
 }
 
