@@ -213,9 +213,12 @@ bool Daemon::open_index() {
   }
   index_ = std::move(opened).value();
   // Shards found before their CAS could be told (a watch entry's cas: or
-  // the endpoint's settings added since) get it now.
-  if (auto st = index_->scope_unknown_shards(o.scope_of_path); !st)
-    spdlog::warn("cannot give the shards of unknown CAS theirs: {}", st.error());
+  // the endpoint's settings added since) get it on the work loop, after
+  // READY: it reads every shard record, which start-up need not wait for.
+  loop_.post([this, scope_of_path = o.scope_of_path] {
+    if (auto st = index_->scope_unknown_shards(scope_of_path); !st)
+      spdlog::warn("cannot give the shards of unknown CAS theirs: {}", st.error());
+  });
   index_ready_ = index_.get();
   return true;
 }

@@ -59,8 +59,11 @@ void CasScopes::refresh_endpoint() {
   settings_mtime_ = mtime;
   endpoint_cas_.clear();
   known_.clear();
+  // Each URL as given and with a trailing slash, the spellings a client is
+  // handed; their directory names computed once, not at each shard found.
   auto add = [&](const std::string& spelled, const std::string& cas) {
-    if (!spelled.empty() && !cas.empty()) known_.push_back({spelled, cas});
+    if (spelled.empty() || cas.empty()) return;
+    for (const std::string& s : {spelled, spelled + "/"}) known_.push_back({xetcache::client_cache_dir_name(s), cas});
   };
   if (!settings_.empty()) {
     XetEndpointSettings s = read_xet_endpoint_settings(settings_);
@@ -84,8 +87,7 @@ std::string CasScopes::of_path(const std::string& path) {
   if (name.empty()) return "";
   refresh_endpoint();
   for (const Known& k : known_)
-    for (const std::string& spelling : {k.spelled, k.spelled + "/"})
-      if (xetcache::client_cache_dir_name(spelling) == name) return k.cas;
+    if (k.dir_name == name) return k.cas;
   return "";
 }
 

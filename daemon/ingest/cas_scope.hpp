@@ -30,8 +30,8 @@ class CasScopes {
 
  private:
   struct Known {
-    std::string spelled;  // as a client may be given it
-    std::string cas;      // what a cache of it holds
+    std::string dir_name;  // the client's cache directory for one spelling
+    std::string cas;       // what a cache of it holds
   };
   void refresh_endpoint();  // under mu_
 
