@@ -257,7 +257,7 @@ int sha256(Context& ctx, const std::string& arg) {
       });
 }
 
-int shard(Context& ctx, const std::string& arg) {
+int shard_info(Context& ctx, const std::string& arg) {
   const std::string h = parse_hash_arg(arg, "shard hash");
   return lookup_one(ctx, api::kShard, h, "shard " + h, check_shard_summary,
                     [&](const json& d) { print_shard_summary(ctx, d); });

@@ -22,6 +22,6 @@ int query(Context& ctx, const QueryArgs& q);
 int xorb(Context& ctx, const std::string& arg, bool list_chunks);
 int file(Context& ctx, const std::string& arg);
 int sha256(Context& ctx, const std::string& arg);
-int shard(Context& ctx, const std::string& arg);
+int shard_info(Context& ctx, const std::string& arg);
 
 }  // namespace dedupctl

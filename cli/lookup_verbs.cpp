@@ -57,7 +57,7 @@ void add_lookup_verbs(CLI::App& app, Action& action) {
     s->callback([&action, state] { action = [state](Context& ctx) { return shards(ctx, *state); }; });
   }
   add_one_argument_verb(app, action, "shard", "One shard's state, paths, times and counts", "HASH",
-                        "Shard hash (the <hash> of <hash>.mdb)", shard);
+                        "Shard hash (the <hash> of <hash>.mdb)", shard_info);
   app.add_subcommand("stats", "Index counts and sizes")->callback([&action] { action = stats; });
   app.add_subcommand("status", "Is dedupd up? Version, uptime, socket, counts, next expiry")->callback([&action] {
     action = status;

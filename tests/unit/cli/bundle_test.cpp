@@ -20,7 +20,6 @@ using testing::read_file;
 using testing::run_cli;
 using testing::TempDir;
 using testing::write_file;
-using json = nlohmann::json;
 namespace shard = dedupd::shard;
 namespace fs = std::filesystem;
 
@@ -42,14 +41,14 @@ std::string assemble(const std::string& data, const std::string& index) {
   return out;
 }
 
-json run_json(const std::vector<std::string>& args, int expect = 0) {
+nlohmann::json run_json(const std::vector<std::string>& args, int expect = 0) {
   auto r = run_cli(args);
   EXPECT_EQ(r.code, expect) << r.err;
   try {
-    return json::parse(r.out);
+    return nlohmann::json::parse(r.out);
   } catch (const std::exception&) {
     ADD_FAILURE() << "not JSON: " << r.out << r.err;
-    return json();
+    return nlohmann::json();
   }
 }
 
@@ -70,11 +69,11 @@ TEST(Bundle, CreateListInspectRoundTrip) {
   EXPECT_NE(r.out.find("fixture.shard is member fixture.shard.mdb"), std::string::npos) << r.out;
   EXPECT_EQ(files_in(d.path()), 4u) << "no temporary file left";
 
-  json list = run_json({"bundle", "list", "--json", d / "out.caf"});
+  nlohmann::json list = run_json({"bundle", "list", "--json", d / "out.caf"});
   ASSERT_EQ(list["members"].size(), 3u);
   // Laid out in argument order; end exclusive.
   EXPECT_EQ(list["members"][0],
-            (json{{"name", "b.mdb"}, {"start", 0}, {"end", b.size()}, {"size", b.size()}, {"shard", true}}));
+            (nlohmann::json{{"name", "b.mdb"}, {"start", 0}, {"end", b.size()}, {"size", b.size()}, {"shard", true}}));
   EXPECT_EQ(list["members"][1]["name"], "a.mdb");
   EXPECT_EQ(list["members"][1]["start"], b.size());
   EXPECT_EQ(list["members"][2]["name"], "fixture.shard.mdb");
@@ -83,12 +82,12 @@ TEST(Bundle, CreateListInspectRoundTrip) {
   EXPECT_EQ(list["data_size"], b.size() + a.size() + 102104);
 
   // Each member inspects exactly as the file it came from.
-  json in = run_json({"--json", "inspect", d / "out.caf"});
+  nlohmann::json in = run_json({"--json", "inspect", d / "out.caf"});
   EXPECT_EQ(in["invalid"], 0);
   const std::vector<std::string> sources = {d / "b.mdb", d / "a.mdb", d / "fixture.shard"};
   for (std::size_t i = 0; i < 3; ++i) {
-    json alone = run_json({"inspect", "--json", sources[i]});
-    const json& m = in["members"][i];
+    nlohmann::json alone = run_json({"inspect", "--json", sources[i]});
+    const nlohmann::json& m = in["members"][i];
     EXPECT_TRUE(m["valid"].get<bool>());
     EXPECT_EQ(m["inspect"]["shard_hash"], alone["shard_hash"]);
     EXPECT_EQ(m["inspect"]["xorbs"], alone["xorbs"]);
@@ -131,20 +130,20 @@ TEST(Bundle, AGoWrittenBundleListsAndInspectsAsOurs) {
   write_file(d / "ours.caf", std::string(ours->begin(), ours->end()));
   EXPECT_EQ(read_file(d / "ours.caf"), read_file(d / "go.caf"));
 
-  json go = run_json({"bundle", "list", "--json", d / "go.caf"});
-  json mine = run_json({"bundle", "list", "--json", d / "ours.caf"});
+  nlohmann::json go = run_json({"bundle", "list", "--json", d / "go.caf"});
+  nlohmann::json mine = run_json({"bundle", "list", "--json", d / "ours.caf"});
   EXPECT_EQ(go["members"], mine["members"]);
   ASSERT_EQ(go["members"].size(), 3u);
   EXPECT_EQ(go["members"][1]["name"], "a<&>.mdb");
-  EXPECT_EQ(go["members"][2], (json{{"name", "notes.txt"},
-                                    {"start", b.size() + a.size()},
-                                    {"end", b.size() + a.size() + 5},
-                                    {"size", 5},
-                                    {"shard", false}}));
+  EXPECT_EQ(go["members"][2], (nlohmann::json{{"name", "notes.txt"},
+                                              {"start", b.size() + a.size()},
+                                              {"end", b.size() + a.size() + 5},
+                                              {"size", 5},
+                                              {"shard", false}}));
 
   // inspect finds the bundle even without the .caf name.
   fs::copy_file(d / "go.caf", d / "go.bin");
-  json in = run_json({"inspect", "--json", d / "go.bin"});
+  nlohmann::json in = run_json({"inspect", "--json", d / "go.bin"});
   EXPECT_EQ(in["format"], "caf");
   EXPECT_TRUE(in["members"][0]["valid"].get<bool>());
   EXPECT_FALSE(in["members"][2].contains("valid")) << "not a shard: listed, not inspected";
@@ -165,7 +164,7 @@ TEST(Bundle, OneBadMemberIsReportedTheOthersInspected) {
   write_file(d / "mixed.caf", std::string(bytes->begin(), bytes->end()));
   auto r = run_cli({"inspect", "--json", d / "mixed.caf"});
   EXPECT_EQ(r.code, 65);
-  json doc = json::parse(r.out);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["invalid"], 1);
   EXPECT_TRUE(doc["members"][0]["valid"].get<bool>());
   EXPECT_FALSE(doc["members"][1]["valid"].get<bool>());

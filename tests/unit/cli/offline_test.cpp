@@ -14,7 +14,6 @@ namespace {
 using testing::fixture;
 using testing::run_cli;
 using testing::TempDir;
-using json = nlohmann::json;
 namespace shard = dedupd::shard;
 
 const std::string kFixture = "gpt2-64-8bits.tflite.shard";
@@ -22,8 +21,8 @@ const std::string kFixture = "gpt2-64-8bits.tflite.shard";
 TEST(Inspect, JsonOfTheFixtureMatchesItsExpectedHashes) {
   auto r = run_cli({"inspect", "--json", fixture(kFixture)});
   ASSERT_EQ(r.code, 0) << r.err;
-  json got = json::parse(r.out);
-  json expected = json::parse(testing::read_file(fixture(kFixture + ".json")));
+  nlohmann::json got = nlohmann::json::parse(r.out);
+  nlohmann::json expected = nlohmann::json::parse(testing::read_file(fixture(kFixture + ".json")));
   EXPECT_EQ(got["hmac_key"], expected["hmac_key"]);
   ASSERT_EQ(got["xorbs"].size(), expected["xorbs"].size());
   for (std::size_t i = 0; i < expected["xorbs"].size(); ++i) {
@@ -35,7 +34,7 @@ TEST(Inspect, JsonOfTheFixtureMatchesItsExpectedHashes) {
 TEST(Inspect, JsonCarriesTheFooterFacts) {
   auto r = run_cli({"--json", "inspect", fixture(kFixture)});
   ASSERT_EQ(r.code, 0) << r.err;
-  json d = json::parse(r.out);
+  nlohmann::json d = nlohmann::json::parse(r.out);
   EXPECT_EQ(d["size"], 102104);
   EXPECT_EQ(d["header"]["version"], 2);
   EXPECT_EQ(d["header"]["footer_size"], 200);
@@ -125,7 +124,7 @@ TEST(Inspect, FilesWithTermsAndSha256) {
   testing::write_file(dir / "a.mdb", std::string(bytes.begin(), bytes.end()));
   auto r = run_cli({"inspect", "--json", dir / "a.mdb"});
   ASSERT_EQ(r.code, 0) << r.err;
-  json d = json::parse(r.out);
+  nlohmann::json d = nlohmann::json::parse(r.out);
   ASSERT_EQ(d["files"].size(), 1u);
   EXPECT_EQ(d["files"][0]["sha256"], std::string(64, 'a'));
   EXPECT_EQ(d["files"][0]["verification"], true);
@@ -152,7 +151,7 @@ TEST(Inspect, UploadShardWithoutFooter) {
   testing::write_file(dir / "u.mdb", std::string(bytes.begin(), bytes.end()));
   auto r = run_cli({"inspect", "--json", dir / "u.mdb"});
   ASSERT_EQ(r.code, 0) << r.err;
-  json d = json::parse(r.out);
+  nlohmann::json d = nlohmann::json::parse(r.out);
   EXPECT_EQ(d["footer"], nullptr);
   EXPECT_EQ(d["hmac_key"], nullptr);
   auto h = run_cli({"inspect", dir / "u.mdb"});
@@ -176,8 +175,8 @@ TEST(Verify, CleanShardExitsZero) {
   EXPECT_NE(r.out.find(": ok"), std::string::npos);
   auto j = run_cli({"verify", "--json", fixture(kFixture)});
   EXPECT_EQ(j.code, 0);
-  EXPECT_EQ(json::parse(j.out)["ok"], true);
-  EXPECT_EQ(json::parse(j.out)["problems"], json::array());
+  EXPECT_EQ(nlohmann::json::parse(j.out)["ok"], true);
+  EXPECT_EQ(nlohmann::json::parse(j.out)["problems"], nlohmann::json::array());
 }
 
 TEST(Verify, TruncatedShardNamesRuleAndOffset) {
@@ -192,7 +191,7 @@ TEST(Verify, TruncatedShardNamesRuleAndOffset) {
   EXPECT_EQ(r.out.back(), '\n');
   auto j = run_cli({"verify", "--json", dir / "t.mdb"});
   EXPECT_EQ(j.code, 65);
-  json d = json::parse(j.out);
+  nlohmann::json d = nlohmann::json::parse(j.out);
   EXPECT_EQ(d["ok"], false);
   ASSERT_GE(d["problems"].size(), 1u);
   EXPECT_TRUE(d["problems"][0]["rule"].is_string());
@@ -255,7 +254,7 @@ TEST(Verify, FileNameMustBeTheShardHash) {
   EXPECT_EQ(r.code, 65);
   EXPECT_NE(r.out.find("integrity.file_name at offset 0: "), std::string::npos) << r.out;
   auto ok = run_cli({"inspect", "--json", fixture(kFixture)});
-  const std::string right = json::parse(ok.out)["shard_hash"].get<std::string>() + ".mdb";
+  const std::string right = nlohmann::json::parse(ok.out)["shard_hash"].get<std::string>() + ".mdb";
   testing::write_file(dir / right, bytes);
   EXPECT_EQ(run_cli({"verify", dir / right}).code, 0);
 }

@@ -21,7 +21,6 @@ using testing::read_file;
 using testing::run_cli;
 using testing::TempDir;
 using testing::write_file;
-using json = nlohmann::json;
 namespace fs = std::filesystem;
 namespace swh = dedupd::swh;
 using dedupd::shard::Hash;
@@ -50,15 +49,15 @@ TEST(LookupSnapshot, OneHashJsonHasTheQueryShape) {
   auto file = make_snapshot(d / "snap.swh");
   auto r = run_cli({"lookup-snapshot", "--json", file, h(1).to_string()});
   ASSERT_EQ(r.code, 0) << r.err;
-  json doc = json::parse(r.out);
-  EXPECT_EQ(doc, (json{{"hash", h(1).to_string()},
-                       {"found", true},
-                       {"locations",
-                        {{{"xorb", h(0x10).to_string()},
-                          {"chunk_index", 4},
-                          {"byte_start", 1000},
-                          {"byte_end", 3000},
-                          {"unpacked_bytes", 2000}}}}}));
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc, (nlohmann::json{{"hash", h(1).to_string()},
+                                 {"found", true},
+                                 {"locations",
+                                  {{{"xorb", h(0x10).to_string()},
+                                    {"chunk_index", 4},
+                                    {"byte_start", 1000},
+                                    {"byte_end", 3000},
+                                    {"unpacked_bytes", 2000}}}}}));
   r = run_cli({"lookup-snapshot", file, h(2).to_string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("found, 2 locations"), std::string::npos) << r.out;
@@ -75,11 +74,12 @@ TEST(LookupSnapshot, AnAbsentHashIsExitOne) {
 
   r = run_cli({"lookup-snapshot", "--json", file, h(1).to_string(), h(3).to_string(), h(2).to_string()});
   EXPECT_EQ(r.code, 1);
-  json doc = json::parse(r.out);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["found"], 2);
   EXPECT_EQ(doc["missing"], 1);
   ASSERT_EQ(doc["results"].size(), 3u);
-  EXPECT_EQ(doc["results"][1], (json{{"hash", h(3).to_string()}, {"found", false}, {"locations", json::array()}}));
+  EXPECT_EQ(doc["results"][1],
+            (nlohmann::json{{"hash", h(3).to_string()}, {"found", false}, {"locations", nlohmann::json::array()}}));
   EXPECT_EQ(doc["results"][2]["locations"].size(), 2u);
 
   r = run_cli({"lookup-snapshot", file, h(1).to_string(), h(2).to_string()});
@@ -132,7 +132,7 @@ TEST(Export, WritesTheAnswerAtomicallyAndCountsKeys) {
 
   r = run_cli({"--socket", fake.socket(), "--json", "export", "--format", "swh-shard", d / "out2.swh"});
   ASSERT_EQ(r.code, 0) << r.err;
-  json doc = json::parse(r.out);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["keys"], 2);
   EXPECT_EQ(doc["bytes"], body.size());
   EXPECT_EQ(doc["format"], "swh-shard");
