@@ -11,13 +11,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/api/server.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/config/load.hpp"
 #include "daemon/config/units.hpp"
 #include "daemon/config/xet_endpoint.hpp"
 #include "daemon/log/logging.hpp"
-#include "daemon/service_impl.hpp"
 #include "daemon/systemd/listen_fds.hpp"
 #include "daemon/systemd/notify.hpp"
 
@@ -68,11 +66,14 @@ std::string learn_socket_of(const Config& c) {
 
 }  // namespace
 
-Daemon::Daemon(DaemonOptions options)
-    : options_(std::move(options)), config_(options_.config), started_(std::chrono::steady_clock::now()) {}
+Daemon::Daemon(DaemonOptions options, Frontend& frontend)
+    : options_(std::move(options)),
+      frontend_(frontend),
+      config_(options_.config),
+      started_(std::chrono::steady_clock::now()) {}
 
 Daemon::~Daemon() {
-  if (server_) server_->stop();
+  if (serving_) frontend_.stop();
   std::lock_guard lock(fleet_mu_);
   publisher_.reset();  // before the index it drains closes
 }
@@ -195,7 +196,7 @@ int Daemon::run() {
   systemd::notify_stopping();
   spdlog::info("stopping");
   steward_->stop();  // at its next file
-  server_->stop();
+  frontend_.stop();
   index_ready_ = nullptr;
   return 0;
 }
@@ -224,36 +225,25 @@ bool Daemon::open_index() {
 }
 
 bool Daemon::start_server() {
-  ServerOptions so;
+  ListenSettings listen;
   auto activated = systemd::activated_socket();
   if (auto* err = std::get_if<systemd::ActivationError>(&activated)) {
     spdlog::critical("socket activation: {}", err->message);
     return false;
   }
   if (auto* fd = std::get_if<int>(&activated)) {
-    so.listen_fd = *fd;
+    listen.listen_fd = *fd;
     spdlog::info("listening on the socket systemd passed (fd {})", *fd);
   }
-  so.socket_path = config_.socket.native();
-  so.max_body_bytes = std::size_t(config_.limits.max_body_bytes);
-  so.max_query_body_bytes = std::size_t(config_.limits.max_query_body_bytes);
-  so.max_body_memory = std::size_t(config_.limits.max_body_memory);
-  so.max_connections = config_.limits.max_connections;
-  so.connection_timeout = config_.limits.request_timeout;
-  so.header_timeout = config_.limits.header_timeout;
-  so.admin_gid = admin_gid_of(config_.admin_group);
-  so.endpoint_gid = endpoint_gid_of(config_.xet_endpoint);
-  if (so.listen_fd < 0) {
+  listen.admin_gid = admin_gid_of(config_.admin_group);
+  listen.endpoint_gid = endpoint_gid_of(config_.xet_endpoint);
+  if (listen.listen_fd < 0) {
     std::error_code ec;
     fs::create_directories(config_.socket.parent_path(), ec);
   }
-  service_ = std::make_unique<ServiceImpl>(*this);
-  server_ = std::make_unique<ApiServer>(*service_, so);
-  if (auto started = server_->start(); !started) {
-    spdlog::critical("cannot listen on {}: {}", config_.socket, started.error().message);
-    server_.reset();
-    return false;
-  }
+  const ServiceParts parts{*this, loop_, index_ready_, counters_, *learner_, *fleet_lookup_};
+  if (!frontend_.start(parts, config_, listen)) return false;
+  serving_ = true;
   return true;
 }
 
@@ -458,8 +448,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
     next_steward_pass_ = 0;
   }
   key_store_->set_rotation(config_.global_dedup.key_rotation);
-  if (server_) server_->set_admin_gid(admin_gid_of(config_.admin_group));
-  if (server_) server_->set_endpoint_gid(endpoint_gid_of(config_.xet_endpoint));
+  if (serving_) frontend_.set_access(admin_gid_of(config_.admin_group), endpoint_gid_of(config_.xet_endpoint));
   apply_fleet(initial);
   if (watch_changed) {
     watcher_.set_roots(config_.watch);

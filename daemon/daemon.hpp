@@ -1,7 +1,8 @@
-// The running service: opens the index, listens, watches, ingests, expires,
-// and talks to systemd. One work thread (the caller of run()) does every
-// index write; HTTP threads read the index directly and post admin actions
-// to the work loop through ServiceImpl.
+// The running service: opens the index, watches, ingests, expires, and
+// talks to systemd; a Frontend (daemon/frontend.hpp, the HTTP one from main)
+// serves the socket. One work thread (the caller of run()) does every index
+// write; HTTP threads read the index directly and post the admin actions of
+// Operations to the work loop.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "daemon/filter_builder.hpp"
 #include "daemon/fleet/lookup.hpp"
 #include "daemon/fleet/publisher.hpp"
+#include "daemon/frontend.hpp"
 #include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
@@ -27,15 +29,13 @@
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/loop/timer.hpp"
+#include "daemon/operations.hpp"
 #include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "daemon/xetcache/steward.hpp"
 #include "index/index.hpp"
 
 namespace dedupd::daemon {
-
-class ApiServer;
-class ServiceImpl;
 
 struct DaemonOptions {
   Config config;
@@ -46,46 +46,36 @@ struct DaemonOptions {
   bool create_watch_dirs = false;
 };
 
-class Daemon {
+class Daemon final : public Operations {
  public:
-  explicit Daemon(DaemonOptions options);
-  ~Daemon();
+  // `frontend` serves the socket; it outlives the Daemon.
+  Daemon(DaemonOptions options, Frontend& frontend);
+  ~Daemon() override;
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
   // Runs until SIGTERM/SIGINT; returns the process exit code.
   int run();
 
-  // ---- for ServiceImpl ------------------------------------------------------
-  // Any thread.
-  EventLoop& loop() { return loop_; }
-  const index::Index* index() const { return index_ready_.load(); }
-  StatusInfo status() const;
-  DaemonCounters counters() const { return counters_.snapshot(); }
-  GlobalDedupKey global_dedup_key() const;
-  std::chrono::milliseconds admin_timeout() const;
-  // Loop thread only.
-  RescanResult rescan();
-  shard::Result<PurgeResult> purge(bool dry_run);
-  // Any thread: CacheSteward::plan.
-  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) {
+  // ---- Operations -------------------------------------------------------------
+  StatusInfo status() const override;
+  GlobalDedupKey global_dedup_key() const override;
+  std::chrono::milliseconds admin_timeout() const override;
+  // CacheSteward::plan.
+  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override {
     if (!steward_) return std::vector<XetCachePlan>{};
     return steward_->plan(root);
   }
-  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard);
-  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard);
-  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name);
-  learn::Learner* learner() { return learner_.get(); }
-  const learn::Learner* learner() const { return learner_.get(); }
-  // The fleet: the lookup side (any thread; off without a fleet) and the
-  // publisher's state (nullopt without a fleet).
-  fleet_link::FleetLookup& fleet_lookup() { return *fleet_lookup_; }
-  std::optional<fleet_link::PublisherState> fleet_state() const;
-  // Parked outbox entries queued again (any thread); "daemon.no_fleet" without a fleet.
-  shard::Result<std::uint64_t> fleet_retry();
-  bool fleet_enabled() const;
-  fleet::ConnectOptions fleet_options() const;
-  fleet_link::ReconcileOptions reconcile_options() const;
+  bool fleet_enabled() const override;
+  fleet::ConnectOptions fleet_options() const override;
+  std::optional<fleet_link::PublisherState> fleet_state() const override;
+  // Parked outbox entries queued again.
+  shard::Result<std::uint64_t> fleet_retry() override;
+  RescanResult rescan() override;
+  shard::Result<PurgeResult> purge(bool dry_run) override;
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
+  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
+  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) override;
 
  private:
   bool open_index();
@@ -105,8 +95,11 @@ class Daemon {
   void ping_watchdog_if_due();
   void publish_status(bool force);
   std::string status_line() const;
+  fleet_link::ReconcileOptions reconcile_options() const;
 
   DaemonOptions options_;
+  Frontend& frontend_;
+  bool serving_ = false;             // frontend_ started, so stopped when we stop
   mutable std::mutex config_mutex_;  // guards options_.config for status()
   Config config_;                    // the live config (loop thread)
 
@@ -133,8 +126,6 @@ class Daemon {
   std::unique_ptr<fleet_link::FleetLookup> fleet_lookup_;
   mutable std::mutex fleet_mu_;
   std::unique_ptr<fleet_link::Publisher> publisher_;
-  std::unique_ptr<ServiceImpl> service_;
-  std::unique_ptr<ApiServer> server_;
 
   std::deque<Candidate> pending_;
   std::unordered_set<std::string> pending_paths_;  // no file queued twice

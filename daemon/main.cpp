@@ -1,4 +1,5 @@
-// dedupd: command line, then --check-config, --check or the service itself.
+// dedupd: command line, then --check-config, --check or the service itself,
+// where the daemon core and its HTTP layer meet.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "daemon/fleet/migrate.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
+#include "daemon/wiring/api_frontend.hpp"
 #include "index/index.hpp"
 #include "index/schema.hpp"
 
@@ -159,7 +161,10 @@ int main(int argc, char** argv) {
 
   setup_logging(options.config.log_level);
   try {
-    Daemon daemon(std::move(options));
+    // Core and HTTP layer meet here: the daemon serves its socket through
+    // the frontend it is handed, and stops it before it goes.
+    ApiFrontend api;
+    Daemon daemon(std::move(options), api);
     return daemon.run();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());

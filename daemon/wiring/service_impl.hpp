@@ -1,17 +1,17 @@
-// The daemon's side of the API seam (daemon/api/service.hpp): reads answer
-// from any thread, admin actions run on the work loop while the calling HTTP
-// thread waits, bounded by the request timeout.
+// The daemon's side of the API seam (daemon/api/service.hpp), made of the
+// parts the core hands over (daemon/frontend.hpp), never of the Daemon
+// itself: reads answer from any thread, admin actions run on the work loop
+// while the calling HTTP thread waits, bounded by the request timeout.
 #pragma once
 
 #include "daemon/api/service.hpp"
+#include "daemon/frontend.hpp"
 
 namespace dedupd::daemon {
 
-class Daemon;
-
 class ServiceImpl final : public Service {
  public:
-  explicit ServiceImpl(Daemon& daemon) : daemon_(daemon) {}
+  explicit ServiceImpl(const ServiceParts& parts) : parts_(parts) {}
 
   const index::Index* index() const override;
   StatusInfo status() const override;
@@ -27,7 +27,7 @@ class ServiceImpl final : public Service {
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
-  // The fleet half of answers (daemon/fleet/service.cpp).
+  // The fleet half of answers (service_fleet.cpp).
   fleet_link::Reach fleet_misses(std::span<const shard::Hash> raw, const index::BatchResult& local,
                                  fleet_link::FleetMisses& out) override;
   std::optional<fleet_link::Reach> fleet_misses_if_idle(std::span<const shard::Hash> raw,
@@ -47,11 +47,11 @@ class ServiceImpl final : public Service {
 
  private:
   // fleet_misses, or with only_if_idle nullopt when every fleet connection
-  // is lent out (daemon/fleet/service.cpp).
+  // is lent out (service_fleet.cpp).
   std::optional<fleet_link::Reach> ask_fleet(std::span<const shard::Hash> raw, const index::BatchResult& local,
                                              fleet_link::FleetMisses& out, bool only_if_idle);
 
-  Daemon& daemon_;
+  ServiceParts parts_;
 };
 
 }  // namespace dedupd::daemon

@@ -1,0 +1,54 @@
+// Where the daemon's core hands itself to whatever serves its socket. The
+// core starts and stops a Frontend at the right moments of its run (after
+// the index opens and before READY; after the work loop ends) without
+// knowing it is HTTP: main gives it the one in daemon/wiring/.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <optional>
+
+#include "daemon/config/config.hpp"
+#include "daemon/counters.hpp"
+#include "daemon/fleet/lookup.hpp"
+#include "daemon/learn/learner.hpp"
+#include "daemon/loop/event_loop.hpp"
+#include "daemon/operations.hpp"
+#include "index/index.hpp"
+
+namespace dedupd::daemon {
+
+// What the service behind the socket may use; all outlive the Frontend's
+// start() to stop().
+struct ServiceParts {
+  Operations& ops;
+  // Admin actions run on this loop's thread (EventLoop::call).
+  EventLoop& loop;
+  // The open index; nullptr once the daemon is stopping.
+  const std::atomic<const index::Index*>& index;
+  const Counters& counters;
+  learn::Learner& learner;
+  // The fleet half of answers (off without a fleet).
+  fleet_link::FleetLookup& fleet_lookup;
+};
+
+// How to listen: systemd's socket when it passed one, else the configured path.
+struct ListenSettings {
+  int listen_fd = -1;
+  std::optional<gid_t> admin_gid;
+  std::optional<gid_t> endpoint_gid;
+};
+
+class Frontend {
+ public:
+  virtual ~Frontend() = default;
+  // Listens and serves; false (logged) when it cannot, and the daemon exits.
+  [[nodiscard]] virtual bool start(const ServiceParts& parts, const Config& config, const ListenSettings& listen) = 0;
+  // SIGHUP: who may call the admin and the endpoint routes.
+  virtual void set_access(std::optional<gid_t> admin_gid, std::optional<gid_t> endpoint_gid) = 0;
+  // Lets running requests end; idempotent, harmless before start().
+  virtual void stop() = 0;
+};
+
+}  // namespace dedupd::daemon

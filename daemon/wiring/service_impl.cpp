@@ -1,0 +1,55 @@
+#include "daemon/wiring/service_impl.hpp"
+
+#include <memory>
+
+namespace dedupd::daemon {
+
+const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
+StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
+DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
+GlobalDedupKey ServiceImpl::global_dedup_key() const { return parts_.ops.global_dedup_key(); }
+
+LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::string& cas,
+                                  std::vector<std::uint8_t> bytes) {
+  return parts_.learner.hold(request_id, cas, std::move(bytes));
+}
+
+shard::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard::Hash& shard) {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<std::optional<index::ShardInfo>>([&ops, shard] { return ops.restore(shard); },
+                                                           ops.admin_timeout());
+}
+
+LearnStats ServiceImpl::learn_stats() const { return parts_.learner.stats(); }
+
+shard::Result<RescanResult> ServiceImpl::rescan() {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<RescanResult>([&ops]() -> shard::Result<RescanResult> { return ops.rescan(); },
+                                        ops.admin_timeout());
+}
+
+// On this HTTP thread, not the work loop: the steward's dry run only reads
+// the index, as its own worker does.
+std::optional<std::vector<XetCachePlan>> ServiceImpl::xet_cache_plan(const std::string& root) {
+  return parts_.ops.xet_cache_plan(root);
+}
+
+shard::Result<PurgeResult> ServiceImpl::purge(bool dry_run) {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<PurgeResult>([&ops, dry_run] { return ops.purge(dry_run); }, ops.admin_timeout());
+}
+
+shard::Result<index::RemoveOutcome> ServiceImpl::remove(const shard::Hash& shard) {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<index::RemoveOutcome>([&ops, shard] { return ops.remove(shard); }, ops.admin_timeout());
+}
+
+UploadResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string name) {
+  Operations& ops = parts_.ops;
+  // Shared so a task that outlives a timed-out wait still owns its bytes.
+  auto body = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  return parts_.loop.call<std::vector<IngestedShard>>(
+      [&ops, body, name = std::move(name)] { return ops.ingest_upload(*body, name); }, ops.admin_timeout());
+}
+
+}  // namespace dedupd::daemon
