@@ -1,6 +1,6 @@
 // The errors the daemon's side of the API seam (daemon/api/service.hpp)
 // returns besides the index's ("index.*") and the fleet's ("fleet.*"). The
-// HTTP layer answers each rule with its own status (daemon/api/failure.cpp),
+// HTTP layer answers each rule with its own status (daemon/api/render/failure.cpp),
 // so a rule here is part of the API: add one, map it there.
 #pragma once
 

@@ -7,7 +7,7 @@
 // work loop has done the job, so the index keeps exactly one writer.
 // Failures are values: a shard::Error whose rule ("daemon.*" in
 // daemon/seam_errors.hpp, "index.*", "fleet.*") the HTTP layer answers with
-// its status (daemon/api/failure.hpp); nothing here throws.
+// its status (daemon/api/render/failure.hpp); nothing here throws.
 #pragma once
 
 #include <cstdint>

@@ -41,7 +41,7 @@ struct ExpiryConfig {
   std::chrono::seconds check_interval = std::chrono::minutes(5);
 };
 
-// What clients may ask of the socket (daemon/api/server.hpp has the why of
+// What clients may ask of the socket (daemon/api/http/server.hpp has the why of
 // each default).
 struct LimitsConfig {
   std::uint64_t max_body_bytes = 256ull << 20;       // an uploaded shard or bundle

@@ -300,7 +300,7 @@ class Loader {
       else unknown(k, it->first, kKnown);
     }
     // One upload of the largest size must fit beside a batch query: queries
-    // get only what room for an upload leaves (daemon/api/server.hpp).
+    // get only what room for an upload leaves (daemon/api/http/server.hpp).
     if (errors.size() == errors_before && out.max_body_memory < out.max_body_bytes + out.max_query_body_bytes)
       errors.push_back({key + ".max_body_memory", memory_line,
                         "must be at least max_body_bytes + max_query_body_bytes (" + format_size(out.max_body_bytes) +

@@ -13,7 +13,7 @@ namespace dedupd::daemon::fleet_link {
 
 // The most connections the daemon's fleet pool keeps (FleetLookup): the
 // HTTP layer runs that many reads that may wait on the fleet at once, and
-// two more (daemon/api/job_queue.hpp).
+// two more (daemon/api/http/job_queue.hpp).
 inline constexpr std::size_t kFleetPoolMax = 8;
 
 // How the fleet part of one answer went.

@@ -2,7 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/api/server.hpp"
+#include "daemon/api/http/server.hpp"
+#include "daemon/api/routes/routes.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/wiring/service_impl.hpp"
 
@@ -25,7 +26,7 @@ bool ApiFrontend::start(const ServiceParts& parts, const Config& config, const L
   so.admin_gid = listen.admin_gid;
   so.endpoint_gid = listen.endpoint_gid;
   service_ = std::make_unique<ServiceImpl>(parts);
-  server_ = std::make_unique<ApiServer>(*service_, so);
+  server_ = std::make_unique<ApiServer>(*service_, so, http::api_routes());
   if (auto started = server_->start(); !started) {
     spdlog::critical("cannot listen on {}: {}", config.socket, started.error().message);
     server_.reset();

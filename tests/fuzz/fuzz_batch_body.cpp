@@ -1,4 +1,4 @@
-// The incremental POST /v1/chunk body parser (daemon/api/batch_request.hpp).
+// The incremental POST /v1/chunk body parser (daemon/api/http/batch_request.hpp).
 // Input: one byte choosing the form (bit 0: lines) and the piece size the
 // body is fed in (the rest of the byte), then the body.
 //
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/api/batch_request.hpp"
+#include "daemon/api/http/batch_request.hpp"
 
 using namespace dedupd;
 using dedupd::daemon::http::HashSink;

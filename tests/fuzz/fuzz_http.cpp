@@ -23,11 +23,11 @@
 #include <variant>
 #include <vector>
 
-#include "daemon/api/batch_request.hpp"
-#include "daemon/api/context.hpp"
-#include "daemon/api/metrics.hpp"
-#include "daemon/api/router.hpp"
-#include "daemon/api/routes.hpp"
+#include "daemon/api/http/batch_request.hpp"
+#include "daemon/api/http/context.hpp"
+#include "daemon/api/http/metrics.hpp"
+#include "daemon/api/http/router.hpp"
+#include "daemon/api/routes/routes.hpp"
 #include "daemon/api/service.hpp"
 #include "index/index.hpp"
 #include "shard/keys.hpp"

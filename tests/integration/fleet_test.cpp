@@ -807,7 +807,7 @@ TEST_F(Fleet, AServerThatNeverAnswersCostsRequestsNoWait) {
 // no connection, wait for one within their bound (1 s at most), and answer
 // marked unavailable while it waits. So
 // a read that may wait on the fleet never runs on an HTTP thread, which
-// serves every connection it accepted (daemon/api/job_queue.hpp).
+// serves every connection it accepted (daemon/api/http/job_queue.hpp).
 TEST_F(Fleet, AStuckConnectionHoldsUpOnlyItsOwnRequest) {
   Cluster pg = Cluster::start_own();
   std::string url = pg.primary_url(pg.new_database());

@@ -12,10 +12,10 @@
 #include <random>
 
 #include "api/routes.hpp"
-#include "daemon/api/batch_request.hpp"
-#include "daemon/api/metrics.hpp"
-#include "daemon/api/routes.hpp"
-#include "daemon/api/server.hpp"
+#include "daemon/api/http/batch_request.hpp"
+#include "daemon/api/http/metrics.hpp"
+#include "daemon/api/http/server.hpp"
+#include "daemon/api/routes/routes.hpp"
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/shard/test_support.hpp"
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   daemon::ServerOptions so;
   so.socket_path = dir + "/bench.sock";
   so.max_body_bytes = 64 << 20;
-  daemon::ApiServer server(service, so);
+  daemon::ApiServer server(service, so, daemon::http::api_routes());
   if (!server.start().ok()) return 1;
 
   // Query mix: found_fraction known hashes, the rest unknown.

@@ -171,7 +171,7 @@ void ApiTest::start_server(const std::function<void(ServerOptions&)>& tweak) {
   o.threads = 2;
   o.admin_gid = getegid();  // admin routes work whether or not tests run as root
   if (tweak) tweak(o);
-  server_ = std::make_unique<ApiServer>(service_, o);
+  server_ = std::make_unique<ApiServer>(service_, o, http::api_routes());
   auto started = server_->start();
   ASSERT_TRUE(started.ok()) << started.error().message;
   client_ = std::make_unique<Client>(socket_path_);

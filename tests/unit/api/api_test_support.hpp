@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/api/server.hpp"
+#include "daemon/api/http/server.hpp"
+#include "daemon/api/routes/routes.hpp"
 #include "daemon/api/service.hpp"
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"

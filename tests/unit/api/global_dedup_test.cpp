@@ -2,7 +2,7 @@
 // a Xet client expects from the Hugging Face server (footer, no files, chunk
 // hashes keyed by the footer key, an expiry) and carry the chunk's source
 // shard, own xorb first, within the configured bounds.
-#include "daemon/api/global_dedup.hpp"
+#include "daemon/api/render/global_dedup.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon/api/hash_spool.hpp"
+#include "daemon/api/http/hash_spool.hpp"
 
 namespace dedupd::daemon::http {
 namespace {

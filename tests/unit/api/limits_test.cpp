@@ -301,7 +301,7 @@ TEST_F(LimitsTest, GarbageOnTheSocketGetsA4xxAndTheServerStaysUp) {
 TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
   ServerOptions o;
   o.socket_path = socket_path_;
-  ApiServer second(service_, o);
+  ApiServer second(service_, o, http::api_routes());
   auto started = second.start();
   ASSERT_FALSE(started.ok());
   EXPECT_THAT(started.error().message, HasSubstr("in use"));
@@ -337,7 +337,7 @@ TEST_F(LimitsTest, AdoptsAnAlreadyListeningSocket) {
   ServerOptions o;
   o.listen_fd = fd;
   o.socket_path = path;
-  server_ = std::make_unique<ApiServer>(service_, o);
+  server_ = std::make_unique<ApiServer>(service_, o, http::api_routes());
   ASSERT_TRUE(server_->start().ok());
   Client c(path);
   EXPECT_EQ(c.get(std::string(api::kHealth)).status, 200);

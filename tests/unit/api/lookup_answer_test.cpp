@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/api/chunk_answer.hpp"
-#include "daemon/api/json_out.hpp"
-#include "daemon/api/lookup_fields.hpp"
+#include "daemon/api/render/chunk_answer.hpp"
+#include "daemon/api/render/json_out.hpp"
+#include "daemon/api/render/lookup_fields.hpp"
 
 namespace dedupd::daemon::http {
 namespace {

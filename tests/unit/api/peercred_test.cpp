@@ -14,7 +14,7 @@
 
 #include "api/routes.hpp"
 #include "api_test_support.hpp"
-#include "daemon/api/access.hpp"
+#include "daemon/api/http/access.hpp"
 
 namespace dedupd::daemon::testing {
 namespace {

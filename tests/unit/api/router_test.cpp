@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "api/routes.hpp"
-#include "daemon/api/batch_request.hpp"
-#include "daemon/api/router.hpp"
-#include "daemon/api/routes.hpp"
+#include "daemon/api/http/batch_request.hpp"
+#include "daemon/api/http/router.hpp"
+#include "daemon/api/routes/routes.hpp"
 
 namespace dedupd::daemon::http {
 namespace {

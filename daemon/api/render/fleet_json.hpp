@@ -1,0 +1,38 @@
+// The fleet half of answers in JSON (docs/API.md, "Fleet"): fleet locations
+// carry "origin": "fleet" and the hosts holding each fleet shard; an answer
+// whose fleet part did not come within the bound says "fleet": "unavailable".
+// Without a fleet nothing here is written and answers are as before.
+#pragma once
+
+#include "daemon/api/http/http.hpp"
+#include "daemon/api/render/json_out.hpp"
+#include "daemon/api/render/json_shapes.hpp"
+#include "daemon/fleet/answers.hpp"
+#include "daemon/fleet/state.hpp"
+
+namespace dedupd::daemon::http {
+
+// ,"fleet":"ok"|"unavailable" (nothing when off), to append inside an object.
+void write_fleet_reach(JsonOut& out, fleet_link::Reach reach);
+void mark_fleet(Json& doc, fleet_link::Reach reach);
+
+// "shards":[...] of a fleet location: {"shard","keyed","holders":[...]} each.
+void write_fleet_shard_refs(JsonOut& out, const fleet::ChunkLocation& loc,
+                            const std::vector<fleet::FleetShardRef>& shards);
+// A chunk location the fleet gave: the local location's fields, then
+// "origin":"fleet" and "shards":[{"shard","keyed","holders":[...]}].
+void write_fleet_location(JsonOut& out, const fleet::ChunkLocation& loc,
+                          const std::vector<fleet::FleetShardRef>& shards);
+
+Json fleet_shard_refs_json(const std::vector<fleet::FleetShardRef>& shards);
+// One stored form of a xorb as the fleet keeps it, shaped as xorb_json.
+Json fleet_xorb_json(const fleet::XorbAnswer& answer, const fleet::XorbForm& form);
+Json fleet_file_json(const fleet::FileAnswer& file);
+
+// ?local_only=1 (or a bare ?local_only): answer from this host's index alone.
+bool local_only(const Request& req);
+
+// The publisher's state for /v1/status and dedupctl status.
+Json publisher_json(const fleet_link::PublisherState& s);
+
+}  // namespace dedupd::daemon::http

@@ -1,0 +1,126 @@
+#include "daemon/api/render/lookup_fields.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+#include "daemon/api/render/fleet_json.hpp"
+#include "daemon/api/render/json_shapes.hpp"
+
+namespace dedupd::daemon::http {
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, std::uint8_t>, 8> kLocationFields{{
+    {"xorb", LookupFields::kXorb},
+    {"chunk_index", LookupFields::kChunkIndex},
+    {"byte_start", LookupFields::kByteStart},
+    {"byte_end", LookupFields::kByteEnd},
+    {"unpacked_bytes", LookupFields::kUnpackedBytes},
+    {"flags", LookupFields::kFlags},
+    {"shards", LookupFields::kShards},
+    {"origin", LookupFields::kOrigin},
+}};
+
+}  // namespace
+
+std::variant<LookupFields, std::string> LookupFields::parse(std::string_view list) {
+  LookupFields f;
+  f.hash = f.found = false;
+  f.location = 0;
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name.empty()) continue;
+    if (name == "hash") {
+      f.hash = true;
+    } else if (name == "found") {
+      f.found = true;
+    } else if (name == "locations") {
+      f.location = kAll;
+    } else {
+      bool known = false;
+      for (const auto& [n, bit] : kLocationFields)
+        if (n == name) {
+          f.location |= bit;
+          known = true;
+        }
+      if (!known)
+        return fmt::format(
+            "unknown field '{}' in fields: choose from hash, found, locations, xorb, chunk_index, byte_start, "
+            "byte_end, unpacked_bytes, flags, shards, origin",
+            name.substr(0, 40));
+    }
+  }
+  if (!f.hash && !f.found && !f.location) return std::string("fields names none: give at least one");
+  return f;
+}
+
+namespace {
+
+// One location with the chosen fields; `shards` writes its shard list.
+template <class Location, class WriteShards>
+void write_location_fields(JsonOut& out, std::uint8_t want, const Location& loc, const char* origin,
+                           WriteShards&& shards) {
+  out.ch('{');
+  bool first_field = true;
+  auto field = [&](std::string_view name) -> JsonOut& {
+    if (!first_field) out.ch(',');
+    first_field = false;
+    return out.key(name);
+  };
+  if (want & LookupFields::kXorb) field("xorb").hash(loc.xorb);
+  if (want & LookupFields::kChunkIndex) field("chunk_index").num(loc.chunk_index);
+  if (want & LookupFields::kByteStart) field("byte_start").num(loc.byte_start);
+  if (want & LookupFields::kByteEnd) field("byte_end").num(loc.byte_end);
+  if (want & LookupFields::kUnpackedBytes) field("unpacked_bytes").num(loc.unpacked_bytes);
+  if (want & LookupFields::kFlags) field("flags").num(loc.flags);
+  if (want & LookupFields::kOrigin) field("origin").ch('"').raw(origin).ch('"');
+  if (want & LookupFields::kShards) shards(field("shards"));
+  out.ch('}');
+}
+
+}  // namespace
+
+void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::Hash& hash,
+                         std::span<const index::BatchLocation> locations, const index::BatchResult& result,
+                         const FleetPart* fleet) {
+  std::span<const fleet::ChunkLocation> remote;
+  if (fleet) remote = fleet->misses.of(fleet->query);
+  out.ch('{');
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out.ch(',');
+    first = false;
+  };
+  if (fields.hash) {
+    sep();
+    out.key("hash").hash(hash);
+  }
+  if (fields.found) {
+    sep();
+    out.key("found").boolean(!locations.empty() || !remote.empty());
+  }
+  if (fields.location) {
+    sep();
+    out.key("locations").ch('[');
+    const std::uint8_t want = fields.location;
+    for (std::size_t j = 0; j < locations.size(); ++j) {
+      if (j) out.ch(',');
+      write_location_fields(out, want, locations[j], "local",
+                            [&](JsonOut& o) { write_shard_refs(o, result.shards(locations[j])); });
+    }
+    for (std::size_t j = 0; j < remote.size(); ++j) {
+      if (j || !locations.empty()) out.ch(',');
+      write_location_fields(out, want, remote[j], "fleet", [&](JsonOut& o) {
+        write_fleet_shard_refs(o, remote[j], fleet->misses.answers.shards(remote[j]));
+      });
+    }
+    out.ch(']');
+  }
+  out.ch('}');
+}
+
+}  // namespace dedupd::daemon::http

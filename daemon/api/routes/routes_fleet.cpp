@@ -1,0 +1,61 @@
+// GET /v1/fleet/status, POST /v1/admin/fleet/forget-host/<name> and
+// POST /v1/admin/fleet/retry.
+#include "api/routes.hpp"
+#include "daemon/api/render/failure.hpp"
+#include "daemon/api/render/fleet_json.hpp"
+#include "daemon/api/routes/route_util.hpp"
+#include "daemon/api/routes/routes.hpp"
+#include "fleet/host_name.hpp"
+
+namespace dedupd::daemon::http {
+
+Response get_fleet_status(Context& ctx, Request&) {
+  auto publisher = ctx.service.fleet_state();
+  if (!publisher) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+  Json doc = {{"this_host", publisher_json(*publisher)}};
+  auto status = ctx.service.fleet_status();
+  // The fleet out of reach degrades the answer: this host's half still shows.
+  mark_fleet(doc, status ? fleet_link::Reach::answered : fleet_link::Reach::unavailable);
+  if (!status) {
+    doc["error"] = status.error().message;
+    return json(dump(doc));
+  }
+  const fleet::Status& s = *status;
+  Json hosts = Json::array();
+  for (const auto& h : s.hosts)
+    hosts.push_back({{"name", h.name},
+                     {"last_contact", h.last_contact ? Json(*h.last_contact) : Json(nullptr)},
+                     {"shards", h.holds}});
+  doc["schema_version"] = s.schema_version;
+  doc["standby"] = s.standby;
+  doc["hosts"] = std::move(hosts);
+  doc["shards"] = s.shards;
+  doc["xorbs"] = s.xorbs;
+  doc["files"] = s.files;
+  doc["entries"] = s.entries;
+  doc["live_keys"] = s.live_keys;
+  return json(dump(doc));
+}
+
+Response post_fleet_retry(Context& ctx, Request& req) {
+  auto queued = ctx.service.fleet_retry();
+  if (!queued) return failure(req, queued.error());
+  return json(dump(Json{{"queued", *queued}}));
+}
+
+Response post_fleet_forget_host(Context& ctx, Request& req) {
+  const std::string name = req.tail;
+  if (!fleet::valid_host_name(name))
+    return error(kBadRequest, "\"" + name + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
+  if (!ctx.service.fleet_state()) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+  auto forgotten = ctx.service.fleet_forget_host(name);
+  if (!forgotten) return failure(req, forgotten.error());
+  Json doc = {{"host", name}, {"forgotten", *forgotten}};
+  if (!*forgotten) {
+    doc["error"] = {{"code", error_code(kNotFound)}, {"message", "no such host in the fleet"}};
+    return json(dump(doc), kNotFound);
+  }
+  return json(dump(doc));
+}
+
+}  // namespace dedupd::daemon::http

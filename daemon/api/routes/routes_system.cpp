@@ -1,0 +1,260 @@
+// GET /v1/stats, /v1/status, /healthz, /metrics.
+#include <fmt/format.h>
+
+#include "daemon/api/http/metrics.hpp"
+#include "daemon/api/render/fleet_json.hpp"
+#include "daemon/api/render/json_shapes.hpp"
+#include "daemon/api/routes/route_util.hpp"
+#include "daemon/api/routes/routes.hpp"
+
+namespace dedupd::daemon::http {
+
+namespace {
+
+// A label value in the Prometheus text format: backslash, quote and newline
+// escaped (a cache path may hold any of them).
+std::string prom_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+Response get_stats(Context& ctx, Request& req) {
+  const index::Index* idx = open_index(ctx);
+  if (!idx) return not_ready();
+  auto stats = idx->stats();
+  if (!stats) return index_failure(req, stats.error());
+  return json(dump(stats_json(*stats)));
+}
+
+Response get_status(Context& ctx, Request& req) {
+  StatusInfo s = ctx.service.status();
+  Json doc = {{"version", s.version},     {"pid", s.pid},     {"uptime_s", s.uptime_s}, {"socket", s.socket},
+              {"state_dir", s.state_dir}, {"watch", s.watch}, {"ready", false},         {"stats", nullptr}};
+  // Status answers while starting too ("ready": false, "stats": null): it is
+  // how an operator sees what the daemon is doing.
+  if (const index::Index* idx = open_index(ctx)) {
+    auto stats = idx->stats();
+    if (!stats) return index_failure(req, stats.error());
+    doc["ready"] = true;
+    doc["stats"] = stats_json(*stats);
+  }
+  if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = publisher_json(*fleet);
+  Json caches = Json::array();
+  for (const auto& c : s.xet_caches)
+    caches.push_back({{"endpoint", c.endpoint},
+                      {"files", c.files},
+                      {"bytes", c.bytes},
+                      {"chunk_entries", c.chunk_entries},
+                      {"max_bytes", c.max_bytes},
+                      {"max_chunk_entries", c.max_chunk_entries},
+                      {"max_chunk_entries_why", c.max_chunk_entries_why},
+                      {"merges", c.merges},
+                      {"merged_away", c.merged_away},
+                      {"evicted", c.evicted},
+                      {"pending_deletions", c.pending_deletions},
+                      {"live_clients", c.live_clients},
+                      {"last_pass", c.last_pass},
+                      {"files_before", c.files_before},
+                      {"bytes_before", c.bytes_before},
+                      {"pending_bytes", c.pending_bytes},
+                      {"removed_kept", c.removed_kept},
+                      {"liveness", {{"established", c.liveness_established}, {"why", c.liveness_why}}},
+                      {"client_pids", c.client_pids},
+                      {"standing_by", c.standing_by},
+                      {"lock_holder", c.lock_holder},
+                      {"set_aside", c.set_aside},
+                      {"problem", c.problem},
+                      {"holds_removed", c.holds_removed},
+                      {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
+  doc["xet_caches"] = std::move(caches);
+  // Shown once dedupd knows of the endpoint, from its settings or from its
+  // first query: nginx marks what it passes on whether or not it was told.
+  const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
+  if (s.xet_endpoint || q.local + q.forwarded != 0) {
+    Json e = {{"config", nullptr}, {"upstreams", nullptr},     {"ports", nullptr},
+              {"local", q.local},  {"forwarded", q.forwarded}, {"since", q.since}};
+    if (s.xet_endpoint) {
+      const XetEndpointStatus& x = *s.xet_endpoint;
+      e["config"] = {{"path", x.config}, {"present", x.config_present}, {"problem", x.problem}};
+      e["upstreams"] = {{"hub", x.hub_upstream}, {"cas", x.cas_upstream}};
+      e["ports"] = {{"hub", x.hub_port}, {"cas", x.cas_port}};
+    }
+    const LearnStats l = ctx.service.learn_stats();
+    e["learning"] = {{"listening", l.listening},
+                     {"held", l.held},
+                     {"held_bytes", l.held_bytes},
+                     {"accepted", l.accepted},
+                     {"refused", l.refused},
+                     {"failed", l.failed},
+                     {"expired", l.expired},
+                     {"learned", l.learned},
+                     {"already_known", l.already_known},
+                     {"set_aside", l.set_aside},
+                     {"refused_senders", l.refused_senders},
+                     {"unmatched", l.unmatched},
+                     {"not_learned", l.not_learned}};
+    doc["xet_endpoint"] = std::move(e);
+  }
+  return json(dump(doc));
+}
+
+Response get_xet_cache_plan(Context& ctx, Request& req) {
+  std::string root;
+  if (auto r = req.query_value("root")) root = std::string(*r);
+  auto plan = ctx.service.xet_cache_plan(root);
+  if (!plan) return error(kNotReady, "in_progress", "a pass of the steward is under way: ask again when it ends");
+  Json caches = Json::array();
+  for (const auto& p : *plan) {
+    Json steps = Json::array();
+    for (const auto& s : p.steps)
+      steps.push_back({{"action", s.action},
+                       {"files", s.files},
+                       {"why", s.why},
+                       {"bytes_saved", s.bytes_saved},
+                       {"entries_saved", s.entries_saved}});
+    caches.push_back({{"endpoint", p.endpoint},
+                      {"liveness", {{"established", p.liveness_established}, {"why", p.liveness_why}}},
+                      {"standing_by", p.standing_by},
+                      {"lock_holder", p.lock_holder},
+                      {"steps", std::move(steps)},
+                      {"set_aside", p.set_aside}});
+  }
+  return json(dump(Json{{"xet_caches", std::move(caches)}}));
+}
+
+Response get_health(Context& ctx, Request&) {
+  if (!open_index(ctx)) {
+    Json doc = {{"status", "starting"},
+                {"error", {{"code", error_code(kNotReady)}, {"message", "the index is not open yet"}}}};
+    return json(dump(doc), kNotReady);
+  }
+  return json(R"({"status":"ok"})");
+}
+
+Response get_metrics(Context& ctx, Request& req) {
+  Response r;
+  r.content_type = std::string(kPrometheus);
+  std::string& out = r.body;
+  PromWriter w(out);
+
+  DaemonCounters c = ctx.service.counters();
+  auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
+    w.family(name, "counter", help);
+    w.sample(name, "", v);
+  };
+  counter("dedupd_shards_ingested_total", "Shards newly indexed.", c.shards_ingested);
+  counter("dedupd_shards_duplicate_total", "Valid shards that were already indexed.", c.shards_duplicate);
+  counter("dedupd_shards_rejected_total", "Files that failed validation.", c.shards_rejected);
+  counter("dedupd_shards_expired_total", "Shards whose entries left the index at expiry.", c.shards_expired);
+  counter("dedupd_shards_removed_total", "Shards removed on request.", c.shards_removed);
+  counter("dedupd_files_deleted_total", "Expired shard files deleted after the grace.", c.files_deleted);
+  counter("dedupd_chunks_ingested_total", "Chunk entries of newly indexed shards.", c.chunks_ingested);
+  counter("dedupd_rescans_total", "Full directory scans.", c.rescans);
+  const LearnStats l = ctx.service.learn_stats();
+  w.family("dedupd_xet_endpoint_shard_uploads_total", "counter",
+           "Shard uploads through the local Xet endpoint, by what its CAS answered.");
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"accepted\"", l.accepted);
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"refused\"", l.refused);
+  w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"failed\"", l.failed);
+  counter("dedupd_xet_endpoint_shards_learned_total", "Accepted shards the endpoint taught the index.", l.learned);
+  counter("dedupd_xet_endpoint_shards_set_aside_total", "Shards set aside after the CAS refused an upload.",
+          l.set_aside);
+
+  const index::Index* idx = open_index(ctx);
+  w.family("dedupd_ready", "gauge", "1 once the index is open.");
+  w.sample("dedupd_ready", "", std::uint64_t(idx ? 1 : 0));
+  if (idx) {
+    auto stats = idx->stats();
+    if (!stats) return index_failure(req, stats.error());
+    const index::Stats& s = *stats;
+    w.family("dedupd_shards", "gauge", "Shard records by state.");
+    w.sample("dedupd_shards", "state=\"live\"", s.shards_live);
+    w.sample("dedupd_shards", "state=\"expired\"", s.shards_expired);
+    w.sample("dedupd_shards", "state=\"removed\"", s.shards_removed);
+    w.sample("dedupd_shards", "state=\"rejected\"", s.rejected);
+    auto gauge = [&](std::string_view name, std::string_view help, std::uint64_t v) {
+      w.family(name, "gauge", help);
+      w.sample(name, "", v);
+    };
+    gauge("dedupd_xorbs", "Stored xorb forms.", s.xorbs);
+    gauge("dedupd_chunk_entries", "Indexed chunk entries.", s.chunk_entries);
+    gauge("dedupd_files", "Indexed file reconstructions.", s.files);
+    gauge("dedupd_keys", "Live chunk-hash keys.", s.keys);
+    gauge("dedupd_db_bytes", "Size of the LMDB data file.", s.db_bytes);
+    gauge("dedupd_map_size_bytes", "LMDB map size.", s.map_size);
+    gauge("dedupd_map_used_bytes", "LMDB map in use.", s.map_used);
+    if (s.next_expiry) gauge("dedupd_next_expiry_seconds", "Unix time of the next shard expiry.", *s.next_expiry);
+  }
+  if (auto fleet = ctx.service.fleet_state()) {
+    w.family("dedupd_fleet_connected", "gauge", "1 while the fleet primary answers the publisher.");
+    w.sample("dedupd_fleet_connected", "", std::uint64_t(fleet->state == fleet_link::LinkState::connected));
+    w.family("dedupd_fleet_outbox_depth", "gauge", "Outbox entries not yet in the fleet.");
+    w.sample("dedupd_fleet_outbox_depth", "", fleet->outbox_depth);
+    w.family("dedupd_fleet_outbox_oldest_age_seconds", "gauge", "Age of the oldest outbox entry (0: empty).");
+    w.sample("dedupd_fleet_outbox_oldest_age_seconds", "", fleet->outbox_oldest_age_s.value_or(0));
+    w.family("dedupd_fleet_parked", "gauge", "Outbox entries parked: not published (or dropped) and not retried yet.");
+    w.sample("dedupd_fleet_parked", "", fleet->parked);
+    counter("dedupd_fleet_reconcile_passes_total", "Anti-entropy passes over this host's shards.",
+            fleet->reconcile_passes);
+    w.family("dedupd_fleet_reconciled_total", "counter", "Differences anti-entropy found and queued.");
+    w.sample("dedupd_fleet_reconciled_total", "action=\"publish\"", fleet->reconciled_publish);
+    w.sample("dedupd_fleet_reconciled_total", "action=\"drop_hold\"", fleet->reconciled_drop);
+    counter("dedupd_fleet_published_total", "Shards published to the fleet.", fleet->published);
+    counter("dedupd_fleet_replays_total", "Publishes the fleet already had (replays after a crash).", fleet->replays);
+    counter("dedupd_fleet_drops_total", "Holds dropped in the fleet.", fleet->drops);
+    counter("dedupd_fleet_failures_total", "Failed calls to the fleet primary.", fleet->failures);
+    if (fleet->last_contact) {
+      w.family("dedupd_fleet_last_contact_seconds", "gauge", "Unix time of the last successful call to the primary.");
+      w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
+    }
+  }
+  const std::vector<XetCacheStatus> caches = ctx.service.status().xet_caches;
+  if (!caches.empty()) {
+    // One series per endpoint directory of a managed cache, beside its caps.
+    auto per_cache = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
+      w.family(name, type, help);
+      for (const auto& x : caches) w.sample(name, "endpoint=\"" + prom_label(x.endpoint) + "\"", field(x));
+    };
+    per_cache("dedupd_xet_cache_files", "gauge", "Shard files the Xet client loads from this cache.",
+              [](const XetCacheStatus& x) { return x.files; });
+    per_cache("dedupd_xet_cache_bytes", "gauge", "Bytes of those files.",
+              [](const XetCacheStatus& x) { return x.bytes; });
+    per_cache("dedupd_xet_cache_max_bytes", "gauge", "The byte cap dedupd keeps.",
+              [](const XetCacheStatus& x) { return x.max_bytes; });
+    per_cache("dedupd_xet_cache_chunk_entries", "gauge", "Chunk entries the client indexes from them.",
+              [](const XetCacheStatus& x) { return x.chunk_entries; });
+    per_cache("dedupd_xet_cache_max_chunk_entries", "gauge", "The chunk-entry cap dedupd keeps.",
+              [](const XetCacheStatus& x) { return x.max_chunk_entries; });
+    per_cache("dedupd_xet_cache_merges_total", "counter", "Merged shards written.",
+              [](const XetCacheStatus& x) { return x.merges; });
+    per_cache("dedupd_xet_cache_evicted_total", "counter", "Files deleted to keep the caps.",
+              [](const XetCacheStatus& x) { return x.evicted; });
+    per_cache("dedupd_xet_cache_pending_deletions", "gauge", "Merged originals waiting for client processes to end.",
+              [](const XetCacheStatus& x) { return x.pending_deletions; });
+    per_cache("dedupd_xet_cache_pending_bytes", "gauge", "Bytes of those originals, counted against the byte cap.",
+              [](const XetCacheStatus& x) { return x.pending_bytes; });
+    per_cache("dedupd_xet_cache_live_clients", "gauge", "Client processes seen running at the last pass.",
+              [](const XetCacheStatus& x) { return x.live_clients; });
+    per_cache("dedupd_xet_cache_liveness_known", "gauge",
+              "1 when the steward could tell which clients run; 0: all count as alive until replaced_grace.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
+    per_cache("dedupd_xet_cache_standing_by", "gauge", "1 when another dedupd holds this cache's lock.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
+    per_cache("dedupd_xet_cache_set_aside", "gauge", "Files and merge groups set aside after a failure.",
+              [](const XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
+    per_cache("dedupd_xet_cache_last_pass_seconds", "gauge", "Unix time of the last pass.",
+              [](const XetCacheStatus& x) { return x.last_pass; });
+  }
+  ctx.metrics.render(out);
+  return r;
+}
+
+}  // namespace dedupd::daemon::http
