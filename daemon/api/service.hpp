@@ -2,7 +2,7 @@
 // need from it, in the daemon's own types (daemon/status.hpp). Routes read the
 // index directly (LMDB readers never wait for the writer); everything else
 // (status, admin actions, the global-dedup key) goes through this interface,
-// which the running daemon implements (daemon/service_impl.hpp). Admin
+// which the running daemon implements (daemon/wiring/service_impl.hpp). Admin
 // methods are called from HTTP worker threads and block until the daemon's
 // work loop has done the job, so the index keeps exactly one writer.
 // Failures are values: a shard::Error whose rule ("daemon.*" in
