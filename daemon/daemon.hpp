@@ -121,7 +121,7 @@ class Daemon final : public Operations {
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<CacheSteward> steward_;  // the managed Xet caches
   std::unique_ptr<GlobalDedupKeyStore> key_store_;
-  // The fleet: the lookup side lives as long as the server; the publisher
+  // The fleet: the lookup side outlives the frontend's serving; the publisher
   // (under fleet_mu_, replaced on SIGHUP) stops before the index closes.
   std::unique_ptr<fleet_link::FleetLookup> fleet_lookup_;
   mutable std::mutex fleet_mu_;
