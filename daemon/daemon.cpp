@@ -205,6 +205,7 @@ bool Daemon::open_index() {
   index::Options o;
   o.dir = config_.index_dir().native();
   o.observer = &index_log_;
+  o.filter_memory = config_.index.filter_memory;
   cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
   o.scope_of_path = [this](const std::string& path) { return cas_scopes_.of_path(path); };
   auto opened = index::Index::open(o);

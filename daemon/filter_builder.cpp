@@ -47,8 +47,10 @@ void FilterBuilder::run() {
     auto built = index_.build_chunk_filter([this](unsigned) { return !give_up_.load(); });
     auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (built)
-      spdlog::info("chunk filter in service: {} entries, room for {}, {:.1f} MiB, built in {:.0f} ms", built->added,
-                   built->capacity, double(built->bytes) / (1 << 20), ms);
+      spdlog::info(
+          "chunk filter in service: {} entries, room for {}, {:.1f} MiB{}, built in {:.0f} ms", built->added,
+          built->capacity, double(built->bytes) / (1 << 20),
+          built->at_bound ? " (at index.filter_memory: lookups search more absent forms as the index grows)" : "", ms);
     else  // lookups stay correct without it, only slower
       spdlog::warn("chunk filter not built: {}", built.error().to_string());
     lock.lock();

@@ -5,10 +5,18 @@
 // duplicate-sorted searches.
 //
 // A split-block Bloom filter (one 32-byte block per entry, one bit in each
-// of its eight words): one cache line touched per test, about 1.5 % false
+// of its eight words): one cache line touched per test, about 1.3 % false
 // positives at 10 bits per entry. It is fed the first kFingerprintBytes of
 // the stored hash, the part the chunk tables keep, so it can be rebuilt from
-// the tables alone.
+// the tables alone. That is also its floor: an absent form whose first 4
+// bytes equal a stored one's passes whatever the filter's size, about N /
+// 2^32 of them at N entries (0.2 % at 10 M, 6 % at 268 M).
+//
+// Sizing (chunk_filter_sizes() below): from the entries there are when it
+// is built, with room to grow, bounded by Options::filter_memory. A filter
+// sized down to that bound says so (at_bound()) and is never rebuilt for
+// growth: past its capacity it only lets more absent forms through, which
+// costs searches, never answers.
 //
 // Concurrency: one writer (the index's writer, under its mutex) sets bits,
 // any number of readers test them. Entries are added before the transaction
@@ -28,20 +36,30 @@
 
 namespace dedupd::index {
 
+// How large the two filters of an index are built (chunk_filter_sizes()).
+struct ChunkFilterSizes {
+  std::uint64_t all = 0;     // capacity of the filter of both chunk tables
+  std::uint64_t recent = 0;  // of the recent table's
+  bool at_bound = false;     // shrunk to fit max_bytes
+};
+
 class ChunkFilter {
  public:
   static constexpr std::size_t kFingerprintBytes = 4;
+  // 10 bits: 1.3 % of absent forms pass, against 3.3 % at 8 and 0.55 % at
+  // 12 (chunk_filter_test.cpp measures them); at 268 M entries the 4-byte
+  // fingerprint's 6 % floor dominates anyway.
   static constexpr std::size_t kBitsPerEntry = 10;
-  // The daemon's private memory must not grow with the index: the filter of
-  // both tables stops at 12 MiB, room for about 10 M entries at full
-  // strength. Past that its false positives rise with the entries per bit
-  // and lookups slide back toward searching every form, which is slower but
-  // gives the same answers.
-  static constexpr std::uint64_t kMaxCapacity = (std::uint64_t(12) << 20) * 8 / kBitsPerEntry;
 
   // Room for `capacity` entries at kBitsPerEntry; beyond that the false
-  // positive rate rises and `full()` asks for a rebuild.
-  explicit ChunkFilter(std::uint64_t capacity);
+  // positive rate rises and `full()` asks for a rebuild, unless the filter
+  // was sized down to the memory bound (`at_bound`).
+  explicit ChunkFilter(std::uint64_t capacity, bool at_bound = false);
+  // The entries `bytes` of filter hold at kBitsPerEntry.
+  static constexpr std::uint64_t capacity_in(std::uint64_t bytes) { return bytes / kBitsPerEntry * 8; }
+  // A young index is not rebuilt after every shard, and 1.3 MiB is nothing
+  // beside the map.
+  static constexpr std::uint64_t kFloorEntries = 1u << 20;
   ChunkFilter(const ChunkFilter&) = delete;
   ChunkFilter& operator=(const ChunkFilter&) = delete;
 
@@ -73,9 +91,14 @@ class ChunkFilter {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t added() const { return added_.load(std::memory_order_relaxed); }
   bool full() const { return added() > capacity_; }
-  // Full, and a rebuild could make room (not at kMaxCapacity yet).
-  bool outgrown() const { return full() && capacity_ < kMaxCapacity; }
+  bool at_bound() const { return at_bound_; }
+  // Full, and a rebuild could make room (it was not sized down to the bound).
+  bool outgrown() const { return full() && !at_bound_; }
   std::size_t bytes() const { return num_blocks_ * sizeof(Block); }
+  // The expected share of absent stored forms that pass may_contain() with
+  // what it holds now: the Bloom filter's false positives (from the entries
+  // per block) plus the fingerprint's floor. For status and metrics.
+  double false_positive_rate() const;
 
   // The newest transaction id whose entries are all in the filter, or 0
   // while it covers none (being built, or given up on).
@@ -131,6 +154,7 @@ class ChunkFilter {
   }
 
   std::uint64_t capacity_;
+  bool at_bound_;
   std::size_t num_blocks_;
   std::unique_ptr<Block[]> blocks_;
   std::atomic<std::uint64_t> added_{0};
@@ -140,5 +164,18 @@ class ChunkFilter {
   std::atomic<bool> broken_{false};
   bool published_ = false;
 };
+
+// The capacities of the filters of an index of `entries`, both within
+// `max_bytes`. The filter of both tables gets room for the entries there
+// are and a quarter more for the next ingests (so a rebuild each time the
+// index grows by a quarter), at least `floor`. The recent table is merged
+// once it holds max(merge_threshold, main / 16) entries (merge.cpp), and the
+// last shard may overshoot that: its filter gets twice that and a little,
+// never more than the other's (a huge threshold means "never merge"). When
+// the two would pass max_bytes both shrink in proportion: they then
+// saturate as the index grows, and lookups search more absent forms, with
+// the same answers.
+ChunkFilterSizes chunk_filter_sizes(std::uint64_t entries, std::uint64_t merge_threshold, std::uint64_t max_bytes,
+                                    std::uint64_t floor = ChunkFilter::kFloorEntries);
 
 }  // namespace dedupd::index

@@ -17,18 +17,32 @@ using detail::Cursor;
 
 namespace {
 
-// Room for the entries there are and for those the next ingests bring, with
-// a floor so a young index is not rebuilt after every shard.
-std::uint64_t capacity_for(std::uint64_t entries) {
-  return std::min(std::max<std::uint64_t>(entries + entries / 4, 1u << 20), ChunkFilter::kMaxCapacity);
+ChunkFilterSizes filter_sizes(const Index::Impl& im, std::uint64_t entries) {
+  return chunk_filter_sizes(entries, im.options.merge_threshold, im.options.filter_memory,
+                            im.options.filter_floor_entries);
 }
 
-// The recent table is merged once it holds max(merge_threshold, main / 16)
-// entries (merge.cpp); the last shard may overshoot that. Never more than
-// the filter of both tables (a huge threshold means "never merge").
-std::uint64_t recent_capacity_for(const Index::Impl& im, std::uint64_t all_entries) {
-  std::uint64_t due = std::max<std::uint64_t>(im.options.merge_threshold, all_entries / 16);
-  return std::min(due * 2 + (1u << 16), capacity_for(all_entries));
+// A new recent-table filter beside `all` (in service): what filter_sizes
+// gives for the entries `all` holds, within the room `all` leaves.
+std::shared_ptr<ChunkFilter> new_recent_filter(const Index::Impl& im, const ChunkFilter& all) {
+  ChunkFilterSizes s = filter_sizes(im, all.added());
+  const std::uint64_t room = ChunkFilter::capacity_in(im.options.filter_memory);
+  const std::uint64_t left = room > all.capacity() ? room - all.capacity() : 0;
+  if (s.recent > left) s.recent = left, s.at_bound = true;
+  return std::make_shared<ChunkFilter>(s.recent, s.at_bound || all.at_bound());
+}
+
+ChunkFilterInfo info_of(const Index::Impl& im, const ChunkFilter* all, const ChunkFilter* recent, bool in_service) {
+  ChunkFilterInfo i;
+  i.in_service = in_service;
+  i.max_bytes = im.options.filter_memory;
+  if (!all) return i;
+  i.bytes = all->bytes() + (recent ? recent->bytes() : 0);
+  i.capacity = all->capacity();
+  i.added = all->added();
+  i.at_bound = all->at_bound();
+  i.false_positive_rate = all->false_positive_rate();
+  return i;
 }
 
 // Where a read of a chunk table stands: before its first entry, at an entry
@@ -130,8 +144,9 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
     }
   } stop_logging{*impl_};
 
-  auto f = std::make_shared<ChunkFilter>(capacity_for(all));
-  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*impl_, all));
+  const ChunkFilterSizes sizes = filter_sizes(*impl_, all);
+  auto f = std::make_shared<ChunkFilter>(sizes.all, sizes.at_bound);
+  auto r = std::make_shared<ChunkFilter>(sizes.recent, sizes.at_bound);
   // A snapshot at a time, a bounded read in each: a read transaction holds
   // up the map's growth (index/env.hpp), and ingest grows the map while the
   // build reads. An entry that is there when the build ends was there all
@@ -177,14 +192,14 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
     impl_->filter = f;
     impl_->recent_filter = r;
   }
-  return ChunkFilterInfo{true, f->bytes(), f->capacity(), f->added()};
+  return info_of(*impl_, f.get(), r.get(), true);
 }
 
 void Index::Impl::reset_recent_filter() {
   if (!filter) return;
   MDB_envinfo info;
   if (mdb_env_info(env->raw(), &info) != 0) return;
-  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*this, filter->added()));
+  auto r = new_recent_filter(*this, *filter);
   // Complete at once: the table is empty as of this commit. A reader of an
   // older snapshot does not use it (valid_from), so it still searches the
   // entries that merge moved where that snapshot has them.
@@ -204,7 +219,7 @@ void Index::Impl::refill_recent_filter() {
   // table, which costs searches, not answers.
   auto txn = env->begin_read();
   if (!txn) return;
-  auto r = std::make_shared<ChunkFilter>(recent_capacity_for(*this, filter->added()));
+  auto r = new_recent_filter(*this, *filter);
   Position at;
   while (!at.done)
     if (feed_some(txn->get(), dbs.chunks_recent, {r.get()}, at, std::numeric_limits<std::uint64_t>::max())) return;
@@ -226,9 +241,14 @@ std::shared_ptr<const ChunkFilter> trusted_now(const Index::Impl& im) {
 }  // namespace
 
 ChunkFilterInfo Index::chunk_filter_info() const {
-  auto f = trusted_now(*impl_);
-  if (!f) return {};
-  return ChunkFilterInfo{true, f->bytes(), f->capacity(), f->added()};
+  std::shared_ptr<const ChunkFilter> f, r;
+  {
+    std::lock_guard lock(impl_->filter_mu);
+    f = impl_->filter;
+    r = impl_->recent_filter;
+  }
+  // The memory is held whether or not a reader may trust the filters now.
+  return info_of(*impl_, f.get(), r.get(), trusted_now(*impl_) != nullptr);
 }
 
 bool Index::chunk_filter_due() const {

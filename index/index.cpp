@@ -289,6 +289,7 @@ Result<Stats> Index::stats() const {
   struct stat fst {};
   if (::stat((impl_->options.dir + "/data.mdb").c_str(), &fst) == 0) s.db_bytes = std::uint64_t(fst.st_size);
   if ((rc = next_expiry_in(t, d.expiry, s.next_expiry))) return lmdb::error_of(rc, "reading expiry");
+  s.chunk_filter = chunk_filter_info();
   return s;
 }
 

@@ -49,6 +49,17 @@ struct Options {
   // a quarter of a second, the longest a growth of the map then waits for it
   // (tests make it small to cross many snapshots).
   std::uint64_t filter_build_entries_per_snapshot = 1u << 20;
+  // The most memory the in-memory chunk filters take together (the one of
+  // both chunk tables and the recent table's; chunk_filter.hpp): sized at
+  // 10 bits an entry from the index, 1.25 B an entry and a quarter more for
+  // growth. Past what fits, they saturate and lookups search more absent
+  // forms (same answers). A rebuild holds the old filters and the new ones
+  // at once, so the peak is up to twice this. 512 MiB fits about 268 M
+  // entries at full strength.
+  std::uint64_t filter_memory = std::uint64_t(512) << 20;
+  // The fewest entries a chunk filter is sized for, however small the index
+  // (tests make it small to outgrow filters with few entries).
+  std::uint64_t filter_floor_entries = 1u << 20;  // ChunkFilter::kFloorEntries
   // An existing index, opened for reading only (MDB_RDONLY; `dedupd
   // --check`): nothing is created, an older schema is not upgraded
   // (schema_version() says which it is), and every write fails.

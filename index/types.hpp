@@ -146,10 +146,15 @@ struct SourceRecord {
 };
 
 struct ChunkFilterInfo {
-  bool in_service = false;
-  std::uint64_t bytes = 0;     // memory it holds
-  std::uint64_t capacity = 0;  // entries it was sized for
-  std::uint64_t added = 0;     // entries put in so far (removed ones stay)
+  bool in_service = false;      // a reader starting now would trust it
+  std::uint64_t bytes = 0;      // memory the filters hold (both tables' and the recent table's)
+  std::uint64_t max_bytes = 0;  // their bound, Options::filter_memory
+  std::uint64_t capacity = 0;   // entries the filter of both tables was sized for
+  std::uint64_t added = 0;      // entries put in so far (removed ones stay)
+  bool at_bound = false;        // sized down to max_bytes: not rebuilt as the index grows
+  // The expected share of absent stored forms it lets through to a search
+  // (chunk_filter.hpp, false_positive_rate()).
+  double false_positive_rate = 0;
 };
 
 struct Stats {
@@ -165,6 +170,7 @@ struct Stats {
   std::uint64_t free_bytes = 0;  // pages below it that are free for reuse
   std::uint64_t page_size = 0;
   std::optional<std::uint64_t> next_expiry{};
+  ChunkFilterInfo chunk_filter{};  // the in-memory filters (not on disk)
 };
 
 }  // namespace dedupd::index

@@ -131,6 +131,13 @@ struct FleetConfig {
   bool operator==(const FleetConfig&) const = default;
 };
 
+// The index's in-memory side (index/index.hpp, Options).
+struct IndexConfig {
+  // The most the chunk filters take together; past what fits they saturate
+  // and lookups search more absent forms (daemon/README.md has the trade).
+  std::uint64_t filter_memory = std::uint64_t(512) << 20;
+};
+
 struct Config {
   std::filesystem::path state_dir;  // the LMDB index lives in state_dir/index
   std::filesystem::path socket;
@@ -144,6 +151,7 @@ struct Config {
   XetCacheConfig xet_cache;
   XetEndpointConfig xet_endpoint;
   FleetConfig fleet;
+  IndexConfig index;
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }
   std::filesystem::path key_file() const { return state_dir / "global-dedup.key"; }

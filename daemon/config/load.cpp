@@ -70,10 +70,11 @@ class Loader {
       else if (name == "xet_cache") xet_cache(name, v, c.xet_cache);
       else if (name == "xet_endpoint") xet_endpoint(name, v, c.xet_endpoint);
       else if (name == "fleet") fleet(name, v, c.fleet);
+      else if (name == "index") index(name, v, c.index);
       else
         unknown(name, it->first,
                 "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                "limits, global_dedup, xet_cache, xet_endpoint, fleet");
+                "limits, global_dedup, xet_cache, xet_endpoint, fleet, index");
     }
     // An entry cap set by hand wins; with the endpoint on, the client's
     // cache need hold only what starts a session fast (dedupd answers for
@@ -306,6 +307,19 @@ class Loader {
                         "must be at least max_body_bytes + max_query_body_bytes (" + format_size(out.max_body_bytes) +
                             " + " + format_size(out.max_query_body_bytes) +
                             "), so that one upload of the largest size and one batch query fit at once"});
+  }
+
+  void index(const std::string& key, const YAML::Node& v, IndexConfig& out) {
+    if (v.IsNull()) return;  // "index:" alone: the defaults
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (filter_memory)");
+    // Below that the filters would saturate at a million entries or so.
+    constexpr std::uint64_t kMinFilterMemory = std::uint64_t(1) << 20;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name == "filter_memory") size(k, it->second, out.filter_memory, kMinFilterMemory);
+      else unknown(k, it->first, "filter_memory");
+    }
   }
 
   void xet_cache(const std::string& key, const YAML::Node& v, XetCacheConfig& out) {

@@ -126,6 +126,19 @@ TEST(Config, GlobalDedupReplyBounds) {
   expect_one_error("\nglobal_dedup:\n  reply_max_bytes: 4K\n", "global_dedup.reply_max_bytes", 3, "at least 1M");
 }
 
+// The chunk filters' bound: a size like the others, with a floor below
+// which the filters would be useless.
+TEST(Config, IndexFilterMemory) {
+  EXPECT_EQ(load_ok("").index.filter_memory, 512ull << 20);
+  EXPECT_EQ(load_ok("index:\n").index.filter_memory, 512ull << 20);
+  EXPECT_EQ(load_ok("index:\n  filter_memory: 2G\n").index.filter_memory, 2ull << 30);
+  EXPECT_EQ(load_ok("index:\n  filter_memory: 1048576\n").index.filter_memory, 1ull << 20);
+  expect_one_error("index:\n  filter_memory: 512K\n", "index.filter_memory", 2, "at least 1M");
+  expect_one_error("index:\n  filter_memory: lots\n", "index.filter_memory", 2, "size");
+  expect_one_error("\nindex:\n  filter_mem: 1G\n", "index.filter_mem", 3, "unknown key");
+  expect_one_error("index: 1G\n", "index", 1, "filter_memory");
+}
+
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_one_error("state_dir: /x\nsockets: /y\n", "sockets", 2, "unknown key");
 }

@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <future>
 
 #include "index/chunk_filter.hpp"
@@ -27,7 +29,7 @@ TEST(ChunkFilter, HoldsEverythingAddedAndRejectsMostOfTheRest) {
   for (std::uint64_t i = 0; i < kEntries; ++i) ASSERT_TRUE(f.may_contain(hash_of_seed(i).data())) << i;
   std::uint64_t positives = 0;
   for (std::uint64_t i = 0; i < kEntries; ++i) positives += f.may_contain(hash_of_seed(kEntries + i).data());
-  // About 1.5 % at kBitsPerEntry = 10 when full; 3 % leaves room, 0 would mean
+  // About 1.3 % at kBitsPerEntry = 10 when full; 3 % leaves room, 0 would mean
   // the filter answers from something else than its bits.
   EXPECT_LT(positives, kEntries * 3 / 100);
   EXPECT_GT(positives, 0u);
@@ -36,11 +38,75 @@ TEST(ChunkFilter, HoldsEverythingAddedAndRejectsMostOfTheRest) {
   EXPECT_TRUE(f.outgrown());
 }
 
-TEST(ChunkFilter, MemoryIsBoundedWhateverTheIndexSize) {
-  ChunkFilter f(ChunkFilter::kMaxCapacity);
-  EXPECT_LE(f.bytes(), std::size_t(12) << 20);
-  f.add(hash_of_seed(1).data());
-  EXPECT_FALSE(f.outgrown());
+// What the header says of kBitsPerEntry, and what status and metrics
+// report: the estimate follows what a filter really lets through, at its
+// capacity and filled past it (as one at the memory bound is).
+TEST(ChunkFilter, EstimatesTheShareOfAbsentFormsItLetsThrough) {
+  constexpr std::uint64_t kCapacity = 100'000, kProbes = 200'000;
+  for (std::uint64_t entries : {kCapacity * 10 / 12, kCapacity, kCapacity * 10 / 8, kCapacity * 4}) {
+    ChunkFilter f(kCapacity);
+    for (std::uint64_t i = 0; i < entries; ++i) f.add(hash_of_seed(i).data());
+    std::uint64_t positives = 0;
+    for (std::uint64_t i = 0; i < kProbes; ++i) positives += f.may_contain(hash_of_seed(entries + i).data());
+    const double measured = double(positives) / kProbes, estimated = f.false_positive_rate();
+    std::printf("%.1f bits an entry: %.2f %% of absent forms pass, %.2f %% estimated\n",
+                double(f.bytes()) * 8 / double(entries), measured * 100, estimated * 100);
+    EXPECT_GT(measured, estimated * 0.8) << entries;
+    EXPECT_LT(measured, estimated * 1.25) << entries;
+  }
+  EXPECT_EQ(ChunkFilter(1000).false_positive_rate(), 0.0) << "nothing in it: nothing passes";
+}
+
+// The fingerprint is 4 bytes: at N entries about N / 2^32 of absent forms
+// share one with a stored form, and no filter can tell them apart.
+TEST(ChunkFilter, TheEstimateHasTheFingerprintsFloor) {
+  ChunkFilter f(1u << 20);
+  for (std::uint64_t i = 0; i < (1u << 20); ++i) f.add(hash_of_seed(i).data());
+  const double floor = double(1u << 20) / 4294967296.0;
+  EXPECT_GT(f.false_positive_rate(), floor);
+}
+
+TEST(ChunkFilter, OneSizedDownToTheBoundIsNeverOutgrown) {
+  ChunkFilter f(1000, /*at_bound=*/true);
+  for (std::uint64_t i = 0; i < 5000; ++i) f.add(hash_of_seed(i).data());
+  EXPECT_TRUE(f.full());
+  EXPECT_FALSE(f.outgrown()) << "a rebuild would get no more memory: it would only cost a read of the tables";
+  for (std::uint64_t i = 0; i < 5000; ++i) ASSERT_TRUE(f.may_contain(hash_of_seed(i).data())) << i;
+}
+
+// The old filter stopped at 12 MiB (about 10 M entries); the sizes now
+// follow the index up to the setting.
+TEST(ChunkFilter, SizesFollowTheIndexUpToTheBound) {
+  constexpr std::uint64_t kMiB = 1u << 20, kThreshold = 1u << 18;
+  constexpr std::uint64_t kDefault = 512 * kMiB;
+  auto bytes = [](const ChunkFilterSizes& s) { return ChunkFilter(s.all).bytes() + ChunkFilter(s.recent).bytes(); };
+
+  EXPECT_EQ(Options{}.filter_floor_entries, ChunkFilter::kFloorEntries);
+  // A tiny index: the floor, not hundreds of MB.
+  ChunkFilterSizes tiny = chunk_filter_sizes(2000, kThreshold, kDefault);
+  EXPECT_EQ(tiny.all, ChunkFilter::kFloorEntries);
+  EXPECT_FALSE(tiny.at_bound);
+  EXPECT_LE(bytes(tiny), 3 * kMiB);
+
+  for (std::uint64_t entries : {std::uint64_t(10'000'000), std::uint64_t(100'000'000), std::uint64_t(268'000'000)}) {
+    ChunkFilterSizes s = chunk_filter_sizes(entries, kThreshold, kDefault);
+    EXPECT_FALSE(s.at_bound) << entries;
+    EXPECT_GE(s.all, entries + entries / 4) << entries;
+    EXPECT_GE(s.recent, entries / 8) << "the recent table's share before a merge: " << entries;
+    EXPECT_LE(s.all * ChunkFilter::kBitsPerEntry / 8 + s.recent * ChunkFilter::kBitsPerEntry / 8, kDefault);
+  }
+  // 268 M entries, about 10 bits each plus the recent table's: what the
+  // default was chosen for.
+  EXPECT_GT(ChunkFilter::capacity_in(kDefault), 268'000'000u * 5 / 4 + 268'000'000u / 8);
+
+  // Past the bound both shrink, together within it.
+  for (std::uint64_t bound : {kMiB, 12 * kMiB, 64 * kMiB}) {
+    ChunkFilterSizes s = chunk_filter_sizes(100'000'000, kThreshold, bound);
+    EXPECT_TRUE(s.at_bound) << bound;
+    EXPECT_LE((s.all + s.recent) * ChunkFilter::kBitsPerEntry / 8, bound);
+    EXPECT_GE((s.all + s.recent) * ChunkFilter::kBitsPerEntry / 8, bound - bound / 100) << "the bound is used";
+    EXPECT_GT(s.recent, 0u);
+  }
 }
 
 TEST(ChunkFilter, CoversCommitsOnlyInOrderAndOnlyOncePublished) {
@@ -75,6 +141,97 @@ TEST_F(ChunkFilterIndex, MissesAndHitsThroughTheFilter) {
   for (const Hash& h : y.raw) ASSERT_EQ(find(h).size(), 1u);
   for (std::uint64_t i = 0; i < 1000; ++i) EXPECT_TRUE(find(hash_of_seed(1u << 30 | i)).empty());
   EXPECT_EQ(idx->chunk_filter_info().added, 500u);
+}
+
+// The filter is sized from the index when built and built again, larger,
+// once the index outgrows it: a filter that stopped growing would stay
+// full here and the index would not ask for a rebuild.
+TEST_F(ChunkFilterIndex, GrowsWithTheIndex) {
+  Options o;
+  o.filter_floor_entries = 1000;
+  reopen(o);
+  GenXorb x = gen_xorb(51, 4000), y = gen_xorb(52, 30'000);
+  ShardSpec keyed{.xorbs = {&y}, .key = hash_of_seed(78)};
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  auto small = idx->build_chunk_filter();
+  ASSERT_TRUE(small) << small.error().to_string();
+  EXPECT_EQ(small->capacity, 5000u) << "the entries and a quarter more";
+  EXPECT_FALSE(small->at_bound);
+  ingest(own(build_shard(keyed)));
+  EXPECT_TRUE(idx->chunk_filter_due()) << "34,000 entries in a filter for 5,000";
+  auto grown = idx->build_chunk_filter();
+  ASSERT_TRUE(grown) << grown.error().to_string();
+  EXPECT_EQ(grown->added, 34'000u);
+  EXPECT_GE(grown->capacity, 34'000u * 5 / 4);
+  EXPECT_GE(grown->bytes, grown->capacity * ChunkFilter::kBitsPerEntry / 8);
+  EXPECT_GT(grown->bytes, small->bytes * 5);
+  EXPECT_FALSE(idx->chunk_filter_due());
+  EXPECT_LT(idx->chunk_filter_info().false_positive_rate, 0.02);
+  for (const GenXorb* g : {&x, &y})
+    for (const Hash& h : g->raw) ASSERT_EQ(find(h).size(), 1u);
+}
+
+// index.filter_memory bounds what the filters take however large the
+// index; past it they saturate, are not rebuilt over and over, and the
+// answers are those of a filter with room to spare.
+TEST_F(ChunkFilterIndex, TheMemoryBoundHoldsAndTheAnswersStayTheSame) {
+  GenXorb x = gen_xorb(61, 20'000), y = gen_xorb(62, 20'000);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  ingest(own(build_shard(ShardSpec{.xorbs = {&y}, .key = hash_of_seed(79)})));
+  std::vector<Hash> asked;
+  for (const GenXorb* g : {&x, &y}) asked.insert(asked.end(), g->raw.begin(), g->raw.end());
+  for (std::uint64_t i = 0; i < 20'000; ++i) asked.push_back(hash_of_seed(std::uint64_t(7) << 40 | i));
+  auto answers = [&] {
+    std::vector<std::size_t> out;
+    for (const Hash& h : asked) out.push_back(find(h).size());
+    return out;
+  };
+
+  Options roomy;
+  roomy.filter_floor_entries = 1000;
+  reopen(roomy);
+  auto big = idx->build_chunk_filter();
+  ASSERT_TRUE(big) << big.error().to_string();
+  EXPECT_FALSE(big->at_bound);
+  const std::vector<std::size_t> expected = answers();
+  EXPECT_EQ(std::count(expected.begin(), expected.end(), 1u), 40'000);
+
+  Options tight = roomy;
+  tight.filter_memory = 4096;
+  reopen(tight);
+  auto bounded = idx->build_chunk_filter();
+  ASSERT_TRUE(bounded) << bounded.error().to_string();
+  EXPECT_TRUE(bounded->at_bound);
+  EXPECT_LE(bounded->bytes, 4096u);
+  EXPECT_EQ(bounded->max_bytes, 4096u);
+  EXPECT_LT(bounded->capacity, 40'000u);
+  EXPECT_GT(bounded->false_positive_rate, big->false_positive_rate * 10) << "what the bound costs: more searches";
+  EXPECT_FALSE(idx->chunk_filter_due()) << "full, but a rebuild could not make it larger";
+  EXPECT_EQ(answers(), expected);
+  // Ingest and merges (the recent table's filter starts over) stay within it.
+  GenXorb z = gen_xorb(63, 5000);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&z}})));
+  ASSERT_TRUE(idx->merge_recent());
+  EXPECT_LE(idx->chunk_filter_info().bytes, 4096u);
+  EXPECT_FALSE(idx->chunk_filter_due());
+  for (const Hash& h : z.raw) ASSERT_EQ(find(h).size(), 1u);
+  EXPECT_EQ(answers(), expected);
+}
+
+TEST_F(ChunkFilterIndex, StatsShowItsMemory) {
+  EXPECT_EQ(stats().chunk_filter.bytes, 0u) << "none built";
+  EXPECT_EQ(stats().chunk_filter.max_bytes, Options{}.filter_memory);
+  GenXorb x = gen_xorb(71, 1000);
+  ingest(own(build_shard(ShardSpec{.xorbs = {&x}})));
+  ASSERT_TRUE(idx->build_chunk_filter());
+  const ChunkFilterInfo f = stats().chunk_filter;
+  EXPECT_TRUE(f.in_service);
+  EXPECT_EQ(f.added, 1000u);
+  EXPECT_EQ(f.capacity, ChunkFilter::kFloorEntries);
+  EXPECT_GE(f.bytes, f.capacity * ChunkFilter::kBitsPerEntry / 8);
+  EXPECT_LE(f.bytes, f.max_bytes);
+  EXPECT_GT(f.false_positive_rate, 0.0);
+  EXPECT_LT(f.false_positive_rate, 0.001) << "1,000 entries in a filter for a million";
 }
 
 // Runs the crash test's child on our directory (another process with its own
