@@ -1,6 +1,7 @@
 #include "cli/lookup_print.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 
 #include "cli/daemon_verbs.hpp"
@@ -155,6 +156,28 @@ void print_shard_summary(Context& ctx, const json& s) {
   f.print(ctx.out(), ctx.style);
 }
 
+namespace {
+
+// Its memory per entry and what that buys: the share of absent forms that
+// still cost a search.
+void add_chunk_filter_field(Fields& f, const json& c) {
+  const std::uint64_t bytes = c.value("bytes", std::uint64_t(0)), entries = c.value("entries", std::uint64_t(0));
+  if (bytes == 0) return f.add("Chunk filter", "none yet (lookups search every form)", Color::yellow);
+  char per_entry[64] = "";
+  if (entries) std::snprintf(per_entry, sizeof per_entry, "%.2f B an entry, ", double(bytes) / double(entries));
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f %%", c.value("false_positive_rate", 0.0) * 100);
+  const bool at_bound = c.value("at_bound", false), in_service = c.value("in_service", false);
+  f.add("Chunk filter",
+        human_bytes(bytes) + " of " + human_bytes(c.value("max_bytes", std::uint64_t(0))) + " (" + per_entry +
+            grouped(entries) + " entries, room for " + grouped(c.value("capacity", std::uint64_t(0))) +
+            (at_bound ? ", at index.filter_memory" : "") + "); " + rate + " of absent forms searched" +
+            (in_service ? "" : "; not in service (being built, or another process wrote)"),
+        at_bound || !in_service ? Color::yellow : Color::none);
+}
+
+}  // namespace
+
 void add_stats_fields(Fields& f, const json& s, std::uint64_t now) {
   const json& sh = s["shards"];
   f.add("Shards", grouped(sh["live"]) + " live, " + grouped(sh["expired"]) + " expired, " + grouped(sh["removed"]) +
@@ -167,6 +190,8 @@ void add_stats_fields(Fields& f, const json& s, std::uint64_t now) {
   std::optional<std::uint64_t> next;
   if (!s["next_expiry"].is_null()) next = s["next_expiry"].get<std::uint64_t>();
   f.add("Next expiry", next ? time_text(next, now) : "none");
+  // Older daemons do not report it.
+  if (s.contains("chunk_filter") && s["chunk_filter"].is_object()) add_chunk_filter_field(f, s["chunk_filter"]);
 }
 
 }  // namespace dedupctl

@@ -107,6 +107,14 @@ Json stats_json(const index::Stats& s) {
       {"map_size", s.map_size},
       {"map_used", s.map_used},
       {"next_expiry", opt(s.next_expiry)},
+      {"chunk_filter",
+       {{"in_service", s.chunk_filter.in_service},
+        {"bytes", s.chunk_filter.bytes},
+        {"max_bytes", s.chunk_filter.max_bytes},
+        {"capacity", s.chunk_filter.capacity},
+        {"entries", s.chunk_filter.added},
+        {"at_bound", s.chunk_filter.at_bound},
+        {"false_positive_rate", s.chunk_filter.false_positive_rate}}},
   };
 }
 

@@ -192,6 +192,16 @@ Response get_metrics(Context& ctx, Request& req) {
     gauge("dedupd_map_size_bytes", "LMDB map size.", s.map_size);
     gauge("dedupd_map_used_bytes", "LMDB map in use.", s.map_used);
     if (s.next_expiry) gauge("dedupd_next_expiry_seconds", "Unix time of the next shard expiry.", *s.next_expiry);
+    const index::ChunkFilterInfo& f = s.chunk_filter;
+    gauge("dedupd_chunk_filter_bytes", "Memory the in-memory chunk filters hold.", f.bytes);
+    gauge("dedupd_chunk_filter_max_bytes", "Their bound (index.filter_memory).", f.max_bytes);
+    gauge("dedupd_chunk_filter_capacity_entries", "Chunk entries the filter was sized for.", f.capacity);
+    gauge("dedupd_chunk_filter_entries", "Chunk entries put in the filter (removed ones stay until a rebuild).",
+          f.added);
+    gauge("dedupd_chunk_filter_in_service", "1 while lookups may trust the filter.", std::uint64_t(f.in_service));
+    w.family("dedupd_chunk_filter_false_positive_ratio", "gauge",
+             "Expected share of absent chunk forms the filter lets through to a search.");
+    w.sample("dedupd_chunk_filter_false_positive_ratio", "", f.false_positive_rate);
   }
   if (auto fleet = ctx.service.fleet_state()) {
     w.family("dedupd_fleet_connected", "gauge", "1 while the fleet primary answers the publisher.");

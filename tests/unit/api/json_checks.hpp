@@ -95,8 +95,9 @@ inline const std::vector<std::pair<std::string, T>> kShardSummaryShape = {{"hash
                                                                           {"set_aside", T::object_or_null}};
 
 inline const std::vector<std::pair<std::string, T>> kStatsShape = {
-    {"shards", T::object}, {"xorbs", T::uint},    {"chunks", T::uint},
-    {"files", T::uint},    {"keys", T::uint},     {"db_bytes", T::uint},
-    {"map_size", T::uint}, {"map_used", T::uint}, {"next_expiry", T::uint_or_null}};
+    {"shards", T::object},      {"xorbs", T::uint},    {"chunks", T::uint},
+    {"files", T::uint},         {"keys", T::uint},     {"db_bytes", T::uint},
+    {"map_size", T::uint},      {"map_used", T::uint}, {"next_expiry", T::uint_or_null},
+    {"chunk_filter", T::object}};
 
 }  // namespace dedupd::daemon::testing

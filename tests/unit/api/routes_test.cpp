@@ -375,6 +375,48 @@ TEST_F(RoutesTest, HealthAndMetrics) {
   EXPECT_THAT(r.body, HasSubstr("dedupd_ready 1\n"));
 }
 
+// The chunk filters' memory is the daemon's, not on disk: status and
+// /metrics are where an operator sees it against index.filter_memory.
+TEST_F(RoutesTest, StatusAndMetricsShowTheChunkFilter) {
+  auto doc = client_->get(std::string(api::kStats)).json();
+  EXPECT_EQ(doc["chunk_filter"]["bytes"], 0) << "none built yet";
+  EXPECT_EQ(doc["chunk_filter"]["in_service"], false);
+  auto built = index_->build_chunk_filter();
+  ASSERT_TRUE(built) << built.error().to_string();
+  auto r = client_->get(std::string(api::kStatus));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto status = r.json();
+  const auto& f = status["stats"]["chunk_filter"];
+  expect_shape(f,
+               {{"in_service", T::boolean},
+                {"bytes", T::uint},
+                {"max_bytes", T::uint},
+                {"capacity", T::uint},
+                {"entries", T::uint},
+                {"at_bound", T::boolean}},
+               false);
+  EXPECT_EQ(f.size(), 7u) << f.dump();
+  EXPECT_EQ(f["in_service"], true);
+  EXPECT_EQ(f["bytes"], built->bytes);
+  EXPECT_GT(built->bytes, 0u);
+  EXPECT_EQ(f["entries"], 12 + 5 + 6);
+  EXPECT_EQ(f["capacity"], built->capacity);
+  EXPECT_EQ(f["max_bytes"], index::Options{}.filter_memory);
+  EXPECT_EQ(f["at_bound"], false);
+  ASSERT_TRUE(f["false_positive_rate"].is_number());
+  EXPECT_GT(f["false_positive_rate"].get<double>(), 0.0);
+  EXPECT_LT(f["false_positive_rate"].get<double>(), 0.01);
+
+  r = client_->get(std::string(api::kMetrics));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("dedupd_chunk_filter_bytes " + std::to_string(built->bytes) + "\n"));
+  EXPECT_THAT(r.body,
+              HasSubstr("dedupd_chunk_filter_max_bytes " + std::to_string(index::Options{}.filter_memory) + "\n"));
+  EXPECT_THAT(r.body, HasSubstr("dedupd_chunk_filter_entries 23\n"));
+  EXPECT_THAT(r.body, HasSubstr("dedupd_chunk_filter_in_service 1\n"));
+  EXPECT_THAT(r.body, HasSubstr("# TYPE dedupd_chunk_filter_false_positive_ratio gauge\n"));
+}
+
 TEST_F(RoutesTest, UnknownRouteWrongMethodAndHead) {
   auto r = client_->get("/v2/nothing");
   EXPECT_EQ(r.status, 404);

@@ -149,6 +149,32 @@ TEST(Stats, Fields) {
   EXPECT_EQ(json::parse(run_cli(with(d, {"stats", "--json"})).out), stats_doc());
 }
 
+// The chunk filters' memory, per entry, against its bound, and what it buys.
+TEST(Stats, ChunkFilter) {
+  json doc = stats_doc();
+  doc["chunk_filter"] = {{"in_service", true},           {"bytes", 17'301'504},   {"max_bytes", 512u << 20},
+                         {"capacity", 12'500'000},       {"entries", 10'000'000}, {"at_bound", false},
+                         {"false_positive_rate", 0.0071}};
+  auto d = daemon_with({{"GET /v1/stats", http(200, doc.dump())}});
+  auto r = run_cli(with(d, {"stats"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Chunk filter  16.5 MiB of 512.0 MiB (1.73 B an entry, 10,000,000 entries, room for "
+                       "12,500,000); 0.7 % of absent forms searched\n"),
+            std::string::npos)
+      << r.out;
+  doc["chunk_filter"]["at_bound"] = true;
+  doc["chunk_filter"]["in_service"] = false;
+  auto b = daemon_with({{"GET /v1/stats", http(200, doc.dump())}});
+  r = run_cli(with(b, {"stats"}));
+  EXPECT_NE(r.out.find("room for 12,500,000, at index.filter_memory); 0.7 % of absent forms searched; not in service"),
+            std::string::npos)
+      << r.out;
+  doc["chunk_filter"]["bytes"] = 0;
+  auto c = daemon_with({{"GET /v1/stats", http(200, doc.dump())}});
+  EXPECT_NE(run_cli(with(c, {"stats"})).out.find("Chunk filter  none yet"), std::string::npos);
+  EXPECT_EQ(json::parse(run_cli(with(d, {"stats", "--json"})).out)["chunk_filter"]["bytes"], 17'301'504);
+}
+
 TEST(Status, UpAndCounts) {
   json doc = {{"version", "0.1.0"},
               {"pid", 42},
