@@ -200,6 +200,26 @@ TEST_F(Lifecycle, SighupChangesTheWatchList) {
   EXPECT_EQ(shard_count("live"), 1u);
 }
 
+// index.filter_memory reaches the index: the chunk filters, built after
+// READY, stay within it and status shows them against it.
+TEST_F(Lifecycle, TheChunkFiltersKeepToTheirConfiguredMemory) {
+  write_config("index:\n  filter_memory: 1M\n");
+  start();
+  auto shard = make_shard({.seed = 31});
+  drop_file(incoming, shard.file_name(), shard.bytes);
+  ASSERT_TRUE(eventually([&] { return chunk_found(shard.first_chunks[0].to_string()); }));
+  nlohmann::json filter;
+  EXPECT_TRUE(eventually([&] {
+    filter = get_json("/v1/status")["stats"]["chunk_filter"];
+    return filter["in_service"].get<bool>() && filter["entries"].get<std::uint64_t>() > 0;
+  })) << filter.dump();
+  EXPECT_EQ(filter["max_bytes"], 1u << 20);
+  EXPECT_GT(filter["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(filter["bytes"].get<std::uint64_t>(), 1u << 20);
+  EXPECT_EQ(filter["at_bound"], true) << "1 MiB is below the floor of both filters: " << filter.dump();
+  EXPECT_TRUE(chunk_found(shard.first_chunks[0].to_string()));
+}
+
 TEST_F(Lifecycle, ABrokenConfigOnSighupKeepsThePreviousOne) {
   NotifySocket notify(dir / "notify");
   start({}, {notify.env()});
