@@ -20,9 +20,13 @@ double ChunkFilter::false_positive_rate() const {
   if (mean > 0) {
     const double log_mean = std::log(mean);
     const auto last = std::uint64_t(mean + 12 * std::sqrt(mean) + 32);
+    // log P(k) summed up term by term, not with lgamma(): that one writes
+    // the global signgam, and status is read from any thread (ThreadSanitizer
+    // caught it in IndexConcurrency).
+    double log_p_k = -mean;
     for (std::uint64_t k = 0; k <= last; ++k) {
-      double p_k = std::exp(double(k) * log_mean - mean - std::lgamma(double(k) + 1));
-      bloom += p_k * std::pow(1 - std::pow(31.0 / 32.0, double(k)), 8);
+      if (k > 0) log_p_k += log_mean - std::log(double(k));
+      bloom += std::exp(log_p_k) * std::pow(1 - std::pow(31.0 / 32.0, double(k)), 8);
     }
   }
   // A stranger sharing a stored entry's fingerprint passes whatever the bits.
