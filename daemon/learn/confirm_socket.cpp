@@ -6,10 +6,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "daemon/process_groups.hpp"
 
 namespace dedupd::daemon::learn {
 
@@ -19,27 +20,14 @@ constexpr const char* kRule = "learn.socket";
 
 shard::Error fail(std::string message) { return shard::Error{kRule, 0, std::move(message), false}; }
 
-// The groups of a process, from the kernel's own account of it.
-bool in_group(pid_t pid, gid_t gid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream in(line.substr(7));
-    unsigned long g;
-    while (in >> g)
-      if (gid_t(g) == gid) return true;
-    return false;
-  }
-  return false;
-}
-
 }  // namespace
 
 bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid) {
   if (s.uid == 0 || s.uid == geteuid()) return true;
   if (!endpoint_gid) return false;
-  return s.gid == *endpoint_gid || in_group(s.pid, *endpoint_gid);
+  if (s.gid == *endpoint_gid) return true;
+  const auto groups = process_groups(s.pid);
+  return groups && std::find(groups->begin(), groups->end(), *endpoint_gid) != groups->end();
 }
 
 shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "daemon/process_groups.hpp"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59  // Linux 4.13; older headers lack the name
@@ -32,19 +32,6 @@ bool peer_groups_sockopt(int fd, std::vector<gid_t>& out) {
   return false;
 }
 
-bool peer_groups_proc(pid_t pid, std::vector<gid_t>& out) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream words(line.substr(7));
-    unsigned long g;
-    while (words >> g) out.push_back(gid_t(g));
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<PeerCred> peer_of(int fd) {
@@ -52,7 +39,8 @@ std::optional<PeerCred> peer_of(int fd) {
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return std::nullopt;
   PeerCred peer{cred.pid, cred.uid, cred.gid, {}};
-  if (!peer_groups_sockopt(fd, peer.groups) && cred.pid > 0) peer_groups_proc(cred.pid, peer.groups);
+  if (!peer_groups_sockopt(fd, peer.groups) && cred.pid > 0)
+    if (auto groups = process_groups(cred.pid)) peer.groups = std::move(*groups);
   return peer;
 }
 
