@@ -86,7 +86,9 @@ constexpr std::int64_t kWholeBlockBytesPerHit = XorbCache::kBytesPerHit;
 // when a stream spreads over thousands of xorbs their hits cross the bar
 // together, and one fill brought hundreds of MB the cache could not keep);
 // its holders. Then the chunk entries ($5[i], $6[i]) of the xorbs not
-// fetched whole, sliced out of their blocks (the last column not NULL).
+// fetched whole, sliced out of their blocks (the last column not NULL):
+// also of xorbs not in $1, whose cached meta and holders still serve and
+// whose hits are too few for the whole block.
 const std::string& fill_sql() {
   static const std::string sql =
       "WITH e AS (SELECT u.id, u.holders, u.hits, x.chunks, 48 * (x.chunks::int8 + 1) AS bytes, "
@@ -103,7 +105,7 @@ const std::string& fill_sql() {
       "FROM w JOIN dedupd.xorb x ON x.id = w.id LEFT JOIN dedupd.chunk_key k ON k.id = x.key_id "
       "UNION ALL SELECT s.xorb_id, NULL, NULL, NULL, substring(x.cas_block FROM 48 * (s.chunk_index + 1) + 1 FOR 48), "
       "NULL, s.chunk_index FROM unnest($5::int4[], $6::int4[]) AS s (xorb_id, chunk_index) "
-      "JOIN w ON w.id = s.xorb_id AND NOT w.whole JOIN dedupd.xorb x ON x.id = s.xorb_id";
+      "JOIN dedupd.xorb x ON x.id = s.xorb_id LEFT JOIN w ON w.id = s.xorb_id WHERE NOT coalesce(w.whole, false)";
   return sql;
 }
 
@@ -421,12 +423,21 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
           h.cached && h.cached->has_holders && !fresh_holders && now - h.cached->holders_at <= options_.holders_max_age;
       const bool block_ok = h.cached && h.cached->block;
       if (h.cached && holders_ok && block_ok) continue;
+      // Hit too seldom for its whole block (the fill's own rule, which
+      // needs only the chunk count the cache holds): asking for its meta
+      // again would only say so. Hits spread over thousands of xorbs are
+      // mostly these: their meta cost the server and this side about 0.3 us
+      // a hit each, on top of the slice.
+      if (h.cached && holders_ok &&
+          std::int64_t(shard::kEntrySize) * (std::int64_t(h.cached->chunks) + 1) >
+              std::min(std::min<std::int64_t>(h.hits, INT32_MAX) * kWholeBlockBytesPerHit, xorbs_->budget()))
+        continue;
       h.asked = true;
       fill_ids.push_back(id);
       fill_hits.push_back(block_ok ? 0 : std::int32_t(std::min<std::int64_t>(h.hits, INT32_MAX)));
       fill_holders.push_back(holders_ok ? 0 : 1);
     }
-    if (!fill_ids.empty()) {
+    {
       std::unordered_set<std::uint64_t> sliced;  // each entry once, whatever the forms it matched
       for (const Candidate& c : candidates) {
         const Have& h = have[c.xorb_id];
@@ -439,7 +450,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     }
     std::optional<detail::Rows> filled;
     std::unordered_map<std::uint64_t, std::span<const std::uint8_t>> slices;
-    if (!fill_ids.empty()) {
+    if (!fill_ids.empty() || !slice_xorbs.empty()) {
       const auto sent = Clock::now();
       Params fp;
       fp.int4_array(fill_ids).int4_array(fill_hits).int4_array(fill_holders).int8(xorbs_->budget());
@@ -514,6 +525,9 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         entry = block->data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
       } else {
         auto it = slices.find((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index));
+        // Not asked about (its cached meta served) and no slice: the xorb
+        // left the fleet between the two statements.
+        if (it == slices.end() && !h.asked) continue;
         if (it == slices.end() || it->second.size() != shard::kEntrySize)
           return make_error(kRuleProtocol, "chunk entry of the wrong size");
         entry = it->second.data();

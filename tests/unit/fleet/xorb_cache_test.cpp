@@ -310,17 +310,22 @@ TEST_F(FleetXorbCache, ReadersSharingACacheFetchABlockOnce) {
 
 // A block hit once per lookup is sliced until the hits of several lookups
 // add up to one per 4,096 bytes of it; then it comes whole, and later hits
-// ask nothing more.
+// ask nothing more. While it is sliced, its meta and holders come from the
+// cache (they are read once), and the answers are those asked in full.
 TEST_F(FleetXorbCache, HitsOfSeveralLookupsAddUpToAWholeBlock) {
   GenXorb x = index::gen::gen_xorb(44, 200);  // a 9,648-byte block: 3 hits
   publish(*writer_, make_shard({&x}, 1));
   auto r = reader(keeping_holders());
-  ASSERT_TRUE(r);
+  auto bare = uncached();
+  ASSERT_TRUE(r && bare);
   for (std::size_t i = 0; i < 2; ++i) {
-    auto a = lookup(*r, std::vector<Hash>{x.raw[10 + i]});
+    const std::vector<Hash> q = {x.raw[10 + i]};
+    auto a = lookup(*r, q);
     ASSERT_EQ(a.locations.size(), 1u);
+    EXPECT_EQ(describe(a), describe(lookup(*bare, q))) << "lookup " << i;
     EXPECT_EQ(r->last_lookup().entries_sliced, 1u) << "lookup " << i;
     EXPECT_EQ(r->last_lookup().blocks_read, 0u) << "lookup " << i;
+    EXPECT_EQ(r->last_lookup().xorbs_read, i == 0 ? 1u : 0u) << "lookup " << i;
   }
   auto a = lookup(*r, std::vector<Hash>{x.raw[12]});
   ASSERT_EQ(a.locations.size(), 1u);
