@@ -90,7 +90,7 @@ def main():
         ax.set_xscale("log")
         ax.set_yscale("log")
         if what and any(hollow):
-            what += ";\nhollow: sampled into a bare index built in key order"
+            what += ";\nhollow (past 30 M): a bare index built in key order"
         ax.set_title(title + ("\nbaseline: " + what if what else ""), fontsize=8)
         ax.set_ylabel(unit, fontsize=8)
         ax.tick_params(labelsize=7)
