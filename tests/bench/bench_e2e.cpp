@@ -213,6 +213,35 @@ void evict(const fs::path& file) {
   ::close(fd);
 }
 
+// A bare LMDB environment in `dir` (made if need be) and its main database:
+// the baselines' index, opened as each of its builds needs it.
+MDB_env* open_bare_env(const fs::path& dir, MDB_dbi& dbi) {
+  fs::create_directories(dir);
+  MDB_env* env = nullptr;
+  check(mdb_env_create(&env), "mdb_env_create");
+  check(mdb_env_set_mapsize(env, std::size_t(256) << 30), "mapsize");
+  check(mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0640), "mdb_env_open");
+  MDB_txn* txn = nullptr;
+  check(mdb_txn_begin(env, nullptr, 0, &txn), "begin");
+  check(mdb_dbi_open(txn, nullptr, 0, &dbi), "dbi");
+  check(mdb_txn_commit(txn), "commit");
+  return env;
+}
+
+// One write transaction (and its fsync) putting each key, its position as
+// the 16-byte value: MDB_APPEND in `flags` when the keys come sorted.
+void put_keys(MDB_env* env, MDB_dbi dbi, const std::vector<shard::Hash>& keys, unsigned flags) {
+  std::uint8_t value[16] = {};
+  MDB_txn* txn = nullptr;
+  check(mdb_txn_begin(env, nullptr, 0, &txn), "begin");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::memcpy(value, &i, sizeof i);
+    MDB_val k{32, const_cast<std::uint8_t*>(keys[i].bytes.data())}, v{16, value};
+    check(mdb_put(txn, dbi, &k, &v, flags), "put");
+  }
+  check(mdb_txn_commit(txn), "commit");
+}
+
 // Reads a file whole into the page cache.
 void load(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -322,6 +351,18 @@ nlohmann::json stats(HttpClient& http) {
   auto r = http.get("/v1/stats");
   if (r.status != 200) die("GET /v1/stats: " + std::to_string(r.status));
   return r.json();
+}
+
+// Polls /v1/stats until it counts `chunks` entries in `live` live shards:
+// dropped files are then queryable. Dies past `limit_s` naming `what`.
+void wait_counted(HttpClient& http, std::uint64_t chunks, std::size_t live, Clock::time_point since, double limit_s,
+                  const std::string& what) {
+  for (;;) {
+    auto st = stats(http);
+    if (st["chunks"].get<std::uint64_t>() >= chunks && st["shards"]["live"].get<std::size_t>() >= live) return;
+    if (secs(since, Clock::now()) > limit_s) die(what + " not queryable in " + std::to_string(int(limit_s)) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 std::string batch_body(const std::vector<shard::Hash>& hashes, std::size_t at, std::size_t n) {
@@ -729,20 +770,10 @@ int main(int argc, char** argv) {
   //           of the full size, which is slower than the average from empty.
   // Both modes also time the last shards put (about --bare-sample entries)
   // so a run in each mode at one size shows how the two rates compare.
-  fs::path bare_dir = root / "bare";
-  fs::create_directories(bare_dir);
-  MDB_env* bare = nullptr;
+  const fs::path bare_dir = root / "bare";
   MDB_dbi bare_dbi = 0;
+  MDB_env* bare = open_bare_env(bare_dir, bare_dbi);
   std::uint64_t bare_entries = 0;  // all the bare database holds
-  check(mdb_env_create(&bare), "mdb_env_create");
-  check(mdb_env_set_mapsize(bare, std::size_t(256) << 30), "mapsize");
-  check(mdb_env_open(bare, bare_dir.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0640), "mdb_env_open");
-  {
-    MDB_txn* txn;
-    check(mdb_txn_begin(bare, nullptr, 0, &txn), "begin");
-    check(mdb_dbi_open(txn, nullptr, 0, &bare_dbi), "dbi");
-    check(mdb_txn_commit(txn), "commit");
-  }
   std::vector<bool> held_back(plan.size(), false);
   std::size_t held_every = 0;
   double bulk_s = 0;
@@ -767,7 +798,6 @@ int main(int argc, char** argv) {
     for (FILE* f : bucket)
       if (std::fclose(f) != 0) die("cannot spill bare keys");
     auto t0 = Clock::now();
-    std::uint8_t value[16] = {};
     for (std::size_t b = 0; b < 256; ++b) {
       const fs::path file = spill / std::to_string(b);
       std::vector<shard::Hash> keys_of(fs::file_size(file) / 32);
@@ -780,14 +810,7 @@ int main(int argc, char** argv) {
       std::sort(keys_of.begin(), keys_of.end(), [](const shard::Hash& x, const shard::Hash& y) {
         return std::memcmp(x.bytes.data(), y.bytes.data(), 32) < 0;
       });
-      MDB_txn* txn;
-      check(mdb_txn_begin(bare, nullptr, 0, &txn), "begin");
-      for (std::size_t i = 0; i < keys_of.size(); ++i) {
-        std::memcpy(value, &i, sizeof i);
-        MDB_val k{32, keys_of[i].bytes.data()}, v{16, value};
-        check(mdb_put(txn, bare_dbi, &k, &v, MDB_APPEND), "put, in key order");
-      }
-      check(mdb_txn_commit(txn), "commit");
+      put_keys(bare, bare_dbi, keys_of, MDB_APPEND);
       bulk_entries += keys_of.size();
     }
     bulk_s = secs(t0, Clock::now());
@@ -797,19 +820,11 @@ int main(int argc, char** argv) {
   // The shards put one by one: all of them (full) or the held-back ones.
   std::vector<std::pair<std::uint64_t, double>> bare_puts;  // entries, seconds
   {
-    std::uint8_t value[16] = {};
     for (std::size_t n = 0; n < plan.size(); ++n) {
       if (bare_sampled && !held_back[n]) continue;
       auto keys_of = stored_chunks(plan[n].staged);
       auto t0 = Clock::now();
-      MDB_txn* txn;
-      check(mdb_txn_begin(bare, nullptr, 0, &txn), "begin");
-      for (std::size_t i = 0; i < keys_of.size(); ++i) {
-        std::memcpy(value, &i, sizeof i);
-        MDB_val k{32, keys_of[i].bytes.data()}, v{16, value};
-        check(mdb_put(txn, bare_dbi, &k, &v, 0), "put");
-      }
-      check(mdb_txn_commit(txn), "commit");
+      put_keys(bare, bare_dbi, keys_of, 0);
       bare_puts.emplace_back(keys_of.size(), secs(t0, Clock::now()));
       bare_entries += keys_of.size();
     }
@@ -821,12 +836,8 @@ int main(int argc, char** argv) {
   // index gets.
   if (bare_sampled) {
     const fs::path dense = root / "bare-dense";
-    fs::create_directories(dense);
-    MDB_env* to = nullptr;
     MDB_dbi to_dbi = 0;
-    check(mdb_env_create(&to), "mdb_env_create");
-    check(mdb_env_set_mapsize(to, std::size_t(256) << 30), "mapsize");
-    check(mdb_env_open(to, dense.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0640), "mdb_env_open");
+    MDB_env* to = open_bare_env(dense, to_dbi);
     MDB_txn* rtxn = nullptr;
     MDB_cursor* cur = nullptr;
     check(mdb_txn_begin(bare, nullptr, MDB_RDONLY, &rtxn), "begin read");
@@ -836,7 +847,6 @@ int main(int argc, char** argv) {
     while (rc == 0) {
       MDB_txn* wtxn = nullptr;
       check(mdb_txn_begin(to, nullptr, 0, &wtxn), "begin");
-      check(mdb_dbi_open(wtxn, nullptr, 0, &to_dbi), "dbi");
       for (std::size_t n = 0; rc == 0 && n < 1'000'000; ++n) {
         check(mdb_put(wtxn, to_dbi, &k, &v, MDB_APPEND), "put, in key order");
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
@@ -850,12 +860,7 @@ int main(int argc, char** argv) {
     mdb_env_close(bare);
     fs::remove_all(bare_dir);
     fs::rename(dense, bare_dir);
-    check(mdb_env_create(&bare), "mdb_env_create");
-    check(mdb_env_set_mapsize(bare, std::size_t(256) << 30), "mapsize");
-    check(mdb_env_open(bare, bare_dir.c_str(), MDB_NOTLS | MDB_NORDAHEAD, 0640), "mdb_env_open");
-    check(mdb_txn_begin(bare, nullptr, MDB_RDONLY, &rtxn), "begin read");
-    check(mdb_dbi_open(rtxn, nullptr, 0, &bare_dbi), "dbi");
-    mdb_txn_abort(rtxn);
+    bare = open_bare_env(bare_dir, bare_dbi);
   }
   auto rate_of = [](auto from, auto to) {
     std::uint64_t n = 0;
@@ -918,12 +923,7 @@ int main(int argc, char** argv) {
     double cpu0 = cpu_of(d.proc.pid());
     auto t0 = Clock::now();
     for (const auto& p : plan) fs::rename(p.staged, root / "incoming" / p.name);
-    for (;;) {
-      auto st = stats(http);
-      if (st["chunks"].get<std::uint64_t>() >= planned && st["shards"]["live"].get<std::size_t>() == plan.size()) break;
-      if (secs(t0, Clock::now()) > 1800) die("ingest did not finish in 30 minutes");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    wait_counted(http, planned, plan.size(), t0, 1800, "the shards were");
     ingest_s = secs(t0, Clock::now());
     ingest_cpu = cpu_of(d.proc.pid()) - cpu0;
     mem_ingest = sampler.stop();
@@ -1248,13 +1248,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     ingesting = true;
     for (const auto& p : late_plan) fs::rename(p.staged, root / "incoming" / p.name);
-    for (;;) {
-      auto st = stats(http2);
-      if (st["chunks"].get<std::uint64_t>() >= chunks_after && st["shards"]["live"].get<std::size_t>() >= live_after)
-        break;
-      if (secs(t0, Clock::now()) > 600) die("the late shards were not in in 10 minutes");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    wait_counted(http2, chunks_after, live_after, t0, 600, "the late shards were");
     ingesting = false;
     late_s = secs(t0, Clock::now());
     asking = false;
