@@ -47,9 +47,9 @@ struct ConnectOptions {
   bool key_filters = true;
   // The key filters, shared by the Readers given the same set: a pool
   // builds each filter once, not once per connection (fleet/key_filters.hpp).
-  // A key whose filter would not fit the set's budget is asked in every
-  // form, as without filters: slower, the same answers. Null: each Reader
-  // its own set of kDefaultKeyFilterBytes.
+  // A key whose filter would not fit the set's budget even at its thinnest
+  // is asked in every form, as without filters: slower, the same answers.
+  // Null: each Reader its own set of kDefaultKeyFilterBytes.
   std::shared_ptr<KeyFilters> key_filters_shared;
   // A lookup's answer names the fleet shards holding each hit with their
   // holders. The Reader keeps them per xorb and reads them again once they
@@ -66,9 +66,11 @@ struct ConnectOptions {
   std::shared_ptr<XorbCache> xorb_cache;
 };
 
-// 16 MiB: the filters of about 4 M keyed entries, whatever the number of
-// Readers sharing it (a daemon's private memory has a 64 MB goal).
-inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(16) << 20;
+// 64 MiB (fleet.key_filter_memory): the filters of about 22 M keyed entries
+// at 16 bits each (with half as much room again to grow: 3 bytes an
+// entry), about 89 M at the thinnest 4 bits, whatever the number of
+// Readers sharing it.
+inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(64) << 20;
 // A set of key filters for Readers to share, within `budget_bytes`.
 std::shared_ptr<KeyFilters> make_key_filters(std::int64_t budget_bytes = kDefaultKeyFilterBytes);
 // 16 MiB: about 80 CAS blocks of 4,096 chunks (196 KB each), whatever the

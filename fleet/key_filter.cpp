@@ -1,13 +1,21 @@
 #include "fleet/key_filter.hpp"
 
 #include <algorithm>
-#include <bit>
 
 namespace dedupd::fleet {
 namespace {
 
-constexpr int kBitsPerEntry = 16;
-constexpr int kProbes = 7;  // bits set per entry
+// Bits set per entry: about ln 2 per bit an entry has (the fewest false
+// positives), at most 7, as seven 9-bit positions use 63 bits of one mix.
+int probes_for(int bits_per_entry) { return std::clamp(int(bits_per_entry * 0.69 + 0.5), 1, 7); }
+
+int clamp_bits(int bits_per_entry) {
+  return std::clamp(bits_per_entry, KeyFilter::kMinBitsPerEntry, KeyFilter::kMaxBitsPerEntry);
+}
+
+std::size_t lines_for(std::size_t entries, int bits_per_entry) {
+  return (std::max<std::size_t>(entries, 1) * std::size_t(clamp_bits(bits_per_entry)) + 511) / 512;
+}
 
 // Prefixes are hash bytes, but a filter must not degrade if they were not:
 // a multiply-xorshift mix spreads any 64-bit input over all bits.
@@ -21,29 +29,34 @@ std::uint64_t mix(std::uint64_t v) {
 
 }  // namespace
 
-std::size_t KeyFilter::bytes_for(std::size_t entries) {
-  return std::bit_ceil((std::max<std::size_t>(entries, 1) * kBitsPerEntry + 511) / 512) * kWordsPerLine * 8;
+std::size_t KeyFilter::bytes_for(std::size_t entries, int bits_per_entry) {
+  return lines_for(entries, bits_per_entry) * kWordsPerLine * sizeof(std::uint64_t);
 }
 
-KeyFilter::KeyFilter(std::size_t entries) {
-  std::size_t lines = std::bit_ceil((std::max<std::size_t>(entries, 1) * kBitsPerEntry + 511) / 512);
-  words_.assign(lines * kWordsPerLine, 0);
-  line_mask_ = lines - 1;
-  capacity_ = lines * 512 / kBitsPerEntry;
+// Any number of lines, not a power of two: a filter sized to the next one
+// took up to twice the memory its entries needed.
+KeyFilter::KeyFilter(std::size_t entries, int bits_per_entry)
+    : lines_(lines_for(entries, bits_per_entry)),
+      bits_per_entry_(clamp_bits(bits_per_entry)),
+      probes_(probes_for(bits_per_entry_)) {
+  words_.assign(lines_ * kWordsPerLine, 0);
+  capacity_ = lines_ * 512 / std::size_t(bits_per_entry_);
 }
 
-// The line from one mix of the prefix, the bits within it from a second
-// one: seven 9-bit positions use 63 of its 64 bits.
+// The line from the high half of one mix of the prefix, scaled to the
+// line count (a multiply, not a modulo), the bits within it from a second
+// mix.
 const std::uint64_t* KeyFilter::line_of(std::int64_t prefix, std::uint64_t& bits) const {
   std::uint64_t h = mix(std::uint64_t(prefix));
   bits = mix(h);
-  return words_.data() + ((h >> 32) & line_mask_) * kWordsPerLine;
+  const std::uint64_t line = ((h >> 32) * lines_) >> 32;
+  return words_.data() + line * kWordsPerLine;
 }
 
 void KeyFilter::add(std::int64_t prefix) {
   std::uint64_t bits = 0;
   auto* line = const_cast<std::uint64_t*>(line_of(prefix, bits));
-  for (int i = 0; i < kProbes; ++i, bits >>= 9) line[(bits & 511) >> 6] |= 1ull << (bits & 63);
+  for (int i = 0; i < probes_; ++i, bits >>= 9) line[(bits & 511) >> 6] |= 1ull << (bits & 63);
   ++added_;
 }
 
@@ -58,7 +71,7 @@ bool line_holds(const std::uint64_t* line, std::uint64_t bits, int probes) {
 bool KeyFilter::may_contain(std::int64_t prefix) const {
   std::uint64_t bits = 0;
   const std::uint64_t* line = line_of(prefix, bits);
-  return line_holds(line, bits, kProbes);
+  return line_holds(line, bits, probes_);
 }
 
 void KeyFilter::may_contain_many(std::span<const std::int64_t> prefixes, std::vector<std::uint8_t>& out) const {
@@ -74,7 +87,7 @@ void KeyFilter::may_contain_many(std::span<const std::int64_t> prefixes, std::ve
   for (std::size_t i = 0; i < prefixes.size() + kAhead; ++i) {
     if (i >= kAhead) {
       const Pending& p = ring[(i - kAhead) % kAhead];
-      out[i - kAhead] = line_holds(p.line, p.bits, kProbes) ? 1 : 0;
+      out[i - kAhead] = line_holds(p.line, p.bits, probes_) ? 1 : 0;
     }
     if (i < prefixes.size()) {
       Pending& p = ring[i % kAhead];

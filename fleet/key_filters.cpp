@@ -30,11 +30,35 @@ std::shared_ptr<KeyFilters> make_key_filters(std::int64_t budget_bytes) {
   return std::make_shared<KeyFilters>(budget_bytes);
 }
 
-KeyFilters::KeyFilters(std::int64_t budget) : budget_left_(budget) {}
+std::size_t KeyFilters::room_for(std::size_t entries) { return entries + std::max(entries / 2, kMinGrowth); }
+
+KeyFilters::KeyFilters(std::int64_t budget) : budget_(budget), budget_left_(budget) {}
+
+bool KeyFilters::over_budget(const shard::Key& key, std::string_view generation, std::string_view epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = by_key_.find(key);
+  return it != by_key_.end() && it->second.epoch == epoch && !it->second.over_budget_for.empty() &&
+         it->second.over_budget_for == generation;
+}
 
 double KeyFilters::last_step_seconds() const {
   std::lock_guard lock(mu_);
   return last_step_seconds_;
+}
+
+KeyFilters::Summary KeyFilters::summary() const {
+  std::lock_guard lock(mu_);
+  Summary s;
+  s.bytes = budget_ - budget_left_;
+  for (const auto& [key, k] : by_key_) {
+    if (!k.over_budget_for.empty()) ++s.over_budget;
+    if (!k.filter || k.complete_for.empty()) continue;
+    ++s.complete;
+    s.entries += k.filter->added();
+    if (s.thinnest_bits == 0 || k.filter->bits_per_entry() < s.thinnest_bits)
+      s.thinnest_bits = k.filter->bits_per_entry();
+  }
+  return s;
 }
 
 std::int64_t KeyFilters::budget_left() const {
@@ -138,17 +162,22 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
       new_entries += std::uint64_t(x.chunks);
     }
   // Removed xorbs stay in the filter (false positives only) until it is
-  // outgrown; then it starts over, sized for twice what there is.
+  // outgrown; then it starts over, with room to grow, at the most bits an
+  // entry that what is left of the budget holds.
   const KeyFilter* base = k.building ? k.building.get() : k.filter.get();
   if (!base || base->added() + new_entries > base->capacity()) {
-    const std::size_t wanted = std::size_t(entries) * 2;
+    const std::size_t wanted = room_for(std::size_t(entries));
     k.filter.reset();
     k.complete_for.clear();
     k.building.reset();
     k.have.clear();
-    if (!resize_reservation(k, std::int64_t(KeyFilter::bytes_for(wanted)))) {
-      // Over the budget: this generation is asked in every form. What the
-      // old filter held is given back; it is not complete anyway.
+    const std::int64_t room = budget_left_ + k.reserved;
+    int bits = KeyFilter::kMaxBitsPerEntry;
+    while (bits > KeyFilter::kMinBitsPerEntry && std::int64_t(KeyFilter::bytes_for(wanted, bits)) > room) --bits;
+    if (!resize_reservation(k, std::int64_t(KeyFilter::bytes_for(wanted, bits)))) {
+      // Not even the thinnest filter fits: this generation is asked in
+      // every form. What the old filter held is given back; it is not
+      // complete anyway.
       (void)resize_reservation(k, 0);
       k.todo.clear();
       k.listed_at.clear();
@@ -156,7 +185,7 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
       return Step::stopped;
     }
     k.over_budget_for.clear();
-    k.building = std::make_shared<KeyFilter>(wanted);
+    k.building = std::make_shared<KeyFilter>(wanted, bits);
     k.todo = std::move(listed);
   } else if (!k.todo.empty() && !k.building) {
     // Lookups go on reading the complete filter while its copy grows.

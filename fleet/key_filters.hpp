@@ -33,9 +33,18 @@ namespace dedupd::fleet {
 
 class KeyFilters {
  public:
-  // At most `budget` bytes of filter in all: a key whose filter would not
-  // fit is asked in every form until its generation moves.
+  // At most `budget` bytes of filter in all. A key's filter takes 16 bits
+  // an entry while the budget has room, fewer (down to 4: more false
+  // positives) when it has less; a key whose filter would not fit even so
+  // is asked in every form until its generation moves.
   explicit KeyFilters(std::int64_t budget);
+
+  // The entries a key's filter is sized for when it holds `entries`: half
+  // as many again, at least kMinGrowth more. Outgrown, a filter starts
+  // over and fetches every CAS block of its key again (10 M keyed entries:
+  // 480 MB, 0.7 s), so the room trades memory against how often that is.
+  static constexpr std::size_t kMinGrowth = 65536;
+  static std::size_t room_for(std::size_t entries);
   KeyFilters(const KeyFilters&) = delete;
   KeyFilters& operator=(const KeyFilters&) = delete;
 
@@ -58,6 +67,9 @@ class KeyFilters {
   // the connection is left mid-statement: fleet.timeout).
   Result<Step> step(detail::Connection& c, const detail::LiveKey& key, std::string_view epoch, double seconds,
                     std::chrono::steady_clock::time_point deadline);
+  // True when that key's filter for `generation` (seen in `epoch`) did not
+  // fit the budget: nothing will come of stepping it.
+  bool over_budget(const shard::Key& key, std::string_view generation, std::string_view epoch) const;
   // Drops the filters of keys not in `live`.
   void keep_only_live(const std::vector<detail::LiveKey>& live);
 
@@ -65,6 +77,18 @@ class KeyFilters {
   double last_step_seconds() const;
   // What is left of the budget, and the chunk entries fetched from CAS
   // blocks since the set was made (what building the filters cost).
+  std::int64_t budget() const { return budget_; }
+  // What an operator is shown: the bytes the filters take (of budget()),
+  // the keys whose filter is in use and the entries they hold, those over the budget, and the
+  // fewest bits an entry a filter in use has (16 while there is room).
+  struct Summary {
+    std::int64_t bytes = 0;
+    std::size_t complete = 0;
+    std::uint64_t entries = 0;  // what the filters in use hold
+    std::size_t over_budget = 0;
+    int thinnest_bits = 0;  // 0: none in use
+  };
+  Summary summary() const;
   std::int64_t budget_left() const;
   std::uint64_t entries_fetched() const;
 
@@ -100,6 +124,7 @@ class KeyFilters {
   // that would pass the budget.
   bool resize_reservation(OfKey& k, std::int64_t bytes);
 
+  const std::int64_t budget_;
   mutable std::mutex mu_;
   std::map<shard::Key, OfKey> by_key_;  // under mu_; nodes stay put while stepped outside it
   std::int64_t budget_left_;            // under mu_

@@ -274,9 +274,12 @@ Result<Ok> Reader::warm_up(Deadline deadline) {
   if (was_connected)
     if (auto k = refresh_keys(deadline); !k) return k.error();
   refresh_filters(deadline.at, deadline);
+  // A key over the filters' budget is as done as it will get: asked in
+  // every form, not late.
   bool complete = conn_ != nullptr;
   for (const auto& k : live_)
-    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation, epoch_));
+    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation, epoch_) ||
+                            filters_->over_budget(k.key, k.generation, epoch_));
   if (!complete) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
 }

@@ -25,6 +25,33 @@ TEST(KeyFilter, EveryAddedPrefixIsFoundAndFewOthersAre) {
   EXPECT_LT(false_positives, 1'000u);  // under 1 %; about 0.2 % expected at capacity
 }
 
+// Fewer bits an entry: a smaller filter, more false positives, never a
+// forgotten prefix. Any number of lines, not a power of two.
+TEST(KeyFilter, AThinnerFilterForgetsNothingAndRulesOutMostOthers) {
+  EXPECT_EQ(KeyFilter::bytes_for(100'000, 16), 3'125u * 64);
+  EXPECT_EQ(KeyFilter::bytes_for(100'000, 4), 782u * 64);
+  EXPECT_EQ(KeyFilter::bytes_for(100'000, 2), KeyFilter::bytes_for(100'000, KeyFilter::kMinBitsPerEntry));
+  std::size_t previous = 0;
+  for (int bits : {16, 8, 4}) {
+    std::mt19937_64 rng(17);
+    KeyFilter f(100'000, bits);
+    EXPECT_EQ(f.bits_per_entry(), bits);
+    EXPECT_EQ(f.bytes(), KeyFilter::bytes_for(100'000, bits));
+    EXPECT_GE(f.capacity(), 100'000u);
+    std::vector<std::int64_t> in(100'000);
+    for (auto& p : in) {
+      p = std::int64_t(rng());
+      f.add(p);
+    }
+    for (auto p : in) ASSERT_TRUE(f.may_contain(p)) << bits << " " << p;
+    std::size_t false_positives = 0;
+    for (int i = 0; i < 100'000; ++i) false_positives += f.may_contain(std::int64_t(rng()));
+    EXPECT_GT(false_positives, previous) << bits;
+    EXPECT_LT(false_positives, 25'000u) << bits;  // about 15 % expected at 4 bits
+    previous = false_positives;
+  }
+}
+
 TEST(KeyFilter, PastItsCapacityItStillForgetsNothing) {
   KeyFilter f(10);
   std::vector<std::int64_t> in;
