@@ -55,6 +55,23 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
       f.add("Parked", std::to_string(parked) + " not published (dedupctl fleet retry queues them again)", Color::red);
   }
   if (fl.contains("primary") && fl["primary"].is_string()) f.add("Writes to", fl["primary"].get<std::string>());
+  if (fl.contains("lookup_memory") && fl["lookup_memory"].is_object()) {
+    const json& m = fl["lookup_memory"];
+    const json kf = m.value("key_filters", json::object()), xc = m.value("xorb_cache", json::object());
+    const auto n = [](const json& o, const char* k) { return o.is_object() ? o.value(k, std::uint64_t(0)) : 0; };
+    const std::uint64_t keys = n(kf, "keys"), over = n(kf, "keys_over_budget");
+    std::string text = human_bytes(n(kf, "bytes")) + " of " + human_bytes(n(kf, "max_bytes")) + " key filters (" +
+                       std::to_string(keys) + (keys == 1 ? " key" : " keys");
+    if (const std::uint64_t bits = n(kf, "thinnest_bits_per_entry"); bits != 0 && bits < 16)
+      text += ", thinnest " + std::to_string(bits) + " bits an entry";
+    text += "), " + human_bytes(n(xc, "bytes")) + " of " + human_bytes(n(xc, "max_bytes")) + " xorb cache";
+    f.add("Lookup memory", text);
+    if (over != 0)
+      f.add(
+          "Key filters",
+          std::to_string(over) + (over == 1 ? " key" : " keys") + " over fleet.key_filter_memory: asked in every form",
+          Color::yellow);
+  }
   if (fl.contains("failover") && fl["failover"].is_object() && fl["failover"].contains("last_at") &&
       fl["failover"]["last_at"].is_number_unsigned()) {
     const json& fo = fl["failover"];

@@ -30,8 +30,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::int64_t lookup_cache_bytes(const FleetConfig& f) {
-  return std::int64_t(std::min<std::uint64_t>(f.lookup_cache, std::uint64_t(INT64_MAX)));
+fleet_link::LookupMemory lookup_memory(const FleetConfig& f) {
+  auto bytes = [](std::uint64_t v) { return std::int64_t(std::min<std::uint64_t>(v, std::uint64_t(INT64_MAX))); };
+  return {.xorb_cache = bytes(f.lookup_cache), .key_filters = bytes(f.key_filter_memory)};
 }
 
 // How long one loop iteration may spend ingesting queued files before it
@@ -141,7 +142,7 @@ int Daemon::run() {
     return 1;
   }
   fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
-                                                            lookup_cache_bytes(config_.fleet));
+                                                            lookup_memory(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   learner_ = std::make_unique<learn::Learner>(*index_, loop_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
@@ -489,7 +490,9 @@ bool Daemon::fleet_enabled() const {
 std::optional<fleet_link::PublisherState> Daemon::fleet_state() const {
   std::lock_guard lock(fleet_mu_);
   if (!publisher_) return std::nullopt;
-  return publisher_->state();
+  auto state = publisher_->state();
+  state.lookup_memory = fleet_lookup_->memory_in_use();
+  return state;
 }
 
 shard::Result<std::uint64_t> Daemon::fleet_retry() {
@@ -501,7 +504,7 @@ shard::Result<std::uint64_t> Daemon::fleet_retry() {
 // Loop thread. Never logs the url: it may carry a password.
 void Daemon::apply_fleet(bool initial) {
   fleet::ConnectOptions o = fleet_options();
-  fleet_lookup_->configure(o, config_.fleet.lookup_timeout, lookup_cache_bytes(config_.fleet));
+  fleet_lookup_->configure(o, config_.fleet.lookup_timeout, lookup_memory(config_.fleet));
   std::lock_guard lock(fleet_mu_);
   if (!config_.fleet.enabled()) {
     if (!publisher_ && !initial) return;

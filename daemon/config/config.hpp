@@ -127,6 +127,11 @@ struct FleetConfig {
   // holders, the CAS blocks of xorbs hit often), in bytes; one cache for
   // every connection (fleet/xorb_cache.hpp). 0: nothing is kept.
   std::uint64_t lookup_cache = std::uint64_t(16) << 20;
+  // The most the key filters take together (fleet/key_filters.hpp): one
+  // filter per live key of the prefixes stored under it, so that a miss
+  // asks the raw form alone. Past what fits, filters get thinner (more
+  // keyed forms asked), then none.
+  std::uint64_t key_filter_memory = std::uint64_t(64) << 20;
   bool enabled() const { return !url.empty(); }
   bool operator==(const FleetConfig&) const = default;
 };

@@ -374,7 +374,8 @@ class Loader {
     if (v.IsNull()) return;  // "fleet:" alone: off
     if (!v.IsMap())
       return fail(key, v,
-                  "expected a mapping (url, host, lookup_timeout, lookup_cache, reconcile_interval, reconcile_batch)");
+                  "expected a mapping (url, host, lookup_timeout, lookup_cache, key_filter_memory, reconcile_interval, "
+                  "reconcile_batch)");
     const int section_line = key_line_;
     bool has_url = false;
     for (auto it = v.begin(); it != v.end(); ++it) {
@@ -395,12 +396,15 @@ class Loader {
         milliseconds(k, val, out.lookup_timeout);
       } else if (name == "lookup_cache") {
         size(k, val, out.lookup_cache);
+      } else if (name == "key_filter_memory") {
+        size(k, val, out.key_filter_memory);
       } else if (name == "reconcile_interval") {
         duration(k, val, out.reconcile_interval, std::chrono::seconds(1));
       } else if (name == "reconcile_batch") {
         count(k, val, out.reconcile_batch, std::uint32_t(1));
       } else {
-        unknown(k, it->first, "url, host, lookup_timeout, lookup_cache, reconcile_interval, reconcile_batch");
+        unknown(k, it->first,
+                "url, host, lookup_timeout, lookup_cache, key_filter_memory, reconcile_interval, reconcile_batch");
       }
     }
     if (!has_url) {

@@ -39,6 +39,15 @@ struct ParkedItem {
 
 inline constexpr std::size_t kParkedListed = 50;
 
+// What the lookups' pool holds in memory (FleetLookup::memory_in_use).
+struct LookupMemoryInUse {
+  std::uint64_t key_filter_bytes = 0, key_filter_max_bytes = 0;
+  std::uint64_t key_filters = 0, keys_over_budget = 0;  // keys whose filter is in use; that did not fit
+  std::uint64_t key_filter_entries = 0;                 // what the filters in use hold
+  int thinnest_bits = 0;                                // of the filters in use (0: none)
+  std::uint64_t xorb_cache_bytes = 0, xorb_cache_max_bytes = 0;
+};
+
 struct PublisherState {
   LinkState state = LinkState::off;
   std::string host;  // this host's name in the fleet
@@ -59,6 +68,7 @@ struct PublisherState {
   // time and the server writes left.
   std::string primary{};
   std::uint64_t failovers = 0;
+  LookupMemoryInUse lookup_memory{};             // filled in by the daemon, beside the publisher's own
   std::optional<std::uint64_t> last_failover{};  // unix seconds it was seen
   std::string last_failover_from{};
 };

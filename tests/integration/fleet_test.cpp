@@ -507,6 +507,42 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
   EXPECT_GT(view->expiry().value_or(0), expiry) << "a re-keyed reply lives its whole lifetime";
 }
 
+// Issue 42: the key filters are built off the lookup path. B, asked
+// nothing, has the filter of a key A published after B connected, in use
+// for its generation: a lookup under a tight bound then asks the raw form
+// alone. Their memory is shown in status, --json and /metrics.
+TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url, "200ms", "  key_filter_memory: 8M\n");
+  a.start();
+  b.start();
+  auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
+  ASSERT_TRUE(eventually([&] { return b.status()["fleet"]["state"] == "connected"; }));
+  EXPECT_EQ(filters()["keys"], 0u);
+  EXPECT_EQ(filters()["max_bytes"], std::uint64_t(8) << 20);
+  const shard::Key key =
+      shard::Hash::parse_hex_bytes("ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100").value();
+  MadeShard keyed = make_shard({.seed = 1310, .xorbs = 2, .chunks_per_xorb = 4, .expiry = 4000000000ull, .key = key});
+  drop_file(a.incoming, keyed.file_name(), keyed.bytes);
+  ASSERT_TRUE(eventually([&] { return filters()["keys"] == 1u && filters()["entries"] == 8u; })) << filters().dump();
+  EXPECT_GT(filters()["bytes"].get<std::uint64_t>(), 0u);
+  // Now B's pool is connected and idle: only the keeper brings the filter
+  // up to the key's next generation.
+  MadeShard more = make_shard({.seed = 1311, .xorbs = 1, .chunks_per_xorb = 5, .expiry = 4000000000ull, .key = key});
+  drop_file(a.incoming, more.file_name(), more.bytes);
+  ASSERT_TRUE(eventually([&] { return filters()["entries"] == 13u; })) << filters().dump();
+  EXPECT_EQ(filters()["thinnest_bits_per_entry"], 16);
+  EXPECT_EQ(filters()["keys_over_budget"], 0u);
+  const std::string metrics = b.http().get("/metrics").body;
+  EXPECT_NE(metrics.find("\ndedupd_fleet_key_filters 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\ndedupd_fleet_key_filter_max_bytes 8388608\n"), std::string::npos) << metrics;
+  std::string out, err;
+  EXPECT_EQ(dedupctl(b, {"status"}, &out, &err), 0) << out << err;
+  EXPECT_NE(out.find("of 8.0 MiB key filters (1 key)"), std::string::npos) << out;
+}
+
 // Issue 41: a global-dedup query naming its CAS (X-Dedupd-Cas, as the local
 // Xet endpoint's nginx sends) is answered from the fleet only by shards of
 // that CAS: another CAS's shard would have the client skip xorbs its CAS

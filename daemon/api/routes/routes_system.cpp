@@ -212,6 +212,20 @@ Response get_metrics(Context& ctx, Request& req) {
     w.sample("dedupd_fleet_outbox_oldest_age_seconds", "", fleet->outbox_oldest_age_s.value_or(0));
     w.family("dedupd_fleet_parked", "gauge", "Outbox entries parked: not published (or dropped) and not retried yet.");
     w.sample("dedupd_fleet_parked", "", fleet->parked);
+    const auto& m = fleet->lookup_memory;
+    w.family("dedupd_fleet_key_filter_bytes", "gauge", "Memory the fleet key filters take.");
+    w.sample("dedupd_fleet_key_filter_bytes", "", m.key_filter_bytes);
+    w.family("dedupd_fleet_key_filter_max_bytes", "gauge", "Their bound (fleet.key_filter_memory).");
+    w.sample("dedupd_fleet_key_filter_max_bytes", "", m.key_filter_max_bytes);
+    w.family("dedupd_fleet_key_filters", "gauge", "Fleet keys whose filter is in use.");
+    w.sample("dedupd_fleet_key_filters", "", m.key_filters);
+    w.family("dedupd_fleet_keys_over_filter_budget", "gauge",
+             "Fleet keys asked in every form: their filter did not fit fleet.key_filter_memory.");
+    w.sample("dedupd_fleet_keys_over_filter_budget", "", m.keys_over_budget);
+    w.family("dedupd_fleet_xorb_cache_bytes", "gauge", "Memory the fleet xorb cache takes.");
+    w.sample("dedupd_fleet_xorb_cache_bytes", "", m.xorb_cache_bytes);
+    w.family("dedupd_fleet_xorb_cache_max_bytes", "gauge", "Its bound (fleet.lookup_cache).");
+    w.sample("dedupd_fleet_xorb_cache_max_bytes", "", m.xorb_cache_max_bytes);
     counter("dedupd_fleet_reconcile_passes_total", "Anti-entropy passes over this host's shards.",
             fleet->reconcile_passes);
     w.family("dedupd_fleet_reconciled_total", "counter", "Differences anti-entropy found and queued.");
