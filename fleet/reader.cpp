@@ -30,20 +30,22 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
 constexpr const char* kFillStatement = "dedupd_fleet_fill";
 
-// The live keys in the lookup's own snapshot, in the columns of its hit
-// rows: one row per key (the hit columns NULL; id, key, generation = xmin
-// of its row), and one row with the list "hex,hex" and the epoch (every
-// other column NULL). The epoch names the server (its start time) and the
+// The live keys in the lookup's own snapshot, in the three columns of its
+// hit rows (prefix, place, text), the prefix NULL: one row per key (its id;
+// "hex-key generation", the generation the xmin of its row), and one row
+// with the list "hex,hex|epoch" (the id NULL too). Hit rows carry no
+// column for them: each column a hit row has costs libpq and the Reader
+// on every hit, and hits are most of an answer's rows. The epoch names the server (its start time) and the
 // files of the tables the xorb cache is filled from: a restore (pg_restore
 // --clean, a new schema), a TRUNCATE or a VACUUM FULL makes them anew, and
 // row ids may then be handed out again, so what the cache holds from before
 // is not used (a new era, fleet/xorb_cache.hpp).
 constexpr const char* kKeyRows =
-    "SELECT NULL::int8, NULL::int8, k.id, k.key, k.xmin::text, NULL::text FROM dedupd.chunk_key k "
+    "SELECT NULL::int8, k.id::int8, encode(k.key, 'hex') || ' ' || k.xmin::text FROM dedupd.chunk_key k "
     "WHERE k.shards > 0 "
-    "UNION ALL SELECT NULL, NULL, NULL, NULL, "
+    "UNION ALL SELECT NULL, NULL, "
     "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
-    "WHERE shards > 0), "
+    "WHERE shards > 0) || '|' || "
     "concat_ws('.', pg_postmaster_start_time(), pg_relation_filenode(to_regclass('dedupd.xorb')), "
     "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
 
@@ -59,8 +61,7 @@ const std::string& lookup_sql() {
     for (int i = 0; i < schema::kChunkPartitions; ++i) {
       if (i) hit += " UNION ALL ";
       hit += "SELECT prefix, (xorb_id::int8 << 32) | chunk_index";
-      if (i == 0) hit += ", NULL::int4, NULL::bytea, NULL::text, NULL::text";
-      else hit += ", NULL, NULL, NULL, NULL";
+      hit += i == 0 ? ", NULL::text" : ", NULL";
       hit += " FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) + "::int8[])";
       if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
       if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
@@ -121,8 +122,19 @@ Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::Live
   std::optional<KeyRows> list;
   for (int r = 0; r < rows.size(); ++r) {
     if (!rows.null(r, 0)) continue;
-    if (rows.null(r, 3)) list = KeyRows{rows.text(r, 4), rows.null(r, 5) ? std::string_view() : rows.text(r, 5)};
-    else live.push_back({rows.int4(r, 2), rows.hash(r, 3), std::string(rows.text(r, 4))});
+    if (rows.null(r, 2)) return make_error(kRuleProtocol, "lookup answer with an empty key row");
+    const std::string_view text = rows.text(r, 2);
+    if (rows.null(r, 1)) {
+      const auto bar = text.find('|');
+      if (bar == std::string_view::npos) return make_error(kRuleProtocol, "lookup answer with a malformed key list");
+      list = KeyRows{text.substr(0, bar), text.substr(bar + 1)};
+      continue;
+    }
+    const auto space = text.find(' ');
+    auto key = Hash::parse_hex_bytes(text.substr(0, space));
+    if (space == std::string_view::npos || !key || rows.bytes(r, 1).size() != 8)
+      return make_error(kRuleProtocol, "lookup answer with a malformed key row");
+    live.push_back({std::int32_t(rows.int8(r, 1)), *key, std::string(text.substr(space + 1))});
   }
   if (!list) return make_error(kRuleProtocol, "lookup answer without the key list");
   return *list;
