@@ -54,6 +54,26 @@ class FleetKeyFilter : public ::testing::Test {
     EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
     return r ? std::move(*r) : nullptr;
   }
+  // Two keys, a xorb of 300 chunks under each (seeds `xorb` and `xorb` + 1,
+  // keys `key` and `key` + 1), and a query of their raw hashes and `misses`
+  // hashes the fleet lacks, with what asking every form answers.
+  struct Asked {
+    std::vector<Hash> q;
+    std::vector<std::string> want;
+  };
+  Asked two_keys_of_300(std::uint64_t xorb, std::uint64_t key, std::uint64_t misses) {
+    GenXorb a = index::gen::gen_xorb(xorb, 300), b = index::gen::gen_xorb(xorb + 1, 300);
+    publish(*writer_, make_shard({&a}, 1, index::gen::hash_of_seed(key)));
+    publish(*writer_, make_shard({&b}, 2, index::gen::hash_of_seed(key + 1)));
+    Asked out;
+    out.q.assign(a.raw.begin(), a.raw.end());
+    out.q.insert(out.q.end(), b.raw.begin(), b.raw.end());
+    for (std::uint64_t i = 0; i < misses; ++i) out.q.push_back(index::gen::hash_of_seed(900000 + key * 100 + i));
+    auto every = reader(false);
+    EXPECT_TRUE(every);
+    if (every) out.want = describe(lookup(*every, out.q));
+    return out;
+  }
   std::string url_;
   std::unique_ptr<Writer> writer_;
 };
@@ -98,16 +118,7 @@ TEST_F(FleetKeyFilter, AnswersWhatAskingEveryFormAnswersWithFarFewerForms) {
 // Readers sharing the set share its filters: a second one neither builds
 // nor holds another.
 TEST_F(FleetKeyFilter, AFilterOverTheBudgetIsNotBuiltAndTheKeyIsAskedInEveryForm) {
-  GenXorb a = index::gen::gen_xorb(40, 300), b = index::gen::gen_xorb(41, 300);
-  Key k1 = index::gen::hash_of_seed(701), k2 = index::gen::hash_of_seed(702);
-  publish(*writer_, make_shard({&a}, 1, k1));
-  publish(*writer_, make_shard({&b}, 2, k2));
-  std::vector<Hash> q(a.raw.begin(), a.raw.end());
-  q.insert(q.end(), b.raw.begin(), b.raw.end());
-  for (std::uint64_t i = 0; i < 400; ++i) q.push_back(index::gen::hash_of_seed(910000 + i));
-  auto every = reader(false);
-  ASSERT_TRUE(every);
-  const auto want = describe(lookup(*every, q));
+  const auto [q, want] = two_keys_of_300(40, 701, 400);
 
   // Room for one key's filter (300 entries and room to grow, at 16 bits),
   // and half the thinnest of another.
@@ -144,16 +155,7 @@ TEST_F(FleetKeyFilter, AFilterOverTheBudgetIsNotBuiltAndTheKeyIsAskedInEveryForm
 // from what is left (more false positives, so more keyed forms asked), not
 // none; the answers are the same.
 TEST_F(FleetKeyFilter, AKeyShortOfBudgetGetsAThinnerFilterNotNone) {
-  GenXorb a = index::gen::gen_xorb(50, 300), b = index::gen::gen_xorb(51, 300);
-  Key k1 = index::gen::hash_of_seed(801), k2 = index::gen::hash_of_seed(802);
-  publish(*writer_, make_shard({&a}, 1, k1));
-  publish(*writer_, make_shard({&b}, 2, k2));
-  std::vector<Hash> q(a.raw.begin(), a.raw.end());
-  q.insert(q.end(), b.raw.begin(), b.raw.end());
-  for (std::uint64_t i = 0; i < 4'000; ++i) q.push_back(index::gen::hash_of_seed(920000 + i));
-  auto every = reader(false);
-  ASSERT_TRUE(every);
-  const auto want = describe(lookup(*every, q));
+  const auto [q, want] = two_keys_of_300(50, 801, 4'000);
 
   // One filter at 16 bits an entry, the other at 8.
   const std::size_t sized = KeyFilters::room_for(300);
