@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "fleet/fleet.hpp"
+#include "fleet/key_filters.hpp"
 #include "fleet/wire.hpp"
 #include "tests/bench/series.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -392,7 +393,10 @@ int main(int argc, char** argv) {
   }
 
   // Lookups of misses: random raw hashes, in blocks.
-  auto reader = fleet::Reader::connect(options);
+  // A set of key filters of its own, so that their memory can be shown.
+  fleet::ConnectOptions measured = options;
+  measured.key_filters_shared = fleet::make_key_filters();
+  auto reader = fleet::Reader::connect(measured);
   if (!reader) die(reader.error().to_string());
   std::mt19937_64 rng(42);
   const std::size_t total_queries = std::max<std::size_t>(block * 20, 200'000);
@@ -471,6 +475,17 @@ int main(int argc, char** argv) {
     for (std::size_t s = 0; s < shards; ++s) keyed_entries += s % 10 == 3 ? per_shard : 0;
   row("  first lookup, building the key filters, s", num(first_s, 2),
       num(double(keyed_entries)) + " keyed entries (48 B each fetched)");
+  {
+    const auto kf = measured.key_filters_shared->summary();
+    const double per_entry = kf.entries ? double(kf.bytes) / double(kf.entries) : 0;
+    row("  key filters' memory, MiB", num(double(kf.bytes) / double(1 << 20), 1),
+        num(double(kf.entries)) + " keyed entries in " + num(double(kf.complete)) + " filters, " + num(per_entry, 2) +
+            " B each, " + std::to_string(kf.thinnest_bits) + " bits an entry at the thinnest; budget " +
+            num(double(measured.key_filters_shared->budget()) / double(1 << 20), 0) + " MiB");
+    metrics["key_filter_bytes_per_keyed_entry"] = bench::metric("bytes per keyed entry", per_entry);
+    metrics["key_filter_bytes_per_keyed_entry"]["bytes"] = kf.bytes;
+    metrics["key_filter_bytes_per_keyed_entry"]["thinnest_bits"] = kf.thinnest_bits;
+  }
 
   // As the daemon asks: blocks of 1,000 under its default 50 ms bound (a
   // failed call is asked again at once here; the daemon would answer

@@ -35,6 +35,7 @@ PANELS = [
     ("fleet", "dedupd_hits_first_xorbs", "fleet: via dedupd, first xorbs", PER_OP, "us per hash"),
     ("fleet", "dedupd_hits_spread", "fleet: via dedupd, spread", PER_OP, "us per hash"),
     ("fleet", "bytes_per_entry", "fleet: PostgreSQL size", SAME, "bytes per entry"),
+    ("fleet", "key_filter_bytes_per_keyed_entry", "fleet: key filters' memory", SAME, "bytes per keyed entry"),
 ]
 
 
