@@ -7,7 +7,7 @@ namespace {
 
 // Bits set per entry: about ln 2 per bit an entry has (the fewest false
 // positives), at most 7, as seven 9-bit positions use 63 bits of one mix.
-int probes_for(int bits_per_entry) { return std::clamp(int(bits_per_entry * 0.69 + 0.5), 1, 7); }
+int probes_for(int bits_per_entry) { return std::clamp((bits_per_entry * 69 + 50) / 100, 1, 7); }
 
 int clamp_bits(int bits_per_entry) {
   return std::clamp(bits_per_entry, KeyFilter::kMinBitsPerEntry, KeyFilter::kMaxBitsPerEntry);
