@@ -1,0 +1,39 @@
+// What a Reader's lookup sends and the key rows of its answer: the probe
+// and fill statements (their text, built once), the live keys' rows every
+// answer carries, and how those rows are read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleet/connection.hpp"
+#include "fleet/fleet.hpp"
+#include "fleet/xorb_cache.hpp"
+
+namespace dedupd::fleet::reader_sql {
+
+// The live keys' rows alone (a statement of their own, and the tail of
+// lookup_sql's answer).
+extern const char* const kKeyRows;
+// The probe: one int8[] of prefixes per chunk partition.
+const std::string& lookup_sql();
+// What the probe's hits need that the xorb cache lacks.
+const std::string& fill_sql();
+
+// Fetching a whole CAS block costs about as much as slicing this many bytes
+// of it out entry by entry (measured on PostgreSQL 15, EXTERNAL storage: a
+// slice is a TOAST index descent, about 3 us; a block comes at about 1.4 ms
+// per MB), so a xorb hit at least once per kWholeBlockBytesPerHit bytes of
+// its block is fetched whole (and cached), else sliced. The hits are this
+// lookup's and those the cache still counts of earlier ones.
+inline constexpr std::int64_t kWholeBlockBytesPerHit = XorbCache::kBytesPerHit;
+
+struct KeyRows {
+  std::string_view digest;  // "hex,hex" of the live keys
+  std::string_view epoch;
+};
+Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live);
+
+}  // namespace dedupd::fleet::reader_sql
