@@ -34,11 +34,15 @@ std::size_t KeyFilters::room_for(std::size_t entries) { return entries + std::ma
 
 KeyFilters::KeyFilters(std::int64_t budget) : budget_(budget), budget_left_(budget) {}
 
+const KeyFilters::OfKey* KeyFilters::of_epoch(const shard::Key& key, std::string_view epoch) const {
+  auto it = by_key_.find(key);
+  return it == by_key_.end() || it->second.epoch != epoch ? nullptr : &it->second;
+}
+
 bool KeyFilters::over_budget(const shard::Key& key, std::string_view generation, std::string_view epoch) const {
   std::lock_guard lock(mu_);
-  auto it = by_key_.find(key);
-  return it != by_key_.end() && it->second.epoch == epoch && !it->second.over_budget_for.empty() &&
-         it->second.over_budget_for == generation;
+  const OfKey* k = of_epoch(key, epoch);
+  return k && !k->over_budget_for.empty() && k->over_budget_for == generation;
 }
 
 double KeyFilters::last_step_seconds() const {
@@ -82,11 +86,9 @@ bool KeyFilters::resize_reservation(OfKey& k, std::int64_t bytes) {
 std::shared_ptr<const KeyFilter> KeyFilters::usable(const shard::Key& key, std::string_view generation,
                                                     std::string_view epoch) const {
   std::lock_guard lock(mu_);
-  auto it = by_key_.find(key);
-  if (it == by_key_.end()) return nullptr;
-  const OfKey& k = it->second;
-  if (k.complete_for.empty() || k.complete_for != generation || k.epoch != epoch) return nullptr;
-  return k.filter;
+  const OfKey* k = of_epoch(key, epoch);
+  if (!k || k->complete_for.empty() || k->complete_for != generation) return nullptr;
+  return k->filter;
 }
 
 void KeyFilters::keep_only_live(const std::vector<detail::LiveKey>& live) {

@@ -75,12 +75,11 @@ class KeyFilters {
 
   // How long the last step's statement took: a step must fit in what is left.
   double last_step_seconds() const;
-  // What is left of the budget, and the chunk entries fetched from CAS
-  // blocks since the set was made (what building the filters cost).
   std::int64_t budget() const { return budget_; }
   // What an operator is shown: the bytes the filters take (of budget()),
-  // the keys whose filter is in use and the entries they hold, those over the budget, and the
-  // fewest bits an entry a filter in use has (16 while there is room).
+  // the keys whose filter is in use and the entries they hold, those over
+  // the budget, and the fewest bits an entry a filter in use has (16 while
+  // there is room).
   struct Summary {
     std::int64_t bytes = 0;
     std::size_t complete = 0;
@@ -89,6 +88,8 @@ class KeyFilters {
     int thinnest_bits = 0;  // 0: none in use
   };
   Summary summary() const;
+  // What is left of the budget, and the chunk entries fetched from CAS
+  // blocks since the set was made (what building the filters cost).
   std::int64_t budget_left() const;
   std::uint64_t entries_fetched() const;
 
@@ -123,6 +124,8 @@ class KeyFilters {
   // Sets k's share of the budget to `bytes`; false (and unchanged) when
   // that would pass the budget.
   bool resize_reservation(OfKey& k, std::int64_t bytes);
+  // That key's state when its generations are of `epoch`, else null. Under mu_.
+  const OfKey* of_epoch(const shard::Key& key, std::string_view epoch) const;
 
   const std::int64_t budget_;
   mutable std::mutex mu_;
