@@ -1,8 +1,12 @@
 // Child of the crash test: ingests the crash shard sequence from argv[2] on,
 // removing some as it goes, and prints "A i" / "R i" on stdout after each
-// acknowledged (committed) ingest / removal, until it is killed.
+// acknowledged (committed) ingest / removal, until it is killed or, with
+// argv[3], has ingested shard argv[3] (a test that wants exactly those
+// writes: a parent slow to kill it would otherwise see later ones, such as
+// the removal of shard i two ingests on).
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,7 +23,8 @@ static void say(char what, std::uint64_t i) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 64;
+  if (argc != 3 && argc != 4) return 64;
+  const std::uint64_t last = argc == 4 ? std::strtoull(argv[3], nullptr, 10) : UINT64_MAX;
   Options o;
   o.dir = argv[1];
   o.map_size = 256 * 1024;   // grows while being killed, too
@@ -37,6 +42,7 @@ int main(int argc, char** argv) {
       return 3;
     }
     say('A', i);
+    if (i == last) return 0;
     if (gen::crash_removes_after(i)) {
       auto victim = gen::crash_shard(i - 2);
       auto rm = (*idx)->remove(victim.shard.hash);
