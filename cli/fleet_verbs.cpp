@@ -64,8 +64,13 @@ void add_fleet_status_fields(Fields& f, const json& fl, std::uint64_t now) {
                        std::to_string(keys) + (keys == 1 ? " key" : " keys");
     if (const std::uint64_t bits = n(kf, "thinnest_bits_per_entry"); bits != 0 && bits < 16)
       text += ", thinnest " + std::to_string(bits) + " bits an entry";
+    if (const std::uint64_t raw_bits = n(kf, "raw_bits_per_entry"); raw_bits != 0)
+      text +=
+          "; raw forms: " + std::to_string(n(kf, "raw_entries")) + " entries at " + std::to_string(raw_bits) + " bits";
     text += "), " + human_bytes(n(xc, "bytes")) + " of " + human_bytes(n(xc, "max_bytes")) + " xorb cache";
     f.add("Lookup memory", text);
+    if (kf.is_object() && kf.value("raw_over_budget", false))
+      f.add("Raw filter", "over half of fleet.key_filter_memory: every raw form is asked", Color::yellow);
     if (over != 0)
       f.add(
           "Key filters",

@@ -45,6 +45,12 @@ struct ConnectOptions {
   // asks only for the keyed forms it may hold (docs/FLEET.md, "Key
   // filters"). Off: every form of every query is asked (tests compare both).
   bool key_filters = true;
+  // The same for the raw forms: a filter of the prefixes of every raw chunk
+  // entry in the fleet, complete for the "raw generation" (each publishing
+  // host's row; fleet/key_filters.hpp), within at most half of the
+  // filters' budget, so a miss is usually asked nothing. Off: every raw
+  // form is asked (the key filter tests count forms without it).
+  bool raw_filter = true;
   // The key filters, shared by the Readers given the same set: a pool
   // builds each filter once, not once per connection (fleet/key_filters.hpp).
   // A key whose filter would not fit the set's budget even at its thinnest
@@ -66,10 +72,11 @@ struct ConnectOptions {
   std::shared_ptr<XorbCache> xorb_cache;
 };
 
-// 64 MiB (fleet.key_filter_memory): the filters of about 22 M keyed entries
-// at 16 bits each (with half as much room again to grow: 3 bytes an
-// entry), about 89 M at the thinnest 4 bits, whatever the number of
-// Readers sharing it.
+// 64 MiB (fleet.key_filter_memory): the filters of about 22 M entries at
+// 16 bits each (with half as much room again to grow: 3 bytes an entry),
+// about 89 M at the thinnest 4 bits, whatever the number of Readers
+// sharing it; the raw filter takes at most half (about 11 M raw entries at
+// 16 bits, 45 M at 4).
 inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(64) << 20;
 // A set of key filters for Readers to share, within `budget_bytes`.
 std::shared_ptr<KeyFilters> make_key_filters(std::int64_t budget_bytes = kDefaultKeyFilterBytes);
@@ -188,6 +195,7 @@ struct LookupCounters {
   std::uint64_t forms_asked = 0;
   std::uint32_t rounds = 0;
   std::uint32_t filtered_keys = 0;  // live keys whose filter was used
+  bool raw_filtered = false;        // the raw forms' filter was used
   // What the hits needed beyond the probe, not found in the xorb cache, and
   // read in one more statement (0 or 1 of them, `fills`): xorbs (hash, key),
   // holder lists, whole CAS blocks, single chunk entries sliced out.
@@ -200,7 +208,8 @@ namespace detail {
 class Connection;
 class Rows;
 // A live key as the server last listed it, with its generation
-// (fleet/key_filters.hpp).
+// (fleet/key_filters.hpp). The raw forms are listed as the key of zeros
+// (id 0), which no keyed shard has: zero is the unkeyed shard's key.
 struct LiveKey {
   std::int32_t id = 0;
   shard::Key key{};
@@ -317,6 +326,8 @@ class Reader {
   // Brings key filters up to date with steps that start before `stop`,
   // each bounded by the deadline; never fails the call it is part of.
   void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline);
+  // Whether that live key (or the raw forms' row) is filtered at all.
+  bool filtered(const detail::LiveKey& k) const;
   void drop_connection();
   // One statement within the deadline; a failure other than the server
   // refusing it (fleet.query) drops the connection, never left half-read.

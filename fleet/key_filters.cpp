@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "fleet/fleet.hpp"
+#include "fleet/reader_sql.hpp"
 #include "fleet/wire.hpp"
 #include "shard/reader.hpp"
 
@@ -55,8 +56,18 @@ KeyFilters::Summary KeyFilters::summary() const {
   Summary s;
   s.bytes = budget_ - budget_left_;
   for (const auto& [key, k] : by_key_) {
-    if (!k.over_budget_for.empty()) ++s.over_budget;
+    const bool raw = key == shard::Key{};
+    if (raw) s.raw_bytes = k.reserved;
+    if (!k.over_budget_for.empty()) {
+      if (raw) s.raw_over_budget = true;
+      else ++s.over_budget;
+    }
     if (!k.filter || k.complete_for.empty()) continue;
+    if (raw) {
+      s.raw_entries = k.filter->added();
+      s.raw_bits = k.filter->bits_per_entry();
+      continue;
+    }
     ++s.complete;
     s.entries += k.filter->added();
     if (s.thinnest_bits == 0 || k.filter->bits_per_entry() < s.thinnest_bits)
@@ -140,10 +151,13 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
   {
     Unlocked unlocked(lock);
     // One statement, one snapshot: the generation and the xorbs it has.
-    auto rows = c.exec_until(
+    static const std::string sql =
         "SELECT NULL::int4, NULL::int4, NULL::bytea, xmin::text FROM dedupd.chunk_key WHERE id = $1 "
-        "UNION ALL SELECT id, chunks, hash, NULL FROM dedupd.xorb WHERE key_id = $1",
-        wire::Params().int4(key.id), deadline);
+        "UNION ALL SELECT NULL, NULL, NULL, " +
+        std::string(reader_sql::kRawGeneration) +
+        " WHERE $1 = 0 "
+        "UNION ALL SELECT id, chunks, hash, NULL FROM dedupd.xorb WHERE key_id = $1";
+    auto rows = c.exec_until(sql.c_str(), wire::Params().int4(key.id), deadline);
     if (!rows) return rows.error();
     for (int r = 0; r < rows->size(); ++r) {
       if (rows->null(r, 0)) {
@@ -173,7 +187,10 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
     k.complete_for.clear();
     k.building.reset();
     k.have.clear();
-    const std::int64_t room = budget_left_ + k.reserved;
+    // The raw filter takes at most half the budget: a keyed filter spares
+    // a probe per miss for each of far fewer entries, and keeps its room.
+    std::int64_t room = budget_left_ + k.reserved;
+    if (key.id == 0) room = std::min(room, budget_ / 2);
     int bits = KeyFilter::kMaxBitsPerEntry;
     while (bits > KeyFilter::kMinBitsPerEntry && std::int64_t(KeyFilter::bytes_for(wanted, bits)) > room) --bits;
     if (!resize_reservation(k, std::int64_t(KeyFilter::bytes_for(wanted, bits)))) {

@@ -1,5 +1,7 @@
 // The key filters: per live fleet key, a KeyFilter of the prefixes of every
-// chunk entry stored under it, and the key "generation" it is complete for.
+// chunk entry stored under it, and the key "generation" it is complete for;
+// and the raw filter, of every raw chunk entry, kept the same way as the
+// filter of the key of zeros (its generation: reader_sql::kRawGeneration).
 // The generation is the xmin of the key's dedupd.chunk_key row: every
 // transaction that adds or removes xorbs under a key updates that row (the
 // writer's use count), so while a lookup's snapshot shows the same xmin it
@@ -81,11 +83,16 @@ class KeyFilters {
   // the budget, and the fewest bits an entry a filter in use has (16 while
   // there is room).
   struct Summary {
-    std::int64_t bytes = 0;
+    std::int64_t bytes = 0;  // the raw filter's included
     std::size_t complete = 0;
-    std::uint64_t entries = 0;  // what the filters in use hold
+    std::uint64_t entries = 0;  // what the keys' filters in use hold
     std::size_t over_budget = 0;
     int thinnest_bits = 0;  // 0: none in use
+    // The raw forms' filter (the key of zeros), apart from the keys'.
+    std::uint64_t raw_entries = 0;
+    std::int64_t raw_bytes = 0;  // of `bytes`
+    int raw_bits = 0;            // 0: not in use
+    bool raw_over_budget = false;
   };
   Summary summary() const;
   // What is left of the budget, and the chunk entries fetched from CAS

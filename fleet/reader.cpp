@@ -138,7 +138,7 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
 }
 
 Result<Ok> Reader::refresh_keys(Deadline deadline) {
-  auto r = query(kKeyRows, {}, deadline);
+  auto r = query(key_rows_sql().c_str(), {}, deadline);
   if (!r) return r.error();
   auto list = read_key_rows(*r, live_);
   if (!list) return list.error();
@@ -150,10 +150,16 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
   return Ok{};
 }
 
+bool Reader::filtered(const detail::LiveKey& k) const {
+  return k.id == 0 && k.key == Key{} ? options_.raw_filter : options_.key_filters;
+}
+
 void Reader::refresh_filters(Clock::time_point stop, Deadline deadline) {
   filters_->keep_only_live(live_);
-  if (!options_.key_filters) return;
+  // The keys first (live_ lists the raw forms last): their filters are the
+  // smaller, and each spares a probe per miss.
   for (const auto& k : live_) {
+    if (!filtered(k)) continue;
     while (!filters_->usable(k.key, k.generation, epoch_)) {
       const double left = std::chrono::duration<double>(stop - Clock::now()).count();
       if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds())) return;
@@ -182,7 +188,7 @@ Result<Ok> Reader::warm_up(Deadline deadline) {
   // every form, not late.
   bool complete = conn_ != nullptr;
   for (const auto& k : live_)
-    complete = complete && (!options_.key_filters || filters_->usable(k.key, k.generation, epoch_) ||
+    complete = complete && (!filtered(k) || filters_->usable(k.key, k.generation, epoch_) ||
                             filters_->over_budget(k.key, k.generation, epoch_));
   if (!complete) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
@@ -202,7 +208,13 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       std::string generation;                   // the generation the filter was complete for
     };
     std::vector<Asked> asked(keys_.size());
+    Asked raw;  // the raw forms' filter
     counters_.filtered_keys = 0;
+    if (round == 0 && options_.raw_filter)
+      for (const auto& live : live_)
+        if (live.id == 0 && live.key == Key{} && (raw.filter = filters_->usable(live.key, live.generation, epoch_)))
+          raw.generation = live.generation;
+    counters_.raw_filtered = raw.filter != nullptr;
     if (round == 0 && options_.key_filters)
       for (std::size_t j = 0; j < keys_.size(); ++j)
         for (const auto& live : live_)
@@ -218,12 +230,17 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     auto add = [&](std::uint32_t q, const Hash& stored, const Key& key) {
       forms.push_back(Form{q, stored, key, wire::prefix_of(stored.data())});
     };
-    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q) add(q, raw_hashes[q], Key{});
-    // Key by key: a filter tests the whole block at once, each line fetched
-    // ahead of its test (filters of a few MB miss the CPU's caches).
+    // Form by form: a filter tests the whole block at once, each line
+    // fetched ahead of its test (filters of a few MB miss the CPU's caches).
     std::vector<Hash> stored(raw_hashes.size());
     std::vector<std::int64_t> stored_prefixes(raw_hashes.size());
     std::vector<std::uint8_t> maybe;
+    if (raw.filter) {
+      for (std::size_t q = 0; q < raw_hashes.size(); ++q) stored_prefixes[q] = wire::prefix_of(raw_hashes[q].data());
+      raw.filter->may_contain_many(stored_prefixes, maybe);
+    }
+    for (std::uint32_t q = 0; q < raw_hashes.size(); ++q)
+      if (!raw.filter || maybe[q]) add(q, raw_hashes[q], Key{});
     for (std::size_t j = 0; j < keys_.size(); ++j) {
       // Many at once: one at a time, the keyed hashes of four keys cost a
       // miss about as much as its probe.
@@ -266,14 +283,14 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     // A filter used for a key whose generation moved since it was complete
     // may lack what was published meanwhile: those forms are asked again.
     // So may one whose generation is of other tables (a restore since).
-    for (std::size_t j = 0; j < asked.size() && !ask_again; ++j) {
-      if (!asked[j].filter) continue;
-      if (list->epoch != epoch_) ask_again = true;
-      auto same = std::find_if(live.begin(), live.end(), [&](const detail::LiveKey& l) {
-        return l.key == keys_[j] && l.generation == asked[j].generation;
-      });
-      if (same == live.end()) ask_again = true;
-    }
+    auto moved = [&](const Key& key, const Asked& a) {
+      if (!a.filter) return false;
+      if (list->epoch != epoch_) return true;
+      return std::none_of(live.begin(), live.end(),
+                          [&](const detail::LiveKey& l) { return l.key == key && l.generation == a.generation; });
+    };
+    ask_again = ask_again || moved(Key{}, raw);
+    for (std::size_t j = 0; j < asked.size() && !ask_again; ++j) ask_again = moved(keys_[j], asked[j]);
     live_ = std::move(live);
     note_epoch(*xorbs_, epoch_, era_, list->epoch);
     if (ask_again) continue;

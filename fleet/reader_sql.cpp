@@ -7,22 +7,34 @@ namespace dedupd::fleet::reader_sql {
 
 // The live keys in the lookup's own snapshot, in the three columns of its
 // hit rows (prefix, place, text), the prefix NULL: one row per key (its id;
-// "hex-key generation", the generation the xmin of its row), and one row
-// with the list "hex,hex|epoch" (the id NULL too). Hit rows carry no
+// "hex-key generation", the generation the xmin of its row), one for the
+// raw forms (id 0, the key of zeros, the raw generation), and one row with
+// the list "hex,hex|epoch" (the id NULL too). Hit rows carry no
 // column for them: each column a hit row has costs libpq and the Reader
 // on every hit, and hits are most of an answer's rows. The epoch names the server (its start time) and the
 // files of the tables the xorb cache is filled from: a restore (pg_restore
 // --clean, a new schema), a TRUNCATE or a VACUUM FULL makes them anew, and
 // row ids may then be handed out again, so what the cache holds from before
 // is not used (a new era, fleet/xorb_cache.hpp).
-const char* const kKeyRows =
-    "SELECT NULL::int8, k.id::int8, encode(k.key, 'hex') || ' ' || k.xmin::text FROM dedupd.chunk_key k "
-    "WHERE k.shards > 0 "
-    "UNION ALL SELECT NULL, NULL, "
-    "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
-    "WHERE shards > 0) || '|' || "
-    "concat_ws('.', pg_postmaster_start_time(), pg_relation_filenode(to_regclass('dedupd.xorb')), "
-    "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
+// Last, the raw forms' row: id 0, the key of zeros, the raw generation.
+const char* const kRawGeneration =
+    "(SELECT 'raw ' || coalesce(md5(string_agg(h.id::text || '.' || h.xmin::text, ',' ORDER BY h.id)), '') "
+    "FROM dedupd.host h)";
+
+const std::string& key_rows_sql() {
+  static const std::string sql =
+      "SELECT NULL::int8, k.id::int8, encode(k.key, 'hex') || ' ' || k.xmin::text FROM dedupd.chunk_key k "
+      "WHERE k.shards > 0 "
+      "UNION ALL SELECT NULL, 0, '" +
+      std::string(64, '0') + " ' || " + kRawGeneration +
+      " "
+      "UNION ALL SELECT NULL, NULL, "
+      "(SELECT coalesce(string_agg(encode(key, 'hex'), ',' ORDER BY key), '') FROM dedupd.chunk_key "
+      "WHERE shards > 0) || '|' || "
+      "concat_ws('.', pg_postmaster_start_time(), pg_relation_filenode(to_regclass('dedupd.xorb')), "
+      "pg_relation_filenode(to_regclass('dedupd.shard')), pg_relation_filenode(to_regclass('dedupd.hold')))";
+  return sql;
+}
 
 // The probe: the chunk rows of every form asked, index-only (schema 3's
 // covering index), one "= ANY" per partition, a row per hit: its prefix
@@ -41,7 +53,7 @@ const std::string& lookup_sql() {
       if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
       if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
     }
-    return hit + " UNION ALL " + std::string(kKeyRows);
+    return hit + " UNION ALL " + key_rows_sql();
   }();
   return sql;
 }
@@ -77,7 +89,7 @@ const std::string& fill_sql() {
   return sql;
 }
 
-// Reads the key rows of kKeyRows out of an answer: the list text, the epoch,
+// Reads the key rows of key_rows_sql() out of an answer: the list text, the epoch,
 // and each key's id and generation. Hit rows (prefix not NULL) are skipped.
 Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live) {
   live.clear();

@@ -15,8 +15,15 @@
 namespace dedupd::fleet::reader_sql {
 
 // The live keys' rows alone (a statement of their own, and the tail of
-// lookup_sql's answer).
-extern const char* const kKeyRows;
+// lookup_sql's answer), the raw forms' row among them.
+const std::string& key_rows_sql();
+// The raw generation, as an SQL expression: "raw " and a digest of every
+// host row's id and xmin. A publish that adds raw xorbs updates its host's
+// row last (fleet/writer.cpp), so while a snapshot shows the same digest it
+// shows the same raw xorbs, and a raw filter complete for it hides none.
+// One row per host, not one row for all: a host's publishes are serial
+// already, the fleet's are not, and one row would serialize them.
+extern const char* const kRawGeneration;
 // The probe: one int8[] of prefixes per chunk partition.
 const std::string& lookup_sql();
 // What the probe's hits need that the xorb cache lacks.

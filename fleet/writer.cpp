@@ -386,6 +386,13 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
       // Last: the key row is the one row every publisher of this key updates.
       auto live = c.exec("UPDATE dedupd.chunk_key SET shards = shards + 1 WHERE id = $1", Params().int4(*key_id));
       if (!live) return live.error();
+    } else if (out.new_xorbs > 0) {
+      // Last, for the same reason: raw xorbs came in, and this host's row
+      // moves the raw generation (reader_sql::kRawGeneration) with them, or
+      // a raw filter complete for the old one would hide them.
+      auto moved = c.exec("UPDATE dedupd.host SET last_contact = now() WHERE id = $1", Params().int4(host_id_));
+      if (!moved) return moved.error();
+      if (moved->affected() != 1) return make_error(kRuleRetry, "this host's row is gone");
     }
     out.result = PublishResult::added;
     return out;

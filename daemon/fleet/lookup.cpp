@@ -92,6 +92,9 @@ LookupMemoryInUse FleetLookup::memory_in_use() const {
           .keys_over_budget = s.over_budget,
           .key_filter_entries = s.entries,
           .thinnest_bits = s.thinnest_bits,
+          .raw_filter_entries = s.raw_entries,
+          .raw_filter_bits = s.raw_bits,
+          .raw_filter_over_budget = s.raw_over_budget,
           .xorb_cache_bytes = std::uint64_t(cache->bytes()),
           .xorb_cache_max_bytes = std::uint64_t(cache->budget())};
 }
@@ -226,9 +229,10 @@ void FleetLookup::run_connector() {
   }
 }
 
-// The key filters are built here, not on the request path: a lookup spends
-// on them only what is left of its bound, which a tight bound and a large
-// key (10 M keyed entries: 0.7 s of CAS blocks) never leave. Once a second
+// The key filters and the raw filter are built here, not on the request
+// path: a lookup spends on them only what is left of its bound, which a
+// tight bound and a large key (10 M keyed entries: 0.7 s of CAS blocks)
+// never leave, nor the raw forms of a large fleet. Once a second
 // (a key row query while they are complete), whole steps bounded by
 // connect_timeout so that stopping is not held up for longer; a failure
 // (the link down: the connector says so) is tried again next time.
@@ -240,7 +244,7 @@ void FleetLookup::run_filter_keeper() {
   for (;;) {
     keep_.wait_for(lock, kKeepEvery, [&] { return stopping_ || made_for != generation_; });
     if (stopping_) return;
-    if (options_.url.empty() || !options_.key_filters) continue;
+    if (options_.url.empty() || (!options_.key_filters && !options_.raw_filter)) continue;
     if (made_for != generation_) reader.reset();  // another url or set of filters, or after an outage
     made_for = generation_;
     const fleet::ConnectOptions o = options_;

@@ -45,6 +45,9 @@ struct LookupMemoryInUse {
   std::uint64_t key_filters = 0, keys_over_budget = 0;  // keys whose filter is in use; that did not fit
   std::uint64_t key_filter_entries = 0;                 // what the filters in use hold
   int thinnest_bits = 0;                                // of the filters in use (0: none)
+  std::uint64_t raw_filter_entries = 0;                 // the raw forms' filter
+  int raw_filter_bits = 0;                              // 0: not in use
+  bool raw_filter_over_budget = false;                  // did not fit its half of the budget
   std::uint64_t xorb_cache_bytes = 0, xorb_cache_max_bytes = 0;
 };
 

@@ -509,8 +509,8 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
 
 // Issue 42: the key filters are built off the lookup path. B, asked
 // nothing, has the filter of a key A published after B connected, in use
-// for its generation: a lookup under a tight bound then asks the raw form
-// alone. Their memory is shown in status, --json and /metrics.
+// for its generation, and the raw forms' filter with what A published raw.
+// Their memory is shown in status, --json and /metrics.
 TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());
@@ -535,12 +535,20 @@ TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
   ASSERT_TRUE(eventually([&] { return filters()["entries"] == 13u; })) << filters().dump();
   EXPECT_EQ(filters()["thinnest_bits_per_entry"], 16);
   EXPECT_EQ(filters()["keys_over_budget"], 0u);
+  // And the raw forms' filter the same way.
+  MadeShard raw = make_shard({.seed = 1312, .xorbs = 1, .chunks_per_xorb = 6});
+  drop_file(a.incoming, raw.file_name(), raw.bytes);
+  ASSERT_TRUE(eventually([&] { return filters()["raw_entries"] == 6u; })) << filters().dump();
+  EXPECT_EQ(filters()["raw_bits_per_entry"], 16);
+  EXPECT_EQ(filters()["raw_over_budget"], false);
+  EXPECT_EQ(filters()["entries"], 13u) << "the keys' entries alone";
   const std::string metrics = b.http().get("/metrics").body;
   EXPECT_NE(metrics.find("\ndedupd_fleet_key_filters 1\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\ndedupd_fleet_key_filter_max_bytes 8388608\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\ndedupd_fleet_raw_filter_entries 6\n"), std::string::npos) << metrics;
   std::string out, err;
   EXPECT_EQ(dedupctl(b, {"status"}, &out, &err), 0) << out << err;
-  EXPECT_NE(out.find("of 8.0 MiB key filters (1 key)"), std::string::npos) << out;
+  EXPECT_NE(out.find("of 8.0 MiB key filters (1 key; raw forms: 6 entries at 16 bits)"), std::string::npos) << out;
 }
 
 // Issue 41: a global-dedup query naming its CAS (X-Dedupd-Cas, as the local

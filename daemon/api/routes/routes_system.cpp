@@ -222,6 +222,9 @@ Response get_metrics(Context& ctx, Request& req) {
     w.family("dedupd_fleet_keys_over_filter_budget", "gauge",
              "Fleet keys asked in every form: their filter did not fit fleet.key_filter_memory.");
     w.sample("dedupd_fleet_keys_over_filter_budget", "", m.keys_over_budget);
+    w.family("dedupd_fleet_raw_filter_entries", "gauge",
+             "Raw chunk entries in the fleet raw forms' filter (0: not in use; misses ask every raw form).");
+    w.sample("dedupd_fleet_raw_filter_entries", "", m.raw_filter_entries);
     w.family("dedupd_fleet_xorb_cache_bytes", "gauge", "Memory the fleet xorb cache takes.");
     w.sample("dedupd_fleet_xorb_cache_bytes", "", m.xorb_cache_bytes);
     w.family("dedupd_fleet_xorb_cache_max_bytes", "gauge", "Its bound (fleet.lookup_cache).");

@@ -29,6 +29,7 @@ ConnectOptions options(const std::string& url, bool key_filters) {
   o.retry_after = std::chrono::milliseconds(0);
   o.connect_timeout = kDeadline;
   o.key_filters = key_filters;
+  o.raw_filter = false;  // these count the keyed forms asked (raw_filter_test.cpp: the raw forms)
   return o;
 }
 
