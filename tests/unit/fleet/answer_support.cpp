@@ -10,6 +10,15 @@ PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s, std::string_v
   return r ? *r : PublishOutcome{};
 }
 
+index::gen::OwnedShard filter_shard(std::vector<const index::gen::GenXorb*> xorbs, std::uint64_t created, Key key) {
+  index::gen::ShardSpec spec;
+  spec.xorbs = std::move(xorbs);
+  spec.created = created;
+  spec.key = key;
+  if (!key.is_zero()) spec.expiry = 4000000000ull;
+  return index::gen::own(index::gen::build_shard(spec));
+}
+
 ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes, bool fresh_holders) {
   ChunkAnswers out;
   auto ok = r.lookup_chunks(hashes, out, Deadline::in(kDeadline), fresh_holders);

@@ -22,6 +22,10 @@ PublishOutcome publish(Writer& w, const index::gen::OwnedShard& s, std::string_v
 
 ChunkAnswers lookup(Reader& r, std::span<const Hash> hashes, bool fresh_holders = false);
 
+// A shard of those xorbs, raw or keyed (a keyed one expires in 2096, as
+// keyed shards must have an expiry), for the filter tests.
+index::gen::OwnedShard filter_shard(std::vector<const index::gen::GenXorb*> xorbs, std::uint64_t created, Key key = {});
+
 // Everything an answer says, a line per location, so two answers compare whole.
 std::vector<std::string> describe(const ChunkAnswers& a);
 

@@ -15,11 +15,7 @@
 namespace dedupd::fleet::raw_filter_test {
 
 using index::gen::GenXorb;
-using test::Cluster;
-using test::describe;
-using test::kDeadline;
-using test::lookup;
-using test::publish;
+using namespace test;  // the fleet tests' server, publish, lookup and describe
 
 ConnectOptions options(const std::string& url, const std::string& host, bool filters) {
   ConnectOptions o;
@@ -30,15 +26,6 @@ ConnectOptions options(const std::string& url, const std::string& host, bool fil
   o.key_filters = filters;
   o.raw_filter = filters;
   return o;
-}
-
-index::gen::OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, Key key = {}) {
-  index::gen::ShardSpec spec;
-  spec.xorbs = std::move(xorbs);
-  spec.created = created;
-  spec.key = key;
-  if (!key.is_zero()) spec.expiry = 4000000000ull;
-  return index::gen::own(index::gen::build_shard(spec));
 }
 
 class FleetRawFilter : public ::testing::Test {
@@ -74,8 +61,8 @@ TEST_F(FleetRawFilter, AMissIsAskedNothingAndEveryAnswerIsTheSame) {
   auto a = writer("a");
   ASSERT_TRUE(a);
   GenXorb raw = index::gen::gen_xorb(1, 300), keyed = index::gen::gen_xorb(2, 300);
-  publish(*a, make_shard({&raw}, 1));
-  publish(*a, make_shard({&keyed}, 2, index::gen::hash_of_seed(501)));
+  publish(*a, filter_shard({&raw}, 1));
+  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(501)));
   std::vector<Hash> q(raw.raw.begin(), raw.raw.end());
   q.insert(q.end(), keyed.raw.begin(), keyed.raw.end());
   auto m = misses(900000, 1000);
@@ -105,7 +92,7 @@ TEST_F(FleetRawFilter, ARawPublishByAnyHostIsNeverHidden) {
   auto a = writer("a"), b = writer("b");
   ASSERT_TRUE(a && b);
   GenXorb first = index::gen::gen_xorb(11, 200);
-  publish(*a, make_shard({&first}, 1));
+  publish(*a, filter_shard({&first}, 1));
   auto r = reader(true);
   ASSERT_TRUE(r);
   ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
@@ -119,7 +106,7 @@ TEST_F(FleetRawFilter, ARawPublishByAnyHostIsNeverHidden) {
     q.insert(q.end(), m.begin(), m.end());
     ASSERT_EQ(lookup(*r, q).size(), q.size());
     EXPECT_TRUE(r->last_lookup().raw_filtered) << "complete for the generation it saw";
-    publish(*w, make_shard({&next}, std::uint64_t(seed)));
+    publish(*w, filter_shard({&next}, std::uint64_t(seed)));
     const auto found = lookup(*r, q);
     EXPECT_EQ(r->last_lookup().rounds, 2u) << "the raw generation moved: asked again with every raw form";
     EXPECT_EQ(describe(found), every_form(q));
@@ -139,7 +126,7 @@ TEST_F(FleetRawFilter, AShardHeldAgainLeavesTheGenerationAlone) {
   auto a = writer("a"), b = writer("b");
   ASSERT_TRUE(a && b);
   GenXorb x = index::gen::gen_xorb(21, 100);
-  auto shard = make_shard({&x}, 1);
+  auto shard = filter_shard({&x}, 1);
   publish(*a, shard);
   auto r = reader(true);
   ASSERT_TRUE(r);
@@ -157,8 +144,8 @@ TEST_F(FleetRawFilter, TakesAtMostHalfTheBudget) {
   auto a = writer("a");
   ASSERT_TRUE(a);
   GenXorb raw = index::gen::gen_xorb(31, 300), keyed = index::gen::gen_xorb(32, 300);
-  publish(*a, make_shard({&raw}, 1));
-  publish(*a, make_shard({&keyed}, 2, index::gen::hash_of_seed(601)));
+  publish(*a, filter_shard({&raw}, 1));
+  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(601)));
   // A filter sized for room_for(300) entries takes about 129 KiB at 16
   // bits: the key's is built first and gets them; the raw filter gets what
   // is left of 200 KiB, within its half, at fewer bits.

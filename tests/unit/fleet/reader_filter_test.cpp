@@ -15,9 +15,9 @@
 namespace dedupd::fleet::key_filter_test {
 
 using index::gen::GenXorb;
-using index::gen::OwnedShard;
 using test::Cluster;
 using test::describe;
+using test::filter_shard;
 using test::kDeadline;
 using test::lookup;
 using test::publish;
@@ -31,15 +31,6 @@ ConnectOptions options(const std::string& url, bool key_filters) {
   o.key_filters = key_filters;
   o.raw_filter = false;  // these count the keyed forms asked (raw_filter_test.cpp: the raw forms)
   return o;
-}
-
-OwnedShard make_shard(std::vector<const GenXorb*> xorbs, std::uint64_t created, Key key = {}) {
-  index::gen::ShardSpec spec;
-  spec.xorbs = std::move(xorbs);
-  spec.created = created;
-  spec.key = key;
-  if (!key.is_zero()) spec.expiry = 4000000000ull;
-  return index::gen::own(index::gen::build_shard(spec));
 }
 
 class FleetKeyFilter : public ::testing::Test {
@@ -64,8 +55,8 @@ class FleetKeyFilter : public ::testing::Test {
   };
   Asked two_keys_of_300(std::uint64_t xorb, std::uint64_t key, std::uint64_t misses) {
     GenXorb a = index::gen::gen_xorb(xorb, 300), b = index::gen::gen_xorb(xorb + 1, 300);
-    publish(*writer_, make_shard({&a}, 1, index::gen::hash_of_seed(key)));
-    publish(*writer_, make_shard({&b}, 2, index::gen::hash_of_seed(key + 1)));
+    publish(*writer_, filter_shard({&a}, 1, index::gen::hash_of_seed(key)));
+    publish(*writer_, filter_shard({&b}, 2, index::gen::hash_of_seed(key + 1)));
     Asked out;
     out.q.assign(a.raw.begin(), a.raw.end());
     out.q.insert(out.q.end(), b.raw.begin(), b.raw.end());
@@ -82,10 +73,10 @@ class FleetKeyFilter : public ::testing::Test {
 TEST_F(FleetKeyFilter, AnswersWhatAskingEveryFormAnswersWithFarFewerForms) {
   GenXorb raw = index::gen::gen_xorb(1, 300), a = index::gen::gen_xorb(2, 300), b = index::gen::gen_xorb(3, 300);
   Key k1 = index::gen::hash_of_seed(501), k2 = index::gen::hash_of_seed(502);
-  publish(*writer_, make_shard({&raw}, 1));
-  publish(*writer_, make_shard({&a}, 2, k1));
-  publish(*writer_, make_shard({&b}, 3, k2));
-  publish(*writer_, make_shard({&a}, 4));  // the same xorb raw too: two forms
+  publish(*writer_, filter_shard({&raw}, 1));
+  publish(*writer_, filter_shard({&a}, 2, k1));
+  publish(*writer_, filter_shard({&b}, 3, k2));
+  publish(*writer_, filter_shard({&a}, 4));  // the same xorb raw too: two forms
   std::vector<Hash> q;
   for (std::size_t i = 0; i < 300; i += 3) q.insert(q.end(), {raw.raw[i], a.raw[i], b.raw[i]});
   for (std::uint64_t i = 0; i < 700; ++i) q.push_back(index::gen::hash_of_seed(900000 + i));  // misses
@@ -185,7 +176,7 @@ TEST_F(FleetKeyFilter, AKeyShortOfBudgetGetsAThinnerFilterNotNone) {
 TEST_F(FleetKeyFilter, ReadersSharingFiltersBuildEachOnce) {
   GenXorb x = index::gen::gen_xorb(50, 200), y = index::gen::gen_xorb(51, 200);
   Key k = index::gen::hash_of_seed(1001);
-  publish(*writer_, make_shard({&x}, 1, k));
+  publish(*writer_, filter_shard({&x}, 1, k));
   std::vector<Hash> q(x.raw.begin(), x.raw.end());
   q.insert(q.end(), y.raw.begin(), y.raw.end());
   ConnectOptions o = options(url_, true);
@@ -202,7 +193,7 @@ TEST_F(FleetKeyFilter, ReadersSharingFiltersBuildEachOnce) {
   EXPECT_EQ(second->last_lookup().rounds, 1u);
   for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(a.of(i).size(), i < 200 ? 1u : 0u) << i;
 
-  publish(*writer_, make_shard({&y}, 2, k));
+  publish(*writer_, filter_shard({&y}, 2, k));
   auto b = lookup(*first, q);  // sees the new generation: asked again in full, then steps
   for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(b.of(i).size(), 1u) << i;
   auto c = lookup(*second, q);
@@ -218,7 +209,7 @@ TEST_F(FleetKeyFilter, ReadersSharingFiltersBuildEachOnce) {
 TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
   GenXorb first = index::gen::gen_xorb(10, 200), later = index::gen::gen_xorb(11, 200);
   Key k = index::gen::hash_of_seed(601);
-  publish(*writer_, make_shard({&first}, 1, k));
+  publish(*writer_, filter_shard({&first}, 1, k));
   auto r = reader(true);
   ASSERT_TRUE(r);
   std::vector<Hash> q(first.raw.begin(), first.raw.end());
@@ -231,7 +222,7 @@ TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
 
   // Published under k after the filter was built: the filter does not hold
   // these, and the answer's generation of k says so: asked again, found.
-  publish(*writer_, make_shard({&later}, 2, k));
+  publish(*writer_, filter_shard({&later}, 2, k));
   auto after = lookup(*r, q);
   EXPECT_EQ(r->last_lookup().rounds, 2u);
   for (std::size_t i = 0; i < 400; ++i) {
@@ -246,7 +237,7 @@ TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
   EXPECT_EQ(describe(again), describe(after));
 
   // A shard leaving moves the generation too; what is left is still found.
-  auto dropped = writer_->drop_hold(make_shard({&first}, 1, k).hash);
+  auto dropped = writer_->drop_hold(filter_shard({&first}, 1, k).hash);
   ASSERT_TRUE(dropped && *dropped);
   auto left = lookup(*r, q);
   for (std::size_t i = 0; i < 200; ++i) EXPECT_EQ(left.of(i).size(), 0u) << i;
@@ -256,7 +247,7 @@ TEST_F(FleetKeyFilter, AStaleFilterNeverHidesAnEntry) {
 TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
   GenXorb x = index::gen::gen_xorb(20, 50);
   Key k1 = index::gen::hash_of_seed(701), k2 = index::gen::hash_of_seed(702);
-  publish(*writer_, make_shard({&x}, 1, k1));
+  publish(*writer_, filter_shard({&x}, 1, k1));
   auto r = reader(true);
   ASSERT_TRUE(r);
   std::vector<Hash> q(x.raw.begin(), x.raw.end());
@@ -264,7 +255,7 @@ TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
   lookup(*r, q);
   ASSERT_EQ(r->last_lookup().filtered_keys, 1u);
   // The same xorb under a new key: a filter of k1 cannot say anything of k2.
-  publish(*writer_, make_shard({&x}, 2, k2));
+  publish(*writer_, filter_shard({&x}, 2, k2));
   auto a = lookup(*r, q);
   for (std::size_t i = 0; i < q.size(); ++i) ASSERT_EQ(a.of(i).size(), 2u) << i;
 }
@@ -272,8 +263,8 @@ TEST_F(FleetKeyFilter, AKeyFirstSeenInAnAnswerIsAskedInFull) {
 TEST_F(FleetKeyFilter, AWarmedUpReaderFiltersFromItsFirstLookup) {
   GenXorb x = index::gen::gen_xorb(40, 100), y = index::gen::gen_xorb(41, 100);
   Key k1 = index::gen::hash_of_seed(901), k2 = index::gen::hash_of_seed(902);
-  publish(*writer_, make_shard({&x}, 1, k1));
-  publish(*writer_, make_shard({&y}, 2, k2));
+  publish(*writer_, filter_shard({&x}, 1, k1));
+  publish(*writer_, filter_shard({&y}, 2, k2));
   std::vector<Hash> q(x.raw.begin(), x.raw.end());
   q.insert(q.end(), y.raw.begin(), y.raw.end());
   auto every = reader(false);
@@ -295,7 +286,7 @@ TEST_F(FleetKeyFilter, AWarmedUpReaderFiltersFromItsFirstLookup) {
 TEST_F(FleetKeyFilter, AFilterFromBeforeAReconnectHidesNothingPublishedMeanwhile) {
   GenXorb x = index::gen::gen_xorb(30, 100), y = index::gen::gen_xorb(31, 100);
   Key k = index::gen::hash_of_seed(801);
-  publish(*writer_, make_shard({&x}, 1, k));
+  publish(*writer_, filter_shard({&x}, 1, k));
   auto r = reader(true);
   ASSERT_TRUE(r);
   std::vector<Hash> q(x.raw.begin(), x.raw.end());
@@ -310,7 +301,7 @@ TEST_F(FleetKeyFilter, AFilterFromBeforeAReconnectHidesNothingPublishedMeanwhile
   admin.one(
       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
       "AND pid <> pg_backend_pid()");
-  auto later = make_shard({&y}, 2, k);
+  auto later = filter_shard({&y}, 2, k);
   auto cut = writer_->publish(*later.view, later.hash);  // fails when the writer's connection was cut too
   (void)cut;
   publish(*writer_, later);
