@@ -306,7 +306,9 @@ class Reader {
   // deadline (a lookup spends only its spare time on them): for a reader
   // about to serve lookups under a tight bound. fleet.timeout when they
   // are not complete by then (lookups still answer, asking every form).
-  Result<Ok> warm_up(Deadline deadline);
+  // With `with_raw`, the raw filter too, which only warm_up builds (the
+  // daemon's keeper thread).
+  Result<Ok> warm_up(Deadline deadline, bool with_raw = true);
   // The xorbs of the best candidate shard in the order and bounds a local
   // global-dedup reply takes them (fleet/reader_shards.cpp), in one
   // statement. Best: a raw shard (re-keyable by the caller), then the one
@@ -325,7 +327,7 @@ class Reader {
   Result<Ok> refresh_keys(Deadline deadline);
   // Brings key filters up to date with steps that start before `stop`,
   // each bounded by the deadline; never fails the call it is part of.
-  void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline);
+  void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline, bool with_raw);
   // Whether that live key (or the raw forms' row) is filtered at all.
   bool filtered(const detail::LiveKey& k) const;
   void drop_connection();

@@ -198,8 +198,10 @@ void FleetLookup::run_connector() {
     // Off the request path, the key filters may take the whole connect
     // bound; a reader lent before they are complete would spend each
     // lookup's spare time on them, of which a tight bound leaves none. Not
-    // complete in time: lookups still answer, asking every form.
-    if (r) (void)(*r)->warm_up(fleet::Deadline::in(o.connect_timeout));
+    // complete in time: lookups still answer, asking every form. The raw
+    // filter is the keeper's alone: seconds of CAS blocks at 10 M entries
+    // and more, which would hold up every connection the pool adds.
+    if (r) (void)(*r)->warm_up(fleet::Deadline::in(o.connect_timeout), false);
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;

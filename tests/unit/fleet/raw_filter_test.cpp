@@ -85,6 +85,28 @@ TEST_F(FleetRawFilter, AMissIsAskedNothingAndEveryAnswerIsTheSame) {
   EXPECT_LT(c.forms_asked, 600u + 50);
 }
 
+// Lookups never build the raw filter in their spare time (its CAS blocks
+// are most of the fleet's): only warm_up does, as the daemon's keeper.
+TEST_F(FleetRawFilter, OnlyWarmUpBuildsIt) {
+  auto a = writer("a");
+  ASSERT_TRUE(a);
+  GenXorb raw = index::gen::gen_xorb(41, 300), keyed = index::gen::gen_xorb(42, 300);
+  publish(*a, filter_shard({&raw}, 1));
+  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(701)));
+  auto set = make_key_filters();
+  auto r = reader(true, set);
+  ASSERT_TRUE(r);
+  auto q = misses(600000, 1000);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(lookup(*r, q).size(), q.size());
+  EXPECT_EQ(r->last_lookup().filtered_keys, 1u) << "the key's filter, built in spare time";
+  EXPECT_FALSE(r->last_lookup().raw_filtered);
+  EXPECT_EQ(set->summary().raw_bits, 0) << "no raw filter built";
+  ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(lookup(*r, q).size(), q.size());
+  EXPECT_TRUE(r->last_lookup().raw_filtered);
+  EXPECT_LT(r->last_lookup().forms_asked, 50u) << "a miss asks (nearly) nothing";
+}
+
 // The generation moves with a raw publish of this host and of another: the
 // lookup after either sees it move, asks every raw form again (a second
 // round) and finds what was published; then the filter catches up.
