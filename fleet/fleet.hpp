@@ -214,6 +214,7 @@ struct LiveKey {
   std::int32_t id = 0;
   shard::Key key{};
   std::string generation;
+  bool raw() const { return id == 0; }
 };
 }  // namespace detail
 namespace wire {
@@ -328,8 +329,9 @@ class Reader {
   // Brings key filters up to date with steps that start before `stop`,
   // each bounded by the deadline; never fails the call it is part of.
   void refresh_filters(std::chrono::steady_clock::time_point stop, Deadline deadline, bool with_raw);
-  // Whether that live key (or the raw forms' row) is filtered at all.
-  bool filtered(const detail::LiveKey& k) const;
+  // Whether this call keeps a filter for that live key (or the raw forms'
+  // row, only `with_raw`).
+  bool filtered(const detail::LiveKey& k, bool with_raw) const;
   void drop_connection();
   // One statement within the deadline; a failure other than the server
   // refusing it (fleet.query) drops the connection, never left half-read.

@@ -190,7 +190,7 @@ Result<KeyFilters::Step> KeyFilters::list(std::unique_lock<std::mutex>& lock, de
     // The raw filter takes at most half the budget: a keyed filter spares
     // a probe per miss for each of far fewer entries, and keeps its room.
     std::int64_t room = budget_left_ + k.reserved;
-    if (key.id == 0) room = std::min(room, budget_ / 2);
+    if (key.raw()) room = std::min(room, budget_ / 2);
     int bits = KeyFilter::kMaxBitsPerEntry;
     while (bits > KeyFilter::kMinBitsPerEntry && std::int64_t(KeyFilter::bytes_for(wanted, bits)) > room) --bits;
     if (!resize_reservation(k, std::int64_t(KeyFilter::bytes_for(wanted, bits)))) {

@@ -150,8 +150,8 @@ Result<Ok> Reader::refresh_keys(Deadline deadline) {
   return Ok{};
 }
 
-bool Reader::filtered(const detail::LiveKey& k) const {
-  return k.id == 0 && k.key == Key{} ? options_.raw_filter : options_.key_filters;
+bool Reader::filtered(const detail::LiveKey& k, bool with_raw) const {
+  return k.raw() ? with_raw && options_.raw_filter : options_.key_filters;
 }
 
 void Reader::refresh_filters(Clock::time_point stop, Deadline deadline, bool with_raw) {
@@ -159,7 +159,7 @@ void Reader::refresh_filters(Clock::time_point stop, Deadline deadline, bool wit
   // The keys first (live_ lists the raw forms last): their filters are the
   // smaller, and each spares a probe per miss.
   for (const auto& k : live_) {
-    if (!filtered(k) || (!with_raw && k.id == 0)) continue;
+    if (!filtered(k, with_raw)) continue;
     while (!filters_->usable(k.key, k.generation, epoch_)) {
       const double left = std::chrono::duration<double>(stop - Clock::now()).count();
       if (!conn_ || left < std::max(0.002, 2 * filters_->last_step_seconds())) return;
@@ -188,7 +188,7 @@ Result<Ok> Reader::warm_up(Deadline deadline, bool with_raw) {
   // every form, not late.
   bool complete = conn_ != nullptr;
   for (const auto& k : live_)
-    complete = complete && (!filtered(k) || (!with_raw && k.id == 0) || filters_->usable(k.key, k.generation, epoch_) ||
+    complete = complete && (!filtered(k, with_raw) || filters_->usable(k.key, k.generation, epoch_) ||
                             filters_->over_budget(k.key, k.generation, epoch_));
   if (!complete) return make_error(kRuleTimeout, "the key filters could not be brought up to date in time");
   return Ok{};
@@ -212,7 +212,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     counters_.filtered_keys = 0;
     if (round == 0 && options_.raw_filter)
       for (const auto& live : live_)
-        if (live.id == 0 && live.key == Key{} && (raw.filter = filters_->usable(live.key, live.generation, epoch_)))
+        if (live.raw() && (raw.filter = filters_->usable(live.key, live.generation, epoch_)))
           raw.generation = live.generation;
     counters_.raw_filtered = raw.filter != nullptr;
     if (round == 0 && options_.key_filters)
