@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "tests/support/text_file.hpp"
 
@@ -29,6 +31,37 @@ void run_script(const std::string& cmd, const std::string& pointer, const std::s
 
 std::string url_for(const std::string& dir, const std::string& port_file, const std::string& db) {
   return "host=" + dir + "/sock port=" + file_value(dir + "/" + port_file) + " dbname=" + db + " user=fleet_admin";
+}
+
+// The shared cluster's databases this process made, dropped when it exits.
+// Each test runs in a process of its own (gtest_discover_tests); left behind,
+// the 70 databases of a run were 1.8 GB and 51,000 files on the two nodes,
+// and the fixture's cleanup (rm -rf) outran ctest's 120 s on a loaded CI
+// machine.
+class DatabasesToDrop {
+ public:
+  void add(std::string admin_url, std::string name) { made_.emplace_back(std::move(admin_url), std::move(name)); }
+  ~DatabasesToDrop() {
+    for (const auto& [url, name] : made_) {
+      PGconn* c = PQconnectdb(url.c_str());
+      // FORCE: a connection the test leaked must not keep its database.
+      PGresult* r = PQstatus(c) == CONNECTION_OK
+                        ? PQexec(c, ("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").c_str())
+                        : nullptr;
+      if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        std::cerr << "could not drop database " << name << ": " << PQerrorMessage(c);
+      PQclear(r);
+      PQfinish(c);
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> made_;
+};
+
+DatabasesToDrop& databases_to_drop() {
+  static DatabasesToDrop made;
+  return made;
 }
 
 }  // namespace
@@ -86,6 +119,8 @@ std::string Cluster::new_database() const {
   Admin admin(primary_url("postgres"));
   admin.try_exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
   EXPECT_EQ(admin.try_exec("CREATE DATABASE " + name), "");
+  // A cluster of the test's own is deleted whole with its databases.
+  if (!own_) databases_to_drop().add(primary_url("postgres"), name);
   return name;
 }
 
