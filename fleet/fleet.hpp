@@ -47,7 +47,7 @@ struct ConnectOptions {
   bool key_filters = true;
   // The same for the raw forms: a filter of the prefixes of every raw chunk
   // entry in the fleet, complete for the "raw generation" (each publishing
-  // host's row; fleet/key_filters.hpp), within at most half of the
+  // host's raw_publish row; fleet/key_filters.hpp), within at most half of the
   // filters' budget, so a miss is usually asked nothing. Off: every raw
   // form is asked (the key filter tests count forms without it).
   bool raw_filter = true;

@@ -129,10 +129,26 @@ const char* const kV4 = R"sql(
 ALTER TABLE dedupd.shard ADD COLUMN cas text[];
 )sql";
 
+// Version 5: the raw generation (reader_sql::kRawGeneration) gets rows of
+// its own, one per host that has published raw xorbs, updated last in each
+// such publish. Under version 4 it was the host rows' xmin, which every
+// heartbeat (each host, every 15 s) and every writer's connection moved as
+// well: on a fleet of 15 hosts every Reader's raw filter went stale about
+// once a second, each time costing a lookup asked twice and the raw forms
+// asked until the filter was listed again. No row yet is the generation of
+// a fleet that has published nothing raw since; a Reader's filter built
+// under version 4 is of another generation and is listed again.
+const char* const kV5 = R"sql(
+CREATE TABLE dedupd.raw_publish (
+  host_id integer PRIMARY KEY REFERENCES dedupd.host (id) ON DELETE CASCADE,
+  at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> all = {v1(), kV2, v3(), kV4};
+  static const std::vector<std::string> all = {v1(), kV2, v3(), kV4, kV5};
   return all;
 }
 

@@ -18,8 +18,8 @@ namespace dedupd::fleet::reader_sql {
 // is not used (a new era, fleet/xorb_cache.hpp).
 // Last, the raw forms' row: id 0, the key of zeros, the raw generation.
 const char* const kRawGeneration =
-    "(SELECT 'raw ' || coalesce(md5(string_agg(h.id::text || '.' || h.xmin::text, ',' ORDER BY h.id)), '') "
-    "FROM dedupd.host h)";
+    "(SELECT 'raw ' || coalesce(md5(string_agg(p.host_id::text || '.' || p.xmin::text, ',' ORDER BY p.host_id)), '') "
+    "FROM dedupd.raw_publish p)";
 
 const std::string& key_rows_sql() {
   static const std::string sql =

@@ -387,10 +387,14 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
       auto live = c.exec("UPDATE dedupd.chunk_key SET shards = shards + 1 WHERE id = $1", Params().int4(*key_id));
       if (!live) return live.error();
     } else if (out.new_xorbs > 0) {
-      // Last, for the same reason: raw xorbs came in, and this host's row
-      // moves the raw generation (reader_sql::kRawGeneration) with them, or
-      // a raw filter complete for the old one would hide them.
-      auto moved = c.exec("UPDATE dedupd.host SET last_contact = now() WHERE id = $1", Params().int4(host_id_));
+      // Last, for the same reason: raw xorbs came in, and this host's
+      // raw_publish row moves the raw generation (reader_sql::kRawGeneration)
+      // with them, or a raw filter complete for the old one would hide them.
+      // A row per host: its publishes are serial already, and one row for
+      // the fleet would serialize every host's.
+      auto moved =
+          c.exec("INSERT INTO dedupd.raw_publish (host_id) VALUES ($1) ON CONFLICT (host_id) DO UPDATE SET at = now()",
+                 Params().int4(host_id_));
       if (!moved) return moved.error();
     }
     out.result = PublishResult::added;

@@ -4,8 +4,11 @@
 // the raw generation, so the filter never hides what it brought.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "fleet/fleet.hpp"
 #include "fleet/key_filters.hpp"
+#include "fleet/migrations.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -158,6 +161,75 @@ TEST_F(FleetRawFilter, AShardHeldAgainLeavesTheGenerationAlone) {
   EXPECT_EQ(describe(lookup(*r, q)), every_form(q));
   EXPECT_TRUE(r->last_lookup().raw_filtered);
   EXPECT_EQ(r->last_lookup().rounds, 1u);
+}
+
+// A heartbeat and a writer's connection update their host's row, and
+// leave the raw generation alone: under schema 4 each moved it, and on a
+// fleet of many hosts the filter was stale about once a second.
+TEST_F(FleetRawFilter, AHeartbeatLeavesTheGenerationAlone) {
+  auto a = writer("a");
+  ASSERT_TRUE(a);
+  GenXorb x = index::gen::gen_xorb(41, 100);
+  publish(*a, filter_shard({&x}, 1));
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+  std::vector<Hash> q(x.raw.begin(), x.raw.end());
+  auto m = misses(900000, 200);
+  q.insert(q.end(), m.begin(), m.end());
+  ASSERT_TRUE(a->heartbeat());
+  auto c = writer("c");  // a new host's first connection
+  ASSERT_TRUE(c && c->heartbeat());
+  EXPECT_EQ(describe(lookup(*r, q)), every_form(q));
+  EXPECT_TRUE(r->last_lookup().raw_filtered);
+  EXPECT_EQ(r->last_lookup().rounds, 1u) << "nothing raw was published: asked once";
+  EXPECT_LT(r->last_lookup().forms_asked, x.raw.size() + m.size() / 10) << "the misses were filtered";
+}
+
+// A fleet database of schema 4 (fleet-v2, the fixture of c91351c, upgraded
+// by the released steps 3 and 4) is upgraded in place to schema 5: the
+// raw generation's table comes empty, the raw filter answers every form's
+// answers, and a raw publish after the upgrade is never hidden.
+TEST_F(FleetRawFilter, ASchema4DatabaseIsUpgradedInPlace) {
+  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
+  ASSERT_EQ(
+      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
+      0);
+  Admin admin(url_);
+  admin.one(schema::migrations()[2] + schema::migrations()[3] + "UPDATE dedupd.schema_version SET version = 4;");
+  ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "4");
+  const std::string chunks = admin.one("SELECT count(*) FROM dedupd.chunk");
+  ASSERT_NE(chunks, "0");
+
+  auto m = migrate(options(url_, "unused", true));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 4u);
+  EXPECT_EQ(m->to, 5u);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.raw_publish"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), chunks);
+
+  // Every chunk of the fixture's xorbs, and misses.
+  std::vector<Hash> q = misses(950000, 100);
+  auto hashes = admin.one(
+      "SELECT string_agg(encode(substring(x.cas_block FROM 48 * (i + 1) + 1 FOR 32), 'hex'), ',') "
+      "FROM dedupd.xorb x, generate_series(0, x.chunks - 1) AS i WHERE x.key_id = 0");
+  for (std::size_t at = 0; at + 64 <= hashes.size(); at += 65) q.push_back(Hash::parse(hashes.substr(at, 64)).value());
+  ASSERT_GT(q.size(), 100u);
+  auto r = reader(true);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(describe(lookup(*r, q)), every_form(q));
+  EXPECT_TRUE(r->last_lookup().raw_filtered);
+
+  auto w = writer("host-e");
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(51, 50);
+  publish(*w, filter_shard({&x}, 1));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.raw_publish"), "1");
+  std::vector<Hash> fresh(x.raw.begin(), x.raw.end());
+  const auto found = lookup(*r, fresh);
+  EXPECT_EQ(r->last_lookup().rounds, 2u) << "the raw generation moved";
+  for (std::size_t i = 0; i < fresh.size(); ++i) EXPECT_EQ(found.of(i).size(), 1u) << i;
 }
 
 // The raw filter takes at most half the set's budget, thinner when that is
