@@ -25,6 +25,7 @@ using index::gen::ShardSpec;
 using test::Admin;
 using test::Cluster;
 using test::kDeadline;
+using test::load_fleet_v2;
 using test::lookup;
 using test::publish;
 
@@ -220,10 +221,8 @@ std::string read_text(const std::string& path) {
 // xorb and file (holders included) as c91351c answered, and takes new
 // shards.
 TEST_F(FleetTest, AFleetDatabaseOfC91351cIsUpgradedInPlaceAndAnswersAsBefore) {
-  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
-  ASSERT_EQ(
-      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
-      0);
+  const std::string dir = load_fleet_v2(url_);
+  ASSERT_FALSE(dir.empty());
   Admin admin(url_);
   ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "2");
   auto m = migrate(options(url_, "unused"));
@@ -299,10 +298,8 @@ TEST_F(FleetTest, AFleetDatabaseOfC91351cIsUpgradedInPlaceAndAnswersAsBefore) {
 // every shard's CAS is unknown and every answer is as before; shards
 // published after carry theirs, next to the old ones.
 TEST_F(FleetTest, AFleetDatabaseOfSchema3IsUpgradedInPlaceItsShardsOfUnknownCas) {
-  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
-  ASSERT_EQ(
-      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
-      0);
+  const std::string dir = load_fleet_v2(url_);
+  ASSERT_FALSE(dir.empty());
   Admin admin(url_);
   admin.one(schema::migrations()[2] + "UPDATE dedupd.schema_version SET version = 3;");
   ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "3");

@@ -65,6 +65,11 @@ class Admin {
   PGconn* c_;
 };
 
+// Loads tests/fixtures/fleet-v2 (a schema-2 fleet database as c91351c
+// wrote it) into the empty database at `url`; returns the fixture's
+// directory (its answers.txt), or "" (and a failure) when psql failed.
+std::string load_fleet_v2(const std::string& url);
+
 // Every hold of the fleet as "host:shard hash" (byte hex), sorted; none
 // before the first publisher has made the schema (a busy machine may ask
 // first).

@@ -4,8 +4,6 @@
 // the raw generation, so the filter never hides what it brought.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "fleet/fleet.hpp"
 #include "fleet/key_filters.hpp"
 #include "fleet/migrations.hpp"
@@ -191,10 +189,8 @@ TEST_F(FleetRawFilter, AHeartbeatLeavesTheGenerationAlone) {
 // raw generation's table comes empty, the raw filter answers every form's
 // answers, and a raw publish after the upgrade is never hidden.
 TEST_F(FleetRawFilter, ASchema4DatabaseIsUpgradedInPlace) {
-  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
-  ASSERT_EQ(
-      std::system(("psql -q -X -v ON_ERROR_STOP=1 -d '" + url_ + "' -f '" + dir + "/fleet.sql' >/dev/null").c_str()),
-      0);
+  const std::string dir = load_fleet_v2(url_);
+  ASSERT_FALSE(dir.empty());
   Admin admin(url_);
   admin.one(schema::migrations()[2] + schema::migrations()[3] + "UPDATE dedupd.schema_version SET version = 4;");
   ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "4");
