@@ -125,7 +125,7 @@ std::string Cluster::new_database() const {
 }
 
 std::string load_fleet_v2(const std::string& url) {
-  const std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
+  std::string dir = std::string(DEDUPD_FIXTURE_DIR) + "/fleet-v2";
   const std::string line = "psql -q -X -v ON_ERROR_STOP=1 -d '" + url + "' -f '" + dir + "/fleet.sql' >/dev/null";
   if (std::system(line.c_str()) != 0) {
     ADD_FAILURE() << "failed: " << line;
