@@ -20,8 +20,9 @@ const std::string& key_rows_sql();
 // The raw generation, as an SQL expression: "raw " and a digest of every
 // raw_publish row's host id and xmin (schema 5). A publish that adds raw
 // xorbs updates its host's row last (fleet/writer.cpp), and nothing else
-// does (a heartbeat updates the host row), so while a snapshot shows the same digest it
-// shows the same raw xorbs, and a raw filter complete for it hides none.
+// does (a heartbeat updates the host row), so while a snapshot shows the
+// same digest it shows the same raw xorbs, and a raw filter complete for
+// it hides none.
 // One row per host, not one row for all: a host's publishes are serial
 // already, the fleet's are not, and one row would serialize them.
 extern const char* const kRawGeneration;

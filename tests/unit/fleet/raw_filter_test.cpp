@@ -44,6 +44,17 @@ class FleetRawFilter : public ::testing::Test {
     EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
     return r ? std::move(*r) : nullptr;
   }
+  // A raw xorb (seed) and a keyed one (seed + 1, under the key
+  // hash_of_seed(key_seed)) of 300 chunks, each in a shard of its own.
+  struct RawAndKeyed {
+    GenXorb raw, keyed;
+  };
+  static RawAndKeyed publish_raw_and_keyed(Writer& w, std::uint64_t seed, std::uint64_t key_seed) {
+    RawAndKeyed x{index::gen::gen_xorb(seed, 300), index::gen::gen_xorb(seed + 1, 300)};
+    publish(w, filter_shard({&x.raw}, 1));
+    publish(w, filter_shard({&x.keyed}, 2, index::gen::hash_of_seed(key_seed)));
+    return x;
+  }
   // What asking every form answers.
   std::vector<std::string> every_form(std::span<const Hash> q) {
     auto every = reader(false);
@@ -61,9 +72,7 @@ class FleetRawFilter : public ::testing::Test {
 TEST_F(FleetRawFilter, AMissIsAskedNothingAndEveryAnswerIsTheSame) {
   auto a = writer("a");
   ASSERT_TRUE(a);
-  GenXorb raw = index::gen::gen_xorb(1, 300), keyed = index::gen::gen_xorb(2, 300);
-  publish(*a, filter_shard({&raw}, 1));
-  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(501)));
+  const auto [raw, keyed] = publish_raw_and_keyed(*a, 1, 501);
   std::vector<Hash> q(raw.raw.begin(), raw.raw.end());
   q.insert(q.end(), keyed.raw.begin(), keyed.raw.end());
   auto m = misses(900000, 1000);
@@ -91,9 +100,7 @@ TEST_F(FleetRawFilter, AMissIsAskedNothingAndEveryAnswerIsTheSame) {
 TEST_F(FleetRawFilter, OnlyWarmUpBuildsIt) {
   auto a = writer("a");
   ASSERT_TRUE(a);
-  GenXorb raw = index::gen::gen_xorb(41, 300), keyed = index::gen::gen_xorb(42, 300);
-  publish(*a, filter_shard({&raw}, 1));
-  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(701)));
+  publish_raw_and_keyed(*a, 41, 701);
   auto set = make_key_filters();
   auto r = reader(true, set);
   ASSERT_TRUE(r);
@@ -233,9 +240,7 @@ TEST_F(FleetRawFilter, ASchema4DatabaseIsUpgradedInPlace) {
 TEST_F(FleetRawFilter, TakesAtMostHalfTheBudget) {
   auto a = writer("a");
   ASSERT_TRUE(a);
-  GenXorb raw = index::gen::gen_xorb(31, 300), keyed = index::gen::gen_xorb(32, 300);
-  publish(*a, filter_shard({&raw}, 1));
-  publish(*a, filter_shard({&keyed}, 2, index::gen::hash_of_seed(601)));
+  const auto [raw, keyed] = publish_raw_and_keyed(*a, 31, 601);
   // A filter sized for room_for(300) entries takes about 129 KiB at 16
   // bits: the key's is built first and gets them; the raw filter gets what
   // is left of 200 KiB, within its half, at fewer bits.
