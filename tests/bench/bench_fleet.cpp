@@ -20,7 +20,8 @@
 //     tables (with their indexes and TOAST) / entries, and the bare table's.
 //
 //   bench_fleet [--entries N | --series 1M,3M,...] [--keys K] [--block B] [--url URL [--reuse]]
-//               [--lookup-cache SIZE] [--lookup-timeout T] [--json FILE] [--quick]
+//               [--lookup-cache SIZE] [--lookup-timeout T] [--key-filter-memory SIZE] [--json FILE]
+//               [--quick]
 // Default N = 10,000,000 (xorbs of 4096 chunks, shards of 16 xorbs = 65,536
 // entries; a tenth of the shards keyed under K = 4 keys). --quick (the ctest
 // smoke) runs 200,000. --url: an existing, empty database instead of a
@@ -29,7 +30,9 @@
 // only lookups and sizes are measured. --lookup-cache: the daemon's
 // fleet.lookup_cache (default its own, 16M). --lookup-timeout: the daemon's
 // fleet.lookup_timeout (default its own: a user's daemon is measured as it
-// runs out of the box). --json: the figures that may grow with the index,
+// runs out of the box). --key-filter-memory: fleet.key_filter_memory, the
+// daemon's and the measured Reader's (default 64M; past about 45 M raw
+// entries the raw filter needs more, docs/FLEET.md). --json: the figures that may grow with the index,
 // each with its baseline, as JSON. --series: the whole bench once per size,
 // each on a server of its own (tests/bench/series.hpp), in one JSON document.
 #include <libpq-fe.h>
@@ -87,6 +90,17 @@ std::string num(double v, int prec = 0) {
 void row(const std::string& name, const std::string& value, const std::string& note = "") {
   std::printf("  %-46s %16s  %s\n", name.c_str(), value.c_str(), note.c_str());
   std::fflush(stdout);
+}
+
+// "256M" as the config file spells a size (K, M, G: powers of 1024), for
+// the Reader the bench measures in process.
+std::int64_t size_of(const std::string& text) {
+  char* rest = nullptr;
+  const long long v = std::strtoll(text.c_str(), &rest, 10);
+  const std::string unit = rest ? rest : "";
+  const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (v <= 0 || shift < 0) die("a size like 256M, not " + text);
+  return std::int64_t(v) << shift;
 }
 
 std::string read_line(const std::string& path) {
@@ -191,7 +205,8 @@ fleet::wire::Params raw_prefix_params(std::span<const shard::Hash> hashes) {
 struct Daemon {
   std::filesystem::path dir;
   pid_t pid = -1;
-  Daemon(const std::string& url, const std::string& lookup_cache, const std::string& lookup_timeout) {
+  Daemon(const std::string& url, const std::string& lookup_cache, const std::string& lookup_timeout,
+         const std::string& key_filter_memory) {
     char tmpl[] = "/tmp/dedupd-bench-fleet-daemon-XXXXXX";
     if (!::mkdtemp(tmpl)) die("mkdtemp");
     dir = tmpl;
@@ -201,6 +216,7 @@ struct Daemon {
          << (dir / "watch").string() << "\nfleet:\n  url: \"" << url << "\"\n  host: bench-b\n";
     if (!lookup_timeout.empty()) yaml << "  lookup_timeout: " << lookup_timeout << "\n";
     if (!lookup_cache.empty()) yaml << "  lookup_cache: " << lookup_cache << "\n";
+    if (!key_filter_memory.empty()) yaml << "  key_filter_memory: " << key_filter_memory << "\n";
     yaml.close();
     pid = ::fork();
     if (pid < 0) die("fork");
@@ -270,7 +286,7 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
 
 int main(int argc, char** argv) {
   std::size_t entries = 10'000'000, keys = 4, block = 10'000;
-  std::string url_option, lookup_cache, lookup_timeout, json_out, series;
+  std::string url_option, lookup_cache, lookup_timeout, key_filter_memory, json_out, series;
   bool reuse = false;
   std::vector<std::string> child_args;  // for --series: everything but --series and --json
   for (int i = 1; i < argc; ++i) {
@@ -290,13 +306,14 @@ int main(int argc, char** argv) {
     else if (a == "--reuse") reuse = true;
     else if (a == "--lookup-cache" && i + 1 < argc) lookup_cache = argv[++i];
     else if (a == "--lookup-timeout" && i + 1 < argc) lookup_timeout = argv[++i];
+    else if (a == "--key-filter-memory" && i + 1 < argc) key_filter_memory = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_out = argv[++i];
     else if (a == "--series" && i + 1 < argc) series = argv[++i];
     else if (a == "--quick") entries = 200'000;
     else
       die("unknown option " + a +
           " (--entries N --series LIST --keys K --block B --url URL --reuse --lookup-cache SIZE --lookup-timeout T"
-          " --json FILE --quick)");
+          " --key-filter-memory SIZE --json FILE --quick)");
   }
   if (!series.empty()) {
     // One database can hold one size: each child would fill it again.
@@ -406,7 +423,8 @@ int main(int argc, char** argv) {
   // Lookups of misses: random raw hashes, in blocks.
   // A set of key filters of its own, so that their memory can be shown.
   fleet::ConnectOptions measured = options;
-  measured.key_filters_shared = fleet::make_key_filters();
+  measured.key_filters_shared =
+      key_filter_memory.empty() ? fleet::make_key_filters() : fleet::make_key_filters(size_of(key_filter_memory));
   auto reader = fleet::Reader::connect(measured);
   if (!reader) die(reader.error().to_string());
   std::mt19937_64 rng(42);
@@ -640,7 +658,7 @@ int main(int argc, char** argv) {
     }
     std::shuffle(clustered.begin(), clustered.end(), rng);
     std::shuffle(spread.begin(), spread.end(), rng);
-    Daemon daemon(url, lookup_cache, lookup_timeout);
+    Daemon daemon(url, lookup_cache, lookup_timeout, key_filter_memory);
     const auto warm = daemon.dir / "warm.txt";
     {
       std::ofstream f(warm);
