@@ -32,8 +32,8 @@
 // fleet.lookup_timeout (default its own: a user's daemon is measured as it
 // runs out of the box). --key-filter-memory: fleet.key_filter_memory, the
 // daemon's and the measured Reader's (default 64M; past about 45 M raw
-// entries the raw filter needs more, docs/FLEET.md). --json: the figures that may grow with the index,
-// each with its baseline, as JSON. --series: the whole bench once per size,
+// entries the raw filter needs more, docs/FLEET.md). --json: the figures
+// that may grow with the index, each with its baseline, as JSON. --series: the whole bench once per size,
 // each on a server of its own (tests/bench/series.hpp), in one JSON document.
 #include <libpq-fe.h>
 #include <signal.h>
@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/config/units.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/key_filters.hpp"
 #include "fleet/wire.hpp"
@@ -92,15 +93,12 @@ void row(const std::string& name, const std::string& value, const std::string& n
   std::fflush(stdout);
 }
 
-// "256M" as the config file spells a size (K, M, G: powers of 1024), for
-// the Reader the bench measures in process.
+// A size as the config file spells it ("256M"), for the Reader the bench
+// measures in process: the daemon's own parser, so both read it alike.
 std::int64_t size_of(const std::string& text) {
-  char* rest = nullptr;
-  const long long v = std::strtoll(text.c_str(), &rest, 10);
-  const std::string unit = rest ? rest : "";
-  const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
-  if (v <= 0 || shift < 0) die("a size like 256M, not " + text);
-  return std::int64_t(v) << shift;
+  auto parsed = daemon::parse_size(text);
+  if (auto* e = std::get_if<daemon::ParseError>(&parsed)) die("--key-filter-memory: " + e->message);
+  return std::int64_t(std::get<std::uint64_t>(parsed));
 }
 
 std::string read_line(const std::string& path) {
