@@ -196,9 +196,12 @@ struct LookupCounters {
   std::uint32_t rounds = 0;
   std::uint32_t filtered_keys = 0;  // live keys whose filter was used
   bool raw_filtered = false;        // the raw forms' filter was used
+  bool probed_entries = false;      // the probe read the hits' entries too (schema 6)
   // What the hits needed beyond the probe, not found in the xorb cache, and
   // read in one more statement (0 or 1 of them, `fills`): xorbs (hash, key),
-  // holder lists, whole CAS blocks, single chunk entries sliced out.
+  // holder lists, whole CAS blocks, single chunk entries sliced out. A probe
+  // that read the hits' entries (schema 6) counts those it answered from
+  // as sliced too.
   std::uint32_t fills = 0;
   std::uint32_t xorbs_read = 0, holders_read = 0, blocks_read = 0;
   std::uint64_t entries_sliced = 0;
@@ -347,6 +350,11 @@ class Reader {
   bool own_xorbs_ = false;  // not shared: started again on each new connection
   std::string epoch_{};     // the tables the cache is filled from ("": none yet)
   std::uint32_t era_ = 0;   // their era in xorbs_
+  // The next probe also reads what each hit answers from its CAS entry,
+  // from its heap row (schema 6; about 1.1 us a hit at 10 M entries),
+  // instead of index-only: chosen when most hits of the last lookup had no
+  // block and wanted a slice (an index descent each, about 6.7 us).
+  bool probe_entries_ = false;
   LookupCounters counters_{};
 };
 

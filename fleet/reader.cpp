@@ -7,6 +7,7 @@
 // each key's generation, which says whether its key filter still holds
 // every entry stored under it (fleet/key_filters.hpp).
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -30,6 +31,7 @@ using wire::Params;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
+constexpr const char* kLookupEntriesStatement = "dedupd_fleet_lookup_entries";
 constexpr const char* kFillStatement = "dedupd_fleet_fill";
 
 // What the cache holds of tables named `epoch` is what the Reader may use:
@@ -124,7 +126,14 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
     drop_connection();
     return set.error();
   }
-  auto prepared = conn_->prepare_until(kLookupStatement, lookup_sql().c_str(), schema::kChunkPartitions, deadline.at);
+  auto prepared =
+      conn_->prepare_until(kLookupStatement, lookup_sql(false).c_str(), schema::kChunkPartitions, deadline.at);
+  if (!prepared) {
+    drop_connection();
+    return prepared.error();
+  }
+  prepared =
+      conn_->prepare_until(kLookupEntriesStatement, lookup_sql(true).c_str(), schema::kChunkPartitions, deadline.at);
   if (!prepared) {
     drop_connection();
     return prepared.error();
@@ -263,7 +272,9 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     ++counters_.rounds;
     Params params;
     for (auto& p : by_partition) params.int8_array(p);
-    auto rows = conn_->exec_prepared_until(kLookupStatement, params, deadline);
+    const bool with_entries = probe_entries_;
+    counters_.probed_entries = with_entries;
+    auto rows = conn_->exec_prepared_until(with_entries ? kLookupEntriesStatement : kLookupStatement, params, deadline);
     if (!rows) {
       if (rows.error().rule != std::string(kRuleQuery)) drop_connection();
       return rows.error();
@@ -305,6 +316,13 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
     };
     std::vector<Candidate> candidates;
     std::unordered_map<std::int32_t, std::int32_t> hits;  // per xorb row id
+    // What the probe with entries read of each hit's entry, by its place.
+    struct RowEntry {
+      std::array<std::uint8_t, 4> hash_check;  // stored hash bytes 8-11
+      std::uint32_t byte_start, unpacked_bytes, flags;
+      bool counted = false;
+    };
+    std::unordered_map<std::uint64_t, RowEntry> row_entries;
     // The server answers each partition's prefixes in index order, and the
     // partitions in turn: each prefix is looked for from the last one found,
     // from the start only if one comes out of order.
@@ -317,6 +335,16 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (cursor != sorted.begin() && std::prev(cursor)->first >= p) cursor = sorted.begin();
       cursor = std::lower_bound(cursor, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
       const auto xorb_id = std::int32_t(place >> 32), chunk_index = std::int32_t(place & 0xffffffff);
+      if (with_entries) {
+        for (int col = 3; col < 7; ++col)
+          if (rows->bytes(r, col).size() != 4) return make_error(kRuleProtocol, "lookup answer with a malformed entry");
+        RowEntry e{};
+        std::memcpy(e.hash_check.data(), rows->bytes(r, 3).data(), 4);
+        e.byte_start = std::uint32_t(rows->int4(r, 4));
+        e.unpacked_bytes = std::uint32_t(rows->int4(r, 5));
+        e.flags = std::uint32_t(rows->int4(r, 6));
+        row_entries.emplace(std::uint64_t(place), e);
+      }
       for (; cursor != sorted.end() && cursor->first == p; ++cursor) {
         candidates.push_back({&forms[cursor->second], xorb_id, chunk_index});
         ++hits[xorb_id];
@@ -364,7 +392,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       std::unordered_set<std::uint64_t> sliced;  // each entry once, whatever the forms it matched
       for (const Candidate& c : candidates) {
         const Have& h = have[c.xorb_id];
-        if (h.cached && h.cached->block) continue;
+        if ((h.cached && h.cached->block) || with_entries) continue;
         if (!sliced.insert((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index)).second)
           continue;
         slice_xorbs.push_back(c.xorb_id);
@@ -424,7 +452,20 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       }
     }
 
-    // Each candidate whose xorb, key and full stored hash match its form.
+    // The next probe reads the hits' entries with them when most hits of
+    // this one had no block, cached or read (hits spread over many xorbs):
+    // a slice costs an index descent a hit, the heap row beside the probe's
+    // own about a sixth of that; else the probe stays index-only.
+    if (!candidates.empty()) {
+      std::size_t without_block = 0;
+      for (const Candidate& c : candidates) {
+        const Have& h = have[c.xorb_id];
+        without_block += !h.fresh.block && !(h.cached && h.cached->block);
+      }
+      probe_entries_ = without_block * 4 > candidates.size();
+    }
+
+    // Each candidate whose xorb, key and stored hash match its form.
     struct Found {
       std::uint32_t query;
       ChunkLocation location;
@@ -442,21 +483,39 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (meta->key != c.form->key) continue;
       if (c.chunk_index < 0 || c.chunk_index >= meta->chunks)
         return make_error(kRuleProtocol, "a chunk row past the end of its xorb");
-      const std::uint8_t* entry = nullptr;
+      shard::ChunkEntry e;
       const auto* block = h.fresh.block ? h.fresh.block.get() : h.cached ? h.cached->block.get() : nullptr;
-      if (block) {
-        entry = block->data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
+      const std::uint64_t place = (std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index);
+      if (!block && with_entries) {
+        auto it = row_entries.find(place);
+        if (it == row_entries.end()) return make_error(kRuleProtocol, "a hit without its entry");
+        // The prefix picked it; with the 4 bytes after it, 96 bits of the
+        // stored hash decide (schema 6: the rest is in the block).
+        if (std::memcmp(c.form->stored.data() + 8, it->second.hash_check.data(), 4) != 0) continue;
+        if (!it->second.counted) {
+          it->second.counted = true;
+          ++counters_.entries_sliced;
+        }
+        e.byte_start = it->second.byte_start;
+        e.unpacked_bytes = it->second.unpacked_bytes;
+        e.flags = it->second.flags;
       } else {
-        auto it = slices.find((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index));
-        // Not asked about (its cached meta served) and no slice: the xorb
-        // left the fleet between the two statements.
-        if (it == slices.end() && !h.asked) continue;
-        if (it == slices.end() || it->second.size() != shard::kEntrySize)
-          return make_error(kRuleProtocol, "chunk entry of the wrong size");
-        entry = it->second.data();
+        const std::uint8_t* entry = nullptr;
+        if (block) {
+          entry = block->data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
+        } else {
+          auto it = slices.find(place);
+          // Not asked about (its cached meta served) and no slice: the xorb
+          // left the fleet between the two statements.
+          if (it == slices.end() && !h.asked) continue;
+          if (it == slices.end() || it->second.size() != shard::kEntrySize)
+            return make_error(kRuleProtocol, "chunk entry of the wrong size");
+          entry = it->second.data();
+        }
+        // The prefix only picked it: the full stored hash decides.
+        if (std::memcmp(c.form->stored.data(), entry, 32) != 0) continue;
+        e = shard::ChunkEntry::decode(entry);
       }
-      // The prefix only picked it: the full stored hash decides.
-      if (std::memcmp(c.form->stored.data(), entry, 32) != 0) continue;
       if (h.set < 0) {
         const std::string& text = h.holders_read ? h.fresh.holders : h.cached->holders;
         auto [set, inserted] = sets.emplace(text, std::uint32_t(out.shard_sets.size()));
@@ -467,7 +526,6 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         }
         h.set = std::int32_t(set->second);
       }
-      shard::ChunkEntry e = shard::ChunkEntry::decode(entry);
       ChunkLocation loc;
       loc.xorb = meta->hash;
       loc.chunk_index = std::uint32_t(c.chunk_index);

@@ -36,26 +36,31 @@ const std::string& key_rows_sql() {
   return sql;
 }
 
-// The probe: the chunk rows of every form asked, index-only (schema 3's
-// covering index), one "= ANY" per partition, a row per hit: its prefix
-// and (xorb id << 32 | chunk index). Then the key rows. (Each partition's
-// hits as two arrays in one row cost the server 5 % more than these rows,
-// libpq's reading of them included: 343 k against 363 k hashes/s at 1 M
-// entries, 261 k against 275 k at 10 M, both a bare "= ANY" at 0.9-0.95x.)
-const std::string& lookup_sql() {
-  static const std::string sql = [] {
+// The probe: the chunk rows of every form asked, one "= ANY" per partition,
+// a row per hit: its prefix and (xorb id << 32 | chunk index), index-only
+// (schema 3's covering index); `with_entries`, also what the hit answers
+// from its CAS entry (schema 6's hash_check, byte_start, unpacked_bytes,
+// flags), from the heap row. Then the key rows. (Each partition's hits as
+// two arrays in one row cost the server 5 % more than these rows, libpq's
+// reading of them included: 343 k against 363 k hashes/s at 1 M entries,
+// 261 k against 275 k at 10 M, both a bare "= ANY" at 0.9-0.95x.)
+const std::string& lookup_sql(bool with_entries) {
+  auto make = [](bool entries) {
     std::string hit;
     for (int i = 0; i < schema::kChunkPartitions; ++i) {
       if (i) hit += " UNION ALL ";
       hit += "SELECT prefix, (xorb_id::int8 << 32) | chunk_index";
       hit += i == 0 ? ", NULL::text" : ", NULL";
+      if (entries) hit += ", hash_check, byte_start, unpacked_bytes, flags";
       hit += " FROM dedupd.chunk WHERE prefix = ANY ($" + std::to_string(i + 1) + "::int8[])";
       if (i > 0) hit += " AND prefix >= " + schema::partition_lower(i);
       if (i + 1 < schema::kChunkPartitions) hit += " AND prefix < " + schema::partition_upper(i);
     }
-    return hit + " UNION ALL " + key_rows_sql();
-  }();
-  return sql;
+    if (!entries) return hit + " UNION ALL " + key_rows_sql();
+    return hit + " UNION ALL SELECT k.*, NULL, NULL, NULL, NULL FROM (" + key_rows_sql() + ") AS k";
+  };
+  static const std::string index_only = make(false), entries = make(true);
+  return with_entries ? entries : index_only;
 }
 
 // What the hits of a probe need that the xorb cache lacks, in one

@@ -26,8 +26,10 @@ const std::string& key_rows_sql();
 // One row per host, not one row for all: a host's publishes are serial
 // already, the fleet's are not, and one row would serialize them.
 extern const char* const kRawGeneration;
-// The probe: one int8[] of prefixes per chunk partition.
-const std::string& lookup_sql();
+// The probe: one int8[] of prefixes per chunk partition; each hit row with
+// hash_check, byte_start, unpacked_bytes and flags when `with_entries`
+// (NULL in the key rows).
+const std::string& lookup_sql(bool with_entries);
 // What the probe's hits need that the xorb cache lacks.
 const std::string& fill_sql();
 

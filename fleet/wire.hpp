@@ -93,4 +93,8 @@ inline std::int64_t prefix_of(const std::uint8_t* hash32) {
   return v;
 }
 
+// Bytes 8-11 of the stored chunk hash, read big-endian (schema 6's
+// chunk.hash_check): an int4 in the binary formats is those bytes as they are.
+inline std::int32_t hash_check_of(const std::uint8_t* hash32) { return std::int32_t(load_be32(hash32 + 8)); }
+
 }  // namespace dedupd::fleet::wire

@@ -318,16 +318,24 @@ Result<PublishOutcome> Writer::publish(const shard::ShardView& view, const Hash&
         if (!it->second.second) continue;
         ++out.new_xorbs;
         for (std::uint32_t i = 0; i < x.view.num_chunks(); ++i) {
-          copy.begin_row(3);
-          copy.int8(wire::prefix_of(x.view.chunk_hash_bytes(i)));
+          const std::uint8_t* hash = x.view.chunk_hash_bytes(i);
+          const shard::ChunkEntry e = x.view.chunk(i);
+          copy.begin_row(7);
+          copy.int8(wire::prefix_of(hash));
           copy.int4(it->second.first);
           copy.int4(std::int32_t(i));
+          copy.int4(wire::hash_check_of(hash));
+          copy.int4(std::int32_t(e.byte_start));
+          copy.int4(std::int32_t(e.unpacked_bytes));
+          copy.int4(std::int32_t(e.flags));
           ++rows;
         }
       }
       if (rows) {
-        auto done =
-            c.copy_in("COPY dedupd.chunk (prefix, xorb_id, chunk_index) FROM STDIN (FORMAT binary)", copy.finish());
+        auto done = c.copy_in(
+            "COPY dedupd.chunk (prefix, xorb_id, chunk_index, hash_check, byte_start, unpacked_bytes, flags) "
+            "FROM STDIN (FORMAT binary)",
+            copy.finish());
         if (!done) return done.error();
       }
       out.new_chunk_entries = rows;

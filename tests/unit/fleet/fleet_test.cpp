@@ -12,6 +12,8 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/migrations.hpp"
+#include "fleet/schema.hpp"
+#include "fleet/xorb_cache.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
@@ -365,6 +367,89 @@ TEST_F(FleetTest, AFleetDatabaseOfSchema3IsUpgradedInPlaceItsShardsOfUnknownCas)
   auto fresh = lookup(*r, q);
   ASSERT_EQ(fresh.of(0).size(), 1u);
   EXPECT_EQ(cas_of(fresh, fresh.of(0)[0]), std::vector<std::string>{"https://cas-d.example"});
+}
+
+// A schema-5 database (c91351c's fixture upgraded by the released steps 3
+// to 5) is upgraded in place to schema 6: the same chunk rows, each with
+// what a hit answers from its CAS entry, and every answer as before, from
+// the index-only probe and its slices and from the probe that reads the
+// entries. A dead xorb's rows still go with it.
+TEST_F(FleetTest, AFleetDatabaseOfSchema5IsUpgradedInPlaceEachChunkRowWithItsEntry) {
+  const std::string dir = load_fleet_v2(url_);
+  ASSERT_FALSE(dir.empty());
+  Admin admin(url_);
+  admin.one(schema::migrations()[2] + schema::migrations()[3] + schema::migrations()[4] +
+            "UPDATE dedupd.schema_version SET version = 5;");
+  const char* const rows_sql =
+      "SELECT string_agg(prefix::text || ':' || xorb_id::text || ':' || chunk_index::text, ',' ORDER BY prefix, "
+      "xorb_id, chunk_index) FROM dedupd.chunk";
+  const std::string rows_before = admin.one(rows_sql);
+  const std::string blocks_before =
+      admin.one("SELECT string_agg(encode(cas_block, 'hex'), ',' ORDER BY id) FROM dedupd.xorb");
+  const std::string chunks_before = admin.one("SELECT count(*) FROM dedupd.chunk");
+  ASSERT_NE(chunks_before, "0");
+
+  auto m = migrate(options(url_, "unused"));
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->from, 5u);
+  EXPECT_EQ(m->to, 6u);
+  EXPECT_EQ(admin.one(rows_sql), rows_before);
+  EXPECT_EQ(admin.one("SELECT string_agg(encode(cas_block, 'hex'), ',' ORDER BY id) FROM dedupd.xorb"), blocks_before);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM pg_class WHERE relname LIKE 'chunk6%'"), "0");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM pg_indexes WHERE schemaname = 'dedupd' AND tablename = 'chunk'"), "1");
+  EXPECT_EQ(admin.one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE "
+                      "n.nspname = 'dedupd' AND c.relname LIKE 'chunk\\_p%' AND c.relkind = 'r' AND "
+                      "array_to_string(c.reloptions, ',') LIKE '%autovacuum_vacuum_insert_scale_factor=0.02%'"),
+            std::to_string(schema::kChunkPartitions));
+
+  // The answers of c91351c, read twice with no cache: the first probe
+  // index-only and each entry sliced out of its block, the second reading
+  // the entries with the hits.
+  std::istringstream expected(read_text(dir + "/answers.txt"));
+  std::vector<std::string> want;
+  std::vector<Hash> queries;
+  for (std::string line; std::getline(expected, line);)
+    if (line.rfind("chunk ", 0) == 0) {
+      want.push_back(line);
+      queries.push_back(Hash::parse(line.substr(6, 64)).value());
+    }
+  ConnectOptions no_cache = options(url_, "unused");
+  no_cache.xorb_cache = std::make_shared<XorbCache>(0);
+  auto r = Reader::connect(no_cache);
+  ASSERT_TRUE(r) << r.error().to_string();
+  for (int pass = 0; pass < 2; ++pass) {
+    auto ans = lookup(**r, queries);
+    std::vector<std::string> got;
+    for (std::size_t i = 0; i < queries.size(); ++i)
+      got.push_back("chunk " + queries[i].to_string() + lookup_text(ans, i));
+    EXPECT_EQ(got, want) << "pass " << pass;
+    EXPECT_EQ((*r)->last_lookup().probed_entries, pass == 1);
+    EXPECT_GT((*r)->last_lookup().entries_sliced, 0u) << "pass " << pass;
+    EXPECT_EQ((*r)->last_lookup().blocks_read, 0u) << "pass " << pass;
+  }
+
+  // A xorb's rows leave with it.
+  auto w = writer(url_, "host-z");
+  ASSERT_TRUE(w);
+  GenXorb x = index::gen::gen_xorb(9161, 5);
+  auto s = make_shard({&x}, 79);
+  EXPECT_EQ(publish(*w, s).result, PublishResult::added);
+  const std::string with_it = admin.one("SELECT count(*) FROM dedupd.chunk");
+  EXPECT_EQ(std::stoll(with_it), std::stoll(chunks_before) + 5);
+  // What the writer put in its rows answers as its block does.
+  std::vector<Hash> fresh(x.raw.begin(), x.raw.end());
+  auto from_rows = lookup(**r, fresh);
+  EXPECT_TRUE((*r)->last_lookup().probed_entries);
+  auto with_blocks = reader(url_);
+  ASSERT_TRUE(with_blocks);
+  auto from_block = lookup(*with_blocks, fresh);
+  EXPECT_EQ(with_blocks->last_lookup().blocks_read, 1u);
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    EXPECT_EQ(from_rows.of(i).size(), 1u);
+    EXPECT_EQ(lookup_text(from_rows, i), lookup_text(from_block, i));
+  }
+  ASSERT_TRUE(w->drop_hold(s.hash));
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.chunk"), chunks_before);
 }
 
 // A global-dedup reply from the fleet takes a shard's xorbs as a local one

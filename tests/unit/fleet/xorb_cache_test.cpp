@@ -359,6 +359,18 @@ TEST_F(FleetXorbCache, APrefixCollisionWithAnotherFullHashIsNotFound) {
   }
   EXPECT_EQ(bare->last_lookup().entries_sliced, 1u);
   EXPECT_EQ(cached->last_lookup().fills, 0u);
+
+  // From its second lookup the uncached Reader's probe reads the hits'
+  // entries from their rows (schema 6), which hold the stored hash's bytes
+  // 8-11: a twin that differs there is not found either.
+  Hash near = x.raw[7];
+  near.bytes[9] ^= 0x01;
+  std::vector<Hash> q2 = {near, x.raw[7]};
+  auto a = lookup(*bare, q2);
+  EXPECT_TRUE(bare->last_lookup().probed_entries);
+  EXPECT_EQ(a.of(0).size(), 0u) << "a prefix collision answered as a hit";
+  ASSERT_EQ(a.of(1).size(), 1u);
+  EXPECT_EQ(a.of(1)[0].chunk_index, 7u);
 }
 
 }  // namespace dedupd::fleet::xorb_cache_test
