@@ -192,9 +192,10 @@ std::string v6() {
   }
   sql += kV6Rows;
   for (int i = 0; i < kChunkPartitions; ++i) {
-    char name[32];
+    char built[32], name[32];
+    std::snprintf(built, sizeof built, "chunk6_p%02d", i);
     std::snprintf(name, sizeof name, "chunk_p%02d", i);
-    sql += "ALTER TABLE dedupd.chunk6_p" + std::string(name + 7) + " RENAME TO " + name + ";\n";
+    sql += "ALTER TABLE dedupd." + std::string(built) + " RENAME TO " + name + ";\n";
     sql += "ALTER TABLE dedupd." + std::string(name) +
            " SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 10000);\n";
   }

@@ -7,7 +7,6 @@
 // each key's generation, which says whether its key filter still holds
 // every entry stored under it (fleet/key_filters.hpp).
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,6 +40,11 @@ constexpr const char* kFillStatement = "dedupd_fleet_fill";
 void note_epoch(XorbCache& cache, std::string& known, std::uint32_t& era, std::string_view epoch) {
   if (known != epoch) known = std::string(epoch);
   era = cache.era(known);
+}
+
+// A chunk row's place: its xorb row id and chunk index in one key.
+std::uint64_t place_of(std::int32_t xorb_id, std::int32_t chunk_index) {
+  return (std::uint64_t(std::uint32_t(xorb_id)) << 32) | std::uint32_t(chunk_index);
 }
 
 // One form a query is asked in: which query, the stored hash expected, and
@@ -313,16 +317,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       const Form* form;
       std::int32_t xorb_id;
       std::int32_t chunk_index;
+      int row;  // its row of the probe's answer (with_entries: its entry's fields in columns 3-6)
     };
     std::vector<Candidate> candidates;
     std::unordered_map<std::int32_t, std::int32_t> hits;  // per xorb row id
-    // What the probe with entries read of each hit's entry, by its place.
-    struct RowEntry {
-      std::array<std::uint8_t, 4> hash_check;  // stored hash bytes 8-11
-      std::uint32_t byte_start, unpacked_bytes, flags;
-      bool counted = false;
-    };
-    std::unordered_map<std::uint64_t, RowEntry> row_entries;
+    std::vector<bool> entry_counted(with_entries ? std::size_t(rows->size()) : 0);
     // The server answers each partition's prefixes in index order, and the
     // partitions in turn: each prefix is looked for from the last one found,
     // from the start only if one comes out of order.
@@ -335,18 +334,11 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       if (cursor != sorted.begin() && std::prev(cursor)->first >= p) cursor = sorted.begin();
       cursor = std::lower_bound(cursor, sorted.end(), p, [](const auto& e, std::int64_t v) { return e.first < v; });
       const auto xorb_id = std::int32_t(place >> 32), chunk_index = std::int32_t(place & 0xffffffff);
-      if (with_entries) {
+      if (with_entries)
         for (int col = 3; col < 7; ++col)
           if (rows->bytes(r, col).size() != 4) return make_error(kRuleProtocol, "lookup answer with a malformed entry");
-        RowEntry e{};
-        std::memcpy(e.hash_check.data(), rows->bytes(r, 3).data(), 4);
-        e.byte_start = std::uint32_t(rows->int4(r, 4));
-        e.unpacked_bytes = std::uint32_t(rows->int4(r, 5));
-        e.flags = std::uint32_t(rows->int4(r, 6));
-        row_entries.emplace(std::uint64_t(place), e);
-      }
       for (; cursor != sorted.end() && cursor->first == p; ++cursor) {
-        candidates.push_back({&forms[cursor->second], xorb_id, chunk_index});
+        candidates.push_back({&forms[cursor->second], xorb_id, chunk_index, r});
         ++hits[xorb_id];
       }
     }
@@ -388,13 +380,12 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       fill_hits.push_back(block_ok ? 0 : std::int32_t(std::min<std::int64_t>(h.hits, INT32_MAX)));
       fill_holders.push_back(holders_ok ? 0 : 1);
     }
-    {
+    if (!with_entries) {                         // else the probe read what the hits answer
       std::unordered_set<std::uint64_t> sliced;  // each entry once, whatever the forms it matched
       for (const Candidate& c : candidates) {
         const Have& h = have[c.xorb_id];
-        if ((h.cached && h.cached->block) || with_entries) continue;
-        if (!sliced.insert((std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index)).second)
-          continue;
+        if (h.cached && h.cached->block) continue;
+        if (!sliced.insert(place_of(c.xorb_id, c.chunk_index)).second) continue;
         slice_xorbs.push_back(c.xorb_id);
         slice_chunks.push_back(c.chunk_index);
       }
@@ -418,8 +409,7 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       for (int r = 0; r < filled->size(); ++r) {
         const std::int32_t id = filled->int4(r, 0);
         if (!filled->null(r, 6)) {  // a sliced entry
-          slices.emplace((std::uint64_t(std::uint32_t(id)) << 32) | std::uint32_t(filled->int4(r, 6)),
-                         filled->bytes(r, 4));
+          slices.emplace(place_of(id, filled->int4(r, 6)), filled->bytes(r, 4));
           ++counters_.entries_sliced;
           continue;
         }
@@ -485,26 +475,23 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
         return make_error(kRuleProtocol, "a chunk row past the end of its xorb");
       shard::ChunkEntry e;
       const auto* block = h.fresh.block ? h.fresh.block.get() : h.cached ? h.cached->block.get() : nullptr;
-      const std::uint64_t place = (std::uint64_t(std::uint32_t(c.xorb_id)) << 32) | std::uint32_t(c.chunk_index);
       if (!block && with_entries) {
-        auto it = row_entries.find(place);
-        if (it == row_entries.end()) return make_error(kRuleProtocol, "a hit without its entry");
         // The prefix picked it; with the 4 bytes after it, 96 bits of the
         // stored hash decide (schema 6: the rest is in the block).
-        if (std::memcmp(c.form->stored.data() + 8, it->second.hash_check.data(), 4) != 0) continue;
-        if (!it->second.counted) {
-          it->second.counted = true;
+        if (std::memcmp(c.form->stored.data() + 8, rows->bytes(c.row, 3).data(), 4) != 0) continue;
+        if (!entry_counted[std::size_t(c.row)]) {
+          entry_counted[std::size_t(c.row)] = true;
           ++counters_.entries_sliced;
         }
-        e.byte_start = it->second.byte_start;
-        e.unpacked_bytes = it->second.unpacked_bytes;
-        e.flags = it->second.flags;
+        e.byte_start = std::uint32_t(rows->int4(c.row, 4));
+        e.unpacked_bytes = std::uint32_t(rows->int4(c.row, 5));
+        e.flags = std::uint32_t(rows->int4(c.row, 6));
       } else {
         const std::uint8_t* entry = nullptr;
         if (block) {
           entry = block->data() + shard::kEntrySize * (std::size_t(c.chunk_index) + 1);
         } else {
-          auto it = slices.find(place);
+          auto it = slices.find(place_of(c.xorb_id, c.chunk_index));
           // Not asked about (its cached meta served) and no slice: the xorb
           // left the fleet between the two statements.
           if (it == slices.end() && !h.asked) continue;
