@@ -442,10 +442,10 @@ Result<Ok> Reader::lookup_chunks(std::span<const Hash> raw_hashes, ChunkAnswers&
       }
     }
 
-    // The next probe reads the hits' entries with them when most hits of
-    // this one had no block, cached or read (hits spread over many xorbs):
-    // a slice costs an index descent a hit, the heap row beside the probe's
-    // own about a sixth of that; else the probe stays index-only.
+    // The next probe reads the hits' entries with them when over a quarter
+    // of this one's hits had no block, cached or read (hits spread over many
+    // xorbs): a slice costs an index descent a hit, the heap row beside the
+    // probe's own about a sixth of that; else the probe stays index-only.
     if (!candidates.empty()) {
       std::size_t without_block = 0;
       for (const Candidate& c : candidates) {
