@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace dedupd::index {
 
@@ -9,7 +12,33 @@ ChunkFilter::ChunkFilter(std::uint64_t capacity, bool at_bound)
     : capacity_(capacity),
       at_bound_(at_bound),
       num_blocks_(std::max<std::size_t>(1, std::size_t(capacity * kBitsPerEntry / (8 * sizeof(Block))))),
-      blocks_(std::make_unique<Block[]>(num_blocks_)) {}
+      blocks_(map_blocks(num_blocks_)) {}
+
+// Huge pages where the kernel allows them: each probe of a filter of tens to
+// hundreds of MiB is a cache miss, and with 4 KiB pages a TLB miss too. A
+// filter of 2 MiB or more is mapped on a 2 MiB boundary (kernels before 6.7
+// do not align anonymous mappings for it) and in whole huge pages; a smaller
+// one stays on small pages, where a huge one would mostly be waste.
+std::unique_ptr<ChunkFilter::Block[], ChunkFilter::Unmap> ChunkFilter::map_blocks(std::size_t n) {
+  const std::size_t wanted = n * sizeof(Block);
+  const bool huge = wanted >= kHugePage;
+  const std::size_t bytes = huge ? (wanted + kHugePage - 1) / kHugePage * kHugePage : wanted;
+  const std::size_t slack = huge ? kHugePage : 0;
+  void* p = ::mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  auto* start = static_cast<std::uint8_t*>(p);
+  if (huge) {
+    auto* aligned = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(start) + kHugePage - 1) &
+                                                    ~std::uintptr_t(kHugePage - 1));
+    if (aligned > start) ::munmap(start, std::size_t(aligned - start));
+    if (const std::size_t tail = slack - std::size_t(aligned - start); tail > 0) ::munmap(aligned + bytes, tail);
+    start = aligned;
+    ::madvise(start, bytes, MADV_HUGEPAGE);
+  }
+  return std::unique_ptr<Block[], Unmap>(reinterpret_cast<Block*>(start), Unmap{bytes});
+}
+
+void ChunkFilter::Unmap::operator()(Block* b) const { ::munmap(b, bytes); }
 
 double ChunkFilter::false_positive_rate() const {
   const double n = double(added());

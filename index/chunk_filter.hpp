@@ -94,7 +94,8 @@ class ChunkFilter {
   bool at_bound() const { return at_bound_; }
   // Full, and a rebuild could make room (it was not sized down to the bound).
   bool outgrown() const { return full() && !at_bound_; }
-  std::size_t bytes() const { return num_blocks_ * sizeof(Block); }
+  // What it maps: its blocks, rounded up to whole huge pages from 2 MiB.
+  std::size_t bytes() const { return blocks_.get_deleter().bytes; }
   // The expected share of absent stored forms that pass may_contain() with
   // what it holds now: the Bloom filter's false positives (from the entries
   // per block) plus the fingerprint's floor. For status and metrics.
@@ -156,7 +157,13 @@ class ChunkFilter {
   std::uint64_t capacity_;
   bool at_bound_;
   std::size_t num_blocks_;
-  std::unique_ptr<Block[]> blocks_;
+  static constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  struct Unmap {
+    std::size_t bytes;
+    void operator()(Block* b) const;
+  };
+  static std::unique_ptr<Block[], Unmap> map_blocks(std::size_t n);
+  std::unique_ptr<Block[], Unmap> blocks_;
   std::atomic<std::uint64_t> added_{0};
   std::atomic<std::uint64_t> covered_{0};
   std::uint64_t next_ = 0;

@@ -38,6 +38,25 @@ TEST(ChunkFilter, HoldsEverythingAddedAndRejectsMostOfTheRest) {
   EXPECT_TRUE(f.outgrown());
 }
 
+// A filter of 2 MiB or more is mapped in whole huge pages and says so in
+// its memory; a small one is not rounded up. Either answers from its bits.
+TEST(ChunkFilter, ALargeOneTakesWholeHugePagesASmallOneItsBlocks) {
+  constexpr std::size_t kHuge = std::size_t(2) << 20;
+  ChunkFilter large(3'000'000);
+  EXPECT_EQ(large.bytes() % kHuge, 0u);
+  EXPECT_GE(large.bytes(), 3'000'000 * ChunkFilter::kBitsPerEntry / 8);
+  EXPECT_LT(large.bytes(), 3'000'000 * ChunkFilter::kBitsPerEntry / 8 + kHuge);
+  ChunkFilter small(1'000);
+  EXPECT_LT(small.bytes(), 4096u);
+  for (ChunkFilter* f : {&large, &small}) {
+    for (std::uint64_t i = 0; i < 1'000; ++i) f->add(hash_of_seed(i).data());
+    for (std::uint64_t i = 0; i < 1'000; ++i) ASSERT_TRUE(f->may_contain(hash_of_seed(i).data())) << i;
+  }
+  std::uint64_t positives = 0;
+  for (std::uint64_t i = 0; i < 100'000; ++i) positives += large.may_contain(hash_of_seed(1'000 + i).data());
+  EXPECT_LT(positives, 10u) << "1,000 entries in a filter for three million";
+}
+
 // What the header says of kBitsPerEntry, and what status and metrics
 // report: the estimate follows what a filter really lets through, at its
 // capacity and filled past it (as one at the memory bound is).
