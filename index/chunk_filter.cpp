@@ -9,10 +9,16 @@
 namespace dedupd::index {
 
 ChunkFilter::ChunkFilter(std::uint64_t capacity, bool at_bound)
-    : capacity_(capacity),
-      at_bound_(at_bound),
-      num_blocks_(std::max<std::size_t>(1, std::size_t(capacity * kBitsPerEntry / (8 * sizeof(Block))))),
-      blocks_(map_blocks(num_blocks_)) {}
+    : capacity_(capacity), at_bound_(at_bound), num_blocks_(blocks_for(capacity)), blocks_(map_blocks(num_blocks_)) {}
+
+std::size_t ChunkFilter::blocks_for(std::uint64_t capacity) {
+  return std::max<std::size_t>(1, std::size_t(capacity * kBitsPerEntry / (8 * sizeof(Block))));
+}
+
+std::size_t ChunkFilter::mapped_bytes(std::uint64_t capacity) {
+  const std::size_t wanted = blocks_for(capacity) * sizeof(Block);
+  return wanted >= kHugePage ? (wanted + kHugePage - 1) / kHugePage * kHugePage : wanted;
+}
 
 // Huge pages where the kernel allows them: each probe of a filter of tens to
 // hundreds of MiB is a cache miss, and with 4 KiB pages a TLB miss too. A
@@ -69,11 +75,24 @@ ChunkFilterSizes chunk_filter_sizes(std::uint64_t entries, std::uint64_t merge_t
   s.all = std::max(entries + entries / 4, floor);
   const std::uint64_t due = std::max(merge_threshold, entries / 16);
   s.recent = std::min(due * 2 + (1u << 16), s.all);
+  const std::uint64_t wanted_recent = s.recent;
   const std::uint64_t room = ChunkFilter::capacity_in(max_bytes);
   if (s.all + s.recent > room) {
     const long double share = static_cast<long double>(room) / static_cast<long double>(s.all + s.recent);
     s.all = std::uint64_t(static_cast<long double>(s.all) * share);
     s.recent = std::uint64_t(static_cast<long double>(s.recent) * share);
+    s.at_bound = true;
+  }
+  // Whole huge pages may still pass the bound: the filter of both tables
+  // keeps the whole pages the recent one leaves, and the recent one gets
+  // what is left after them (up to what it wanted), so the bound stays used.
+  auto left_after = [max_bytes](std::uint64_t capacity) {
+    const std::uint64_t taken = ChunkFilter::mapped_bytes(capacity);
+    return max_bytes > taken ? max_bytes - taken : 0;
+  };
+  if (ChunkFilter::mapped_bytes(s.all) + ChunkFilter::mapped_bytes(s.recent) > max_bytes) {
+    s.all = std::min(s.all, ChunkFilter::capacity_within(left_after(s.recent)));
+    s.recent = std::min({wanted_recent, s.all, ChunkFilter::capacity_within(left_after(s.all))});
     s.at_bound = true;
   }
   return s;

@@ -57,6 +57,15 @@ class ChunkFilter {
   explicit ChunkFilter(std::uint64_t capacity, bool at_bound = false);
   // The entries `bytes` of filter hold at kBitsPerEntry.
   static constexpr std::uint64_t capacity_in(std::uint64_t bytes) { return bytes / kBitsPerEntry * 8; }
+  // A filter of 2 MiB or more maps whole huge pages (see map_blocks).
+  static constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  // What a filter of `capacity` maps, the rounding included: bytes() before
+  // it is built.
+  static std::size_t mapped_bytes(std::uint64_t capacity);
+  // The largest capacity whose filter maps at most `bytes`.
+  static std::uint64_t capacity_within(std::uint64_t bytes) {
+    return capacity_in(bytes >= kHugePage ? bytes / kHugePage * kHugePage : bytes);
+  }
   // A young index is not rebuilt after every shard, and 1.3 MiB is nothing
   // beside the map.
   static constexpr std::uint64_t kFloorEntries = 1u << 20;
@@ -157,7 +166,7 @@ class ChunkFilter {
   std::uint64_t capacity_;
   bool at_bound_;
   std::size_t num_blocks_;
-  static constexpr std::size_t kHugePage = std::size_t(2) << 20;
+  static std::size_t blocks_for(std::uint64_t capacity);
   struct Unmap {
     std::size_t bytes;
     void operator()(Block* b) const;

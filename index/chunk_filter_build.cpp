@@ -26,8 +26,8 @@ ChunkFilterSizes filter_sizes(const Index::Impl& im, std::uint64_t entries) {
 // gives for the entries `all` holds, within the room `all` leaves.
 std::shared_ptr<ChunkFilter> new_recent_filter(const Index::Impl& im, const ChunkFilter& all) {
   ChunkFilterSizes s = filter_sizes(im, all.added());
-  const std::uint64_t room = ChunkFilter::capacity_in(im.options.filter_memory);
-  const std::uint64_t left = room > all.capacity() ? room - all.capacity() : 0;
+  const std::uint64_t max_bytes = im.options.filter_memory;
+  const std::uint64_t left = ChunkFilter::capacity_within(max_bytes > all.bytes() ? max_bytes - all.bytes() : 0);
   if (s.recent > left) s.recent = left, s.at_bound = true;
   return std::make_shared<ChunkFilter>(s.recent, s.at_bound || all.at_bound());
 }

@@ -98,7 +98,9 @@ TEST(ChunkFilter, OneSizedDownToTheBoundIsNeverOutgrown) {
 TEST(ChunkFilter, SizesFollowTheIndexUpToTheBound) {
   constexpr std::uint64_t kMiB = 1u << 20, kThreshold = 1u << 18;
   constexpr std::uint64_t kDefault = 512 * kMiB;
-  auto bytes = [](const ChunkFilterSizes& s) { return ChunkFilter(s.all).bytes() + ChunkFilter(s.recent).bytes(); };
+  auto bytes = [](const ChunkFilterSizes& s) {
+    return ChunkFilter::mapped_bytes(s.all) + ChunkFilter::mapped_bytes(s.recent);
+  };
 
   EXPECT_EQ(Options{}.filter_floor_entries, ChunkFilter::kFloorEntries);
   // A tiny index: the floor, not hundreds of MB.
@@ -112,20 +114,33 @@ TEST(ChunkFilter, SizesFollowTheIndexUpToTheBound) {
     EXPECT_FALSE(s.at_bound) << entries;
     EXPECT_GE(s.all, entries + entries / 4) << entries;
     EXPECT_GE(s.recent, entries / 8) << "the recent table's share before a merge: " << entries;
-    EXPECT_LE(s.all * ChunkFilter::kBitsPerEntry / 8 + s.recent * ChunkFilter::kBitsPerEntry / 8, kDefault);
+    EXPECT_LE(bytes(s), kDefault);
   }
   // 268 M entries, about 10 bits each plus the recent table's: what the
   // default was chosen for.
   EXPECT_GT(ChunkFilter::capacity_in(kDefault), 268'000'000u * 5 / 4 + 268'000'000u / 8);
 
-  // Past the bound both shrink, together within it.
-  for (std::uint64_t bound : {kMiB, 12 * kMiB, 64 * kMiB}) {
+  // Past the bound both shrink, together within it, whole huge pages
+  // included (what they map), and what the rounding leaves goes to the
+  // recent table's.
+  for (std::uint64_t bound : {kMiB, 3 * kMiB, 12 * kMiB, 64 * kMiB, 65 * kMiB}) {
     ChunkFilterSizes s = chunk_filter_sizes(100'000'000, kThreshold, bound);
     EXPECT_TRUE(s.at_bound) << bound;
-    EXPECT_LE((s.all + s.recent) * ChunkFilter::kBitsPerEntry / 8, bound);
-    EXPECT_GE((s.all + s.recent) * ChunkFilter::kBitsPerEntry / 8, bound - bound / 100) << "the bound is used";
+    EXPECT_LE(bytes(s), bound) << bound;
+    EXPECT_GE(bytes(s), bound - bound / 50) << "the bound is used: " << bound;
     EXPECT_GT(s.recent, 0u);
+    EXPECT_LE(s.recent, s.all);
+    ChunkFilter all(s.all), recent(s.recent);
+    EXPECT_EQ(all.bytes() + recent.bytes(), bytes(s)) << "mapped_bytes() is what a filter maps";
   }
+  // Within the bound before the rounding, past it after: sized down to it.
+  constexpr std::uint64_t kEntries = 33'000'000, kBound = 55 * kMiB;
+  const ChunkFilterSizes free = chunk_filter_sizes(kEntries, kThreshold, kDefault);
+  ASSERT_LE(free.all + free.recent, ChunkFilter::capacity_in(kBound));
+  ASSERT_GT(bytes(free), kBound);
+  const ChunkFilterSizes s = chunk_filter_sizes(kEntries, kThreshold, kBound);
+  EXPECT_TRUE(s.at_bound);
+  EXPECT_LE(bytes(s), kBound);
 }
 
 TEST(ChunkFilter, CoversCommitsOnlyInOrderAndOnlyOncePublished) {
