@@ -15,8 +15,10 @@ std::size_t ChunkFilter::blocks_for(std::uint64_t capacity) {
   return std::max<std::size_t>(1, std::size_t(capacity * kBitsPerEntry / (8 * sizeof(Block))));
 }
 
-std::size_t ChunkFilter::mapped_bytes(std::uint64_t capacity) {
-  const std::size_t wanted = blocks_for(capacity) * sizeof(Block);
+std::size_t ChunkFilter::mapped_bytes(std::uint64_t capacity) { return mapping_of(blocks_for(capacity)); }
+
+std::size_t ChunkFilter::mapping_of(std::size_t blocks) {
+  const std::size_t wanted = blocks * sizeof(Block);
   return wanted >= kHugePage ? (wanted + kHugePage - 1) / kHugePage * kHugePage : wanted;
 }
 
@@ -26,9 +28,8 @@ std::size_t ChunkFilter::mapped_bytes(std::uint64_t capacity) {
 // do not align anonymous mappings for it) and in whole huge pages; a smaller
 // one stays on small pages, where a huge one would mostly be waste.
 std::unique_ptr<ChunkFilter::Block[], ChunkFilter::Unmap> ChunkFilter::map_blocks(std::size_t n) {
-  const std::size_t wanted = n * sizeof(Block);
-  const bool huge = wanted >= kHugePage;
-  const std::size_t bytes = huge ? (wanted + kHugePage - 1) / kHugePage * kHugePage : wanted;
+  const std::size_t bytes = mapping_of(n);
+  const bool huge = bytes >= kHugePage;
   const std::size_t slack = huge ? kHugePage : 0;
   void* p = ::mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();

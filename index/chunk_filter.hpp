@@ -167,6 +167,8 @@ class ChunkFilter {
   bool at_bound_;
   std::size_t num_blocks_;
   static std::size_t blocks_for(std::uint64_t capacity);
+  // What `blocks` take mapped: whole huge pages from kHugePage.
+  static std::size_t mapping_of(std::size_t blocks);
   struct Unmap {
     std::size_t bytes;
     void operator()(Block* b) const;
