@@ -575,11 +575,12 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   for (const auto& a : args) command += " " + a;
   doc["command"] = command;
   bool failed = false;
-  for (auto& run : bench::run_series("bench_e2e", args, "--chunks", sizes)) {
+  bench::run_series("bench_e2e", args, "--chunks", sizes, [&](nlohmann::json run) {
     if (run.contains("failed")) {
       failed = true;
       doc["points"].push_back(run);
-      continue;
+      bench::write_series(json_out, doc);
+      return;
     }
     nlohmann::json point = {{"entries", run["extra"]["dataset"]["entries"]},
                             {"keys", run["extra"]["dataset"]["keys"]},
@@ -598,9 +599,10 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
         }
     point["rows"] = run["rows"];
     doc["points"].push_back(point);
-  }
+    bench::write_series(json_out, doc);
+  });
   doc["finished"] = bench::utc_now();
-  std::ofstream(json_out) << doc.dump(1) << "\n";
+  bench::write_series(json_out, doc);
   std::printf("wrote %s\n", json_out.c_str());
   return failed ? 1 : 0;
 }

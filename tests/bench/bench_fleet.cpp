@@ -271,12 +271,14 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   for (const auto& a : args) command += " " + a;
   doc["command"] = command;
   bool failed = false;
-  for (auto& run : bench::run_series("bench_fleet", args, "--entries", sizes)) {
+  const std::string path = json_out.empty() ? "bench_fleet_series.json" : json_out;
+  bench::run_series("bench_fleet", args, "--entries", sizes, [&](nlohmann::json run) {
     failed = failed || run.contains("failed");
-    doc["points"].push_back(run);
-  }
+    doc["points"].push_back(std::move(run));
+    bench::write_series(path, doc);
+  });
   doc["finished"] = bench::utc_now();
-  std::ofstream(json_out.empty() ? "bench_fleet_series.json" : json_out) << doc.dump(1) << "\n";
+  bench::write_series(path, doc);
   return failed ? 1 : 0;
 }
 

@@ -2,8 +2,10 @@
 // runs itself once per size as a child process, so each size gets a fresh
 // scratch directory, daemon and database server and inherits no page cache
 // or state from a smaller one; the children's JSON documents are gathered
-// into one. A metric is {value, baseline, unit}, the baseline measured at
-// the same size in the same child; tests/bench/plot_series.py draws them.
+// into one, written again after each size so that a series stopped part way
+// (its largest size runs for an hour) keeps the sizes it finished. A metric
+// is {value, baseline, unit}, the baseline measured at the same size in the
+// same child; tests/bench/plot_series.py draws them.
 #pragma once
 
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,14 +68,13 @@ inline std::string utc_now() {
 }
 
 // Runs this program with `args` + `size_flag SIZE --json FILE` once per size
-// and returns the documents the children wrote, in order. `args` are the
-// command line without --series and --json. A child that fails (a wrong
-// answer) leaves {"entries": SIZE, "failed": exit status} in its place and
-// the larger sizes still run: one size's failure is a finding, not a reason
-// to lose the others.
-inline std::vector<nlohmann::json> run_series(const char* bench, const std::vector<std::string>& args,
-                                              const std::string& size_flag, const std::vector<std::uint64_t>& sizes) {
-  std::vector<nlohmann::json> out;
+// and hands `each` the document the child wrote, as soon as it ends. `args`
+// are the command line without --series and --json. A child that fails (a
+// wrong answer) gives {"entries": SIZE, "failed": exit status} and the larger
+// sizes still run: one size's failure is a finding, not a reason to lose the
+// others.
+inline void run_series(const char* bench, const std::vector<std::string>& args, const std::string& size_flag,
+                       const std::vector<std::uint64_t>& sizes, const std::function<void(nlohmann::json)>& each) {
   for (std::uint64_t size : sizes) {
     std::string json_file =
         (std::filesystem::temp_directory_path() /
@@ -96,15 +98,20 @@ inline std::vector<nlohmann::json> run_series(const char* bench, const std::vect
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::fprintf(stderr, "%s --series: the run at %llu entries failed\n", bench, (unsigned long long)size);
-      out.push_back({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
       std::filesystem::remove(json_file);
+      each({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
       continue;
     }
     std::ifstream f(json_file);
-    out.push_back(nlohmann::json::parse(f));
+    nlohmann::json run = nlohmann::json::parse(f);
     std::filesystem::remove(json_file);
+    each(std::move(run));
   }
-  return out;
+}
+
+// Writes a series' document; "finished" is there only once every size ran.
+inline void write_series(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream(path) << doc.dump(1) << "\n";
 }
 
 }  // namespace dedupd::bench
