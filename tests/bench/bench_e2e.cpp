@@ -570,18 +570,7 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
                                "bare LMDB open + one mdb_get, cold, in process",
                                "bare LMDB of 32 + 16 B records",
                                ""};
-  nlohmann::json doc = {{"bench", "bench_e2e"}, {"started", bench::utc_now()}, {"points", nlohmann::json::array()}};
-  std::string command = "bench_e2e --series " + list;
-  for (const auto& a : args) command += " " + a;
-  doc["command"] = command;
-  bool failed = false;
-  bench::run_series("bench_e2e", args, "--chunks", sizes, [&](nlohmann::json run) {
-    if (run.contains("failed")) {
-      failed = true;
-      doc["points"].push_back(run);
-      bench::write_series(json_out, doc);
-      return;
-    }
+  const bool failed = bench::run_series("bench_e2e", list, args, "--chunks", sizes, json_out, [&](nlohmann::json run) {
     nlohmann::json point = {{"entries", run["extra"]["dataset"]["entries"]},
                             {"keys", run["extra"]["dataset"]["keys"]},
                             {"machine", run["machine"]},
@@ -598,11 +587,8 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
           if (!is.empty()) point["metrics"][picks[i].first]["baseline_is"] = is;
         }
     point["rows"] = run["rows"];
-    doc["points"].push_back(point);
-    bench::write_series(json_out, doc);
+    return point;
   });
-  doc["finished"] = bench::utc_now();
-  bench::write_series(json_out, doc);
   std::printf("wrote %s\n", json_out.c_str());
   return failed ? 1 : 0;
 }

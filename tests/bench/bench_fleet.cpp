@@ -266,19 +266,9 @@ struct Daemon {
 int run_series(const std::string& list, const std::vector<std::string>& args, const std::string& json_out) {
   auto sizes = bench::parse_sizes(list);
   if (sizes.empty()) die("--series: a list of sizes like 1M,3M,10M,30M");
-  nlohmann::json doc = {{"bench", "bench_fleet"}, {"started", bench::utc_now()}, {"points", nlohmann::json::array()}};
-  std::string command = "bench_fleet --series " + list;
-  for (const auto& a : args) command += " " + a;
-  doc["command"] = command;
-  bool failed = false;
   const std::string path = json_out.empty() ? "bench_fleet_series.json" : json_out;
-  bench::run_series("bench_fleet", args, "--entries", sizes, [&](nlohmann::json run) {
-    failed = failed || run.contains("failed");
-    doc["points"].push_back(std::move(run));
-    bench::write_series(path, doc);
-  });
-  doc["finished"] = bench::utc_now();
-  bench::write_series(path, doc);
+  const bool failed =
+      bench::run_series("bench_fleet", list, args, "--entries", sizes, path, [](nlohmann::json run) { return run; });
   return failed ? 1 : 0;
 }
 

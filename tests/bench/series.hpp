@@ -67,14 +67,30 @@ inline std::string utc_now() {
   return date;
 }
 
+// Writes a series' document whole or not at all (a rename), so that a series
+// stopped while writing keeps the sizes written before.
+inline void write_series(const std::string& path, const nlohmann::json& doc) {
+  const std::string part = path + ".part";
+  std::ofstream(part) << doc.dump(1) << "\n";
+  std::filesystem::rename(part, path);
+}
+
 // Runs this program with `args` + `size_flag SIZE --json FILE` once per size
-// and hands `each` the document the child wrote, as soon as it ends. `args`
-// are the command line without --series and --json. A child that fails (a
-// wrong answer) gives {"entries": SIZE, "failed": exit status} and the larger
-// sizes still run: one size's failure is a finding, not a reason to lose the
-// others.
-inline void run_series(const char* bench, const std::vector<std::string>& args, const std::string& size_flag,
-                       const std::vector<std::uint64_t>& sizes, const std::function<void(nlohmann::json)>& each) {
+// and writes to `path` the document of the series: each child's document as
+// `point_of` makes it a point, rewritten as soon as a child ends, and
+// "finished" once every size ran. `list` and `args` are the command line,
+// `args` without --series and --json. A child that fails (a wrong answer)
+// gives the point {"entries": SIZE, "failed": exit status} and the larger
+// sizes still run: one size's failure is a finding, not a reason to lose
+// the others. Returns whether one failed.
+inline bool run_series(const char* bench, const std::string& list, const std::vector<std::string>& args,
+                       const std::string& size_flag, const std::vector<std::uint64_t>& sizes, const std::string& path,
+                       const std::function<nlohmann::json(nlohmann::json)>& point_of) {
+  std::string command = std::string(bench) + " --series " + list;
+  for (const auto& a : args) command += " " + a;
+  nlohmann::json doc = {
+      {"bench", bench}, {"command", command}, {"started", utc_now()}, {"points", nlohmann::json::array()}};
+  bool failed = false;
   for (std::uint64_t size : sizes) {
     std::string json_file =
         (std::filesystem::temp_directory_path() /
@@ -98,20 +114,18 @@ inline void run_series(const char* bench, const std::vector<std::string>& args, 
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::fprintf(stderr, "%s --series: the run at %llu entries failed\n", bench, (unsigned long long)size);
-      std::filesystem::remove(json_file);
-      each({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
-      continue;
+      failed = true;
+      doc["points"].push_back({{"entries", size}, {"failed", WIFEXITED(status) ? WEXITSTATUS(status) : -1}});
+    } else {
+      std::ifstream f(json_file);
+      doc["points"].push_back(point_of(nlohmann::json::parse(f)));
     }
-    std::ifstream f(json_file);
-    nlohmann::json run = nlohmann::json::parse(f);
     std::filesystem::remove(json_file);
-    each(std::move(run));
+    write_series(path, doc);
   }
-}
-
-// Writes a series' document; "finished" is there only once every size ran.
-inline void write_series(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream(path) << doc.dump(1) << "\n";
+  doc["finished"] = utc_now();
+  write_series(path, doc);
+  return failed;
 }
 
 }  // namespace dedupd::bench
