@@ -19,6 +19,9 @@ struct Io {
   bool out_is_tty = false;
   // Returns the variable's value, or nullopt when unset.
   std::function<std::optional<std::string>(const char*)> getenv;
+  // The descriptor behind `out` when it has one (-1 for string streams): a
+  // large answer written to a file is kept out of the page cache through it.
+  int out_fd = -1;
 };
 
 struct Options {

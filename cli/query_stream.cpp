@@ -10,6 +10,7 @@
 #include "cli/daemon_verbs.hpp"
 #include "cli/fleet_verbs.hpp"
 #include "cli/output.hpp"
+#include "cli/write_behind.hpp"
 #include "shard/hash.hpp"
 
 namespace dedupctl {
@@ -237,9 +238,14 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
   std::string out;
   out.reserve(kFlushBytes + 4096);
   const bool quiet = ctx.opt.quiet;
+  WriteBehind behind(ctx.io.out_fd);
   auto flush = [&] {
     ctx.out().write(out.data(), std::streamsize(out.size()));
     out.clear();
+    if (ctx.io.out_fd >= 0) {
+      ctx.out().flush();
+      behind.wrote();
+    }
   };
   if (!quiet && format == QueryFormat::table) out += table_header(ctx.style);
   if (!quiet && format == QueryFormat::json_document) out += "{\"results\":[\n";
