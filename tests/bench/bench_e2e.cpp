@@ -175,8 +175,13 @@ Mem mem_of(pid_t pid) {
   return m;
 }
 
-// Peak of each field while `active`: Anonymous every 20 ms, the rest of
-// smaps_rollup every 500 ms.
+// Peak of each field while `active`: Anonymous every 20 ms (RssAnon, a
+// counter), the rest of smaps_rollup at most 1 % of one CPU. A read of
+// smaps_rollup walks the page tables of every resident page of data.mdb: at
+// 268 M entries (12 GB resident) one took about 180 ms, and read every
+// 500 ms it took a fifth of the 2 CPUs from the daemon it measured (a
+// perf record of the streams). So the next read waits 100 times as long as
+// the last one took, and at least 500 ms.
 class MemSampler {
  public:
   explicit MemSampler(pid_t pid) : pid_(pid), sampler_(std::chrono::milliseconds(20), [this] { sample(); }) {}
@@ -189,7 +194,12 @@ class MemSampler {
  private:
   void sample() {
     Mem m;
-    if (samples_++ % 25 == 0) m = mem_of(pid_);
+    const auto now = Clock::now();
+    if (now >= next_rollup_) {
+      m = mem_of(pid_);
+      const auto took = Clock::now() - now;
+      next_rollup_ = Clock::now() + std::max<Clock::duration>(std::chrono::milliseconds(500), 100 * took);
+    }
     m.anonymous = std::max(m.anonymous, rss_anon_of(pid_));
     std::lock_guard l(mu_);
     peak_.rss = std::max(peak_.rss, m.rss);
@@ -199,7 +209,7 @@ class MemSampler {
   }
 
   pid_t pid_;
-  unsigned samples_ = 0;  // the sampler thread's only
+  Clock::time_point next_rollup_{};  // the sampler thread's only
   std::mutex mu_;
   Mem peak_;
   bench::Sampler sampler_;
@@ -429,11 +439,16 @@ StreamRun run_dedupctl(const std::vector<std::string>& args, const fs::path& inp
   }
   r.seconds = secs(t0, Clock::now());
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.lines = count_lines(output);
-  // Gigabytes of output at 10 M: removed before the page cache writes them
-  // back, or ext4 makes dedupd's next fsync (at its stop) wait for them.
-  fs::remove(output);
   return r;
+}
+
+// The lines of a stream's answer, and the answer removed: gigabytes at 10 M,
+// removed before the page cache writes them back, or ext4 makes dedupd's
+// next fsync (at its stop) wait for them.
+std::uint64_t count_and_remove(const fs::path& output) {
+  std::uint64_t lines = count_lines(output);
+  fs::remove(output);
+  return lines;
 }
 
 // The same stream without dedupctl: the file sent as a chunked text/plain
@@ -1055,6 +1070,8 @@ int main(int argc, char** argv) {
       MemSampler sampler(d.proc.pid());
       StreamRun r = run_dedupctl(args, stream_file, root / "stream-out.txt");
       r.daemon_anon_kib = sampler.stop().anonymous;
+      profile.reset();  // the profile is of the stream, not of the count after it
+      r.lines = count_and_remove(root / "stream-out.txt");
       if (r.code != 0) die(std::string(what) + ": dedupctl exited " + std::to_string(r.code) + "; see " + log_of(d));
       if (r.lines != stream_q.size())
         die(std::string(what) + ": " + std::to_string(r.lines) + " lines for " + std::to_string(stream_q.size()) +
