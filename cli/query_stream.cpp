@@ -242,7 +242,7 @@ int query_stream(Context& ctx, std::istream& in, const std::string& source, cons
   auto flush = [&] {
     ctx.out().write(out.data(), std::streamsize(out.size()));
     out.clear();
-    if (ctx.io.out_fd >= 0) {
+    if (behind.active()) {
       ctx.out().flush();
       behind.wrote();
     }

@@ -27,6 +27,9 @@ class WriteBehind {
   // Called after the output was flushed to the descriptor.
   void wrote();
 
+  // Whether the output is a regular file this writes behind.
+  bool active() const { return fd_ >= 0; }
+
   // Bytes handed to the disk and then dropped from the page cache so far.
   std::uint64_t dropped() const { return dropped_ - start_; }
 
