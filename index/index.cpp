@@ -237,6 +237,39 @@ Result<std::vector<Hash>> Index::due(std::uint64_t now) const {
   return out;
 }
 
+namespace {
+
+int read_counts(MDB_txn* t, const schema::Dbs& d, Counts& s) {
+  int rc;
+  if ((rc = schema::get_u64(t, d.meta, schema::kCountLive, s.shards_live)) ||
+      (rc = schema::get_u64(t, d.meta, schema::kCountExpired, s.shards_expired)) ||
+      (rc = schema::get_u64(t, d.meta, schema::kCountRemoved, s.shards_removed)) ||
+      (rc = schema::get_u64(t, d.meta, schema::kCountRejected, s.rejected)))
+    return rc;
+  MDB_stat st;
+  // md_entries counts every duplicate, so these are item counts.
+  if ((rc = mdb_stat(t, d.xorbs, &st))) return rc;
+  s.xorbs = st.ms_entries;
+  if ((rc = mdb_stat(t, d.chunks, &st))) return rc;
+  s.chunk_entries = st.ms_entries;
+  if ((rc = mdb_stat(t, d.chunks_recent, &st))) return rc;
+  s.chunk_entries += st.ms_entries;
+  s.recent_chunk_entries = st.ms_entries;
+  if ((rc = mdb_stat(t, d.files, &st))) return rc;
+  s.files = st.ms_entries;
+  return 0;
+}
+
+}  // namespace
+
+Result<Counts> Index::counts() const {
+  auto txn = impl_->env->begin_read();
+  if (!txn) return txn.error();
+  Counts c;
+  if (int rc = read_counts(txn->get(), impl_->dbs, c)) return lmdb::error_of(rc, "reading counters");
+  return c;
+}
+
 Result<Stats> Index::stats() const {
   auto txn = impl_->env->begin_read();
   if (!txn) return txn.error();
@@ -244,22 +277,7 @@ Result<Stats> Index::stats() const {
   MDB_txn* t = txn->get();
   Stats s;
   int rc;
-  if ((rc = schema::get_u64(t, d.meta, schema::kCountLive, s.shards_live)) ||
-      (rc = schema::get_u64(t, d.meta, schema::kCountExpired, s.shards_expired)) ||
-      (rc = schema::get_u64(t, d.meta, schema::kCountRemoved, s.shards_removed)) ||
-      (rc = schema::get_u64(t, d.meta, schema::kCountRejected, s.rejected)))
-    return lmdb::error_of(rc, "reading counters");
-  MDB_stat st;
-  // md_entries counts every duplicate, so these are item counts.
-  if ((rc = mdb_stat(t, d.xorbs, &st))) return lmdb::error_of(rc, "mdb_stat");
-  s.xorbs = st.ms_entries;
-  if ((rc = mdb_stat(t, d.chunks, &st))) return lmdb::error_of(rc, "mdb_stat");
-  s.chunk_entries = st.ms_entries;
-  if ((rc = mdb_stat(t, d.chunks_recent, &st))) return lmdb::error_of(rc, "mdb_stat");
-  s.chunk_entries += st.ms_entries;
-  s.recent_chunk_entries = st.ms_entries;
-  if ((rc = mdb_stat(t, d.files, &st))) return lmdb::error_of(rc, "mdb_stat");
-  s.files = st.ms_entries;
+  if ((rc = read_counts(t, d, s))) return lmdb::error_of(rc, "reading counters");
   {
     Cursor c;
     if ((rc = c.open(t, d.keys))) return lmdb::error_of(rc, "reading keys");

@@ -157,12 +157,17 @@ struct ChunkFilterInfo {
   double false_positive_rate = 0;
 };
 
-struct Stats {
+// What Index::counts() reads: the counters and each table's entries, a
+// handful of pages whatever the index's size.
+struct Counts {
   std::uint64_t shards_live = 0, shards_expired = 0, shards_removed = 0, rejected = 0;
   std::uint64_t xorbs = 0;                 // stored xorb forms
   std::uint64_t chunk_entries = 0;         // (xorb form, chunk index) pairs
   std::uint64_t recent_chunk_entries = 0;  // of which not merged yet
   std::uint64_t files = 0;
+};
+
+struct Stats : Counts {
   std::uint64_t keys = 0;      // live keys
   std::uint64_t db_bytes = 0;  // size of data.mdb
   std::uint64_t map_size = 0;

@@ -1238,5 +1238,36 @@ TEST_P(IndexTest, StatsReportSpace) {
   EXPECT_LE(s.map_used, s.map_size);
 }
 
+// counts() is what READY=1 waits for: the same counters as stats(), none
+// of its walks, on an index whose counters differ from one another.
+TEST_P(IndexTest, CountsAreStatsCounters) {
+  auto a = gen_xorb(410, 300), b = gen_xorb(411, 200), c = gen_xorb(412, 100);
+  auto s1 = own(build_shard({.xorbs = {&a, &b}}));
+  auto s2 = own(build_shard({.xorbs = {&c}}));
+  ingest(s1, "/a.mdb");
+  ingest(s2, "/b.mdb");
+  ASSERT_TRUE(idx->remove(s2.hash));
+  ASSERT_TRUE(idx->record_rejected(RejectInfo{.path = "/bad.mdb", .rule = "x"}));
+  ASSERT_TRUE(idx->record_rejected(RejectInfo{.path = "/worse.mdb", .rule = "x"}));
+  ASSERT_TRUE(idx->record_rejected(RejectInfo{.path = "/worst.mdb", .rule = "x"}));
+  Stats s = stats();
+  auto n = idx->counts();
+  ASSERT_TRUE(n) << n.error().to_string();
+  EXPECT_EQ(n->shards_live, 1u);
+  EXPECT_EQ(n->shards_removed, 1u);
+  EXPECT_EQ(n->rejected, 3u);
+  EXPECT_EQ(n->chunk_entries, 500u);
+  EXPECT_EQ(n->xorbs, 2u);
+  const Counts& from_stats = s;
+  EXPECT_EQ(n->shards_live, from_stats.shards_live);
+  EXPECT_EQ(n->shards_expired, from_stats.shards_expired);
+  EXPECT_EQ(n->shards_removed, from_stats.shards_removed);
+  EXPECT_EQ(n->rejected, from_stats.rejected);
+  EXPECT_EQ(n->xorbs, from_stats.xorbs);
+  EXPECT_EQ(n->chunk_entries, from_stats.chunk_entries);
+  EXPECT_EQ(n->recent_chunk_entries, from_stats.recent_chunk_entries);
+  EXPECT_EQ(n->files, from_stats.files);
+}
+
 }  // namespace
 }  // namespace dedupd::index::gen
