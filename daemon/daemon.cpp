@@ -374,8 +374,7 @@ void Daemon::ping_watchdog_if_due() {
 std::string Daemon::status_line() const {
   std::string s;
   // counts(), not stats(): this goes out with READY=1 and every few
-  // seconds after, and stats() walks the freelist, cold after a restart
-  // (at 268 M entries READY=1 waited about 80 ms for it).
+  // seconds after, and stats() walks the freelist, cold after a restart.
   if (auto st = index_->counts(); st) {
     s = fmt::format("{} live shards, {} chunk entries, {} xorbs; {} expired, {} rejected", st->shards_live,
                     st->chunk_entries, st->xorbs, st->shards_expired, st->rejected);

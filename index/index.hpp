@@ -227,9 +227,8 @@ class Index {
   // The keys of live keyed shards.
   Result<std::vector<Key>> live_keys() const;
 
-  // Everything below. It walks the keys and LMDB's freelist, pages that
-  // grow with the index's history and are cold after a restart: tens of
-  // milliseconds at 100 M entries.
+  // Every field of Stats. It walks the keys and LMDB's freelist, pages that
+  // grow with the index's history and are cold after a restart.
   Result<Stats> stats() const;
   // The counters and entry counts alone, from a few pages: for what must
   // stay cheap, such as the status line sent with READY=1.
