@@ -7,8 +7,8 @@
 # and a later run of the same commit can do only the steps still missing.
 #
 #   tests/bench/sequence.sh OUT [STEP...]
-#     STEP: e2e      bench_e2e --series 1M,10M,100M,268M --keys 4  (about 80 min)
-#           fleet    bench_fleet --series 1M,3M,10M,30M,100M --keys 4  (about 90 min)
+#     STEP: e2e      bench_e2e --series 1M,10M,100M,268M --keys 4  (70 min in O)
+#           fleet    bench_fleet --series 1M,3M,10M,30M,100M --keys 4  (50 min in O)
 #           nokeys   bench_fleet --entries 1000000 --keys 0, three times
 #     default: all three
 #
