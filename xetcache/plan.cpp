@@ -35,6 +35,8 @@ ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_c
   const std::uint64_t eighth =
       max_chunk_entries / 8 > UINT64_MAX / kBytesPerEntry ? UINT64_MAX : max_chunk_entries / 8 * kBytesPerEntry;
   const std::uint64_t target = std::max(kFloor, std::min(base.target_size, eighth));
+  base.max_group_chunk_entries =
+      std::min(base.max_group_chunk_entries, std::max<std::uint64_t>(1, max_chunk_entries / 8));
   if (target < base.target_size) {
     base.small_shard_bytes = std::max<std::uint64_t>(1, base.small_shard_bytes / (base.target_size / target));
     base.target_size = target;
@@ -68,7 +70,9 @@ std::vector<MergeGroup> plan_consolidation(std::span<const ShardDesc> shards, co
     };
     for (std::size_t i : members) {
       const ShardDesc& s = shards[i];
-      if (!g.members.empty() && g.max_bytes + s.merged_bytes > policy.target_size) flush();
+      if (!g.members.empty() && (g.max_bytes + s.merged_bytes > policy.target_size ||
+                                 g.chunk_entries + s.chunk_entries > policy.max_group_chunk_entries))
+        flush();
       if (g.members.empty()) {
         g.kind = s.kind;
         g.key = s.key;
@@ -76,6 +80,7 @@ std::vector<MergeGroup> plan_consolidation(std::span<const ShardDesc> shards, co
       }
       g.members.push_back(i);
       g.max_bytes += s.merged_bytes;
+      g.chunk_entries += s.chunk_entries;
       g.expiry = std::min(g.expiry, s.expiry);
     }
     flush();

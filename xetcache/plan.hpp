@@ -16,6 +16,10 @@ namespace dedupd::xetcache {
 struct ConsolidationPolicy {
   // A merged shard stays within the size the client itself merges to.
   std::uint64_t target_size = kXetShardTargetSize;
+  // ... and holds at most this many chunk entries (policy_for_cap): under a
+  // cap so small that target_size's floor holds more than an eighth of it,
+  // bytes alone would let one merge gather most of the cap.
+  std::uint64_t max_group_chunk_entries = UINT64_MAX;
   // Only shards under this are merged. The client pays per file (open,
   // header, footer: #853 measured about 6 ms each) and per chunk entry; a
   // shard of a quarter of the target already spreads its file cost over
@@ -40,6 +44,7 @@ struct MergeGroup {
   shard::Key key{};
   std::uint64_t expiry = shard::kNoExpiry;  // the earliest of the members
   std::uint64_t max_bytes = 0;              // the merged shard is at most this (deduplication only shrinks it)
+  std::uint64_t chunk_entries = 0;          // the members' sum (deduplication only shrinks it)
 };
 
 // The policy for a cache held at `max_chunk_entries`: the target shrinks to
@@ -47,7 +52,9 @@ struct MergeGroup {
 // and lookup row), so that under a small cap (the local Xet endpoint's
 // 1 Mi entries) a cache is several merged files that eviction can take
 // oldest first, not one that fills the cap and goes whole. Under the
-// client's own cap it stays xet-core's 64 MiB. Never under 1 MiB.
+// client's own cap it stays xet-core's 64 MiB. Never under 1 MiB, so under a
+// cap of fewer than 128 Ki entries the group's chunk entries are bounded by
+// an eighth of the cap as well.
 ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_chunk_entries);
 
 // The size a merge of `members` of `shards` cannot exceed: one header, two
@@ -55,7 +62,7 @@ ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_c
 std::uint64_t merged_size_bound(std::span<const ShardDesc> shards, std::span<const std::size_t> members);
 
 // Groups of at least two shards of one kind, key and expiry bucket, each
-// within target_size; empty when the cache does not have enough small
+// within target_size and max_group_chunk_entries; empty when the cache does not have enough small
 // shards. Shards the client no longer loads (expired at `now`) are left to
 // eviction.
 std::vector<MergeGroup> plan_consolidation(std::span<const ShardDesc> shards, const ConsolidationPolicy& policy,

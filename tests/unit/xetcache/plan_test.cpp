@@ -137,6 +137,34 @@ TEST(Plan, TheTargetShrinksWithASmallEntryCap) {
   EXPECT_EQ(plan_consolidation(s, client_cap, kNow).size(), 1u);
 }
 
+// Under a cap so small that the 1 MiB floor holds all of it (the soak test's
+// 120 entries), bytes alone let one merge gather every small shard: a file
+// near or past the cap that eviction takes whole, the newest content with
+// it. The group's entries stay within an eighth of the cap instead.
+TEST(Plan, UnderATinyEntryCapAGroupHoldsAnEighthOfIt) {
+  const auto tiny = policy_for_cap(ConsolidationPolicy{}, 120);
+  EXPECT_EQ(tiny.target_size, 1u << 20);
+  EXPECT_EQ(tiny.max_group_chunk_entries, 15u);
+  EXPECT_EQ(policy_for_cap(ConsolidationPolicy{}, 1u << 20).max_group_chunk_entries, 1u << 17);
+  std::vector<ShardDesc> s;
+  for (int i = 0; i < 40; ++i) s.push_back(desc("s" + std::to_string(i), 3'000, 4, kDay10));
+  const auto plan = plan_consolidation(s, tiny, kNow);
+  std::size_t grouped = 0;
+  for (const auto& g : plan) {
+    EXPECT_LE(g.chunk_entries, 15u);
+    EXPECT_GE(g.members.size(), 2u);
+    grouped += g.members.size();
+  }
+  EXPECT_EQ(grouped, 39u) << "groups of three (12 entries), the last shard left alone";
+  // Shards without chunk entries (a duplicate's file information) are bound
+  // by bytes only.
+  std::vector<ShardDesc> dups;
+  for (int i = 0; i < 40; ++i) dups.push_back(desc("d" + std::to_string(i), 3'000, 0, kDay10));
+  const auto dup_plan = plan_consolidation(dups, tiny, kNow);
+  ASSERT_EQ(dup_plan.size(), 1u);
+  EXPECT_EQ(dup_plan[0].members.size(), 40u);
+}
+
 TEST(Plan, LeavesLargeExpiredAndNearlyExpiredShardsAlone) {
   std::vector<ShardDesc> s{
       desc("big1", 20u << 20, 10, kDay10), desc("big2", 20u << 20, 10, kDay10), desc("gone1", 1000, 10, kNow - 1),
