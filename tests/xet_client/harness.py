@@ -568,14 +568,21 @@ class RealClientTest(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="dedupd-xet-")
         self.procs = []
         result = getattr(self._outcome, "result", None)
-        self._problems_before = len(result.failures) + len(result.errors) if result else 0
+        self._problems_before = (len(result.failures), len(result.errors)) if result else (0, 0)
 
     def tearDown(self):
         result = getattr(self._outcome, "result", None)
-        failed = result is not None and len(result.failures) + len(result.errors) > self._problems_before
+        problems = []
+        if result is not None:
+            problems = result.failures[self._problems_before[0]:] + result.errors[self._problems_before[1]:]
+        failed = bool(problems)
         for p in reversed(self.procs):
             p.stop()
         if failed:
+            # The failure first: CI keeps the head and the tail of a long
+            # output, and the runner's own report comes after the logs.
+            for _, trace in problems:
+                print("==== failed:\n%s" % "\n".join(trace.rstrip().splitlines()[-40:]), file=sys.stderr)
             for p in self.procs:
                 proc = p.proc if hasattr(p, "proc") else p
                 print("---- %s ----\n%s" % (proc.log_path, proc.tail(80)), file=sys.stderr)

@@ -307,33 +307,44 @@ class StewardSoak(harness.RealClientTest):
         for u in uploads:
             u["resent"] = resent[u["sha256"]]
 
-        table = "\n".join("%-5s %-4s %8.1f..%8.1f %7d resent %7d" % (
-            u["client"], u["kind"], u["t_start"] - uploads[0]["t_start"], u["t_end"] - uploads[0]["t_start"],
-            u["size"], u["resent"]) for u in sorted(uploads, key=lambda u: u["t_start"]))
-        lost = [u for u in uploads if u["resent"] > 0]
         t0 = uploads[0]["t_start"]
-        print("%d sessions, %d re-upload some bytes; evictions seen at %s s; status %s\n%s" % (
-            len(uploads), len(lost), ", ".join("+%.1f" % (e - t0) for e in evictions), json.dumps(st), table),
+
+        def row(u):
+            return "%-5s %-4s %8.1f..%8.1f %7d resent %7d" % (u["client"], u["kind"], u["t_start"] - t0,
+                                                            u["t_end"] - t0, u["size"], u["resent"])
+        by_start = sorted(uploads, key=lambda u: u["t_start"])
+        table = "\n".join(row(u) for u in by_start)
+        with open(self.path("sessions.txt"), "w") as f:
+            f.write(table + "\n")
+
+        def near(*sessions):
+            """The sessions that started within 3 s of these, for a message
+            (the whole table is sessions.txt in the kept directory)."""
+            return "\n" + "\n".join(row(u) for u in by_start
+                                     if any(abs(u["t_start"] - s["t_start"]) <= 3.0 for s in sessions))
+        lost = [u for u in uploads if u["resent"] > 0]
+        print("%d sessions, %d re-upload some bytes; evictions seen at %s s; status %s" % (
+            len(uploads), len(lost), ", ".join("+%.1f" % (e - t0) for e in evictions), json.dumps(st)),
             file=sys.stderr)
 
         # Content goes only by eviction: nothing lost when nothing was evicted.
         if lost:
-            self.assertTrue(evictions, "bytes lost with no eviction:\n" + table)
+            self.assertTrue(evictions, "bytes lost with no eviction:" + near(*lost[:3]))
         # The newest content stays: a session that started after the last
         # eviction loaded only shards that outlived the run, and its own
         # shard did too.
         last_eviction = evictions[-1] if evictions else 0
         for u in uploads:
             if u["t_start"] > last_eviction + 1.0:
-                self.assertEqual(u["resent"], 0, "content newer than the last eviction (+%.1f s) was lost: %s at +%.1f s"
-                                 % (last_eviction - t0, u["path"], u["t_start"] - t0))
+                self.assertEqual(u["resent"], 0, "content newer than the last eviction (+%.1f s) was lost: %s at +%.1f s%s"
+                                 % (last_eviction - t0, u["path"], u["t_start"] - t0, near(u)))
         # Whatever the evictions, each client's last upload stays: its shard
         # is the newest file in the cache and a few chunk entries, far under
         # the cap, so least recently used never reaches it.
         for name, mine in by_client.items():
             last = max(mine, key=lambda u: u["t_end"])
-            self.assertEqual(last["resent"], 0, "client %s's last upload %s (+%.1f s) was lost" % (
-                name, last["path"], last["t_start"] - t0))
+            self.assertEqual(last["resent"], 0, "client %s's last upload %s (+%.1f s) was lost%s" % (
+                name, last["path"], last["t_start"] - t0, near(last)))
         # Only older content goes: among new files (content first sent by
         # their own session), if one re-uploads bytes, so does every one that
         # ended clearly before it started.
@@ -341,9 +352,10 @@ class StewardSoak(harness.RealClientTest):
         for k in new:
             if k["resent"] == 0:
                 continue
-            kept_older = [u["path"] for u in new if u["resent"] == 0 and u["t_end"] < k["t_start"] - ORDER_SLACK_S]
-            self.assertEqual(kept_older, [], "%s (+%.1f s) lost its content but older content stayed" % (
-                k["path"], k["t_start"] - t0))
+            kept_older = [u for u in new if u["resent"] == 0 and u["t_end"] < k["t_start"] - ORDER_SLACK_S]
+            self.assertEqual([u["path"] for u in kept_older], [],
+                             "%s (+%.1f s) lost its content but older content stayed%s" % (
+                                 k["path"], k["t_start"] - t0, near(k, *kept_older[:2])))
 
 
 if __name__ == "__main__":
