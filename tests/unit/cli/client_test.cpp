@@ -27,9 +27,11 @@ namespace dedupctl {
 namespace {
 
 using namespace testing::verb_test;
-using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
+// Unordered, not dedupctl::json; under a name of its own, or a batch of
+// several test files sees two json in dedupctl.
+using Json = nlohmann::json;
 
-json location() {
+Json location() {
   return {{"xorb", kXorb},
           {"chunk_index", 0},
           {"byte_start", 0},
@@ -39,8 +41,8 @@ json location() {
           {"shards", {{{"shard", kShard}, {"expiry", 1754664705}, {"keyed", true}}}}};
 }
 
-json found(const std::string& h) { return {{"hash", h}, {"found", true}, {"locations", {location()}}}; }
-json missing(const std::string& h) { return {{"hash", h}, {"found", false}, {"locations", json::array()}}; }
+Json found(const std::string& h) { return {{"hash", h}, {"found", true}, {"locations", {location()}}}; }
+Json missing(const std::string& h) { return {{"hash", h}, {"found", false}, {"locations", Json::array()}}; }
 
 std::vector<std::string> with_socket(const FakeDaemon& d, std::vector<std::string> args) {
   args.insert(args.begin(), {"--socket", d.socket()});
@@ -143,7 +145,7 @@ TEST(Query, SingleJsonIsTheDaemonsDocument) {
   FakeDaemon d([](const Request&) { return http(200, found(kRaw).dump()); });
   auto r = run_cli(with_socket(d, {"--json", "query", kRaw}));
   ASSERT_EQ(r.code, 0) << r.err;
-  json doc = json::parse(r.out);
+  Json doc = Json::parse(r.out);
   EXPECT_EQ(doc["locations"][0]["xorb"], kXorb);
   EXPECT_EQ(doc["locations"][0]["chunk_index"], 0);
   EXPECT_EQ(doc, found(kRaw));
@@ -169,7 +171,7 @@ TEST(Query, SingleNotFoundIsExit1) {
   EXPECT_NE(r.out.find("not found"), std::string::npos);
   auto j = run_cli(with_socket(d, {"query", "--json", kRaw}));
   EXPECT_EQ(j.code, 1);
-  EXPECT_EQ(json::parse(j.out)["found"], false);
+  EXPECT_EQ(Json::parse(j.out)["found"], false);
   auto q = run_cli(with_socket(d, {"-q", "query", kRaw}));
   EXPECT_EQ(q.code, 1);
   EXPECT_EQ(q.out, "");
@@ -179,9 +181,9 @@ TEST(Query, SingleNotFoundIsExit1) {
 // so instead of a bare "not found" (the README's example).
 TEST(Query, SingleNotFoundWhoseShardsExpiredSaysSo) {
   FakeDaemon d([](const Request&) {
-    json doc = missing(kRaw);
+    Json doc = missing(kRaw);
     doc["expired_shards"] =
-        json::array({{{"shard", kShard}, {"keyed", true}, {"expiry", 1754664705}, {"expired_at", 1795666725}}});
+        Json::array({{{"shard", kShard}, {"keyed", true}, {"expiry", 1754664705}, {"expired_at", 1795666725}}});
     return http(404, doc.dump());
   });
   auto r = run_cli(with_socket(d, {"query", kRaw}));
@@ -190,7 +192,7 @@ TEST(Query, SingleNotFoundWhoseShardsExpiredSaysSo) {
   EXPECT_NE(r.out.find("Shard  " + kShard + "  keyed, expired 2025-08-0"), std::string::npos) << r.out;
   auto j = run_cli(with_socket(d, {"query", "--json", kRaw}));
   EXPECT_EQ(j.code, 1);
-  EXPECT_EQ(json::parse(j.out)["expired_shards"][0]["shard"], kShard) << j.out;
+  EXPECT_EQ(Json::parse(j.out)["expired_shards"][0]["shard"], kShard) << j.out;
 }
 
 TEST(Query, MalformedHashIs65AndNothingIsSent) {
@@ -236,10 +238,10 @@ TEST(Query, SeveralHashesGoInOnePostAndOneMissingIsExit1) {
   EXPECT_NE(r.out.find(kXorb + "  not found"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 found, 1 missing"), std::string::npos) << r.out;
   ASSERT_EQ(d.requests().size(), 1u);
-  EXPECT_EQ(json::parse(d.requests()[0].body)["hashes"], json({kRaw, kXorb}));
+  EXPECT_EQ(Json::parse(d.requests()[0].body)["hashes"], Json({kRaw, kXorb}));
 
   auto j = run_cli(with_socket(d, {"query", "--json", kRaw, kXorb}));
-  json doc = json::parse(j.out);
+  Json doc = Json::parse(j.out);
   EXPECT_EQ(doc["found"], 1);
   EXPECT_EQ(doc["missing"], 1);
   EXPECT_EQ(doc["results"][0], found(kRaw));
@@ -293,7 +295,7 @@ TEST(Query, StdinIsStreamedInOnePost) {
   std::istringstream out(r.out);
   std::size_t n = 0, missing = 0;
   for (std::string line; std::getline(out, line); ++n) {
-    json doc = json::parse(line);
+    Json doc = Json::parse(line);
     ASSERT_EQ(doc["hash"], hashes[n]);
     missing += !doc["found"].get<bool>();
   }
@@ -303,7 +305,7 @@ TEST(Query, StdinIsStreamedInOnePost) {
   // The same as one document, and as short lines.
   auto j = run_cli(with_socket(d, {"--json", "query", "-"}), o);
   ASSERT_EQ(j.code, 1) << j.err;
-  json doc = json::parse(j.out);
+  Json doc = Json::parse(j.out);
   EXPECT_EQ(doc["found"], 100'000);
   EXPECT_EQ(doc["missing"], 1);
   EXPECT_EQ(doc["results"][100'000]["hash"], hashes.back());
@@ -386,12 +388,12 @@ TEST(Query, StdinWithABadLineIs65) {
 
 TEST(Query, AnswerOutOfOrderOrShortIs76) {
   FakeDaemon swapped([](const Request&) {
-    json results = {found(kXorb), found(kRaw)};
-    return http(200, json({{"results", results}, {"found", 2}, {"missing", 0}}).dump());
+    Json results = {found(kXorb), found(kRaw)};
+    return http(200, Json({{"results", results}, {"found", 2}, {"missing", 0}}).dump());
   });
   EXPECT_EQ(run_cli(with_socket(swapped, {"query", kRaw, kXorb})).code, 76);
   FakeDaemon short_([](const Request&) {
-    return http(200, json({{"results", {found(kRaw)}}, {"found", 1}, {"missing", 0}}).dump());
+    return http(200, Json({{"results", {found(kRaw)}}, {"found", 1}, {"missing", 0}}).dump());
   });
   EXPECT_EQ(run_cli(with_socket(short_, {"query", kRaw, kXorb})).code, 76);
 }
@@ -426,7 +428,7 @@ TEST(Broken, NotHttpAtAllIs76) {
 
 TEST(Broken, MissingFieldIs76) {
   FakeDaemon d([](const Request&) {
-    json doc = found(kRaw);
+    Json doc = found(kRaw);
     doc["locations"][0].erase("xorb");
     return http(200, doc.dump());
   });

@@ -16,7 +16,9 @@ namespace dedupctl {
 namespace {
 
 using namespace testing::verb_test;
-using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
+// Unordered, not dedupctl::json; under a name of its own, or a batch of
+// several test files sees two json in dedupctl.
+using Json = nlohmann::json;
 
 // Bytes that cut into several chunks (xorshift32 from a seed).
 std::string random_bytes(std::size_t n, std::uint32_t seed) {
@@ -45,11 +47,11 @@ FakeDaemon index_of(std::set<std::string> known) {
   return FakeDaemon([known = std::move(known)](const Request& r) -> Reply {
     if (r.method == "GET" && r.target == "/healthz") return http(200, R"({"status":"ok"})");
     if (r.method == "POST" && r.target == "/v1/chunk") {
-      json results = json::array();
-      const json asked = json::parse(r.body);
+      Json results = Json::array();
+      const Json asked = Json::parse(r.body);
       for (const auto& h : asked["hashes"]) {
         const bool found = known.contains(h.get<std::string>());
-        json locs = json::array();
+        Json locs = Json::array();
         if (found)
           locs.push_back({{"xorb", std::string(64, 'a')},
                           {"chunk_index", 0},
@@ -59,7 +61,7 @@ FakeDaemon index_of(std::set<std::string> known) {
                           {"shards", {{{"shard", std::string(64, 'b')}, {"expiry", nullptr}, {"keyed", false}}}}});
         results.push_back({{"hash", h}, {"found", found}, {"locations", locs}});
       }
-      return http(200, json{{"results", results}}.dump());
+      return http(200, Json{{"results", results}}.dump());
     }
     return http_error(404, "not_found", "no route " + r.target);
   });
@@ -75,25 +77,25 @@ TEST(Scan, AsksInBatchesOfAtMostTheBatchSize) {
   auto d = index_of(known);
   auto r = run_cli({"--socket", d.socket(), "--json", "scan", "--batch", "3", dir / "f"});
   ASSERT_EQ(r.code, 1) << r.err;
-  const auto doc = json::parse(r.out);
+  const auto doc = Json::parse(r.out);
   EXPECT_EQ(doc["files"][0]["known_chunks"], 5);
   EXPECT_EQ(doc["files"][0]["new_chunks"], hashes.size() - 5);
   EXPECT_EQ(doc["files"][0]["xorbs"][0]["chunks"], 5);
-  EXPECT_EQ(doc["files"][0]["shards"], json::array({std::string(64, 'b')}));
+  EXPECT_EQ(doc["files"][0]["shards"], Json::array({std::string(64, 'b')}));
 
   std::vector<std::string> asked;
   std::size_t posts = 0;
   for (const auto& q : d.requests()) {
     if (q.method != "POST") continue;
     ++posts;
-    const auto batch = json::parse(q.body)["hashes"];
+    const auto batch = Json::parse(q.body)["hashes"];
     EXPECT_LE(batch.size(), 3u);
     for (const auto& h : batch) asked.push_back(h);
   }
   EXPECT_EQ(asked, hashes);  // every chunk once, in file order
   EXPECT_EQ(posts, (hashes.size() + 2) / 3);
   EXPECT_EQ(d.requests().front().target, "/healthz");
-  EXPECT_EQ(d.requests().back().target, "/v1/file/" + json::parse(r.out)["files"][0]["file_hash"].get<std::string>());
+  EXPECT_EQ(d.requests().back().target, "/v1/file/" + Json::parse(r.out)["files"][0]["file_hash"].get<std::string>());
 }
 
 TEST(Scan, WrongResultCountIsAProtocolError) {
@@ -135,7 +137,7 @@ TEST(Hash, ProgressOnlyOnATerminalForLargeRuns) {
   auto json_tty = run_cli({"--json", "hash", dir / "big"}, on_tty);
   EXPECT_EQ(json_tty.err, "");
   // The same answer either way.
-  EXPECT_NE(piped.out.find(json::parse(json_tty.out)["files"][0]["file_hash"].get<std::string>()), std::string::npos);
+  EXPECT_NE(piped.out.find(Json::parse(json_tty.out)["files"][0]["file_hash"].get<std::string>()), std::string::npos);
 }
 
 }  // namespace

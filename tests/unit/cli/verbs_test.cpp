@@ -11,10 +11,12 @@ namespace dedupctl {
 namespace {
 
 using namespace testing::verb_test;
-using nlohmann::json;  // not dedupctl::json (ordered), which a using-directive would not hide
+// Unordered, not dedupctl::json; under a name of its own, or a batch of
+// several test files sees two json in dedupctl.
+using Json = nlohmann::json;
 
-json shard_summary(const std::string& state = "live") {
-  json s = {{"hash", kShard},
+Json shard_summary(const std::string& state = "live") {
+  Json s = {{"hash", kShard},
             {"state", state},
             {"paths", {"/var/cache/xet/shard-cache/" + kShard + ".mdb"}},
             {"size", 102104},
@@ -29,7 +31,7 @@ json shard_summary(const std::string& state = "live") {
   return s;
 }
 
-json stats_doc() {
+Json stats_doc() {
   return {{"shards", {{"live", 1}, {"expired", 2}, {"removed", 0}, {"rejected", 1}}},
           {"xorbs", 3},
           {"chunks", 2117},
@@ -56,7 +58,7 @@ std::vector<std::string> with(const FakeDaemon& d, std::vector<std::string> args
 }
 
 TEST(Xorb, ShowsChunksAndShards) {
-  json doc = {{"xorb", kXorb},
+  Json doc = {{"xorb", kXorb},
               {"num_chunks", 2},
               {"bytes_in_xorb", 2048},
               {"bytes_on_disk", 1000},
@@ -73,7 +75,7 @@ TEST(Xorb, ShowsChunksAndShards) {
   EXPECT_NE(r.out.find(kShard + "  keyed, expires never"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1  " + kSha + "  1,024  1,024"), std::string::npos) << r.out;
   auto j = run_cli(with(d, {"--json", "xorb", kXorb}));
-  EXPECT_EQ(json::parse(j.out), doc);
+  EXPECT_EQ(Json::parse(j.out), doc);
 }
 
 TEST(Xorb, UnknownIsExit1) {
@@ -83,11 +85,11 @@ TEST(Xorb, UnknownIsExit1) {
   EXPECT_NE(r.err.find("not found"), std::string::npos);
   auto j = run_cli(with(d, {"--json", "xorb", kXorb}));
   EXPECT_EQ(j.code, 1);
-  EXPECT_EQ(json::parse(j.out)["error"]["code"], "not_found");
+  EXPECT_EQ(Json::parse(j.out)["error"]["code"], "not_found");
 }
 
 TEST(File, ShowsTermsAndSha256) {
-  json doc = {{"file", kFile},
+  Json doc = {{"file", kFile},
               {"size", 3000},
               {"sha256", kSha},
               {"verification", true},
@@ -98,11 +100,11 @@ TEST(File, ShowsTermsAndSha256) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("SHA-256       " + kSha), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  0  " + kXorb + "    0..3   2.9 KiB"), std::string::npos) << r.out;
-  EXPECT_EQ(json::parse(run_cli(with(d, {"--json", "file", kFile})).out), doc);
+  EXPECT_EQ(Json::parse(run_cli(with(d, {"--json", "file", kFile})).out), doc);
 }
 
 TEST(Sha256, ListsFileHashesAndTakesPlainHex) {
-  json doc = {{"sha256", kSha}, {"files", {kFile}}};
+  Json doc = {{"sha256", kSha}, {"files", {kFile}}};
   auto d = daemon_with({{"GET /v1/sha256/" + kSha, http(200, doc.dump())}});
   std::string upper = kSha;
   for (auto& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
@@ -115,7 +117,7 @@ TEST(Sha256, ListsFileHashesAndTakesPlainHex) {
 }
 
 TEST(Shards, TableAndStateFilter) {
-  json doc = {{"shards", {shard_summary("live"), shard_summary("rejected")}}};
+  Json doc = {{"shards", {shard_summary("live"), shard_summary("rejected")}}};
   auto d = daemon_with(
       {{"GET /v1/shards", http(200, doc.dump())}, {"GET /v1/shards?state=expired", http(200, R"({"shards":[]})")}});
   auto r = run_cli(with(d, {"shards"}));
@@ -146,12 +148,12 @@ TEST(Stats, Fields) {
   EXPECT_NE(r.out.find("Database     1.0 MiB on disk, map 256.0 MiB of 1.0 GiB used (25%)"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("Next expiry  none"), std::string::npos);
-  EXPECT_EQ(json::parse(run_cli(with(d, {"stats", "--json"})).out), stats_doc());
+  EXPECT_EQ(Json::parse(run_cli(with(d, {"stats", "--json"})).out), stats_doc());
 }
 
 // The chunk filters' memory, per entry, against its bound, and what it buys.
 TEST(Stats, ChunkFilter) {
-  json doc = stats_doc();
+  Json doc = stats_doc();
   doc["chunk_filter"] = {{"in_service", true},           {"bytes", 17'301'504},   {"max_bytes", 512u << 20},
                          {"capacity", 12'500'000},       {"entries", 10'000'000}, {"at_bound", false},
                          {"false_positive_rate", 0.0071}};
@@ -172,11 +174,11 @@ TEST(Stats, ChunkFilter) {
   doc["chunk_filter"]["bytes"] = 0;
   auto c = daemon_with({{"GET /v1/stats", http(200, doc.dump())}});
   EXPECT_NE(run_cli(with(c, {"stats"})).out.find("Chunk filter  none yet"), std::string::npos);
-  EXPECT_EQ(json::parse(run_cli(with(d, {"stats", "--json"})).out)["chunk_filter"]["bytes"], 17'301'504);
+  EXPECT_EQ(Json::parse(run_cli(with(d, {"stats", "--json"})).out)["chunk_filter"]["bytes"], 17'301'504);
 }
 
 TEST(Status, UpAndCounts) {
-  json doc = {{"version", "0.1.0"},
+  Json doc = {{"version", "0.1.0"},
               {"pid", 42},
               {"uptime_s", 93784},
               {"socket", "/run/dedupd/dedupd.sock"},
@@ -188,7 +190,7 @@ TEST(Status, UpAndCounts) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("dedupd       running, version 0.1.0, pid 42, up 1d 2h 3m"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Watching     /home/u/.cache/huggingface/xet"), std::string::npos) << r.out;
-  json bad = doc;
+  Json bad = doc;
   bad["stats"].erase("chunks");
   auto b = daemon_with({{"GET /v1/status", http(200, bad.dump())}});
   EXPECT_EQ(run_cli(with(b, {"status"})).code, 76);
@@ -197,7 +199,7 @@ TEST(Status, UpAndCounts) {
 // Issue 30: what the steward decided and why, per cache, for a person and
 // as JSON.
 TEST(XetCache, StatusSaysWhyItHoldsBack) {
-  json cache = {{"endpoint", "/home/u/.cache/huggingface/xet/hub"},
+  Json cache = {{"endpoint", "/home/u/.cache/huggingface/xet/hub"},
                 {"files", 46},
                 {"files_before", 708},
                 {"bytes", 1 << 20},
@@ -211,17 +213,17 @@ TEST(XetCache, StatusSaysWhyItHoldsBack) {
                 {"pending_deletions", 2},
                 {"pending_bytes", 4096},
                 {"live_clients", 0},
-                {"client_pids", json::array()},
+                {"client_pids", Json::array()},
                 {"liveness", {{"established", false}, {"why", "no logs/ directory"}}},
                 {"standing_by", false},
                 {"lock_holder", ""},
                 {"set_aside", {"group:a;b;: xetcache.write: No space left on device (again in 60 s)"}},
-                {"holds_removed", json::array()},
+                {"holds_removed", Json::array()},
                 {"removed_kept", 1},
                 {"last_pass", 0},
                 {"problem", ""}};
-  json other = {{"endpoint", "/srv/xet"}, {"standing_by", true}, {"lock_holder", "pid 7 on b"}};
-  json doc = {{"version", "0.1.0"}, {"xet_caches", {cache, other}}};
+  Json other = {{"endpoint", "/srv/xet"}, {"standing_by", true}, {"lock_holder", "pid 7 on b"}};
+  Json doc = {{"version", "0.1.0"}, {"xet_caches", {cache, other}}};
   auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
   auto r = run_cli(with(d, {"xet-cache", "status"}));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -231,11 +233,11 @@ TEST(XetCache, StatusSaysWhyItHoldsBack) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   auto j = run_cli(with(d, {"--json", "xet-cache", "status"}));
   ASSERT_EQ(j.code, 0) << j.err;
-  EXPECT_EQ(json::parse(j.out)["xet_caches"].size(), 2u);
+  EXPECT_EQ(Json::parse(j.out)["xet_caches"].size(), 2u);
 }
 
 TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
-  json plan = {{"xet_caches",
+  Json plan = {{"xet_caches",
                 {{{"endpoint", "/c/hub"},
                   {"liveness", {{"established", true}, {"why", "0 live client(s) of 3 logged"}}},
                   {"standing_by", false},
@@ -246,7 +248,7 @@ TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
                      {"why", "2 small shards of one kind, key and expiry day into /c/hub/shard-cache/m.mdb"},
                      {"bytes_saved", 1024},
                      {"entries_saved", 7}}}},
-                  {"set_aside", json::array()}}}}};
+                  {"set_aside", Json::array()}}}}};
   auto d = daemon_with({{"GET /v1/xet-cache/plan?root=/c%20x", http(200, plan.dump())},
                         {"GET /v1/xet-cache/plan", http(200, plan.dump())}});
   auto r = run_cli(with(d, {"xet-cache", "plan", "/c x"}));
@@ -256,7 +258,7 @@ TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
   EXPECT_NE(r.out.find("0 live client(s) of 3 logged"), std::string::npos) << r.out;
   auto all = run_cli(with(d, {"--json", "xet-cache", "plan"}));
   ASSERT_EQ(all.code, 0) << all.err;
-  EXPECT_EQ(json::parse(all.out), plan);
+  EXPECT_EQ(Json::parse(all.out), plan);
 }
 
 TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
@@ -270,7 +272,7 @@ TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
   EXPECT_NE(r.out.find("Wrote       102,104 bytes to " + (dir / "reply.mdb")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Holds       3 xorbs, 2,117 chunks"), std::string::npos) << r.out;
   auto j = run_cli(with(d, {"--json", "dedup-shard", chunk, "-o", dir / "r2.mdb"}));
-  json doc = json::parse(j.out);
+  Json doc = Json::parse(j.out);
   EXPECT_EQ(doc["chunks"], 2117);
   EXPECT_EQ(doc["hmac_key"], "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
   EXPECT_EQ(doc["expiry"], 1754664705);
@@ -295,12 +297,12 @@ TEST(DedupShard, InvalidReplyIs76AndWritesNothing) {
 }
 
 TEST(Admin, RescanPurgeRemove) {
-  json purge = {{"dry_run", true}, {"expired", {shard_summary("live")}}, {"deleted_files", {"/x/" + kShard + ".mdb"}}};
+  Json purge = {{"dry_run", true}, {"expired", {shard_summary("live")}}, {"deleted_files", {"/x/" + kShard + ".mdb"}}};
   auto d =
       daemon_with({{"POST /v1/admin/rescan", http(200, R"({"scanned":10,"ingested":7,"rejected":1})")},
                    {"POST /v1/admin/purge?dry_run=1", http(200, purge.dump())},
                    {"POST /v1/admin/purge", http(200, R"({"dry_run":false,"expired":[],"deleted_files":[]})")},
-                   {"DELETE /v1/shard/" + kShard, http(200, json({{"removed", shard_summary("removed")}}).dump())}});
+                   {"DELETE /v1/shard/" + kShard, http(200, Json({{"removed", shard_summary("removed")}}).dump())}});
   auto r = run_cli(with(d, {"rescan"}));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "scanned 10 files: 7 ingested, 1 rejected\n");
@@ -338,7 +340,7 @@ TEST(Admin, IngestSendsTheBytesAndItsName) {
     if (r.body != bytes) return http_error(422, "invalid_shard", "header.magic at offset 0: not a shard");
     return http(
         200,
-        json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}}).dump());
+        Json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}}).dump());
   });
   testing::TempDir dir;
   testing::write_file(dir / "my shard.mdb", bytes);
@@ -366,18 +368,18 @@ TEST(Admin, IngestOverTheLimitIsRefusedBeforeTheBody) {
 }
 
 TEST(Shards, RejectedFileWithUnknownHash) {
-  json rejected = shard_summary("rejected");
+  Json rejected = shard_summary("rejected");
   rejected["hash"] = nullptr;
   rejected["created"] = nullptr;
   rejected["expiry"] = nullptr;
-  auto d = daemon_with({{"GET /v1/shards?state=rejected", http(200, json({{"shards", {rejected}}}).dump())}});
+  auto d = daemon_with({{"GET /v1/shards?state=rejected", http(200, Json({{"shards", {rejected}}}).dump())}});
   auto r = run_cli(with(d, {"shards", "--rejected"}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("-      rejected"), std::string::npos) << r.out;
 }
 
 TEST(Status, StartingIs69) {
-  json doc = {{"version", "0.1.0"}, {"pid", 42}, {"uptime_s", 1}, {"ready", false}, {"stats", nullptr}};
+  Json doc = {{"version", "0.1.0"}, {"pid", 42}, {"uptime_s", 1}, {"ready", false}, {"stats", nullptr}};
   auto d = daemon_with({{"GET /v1/status", http(200, doc.dump())}});
   auto r = run_cli(with(d, {"status"}));
   EXPECT_EQ(r.code, 69) << r.err;
@@ -385,19 +387,19 @@ TEST(Status, StartingIs69) {
 }
 
 TEST(Xorb, OtherFormsAreListed) {
-  json form = {{"xorb", kXorb},
+  Json form = {{"xorb", kXorb},
                {"num_chunks", 0},
                {"bytes_in_xorb", 0},
                {"bytes_on_disk", 0},
                {"keyed", true},
-               {"chunks", json::array()},
+               {"chunks", Json::array()},
                {"shards", {{{"shard", kShard}, {"expiry", 1754664705}, {"keyed", true}}}}};
-  json doc = form;
+  Json doc = form;
   doc["keyed"] = false;
-  doc["shards"] = json::array();
-  // json::array: a braced single element is an array under g++ and a copy of
+  doc["shards"] = Json::array();
+  // Json::array: a braced single element is an array under g++ and a copy of
   // the element under clang (nlohmann-json and CWG 2137).
-  doc["other_forms"] = json::array({form});
+  doc["other_forms"] = Json::array({form});
   auto d = daemon_with({{"GET /v1/xorb/" + kXorb, http(200, doc.dump())}});
   auto r = run_cli(with(d, {"xorb", kXorb}));
   ASSERT_EQ(r.code, 0) << r.err;
