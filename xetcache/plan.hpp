@@ -62,9 +62,9 @@ ConsolidationPolicy policy_for_cap(ConsolidationPolicy base, std::uint64_t max_c
 std::uint64_t merged_size_bound(std::span<const ShardDesc> shards, std::span<const std::size_t> members);
 
 // Groups of at least two shards of one kind, key and expiry bucket, each
-// within target_size and max_group_chunk_entries; empty when the cache does not have enough small
-// shards. Shards the client no longer loads (expired at `now`) are left to
-// eviction.
+// within target_size and max_group_chunk_entries; empty when the cache does
+// not have enough small shards. Shards the client no longer loads (expired
+// at `now`) are left to eviction.
 std::vector<MergeGroup> plan_consolidation(std::span<const ShardDesc> shards, const ConsolidationPolicy& policy,
                                            std::uint64_t now);
 
