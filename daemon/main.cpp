@@ -1,5 +1,10 @@
 // dedupd: command line, then --check-config, --check or the service itself,
 // where the daemon core and its HTTP layer meet.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,8 +20,10 @@
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/wiring/api_frontend.hpp"
+#include "index/file_check.hpp"
 #include "index/index.hpp"
 #include "index/schema.hpp"
+#include "index/status.hpp"
 
 #ifndef DEDUPD_VERSION
 #define DEDUPD_VERSION "0.0.0"
@@ -37,8 +44,8 @@ constexpr const char* kUsage =
     "  --check-config   validate the configuration, print \"ok\" or every error, exit 0/1\n"
     "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit\n"
     "  --check DIR      check the index in DIR (state_dir/index) offline: print \"ok\" or\n"
-    "                   every broken invariant, exit 0/1; read-only (an older schema is\n"
-    "                   reported, not upgraded)\n"
+    "                   every broken invariant or damage; read-only (an older schema is\n"
+    "                   reported, not upgraded). Exit 0 ok, 1 damaged, 3 could not read\n"
     "  --version        print the version\n";
 
 struct Args {
@@ -101,33 +108,121 @@ std::optional<Args> parse_args(int argc, char** argv) {
   return a;
 }
 
-// --check: every invariant Index::check_invariants knows, on an index that
+// --check's exit codes (dedupd(8)): 2 is a usage error, as for every option.
+constexpr int kCheckOk = 0, kCheckDamaged = 1, kCheckUnreadable = 3;
+
+constexpr const char* kDamageAdvice =
+    "dedupd moves a damaged index aside at its next start and rebuilds it from the shards it knows "
+    "(docs/OPERATIONS.md, \"When things go wrong\"); while it runs: dedupctl index rebuild";
+
+// The LMDB half of --check, in a child process: a page that LMDB follows
+// off the map (a scribbled offset) is a signal there, never here. What it
+// prints comes back through a pipe; its exit code is --check's.
+int check_invariants_in_child(const fs::path& dir, std::string& out) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "dedupd: --check: pipe: %s\n", std::strerror(errno));
+    return kCheckUnreadable;
+  }
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "dedupd: --check: fork: %s\n", std::strerror(errno));
+    return kCheckUnreadable;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string text;
+    int rc = kCheckOk;
+    auto index = dedupd::index::Index::open(dedupd::index::Options{.dir = dir.string(), .read_only = true});
+    if (!index) {
+      const auto& e = index.error();
+      text = "cannot open: " + e.to_string() + "\n";
+      rc = e.rule == dedupd::index::kRuleLmdb || e.rule == dedupd::index::kRuleCorrupt ? kCheckDamaged
+                                                                                       : kCheckUnreadable;
+    } else {
+      if (std::uint32_t v = (*index)->schema_version(); v != dedupd::index::schema::kVersion)
+        text += "schema " + std::to_string(v) + ", will be upgraded to " +
+                std::to_string(dedupd::index::schema::kVersion) + " when dedupd opens it\n";
+      auto problems = (*index)->check_invariants();
+      if (!problems) {
+        text += "cannot check: " + problems.error().to_string() + "\n";
+        rc = kCheckDamaged;
+      } else {
+        for (const auto& p : *problems) text += p + "\n";
+        if (!problems->empty()) rc = kCheckDamaged;
+      }
+    }
+    for (std::size_t done = 0; done < text.size();) {
+      ssize_t n = ::write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += std::size_t(n);
+    }
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, std::size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    out += "reading it crashed LMDB (signal " + std::to_string(WTERMSIG(status)) + ", " +
+           sigdescr_np(WTERMSIG(status)) + "): a page points outside the file\n";
+    return kCheckDamaged;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : kCheckDamaged;
+}
+
+// --check: the data file's meta pages and size first (before anything maps
+// it), then every invariant Index::check_invariants knows, on an index that
 // exists already, opened read-only: it writes nothing, not even the upgrade
 // of an older schema (dedupd does that when it opens the index). Safe next
 // to a running daemon: LMDB readers never wait for its writer.
 int check_index(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::exists(dir / "data.mdb", ec)) {
-    std::fprintf(stderr, "dedupd: %s: no index here (no data.mdb)\n", dir.c_str());
-    return 1;
+  if (!fs::is_directory(dir, ec)) {
+    std::fprintf(stderr, "dedupd: %s: not a directory%s\n", dir.c_str(), ec ? (": " + ec.message()).c_str() : "");
+    return kCheckUnreadable;
   }
-  auto index = dedupd::index::Index::open(dedupd::index::Options{.dir = dir.string(), .read_only = true});
-  if (!index) {
-    std::fprintf(stderr, "dedupd: %s: %s\n", dir.c_str(), index.error().to_string().c_str());
-    return 1;
+  const dedupd::index::DataFileCheck file = dedupd::index::check_data_file(dir.string());
+  using Verdict = dedupd::index::DataFileCheck::Verdict;
+  switch (file.verdict) {
+    case Verdict::absent:
+      std::fprintf(stderr, "dedupd: %s: no index here (no data.mdb)\n", dir.c_str());
+      return kCheckUnreadable;
+    case Verdict::unreadable:
+      std::fprintf(stderr, "dedupd: %s: cannot read the index: %s\n", dir.c_str(), file.problem.c_str());
+      return kCheckUnreadable;
+    case Verdict::damaged:
+      std::printf("%s: damaged: %s\n", dir.c_str(), file.problem.c_str());
+      std::fprintf(stderr, "dedupd: %s\n", kDamageAdvice);
+      return kCheckDamaged;
+    case Verdict::ok:
+      if (!file.problem.empty()) std::printf("%s: note: %s\n", dir.c_str(), file.problem.c_str());
+      break;
   }
-  if (std::uint32_t v = (*index)->schema_version(); v != dedupd::index::schema::kVersion)
-    std::printf("%s: schema %u, will be upgraded to %u when dedupd opens it\n", dir.c_str(), unsigned(v),
-                unsigned(dedupd::index::schema::kVersion));
-  auto problems = (*index)->check_invariants();
-  if (!problems) {
-    std::fprintf(stderr, "dedupd: %s: %s\n", dir.c_str(), problems.error().to_string().c_str());
-    return 1;
+  std::string out;
+  const int rc = check_invariants_in_child(dir, out);
+  std::size_t at = 0;
+  while (at < out.size()) {
+    std::size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    std::printf("%s: %s\n", dir.c_str(), out.substr(at, end - at).c_str());
+    at = end + 1;
   }
-  for (const auto& p : *problems) std::printf("%s: %s\n", dir.c_str(), p.c_str());
-  if (!problems->empty()) return 1;
-  std::puts("ok");
-  return 0;
+  if (rc == kCheckOk) {
+    std::puts("ok");
+  } else if (rc == kCheckDamaged) {
+    std::fprintf(stderr, "dedupd: %s: the index is damaged; %s\n", dir.c_str(), kDamageAdvice);
+  }
+  return rc;
 }
 
 }  // namespace
