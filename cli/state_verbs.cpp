@@ -291,6 +291,52 @@ int stats(Context& ctx) {
   return kOk;
 }
 
+namespace {
+
+// What went wrong and is being survived: a damaged index moved aside,
+// files waiting for space, the state dir's free space.
+void add_fault_fields(Fields& f, const json& doc) {
+  if (doc.contains("index_health") && doc["index_health"].is_object()) {
+    const json& h = doc["index_health"];
+    const std::string state = h.value("state", std::string("ok"));
+    if (state != "ok") {
+      std::string line = state == "rebuilding" ? "DAMAGED, rebuilding from the shards" : "rebuilt after damage";
+      if (h.contains("rebuild") && h["rebuild"].is_object())
+        line += " (" + grouped(h["rebuild"].value("files_done", std::uint64_t(0))) + " of " +
+                grouped(h["rebuild"].value("files_total", std::uint64_t(0))) + " files)";
+      f.add("Index", line, state == "rebuilding" ? Color::red : Color::yellow);
+      f.add("Damage", h.value("damage", std::string()));
+      if (!h.value("moved_to", std::string()).empty()) f.add("Kept at", h.value("moved_to", std::string()));
+    }
+  }
+  if (doc.contains("state_dir_space") && doc["state_dir_space"].is_object()) {
+    const json& sp = doc["state_dir_space"];
+    const bool full = sp.value("disk_full", false);
+    if (sp.contains("free_bytes") && sp["free_bytes"].is_number_unsigned())
+      f.add("Free space",
+            human_bytes(sp["free_bytes"]) + " of " + human_bytes(sp.value("size_bytes", std::uint64_t(0))) +
+                (full ? ": DISK FULL, index writes fail" : ""),
+            full ? Color::red : Color::none);
+    else if (full) f.add("Free space", "DISK FULL, index writes fail", Color::red);
+  }
+  if (doc.contains("waiting") && doc["waiting"].is_object()) {
+    const json& w = doc["waiting"];
+    const std::uint64_t n = w.value("count", std::uint64_t(0));
+    if (n > 0) {
+      f.add("Waiting", grouped(n) + " file" + (n == 1 ? "" : "s") + " not indexed yet, retried by themselves",
+            Color::yellow);
+      if (w.contains("files") && w["files"].is_array() && !w["files"].empty()) {
+        const json& o = w["files"][0];
+        f.add("Oldest", o.value("path", std::string("?")) + ": " + o.value("rule", std::string("?")) + " for " +
+                            duration(o.value("age_s", std::uint64_t(0))) + ", " +
+                            std::to_string(o.value("attempts", std::uint64_t(0))) + " attempt(s)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 int status(Context& ctx) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::string what = "status";
@@ -318,6 +364,7 @@ int status(Context& ctx) {
     if (doc.contains("watch") && doc["watch"].is_array())
       for (const auto& w : doc["watch"]) f.add("Watching", w.is_string() ? w.get<std::string>() : w.dump());
     if (ready) add_stats_fields(f, doc["stats"], now_s());
+    add_fault_fields(f, doc);
     if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
     if (doc.contains("xet_endpoint") && doc["xet_endpoint"].is_object())
       add_xet_endpoint_fields(f, doc["xet_endpoint"], now_s());

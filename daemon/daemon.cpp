@@ -4,12 +4,14 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "daemon/clock.hpp"
 #include "daemon/config/load.hpp"
@@ -18,6 +20,8 @@
 #include "daemon/log/logging.hpp"
 #include "daemon/systemd/listen_fds.hpp"
 #include "daemon/systemd/notify.hpp"
+#include "index/file_check.hpp"
+#include "index/status.hpp"
 
 #ifndef DEDUPD_VERSION
 #define DEDUPD_VERSION "0.0.0"
@@ -43,6 +47,23 @@ constexpr auto kIngestBudget = 200ms;
 constexpr auto kSlowIngest = 10s;
 // STATUS= is refreshed at most this often while things change.
 constexpr auto kStatusEvery = 2s;
+
+// The free space a waiting file's retry needs to see appear before the
+// files out of space are all tried again at once (besides their backoff).
+constexpr std::uint64_t kSpaceReturned = 1 << 20;
+constexpr auto kSpaceCheckEvery = 1s;
+
+// What the file system under `dir` has free for dedupd (f_bavail: root's
+// reserve is not ours when the unit runs as its own user).
+StateDirSpace space_of(const fs::path& dir) {
+  StateDirSpace s;
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return s;
+  s.known = true;
+  s.free_bytes = std::uint64_t(v.f_bavail) * v.f_frsize;
+  s.size_bytes = std::uint64_t(v.f_blocks) * v.f_frsize;
+  return s;
+}
 
 std::optional<gid_t> gid_of(const std::optional<std::string>& group, const char* setting, const char* without) {
   if (!group) return std::nullopt;
@@ -93,6 +114,13 @@ StatusInfo Daemon::status() const {
     for (const auto& w : config_.watch) s.watch.push_back(w.path.native());
     endpoint_config = config_.xet_endpoint.config;
   }
+  {
+    std::lock_guard lock(health_mu_);
+    s.index_health = health_;
+  }
+  s.waiting = waiting_.status(unix_now());
+  s.state_dir_space = space_of(s.state_dir);
+  s.state_dir_space.full = waiting_.out_of_space();
   if (steward_) s.xet_caches = steward_->status();
   if (!endpoint_config.empty()) {
     // Read at each status, outside the lock: it follows the file as the
@@ -176,6 +204,10 @@ int Daemon::run() {
   // What landed while we were not running: the index tells which files are
   // known already, so this costs a stat and a lookup per file.
   queue(watcher_.scan());
+  if (rebuilding_) {
+    std::lock_guard lock(health_mu_);
+    health_.rebuild_files_total = pending_.size();
+  }
   expiry_pass_wanted_ = true;
   next_safety_scan_ = unix_now() + std::uint64_t(config_.expiry.check_interval.count());
 
@@ -188,6 +220,8 @@ int Daemon::run() {
     loop_.run_once(wait);
     if (stopping_) break;
     process_pending(kIngestBudget);
+    retry_waiting();
+    note_rebuild_progress();
     if (expiry_pass_wanted_) expiry_pass();
     if (pending_.empty()) steward_pass_if_due();
     if (timer_rearm_wanted_) rearm_timer();
@@ -203,6 +237,59 @@ int Daemon::run() {
   return 0;
 }
 
+namespace {
+
+// LMDB's words for a file that is not what its pages say: damage, not a
+// setting or a permission.
+bool says_damaged(const shard::Error& e) {
+  if (e.rule == index::kRuleCorrupt) return true;
+  if (e.rule != index::kRuleLmdb) return false;
+  for (const char* code : {"MDB_CORRUPTED", "MDB_PAGE_NOTFOUND", "MDB_INVALID", "MDB_VERSION_MISMATCH"})
+    if (e.message.find(code) != std::string::npos) return true;
+  return false;
+}
+
+std::string utc_stamp(std::uint64_t t) {
+  std::time_t tt = std::time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+bool Daemon::move_damaged_index_aside(const std::string& damage) {
+  const fs::path dir = config_.index_dir();
+  const std::uint64_t now = unix_now();
+  fs::path aside = dir;
+  aside += ".damaged-" + utc_stamp(now);
+  for (int i = 1; fs::exists(aside); ++i) {
+    aside = dir;
+    aside += ".damaged-" + utc_stamp(now) + "-" + std::to_string(i);
+  }
+  std::error_code ec;
+  fs::rename(dir, aside, ec);
+  if (ec) {
+    spdlog::critical("the index in {} is damaged ({}), and it cannot be moved aside to {}: {}", dir, damage, aside,
+                     ec.message());
+    return false;
+  }
+  spdlog::critical(
+      "the index in {} is damaged: {}. It is kept as {} for an admin, and a new index is rebuilt from the shards of "
+      "the watched directories; answers say \"X-Dedupd-Index: rebuilding\" until it is done",
+      dir, damage, aside);
+  std::lock_guard lock(health_mu_);
+  health_ = IndexHealth{};
+  health_.state = "rebuilding";
+  health_.damage = damage;
+  health_.moved_to = aside.native();
+  health_.found_at = now;
+  rebuilding_ = true;
+  return true;
+}
+
 bool Daemon::open_index() {
   index::Options o;
   o.dir = config_.index_dir().native();
@@ -210,7 +297,19 @@ bool Daemon::open_index() {
   o.filter_memory = config_.index.filter_memory;
   cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
   o.scope_of_path = [this](const std::string& path) { return cas_scopes_.of_path(path); };
+  // What a few reads can tell before LMDB maps the file: a truncated file
+  // or damaged meta pages would be a SIGBUS or a refusal to start.
+  const index::DataFileCheck file = index::check_data_file(o.dir);
+  if (file.verdict == index::DataFileCheck::Verdict::damaged) {
+    if (!move_damaged_index_aside(file.problem)) return false;
+  } else if (!file.problem.empty()) {
+    spdlog::warn("{}", file.problem);
+  }
   auto opened = index::Index::open(o);
+  if (!opened && says_damaged(opened.error()) && !rebuilding_) {
+    if (!move_damaged_index_aside(opened.error().to_string())) return false;
+    opened = index::Index::open(o);
+  }
   if (!opened) {
     spdlog::critical("cannot open the index in {}: {}", o.dir, opened.error());
     return false;
@@ -225,6 +324,21 @@ bool Daemon::open_index() {
   });
   index_ready_ = index_.get();
   return true;
+}
+
+// Loop thread: the rebuild is the scan at start taken in; it is done when
+// the queue it filled has drained (files that wait for space included).
+void Daemon::note_rebuild_progress() {
+  if (!rebuilding_) return;
+  std::lock_guard lock(health_mu_);
+  const std::uint64_t left = pending_.size() + waiting_.size();
+  health_.rebuild_files_done = health_.rebuild_files_total > left ? health_.rebuild_files_total - left : 0;
+  if (left == 0) {
+    health_.state = "rebuilt";
+    rebuilding_ = false;
+    spdlog::warn("the index is rebuilt from {} file(s); the damaged one stays at {} until an admin removes it",
+                 health_.rebuild_files_total, health_.moved_to);
+  }
 }
 
 bool Daemon::start_server() {
@@ -325,14 +439,48 @@ FileOutcome Daemon::ingest_one(const Candidate& c) {
     // Whatever went wrong with one file, the daemon keeps serving.
     spdlog::error("ingesting {}: {}", c.path, e.what());
   }
-  if (o == FileOutcome::added) timer_rearm_wanted_ = true;    // its expiry may be the next
-  if (o == FileOutcome::expired) expiry_pass_wanted_ = true;  // its file may be due at once
+  if (o == FileOutcome::added || o == FileOutcome::failed) timer_rearm_wanted_ = true;  // its expiry may be the next
+  if (o == FileOutcome::expired) expiry_pass_wanted_ = true;                            // its file may be due at once
+  const auto now = std::chrono::steady_clock::now();
+  if (o == FileOutcome::failed) {
+    const shard::Error& why = ingester_->last_failure();
+    if (is_passing_failure(why.rule)) {
+      if (waiting_.empty()) last_free_bytes_ = space_of(config_.state_dir).free_bytes;
+      waiting_.wait(c, why.rule, why.message, unix_now(), now);
+    }
+  } else {
+    waiting_.settled(c.path.native());
+    // A write went through: the others may fit now too.
+    if (o == FileOutcome::added && !waiting_.empty()) waiting_.all_due_now(now);
+  }
   return o;
+}
+
+void Daemon::retry_waiting() {
+  if (waiting_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= next_space_check_) {
+    next_space_check_ = now + kSpaceCheckEvery;
+    StateDirSpace space = space_of(config_.state_dir);
+    if (space.known) {
+      if (last_free_bytes_ && space.free_bytes >= *last_free_bytes_ + kSpaceReturned && waiting_.out_of_space()) {
+        spdlog::info("{} free under {} (was {}): trying the {} waiting file(s) again", space.free_bytes,
+                     config_.state_dir, *last_free_bytes_, waiting_.size());
+        waiting_.all_due_now(now);
+      }
+      last_free_bytes_ = space.free_bytes;
+    }
+  }
+  queue(waiting_.due(now));
 }
 
 void Daemon::expiry_pass() {
   expiry_pass_wanted_ = false;
+  const std::uint64_t expired_before = counters_.shards_expired;
   if (auto r = expiry_->run(unix_now(), false); !r) spdlog::error("expiry: {}", r.error());
+  // Expiry gave pages back to the index: waiting files may fit in them.
+  if (counters_.shards_expired != expired_before && !waiting_.empty())
+    waiting_.all_due_now(std::chrono::steady_clock::now());
   rearm_timer();
   publish_status(true);
 }
@@ -380,6 +528,8 @@ std::string Daemon::status_line() const {
                     st->chunk_entries, st->xorbs, st->shards_expired, st->rejected);
   }
   if (!pending_.empty()) s += fmt::format("; {} files queued", pending_.size());
+  if (!waiting_.empty())
+    s += fmt::format("; {} files waiting{}", waiting_.size(), waiting_.out_of_space() ? " (disk full)" : "");
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include "daemon/frontend.hpp"
 #include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
+#include "daemon/ingest/waiting.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
 #include "daemon/learn/learner.hpp"
 #include "daemon/loop/event_loop.hpp"
@@ -61,6 +62,7 @@ class Daemon final : public Operations {
   StatusInfo status() const override;
   GlobalDedupKey global_dedup_key() const override;
   std::chrono::milliseconds admin_timeout() const override;
+  bool index_rebuilding() const override { return rebuilding_.load(std::memory_order_relaxed); }
   // CacheSteward::plan.
   std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override {
     if (!steward_) return std::vector<XetCachePlan>{};
@@ -79,6 +81,10 @@ class Daemon final : public Operations {
 
  private:
   bool open_index();
+  // A damaged index (start-up checks, or LMDB's own complaint on opening)
+  // is renamed beside itself and a new one started; false when it cannot be.
+  bool move_damaged_index_aside(const std::string& damage);
+  void note_rebuild_progress();
   bool start_server();
   void on_signals();
   void on_watch_events();
@@ -89,6 +95,7 @@ class Daemon final : public Operations {
   void queue(std::vector<Candidate> files);
   void process_pending(std::chrono::milliseconds budget);
   FileOutcome ingest_one(const Candidate& c);
+  void retry_waiting();
   void expiry_pass();
   void steward_pass_if_due();
   void rearm_timer();
@@ -129,6 +136,12 @@ class Daemon final : public Operations {
 
   std::deque<Candidate> pending_;
   std::unordered_set<std::string> pending_paths_;  // no file queued twice
+  WaitingFiles waiting_;                           // failed for a reason that passes
+  std::atomic<bool> rebuilding_{false};
+  mutable std::mutex health_mu_;
+  IndexHealth health_;  // under health_mu_
+  std::chrono::steady_clock::time_point next_space_check_;
+  std::optional<std::uint64_t> last_free_bytes_;  // state_dir's, at the last check
   bool stopping_ = false;
   bool expiry_pass_wanted_ = false;
   bool timer_rearm_wanted_ = false;

@@ -29,6 +29,9 @@ class Operations {
   // How long an admin call waits for the work loop (limits.request_timeout,
   // which a reload changes).
   virtual std::chrono::milliseconds admin_timeout() const = 0;
+  // True while a damaged index, moved aside, is rebuilt from the shards:
+  // answers say so (a "not found" may be a shard not taken in yet).
+  virtual bool index_rebuilding() const { return false; }
   // The steward's next pass as a dry run; nullopt while a pass runs.
   virtual std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) = 0;
   // The fleet: nullopt / "daemon.no_fleet" without one.

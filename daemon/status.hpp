@@ -83,6 +83,39 @@ struct XetEndpointStatus {
   std::uint32_t hub_port = 0, cas_port = 0;
 };
 
+// A file the index could not take for a reason that passes, waiting for
+// its retry (daemon/ingest/waiting.hpp).
+struct WaitingFile {
+  std::string path;
+  std::string rule, why;  // the last failure's
+  std::uint64_t since = 0, age_s = 0;
+  std::uint64_t attempts = 0;
+  std::uint64_t next_retry_s = 0;  // 0: now
+};
+struct WaitingStatus {
+  std::uint64_t count = 0;
+  std::vector<WaitingFile> files;  // oldest first, the first few
+};
+
+// The file system under state_dir (the index's), read at each status.
+struct StateDirSpace {
+  bool known = false;  // statvfs answered
+  std::uint64_t free_bytes = 0, size_bytes = 0;
+  // An index write failed for lack of space (or the map's maximum) and no
+  // write has gone through since.
+  bool full = false;
+};
+
+// What became of a damaged index: found at start or by the scrub, moved
+// aside and rebuilt from the shards dedupd knows.
+struct IndexHealth {
+  std::string state = "ok";  // ok, rebuilding, rebuilt
+  std::string damage;        // what was found, empty when nothing
+  std::string moved_to;      // where the damaged index was kept
+  std::uint64_t found_at = 0;
+  std::uint64_t rebuild_files_total = 0, rebuild_files_done = 0;
+};
+
 struct StatusInfo {
   std::string version;
   pid_t pid = 0;
@@ -92,6 +125,9 @@ struct StatusInfo {
   std::vector<std::string> watch;  // watched directories, as configured
   std::vector<XetCacheStatus> xet_caches;
   std::optional<XetEndpointStatus> xet_endpoint;  // with xet_endpoint.config set
+  WaitingStatus waiting;
+  StateDirSpace state_dir_space;
+  IndexHealth index_health;
 };
 
 // Counters the daemon keeps for /metrics (monotonic since start).

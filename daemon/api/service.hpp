@@ -35,6 +35,9 @@ class Service {
   virtual const index::Index* index() const = 0;
 
   virtual StatusInfo status() const = 0;
+  // While a damaged index is rebuilt every answer carries
+  // "X-Dedupd-Index: rebuilding": a "not found" may be wrong until it ends.
+  virtual bool index_rebuilding() const { return false; }
   virtual DaemonCounters counters() const = 0;
   virtual GlobalDedupKey global_dedup_key() const = 0;
 

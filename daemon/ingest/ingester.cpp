@@ -2,13 +2,16 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/ingest/quarantine.hpp"
 #include "daemon/ingest/read_lease.hpp"
 #include "daemon/ingest/validate.hpp"
+#include "daemon/ingest/waiting.hpp"
 #include "daemon/log/logging.hpp"
 #include "shard/caf.hpp"
 #include "shard/mapped_file.hpp"
@@ -40,6 +43,14 @@ const char* to_string(FileOutcome o) {
 }
 
 namespace {
+// A file that cannot be opened or mapped for a reason of the machine's, not
+// of its bytes: it waits, it is not rejected (nor quarantined).
+bool passing_open_error(const shard::Error& e) {
+  for (int code : {EIO, EMFILE, ENFILE, ENOMEM, EAGAIN})
+    if (e.message.ends_with(std::strerror(code))) return true;
+  return false;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -70,9 +81,15 @@ FileOutcome Ingester::ingest_file(const Candidate& file, std::uint64_t now) {
 
 FileOutcome Ingester::still_being_written(const fs::path& path) {
   // Someone has it open for writing (a scan found it mid-write); its
-  // close-after-write event brings it back.
+  // close-after-write event brings it back, and the waiting list's retry
+  // does should that event never come (a writer in another mount namespace).
   spdlog::debug("{} is open for writing; waiting for it to be closed", path);
-  return FileOutcome::vanished;
+  return failed(shard::Error{kRuleStillWritten, 0, path.native() + " is open for writing", false});
+}
+
+FileOutcome Ingester::failed(shard::Error why) {
+  last_failure_ = std::move(why);
+  return FileOutcome::failed;
 }
 
 FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::SourceInfo& source, std::uint64_t now) {
@@ -82,6 +99,10 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
   auto mapped = shard::MappedFile::open(path);
   if (!mapped) {
     if (!fs::exists(path)) return FileOutcome::vanished;
+    if (passing_open_error(mapped.error())) {
+      spdlog::error("cannot read {}: {}; it waits and is tried again", path, mapped.error());
+      return failed(shard::Error{kRuleReadIo, 0, mapped.error().message, false});
+    }
     return reject(path, source, mapped.error(), now);
   }
   if (mapped->size() != source.size) return FileOutcome::vanished;  // rewritten meanwhile; its close event follows
@@ -99,9 +120,9 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
                 ms_since(t0) - validate_ms);
   if (!result) {
     // The index's trouble (disk or map full), not the file's: not recorded as
-    // rejected, so the next scan tries again.
+    // rejected; it waits for its retry (daemon/ingest/waiting.hpp).
     spdlog::error("cannot index {}: {}", path, result.error());
-    return FileOutcome::failed;
+    return failed(result.error());
   }
   return record(*result, path, ms_since(t0));
 }
@@ -112,6 +133,10 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
   auto mapped = shard::MappedFile::open(path);
   if (!mapped) {
     if (!fs::exists(path)) return FileOutcome::vanished;
+    if (passing_open_error(mapped.error())) {
+      spdlog::error("cannot read {}: {}; it waits and is tried again", path, mapped.error());
+      return failed(shard::Error{kRuleReadIo, 0, mapped.error().message, false});
+    }
     return reject(path, source, mapped.error(), now);
   }
   if (mapped->size() != source.size) return FileOutcome::vanished;
@@ -123,7 +148,9 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
   // member, and a bad member is recorded without condemning the others.
   // The bundle file itself is never deleted at expiry: it is not one shard.
   FileOutcome overall = FileOutcome::unchanged;
+  bool any_failed = false;  // then the bundle waits, and its retry takes the members still missing
   auto note = [&](FileOutcome o) {
+    any_failed |= o == FileOutcome::failed;
     if (o == FileOutcome::added || overall == FileOutcome::unchanged) overall = o;
   };
   for (const shard::caf::Member* m : bundle->shard_members()) {
@@ -146,6 +173,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
     auto result = index_.ingest(valid->view, member, options);
     if (!result) {
       spdlog::error("cannot index {}: {}", member.path, result.error());
+      last_failure_ = result.error();
       note(FileOutcome::failed);
       continue;
     }
@@ -153,7 +181,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
   }
   for (const shard::caf::Member* m : bundle->other_members())
     spdlog::debug("{}: member {} is not a shard; ignored", path, m->name);
-  return overall;
+  return any_failed ? FileOutcome::failed : overall;
 }
 
 FileOutcome Ingester::reject(const fs::path& path, const index::SourceInfo& source, shard::Error error,

@@ -26,7 +26,7 @@ enum class FileOutcome {
   unchanged,        // seen before with this size and mtime
   rejected,         // failed validation
   vanished,         // gone (or open for writing) when we came to read it
-  failed,           // the index could not take it now (disk/map full); retried later
+  failed,           // not now (disk/map full, EIO, still being written): last_failure() says why; it waits
 };
 const char* to_string(FileOutcome o);
 
@@ -38,6 +38,8 @@ class Ingester {
   void set_quarantine_dir(std::optional<std::filesystem::path> dir) { quarantine_ = std::move(dir); }
 
   FileOutcome ingest_file(const Candidate& file, std::uint64_t now);
+  // Why the last ingest_file() that returned `failed` failed.
+  const shard::Error& last_failure() const { return last_failure_; }
 
   // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
   // An explicit upload brings back a shard removed earlier (unless expired).
@@ -47,6 +49,7 @@ class Ingester {
   FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
   FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
   FileOutcome still_being_written(const std::filesystem::path& path);
+  FileOutcome failed(shard::Error why);
   FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source, shard::Error error,
                      std::uint64_t now, bool quarantine = true);
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
@@ -55,6 +58,7 @@ class Ingester {
   Counters& counters_;
   CasScopes& scopes_;
   std::optional<std::filesystem::path> quarantine_;
+  shard::Error last_failure_;
 };
 
 }  // namespace dedupd::daemon

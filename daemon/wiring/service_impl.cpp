@@ -6,6 +6,7 @@ namespace dedupd::daemon {
 
 const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
 StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
+bool ServiceImpl::index_rebuilding() const { return parts_.ops.index_rebuilding(); }
 DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
 GlobalDedupKey ServiceImpl::global_dedup_key() const { return parts_.ops.global_dedup_key(); }
 

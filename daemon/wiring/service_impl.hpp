@@ -15,6 +15,7 @@ class ServiceImpl final : public Service {
 
   const index::Index* index() const override;
   StatusInfo status() const override;
+  bool index_rebuilding() const override;
   DaemonCounters counters() const override;
   GlobalDedupKey global_dedup_key() const override;
   LearnHold learn_hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) override;

@@ -571,6 +571,7 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
   for (const auto& [k, v] : r.headers) MHD_add_response_header(resp, k.c_str(), v.c_str());
+  if (service.index_rebuilding()) MHD_add_response_header(resp, "X-Dedupd-Index", "rebuilding");
   st.status = r.status;
   enum MHD_Result ok = MHD_queue_response(conn, r.status, resp);
   MHD_destroy_response(resp);

@@ -75,6 +75,26 @@ Response get_status(Context& ctx, Request& req) {
                       {"holds_removed", c.holds_removed},
                       {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
+  Json waiting = Json::array();
+  for (const auto& f : s.waiting.files)
+    waiting.push_back({{"path", f.path},
+                       {"rule", f.rule},
+                       {"why", f.why},
+                       {"since", f.since},
+                       {"age_s", f.age_s},
+                       {"attempts", f.attempts},
+                       {"next_retry_s", f.next_retry_s}});
+  doc["waiting"] = {{"count", s.waiting.count}, {"files", std::move(waiting)}};
+  const StateDirSpace& sp = s.state_dir_space;
+  doc["state_dir_space"] = {{"free_bytes", sp.known ? Json(sp.free_bytes) : Json(nullptr)},
+                            {"size_bytes", sp.known ? Json(sp.size_bytes) : Json(nullptr)},
+                            {"disk_full", sp.full}};
+  const IndexHealth& h = s.index_health;
+  doc["index_health"] = {{"state", h.state},
+                         {"damage", h.damage},
+                         {"moved_to", h.moved_to},
+                         {"found_at", h.found_at},
+                         {"rebuild", {{"files_total", h.rebuild_files_total}, {"files_done", h.rebuild_files_done}}}};
   // Shown once dedupd knows of the endpoint, from its settings or from its
   // first query: nginx marks what it passes on whether or not it was told.
   const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
@@ -167,6 +187,29 @@ Response get_metrics(Context& ctx, Request& req) {
   counter("dedupd_xet_endpoint_shards_learned_total", "Accepted shards the endpoint taught the index.", l.learned);
   counter("dedupd_xet_endpoint_shards_set_aside_total", "Shards set aside after the CAS refused an upload.",
           l.set_aside);
+
+  {
+    const StatusInfo st = ctx.service.status();
+    w.family("dedupd_ingest_waiting_files", "gauge",
+             "Files the index could not take for a reason that passes (disk full, EIO), waiting for a retry.");
+    w.sample("dedupd_ingest_waiting_files", "", st.waiting.count);
+    w.family("dedupd_ingest_waiting_oldest_age_seconds", "gauge", "Age of the oldest waiting file (0: none).");
+    w.sample("dedupd_ingest_waiting_oldest_age_seconds", "",
+             st.waiting.files.empty() ? std::uint64_t(0) : st.waiting.files.front().age_s);
+    if (st.state_dir_space.known) {
+      w.family("dedupd_state_dir_free_bytes", "gauge", "Free space of the file system under state_dir.");
+      w.sample("dedupd_state_dir_free_bytes", "", st.state_dir_space.free_bytes);
+      w.family("dedupd_state_dir_size_bytes", "gauge", "Size of the file system under state_dir.");
+      w.sample("dedupd_state_dir_size_bytes", "", st.state_dir_space.size_bytes);
+    }
+    w.family("dedupd_disk_full", "gauge", "1 while index writes fail for lack of space and files wait.");
+    w.sample("dedupd_disk_full", "", std::uint64_t(st.state_dir_space.full ? 1 : 0));
+    w.family("dedupd_index_damaged", "gauge",
+             "1 while the index is rebuilt after damage was found (index_health in /v1/status).");
+    w.sample("dedupd_index_damaged", "", std::uint64_t(st.index_health.state == "rebuilding" ? 1 : 0));
+    w.family("dedupd_index_rebuilds_total", "counter", "Damaged indexes moved aside and rebuilt since start.");
+    w.sample("dedupd_index_rebuilds_total", "", std::uint64_t(st.index_health.damage.empty() ? 0 : 1));
+  }
 
   const index::Index* idx = open_index(ctx);
   w.family("dedupd_ready", "gauge", "1 once the index is open.");
