@@ -29,9 +29,10 @@ inline constexpr std::string_view kXetCachePlan = "/v1/xet-cache/plan";  // GET 
 inline constexpr std::string_view kLocalOnly = "local_only";
 
 // Admin routes: root or a member of admin_group (SO_PEERCRED), else 403.
-inline constexpr std::string_view kRescan = "/v1/admin/rescan";  // POST
-inline constexpr std::string_view kPurge = "/v1/admin/purge";    // POST [?dry_run=1]
-inline constexpr std::string_view kIngest = "/v1/admin/ingest";  // POST shard/bundle bytes [?name=]
+inline constexpr std::string_view kRescan = "/v1/admin/rescan";               // POST
+inline constexpr std::string_view kIndexRebuild = "/v1/admin/index/rebuild";  // POST
+inline constexpr std::string_view kPurge = "/v1/admin/purge";                 // POST [?dry_run=1]
+inline constexpr std::string_view kIngest = "/v1/admin/ingest";               // POST shard/bundle bytes [?name=]
 // POST <hash>: a set-aside shard answers global-dedup queries again.
 inline constexpr std::string_view kRestore = "/v1/admin/restore/";
 // POST <request id>: a shard the local Xet endpoint passed to its CAS,

@@ -3,6 +3,8 @@
 // with the daemon's message, which names the group.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <ctime>
 #include <filesystem>
 #include <functional>
@@ -159,9 +161,63 @@ int ingest(Context& ctx, const std::string& path) {
   return kOk;
 }
 
+// The daemon answers 202 and starts again in its process; the rebuild is
+// then followed in /v1/status until the files found at start are in. While
+// it restarts the socket may refuse a connection for a moment: asked again.
+int index_rebuild(Context& ctx, bool wait) {
+  const std::string what = "index rebuild";
+  const std::uint64_t asked_at = now_s();
+  {
+    Client client(socket_of(ctx), ctx.opt.timeout_s);
+    Response r = client.post(std::string(api::kIndexRebuild), std::string_view());
+    if (r.status != 202) throw status_error(r, what);
+  }
+  if (!ctx.opt.quiet && !ctx.opt.json)
+    ctx.out() << "dedupd moves the index aside and rebuilds it from the shards it knows\n";
+  if (!wait) return kOk;
+  std::string last;
+  json doc;
+  for (int tries = 0;; ++tries) {
+    ::usleep(200 * 1000);
+    try {
+      Client client(socket_of(ctx), ctx.opt.timeout_s);
+      doc = call(client, "GET", std::string(api::kStatus), what);
+    } catch (const CliError&) {
+      if (tries > 5 * 120) throw;  // two minutes without an answer
+      continue;
+    }
+    const json h = doc.contains("index_health") && doc["index_health"].is_object() ? doc["index_health"] : json();
+    if (!h.is_object() || h.value("found_at", std::uint64_t(0)) + 1 < asked_at) continue;  // not restarted yet
+    const std::string state = h.value("state", std::string());
+    const json rb = h.contains("rebuild") ? h["rebuild"] : json::object();
+    std::string line = state + ": " + grouped(rb.value("files_done", std::uint64_t(0))) + " of " +
+                       grouped(rb.value("files_total", std::uint64_t(0))) + " files";
+    if (line != last && !ctx.opt.quiet && !ctx.opt.json) ctx.out() << line << std::endl;
+    last = line;
+    if (state == "rebuilt") break;
+  }
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc["index_health"]);
+  } else if (!ctx.opt.quiet) {
+    ctx.out() << "the index is rebuilt; the old one is kept at "
+              << doc["index_health"].value("moved_to", std::string("?")) << '\n';
+  }
+  return kOk;
+}
+
 }  // namespace
 
 void add_admin_verbs(CLI::App& app, Action& action) {
+  {
+    auto* index = app.add_subcommand("index", "Admin: the index itself");
+    index->require_subcommand(1);
+    auto no_wait = std::make_shared<bool>(false);
+    auto* rebuild = index->add_subcommand(
+        "rebuild", "Admin: move the index aside and rebuild it from the shards dedupd knows, with progress");
+    rebuild->add_flag("--no-wait", *no_wait, "Return once dedupd has taken the request");
+    rebuild->callback(
+        [&action, no_wait] { action = [no_wait](Context& ctx) { return index_rebuild(ctx, !*no_wait); }; });
+  }
   app.add_subcommand("rescan", "Admin: scan the watched directories again now")->callback([&action] {
     action = rescan;
   });

@@ -57,6 +57,16 @@ class Daemon final : public Operations {
 
   // Runs until SIGTERM/SIGINT; returns the process exit code.
   int run();
+  // run() ended because the index must be rebuilt (the scrub found damage,
+  // or an operator asked): main starts dedupd again in this process
+  // (execv), and the start moves the index aside and rebuilds it.
+  bool restart_requested() const { return restart_for_rebuild_; }
+
+  // Damage found while running: the index is marked (a file beside its
+  // data), and run() ends for main to start dedupd again.
+  void request_rebuild(const std::string& why);
+  // The file that marks an index to be moved aside at the next start.
+  static constexpr const char* kDamagedMark = "dedupd-damaged";
 
   // ---- Operations -------------------------------------------------------------
   StatusInfo status() const override;
@@ -74,6 +84,7 @@ class Daemon final : public Operations {
   // Parked outbox entries queued again.
   shard::Result<std::uint64_t> fleet_retry() override;
   RescanResult rescan() override;
+  shard::Result<IndexHealth> rebuild_index() override;
   shard::Result<PurgeResult> purge(bool dry_run) override;
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
@@ -85,6 +96,7 @@ class Daemon final : public Operations {
   // is renamed beside itself and a new one started; false when it cannot be.
   bool move_damaged_index_aside(const std::string& damage);
   void note_rebuild_progress();
+  void scrub_step();
   bool start_server();
   void on_signals();
   void on_watch_events();
@@ -143,6 +155,14 @@ class Daemon final : public Operations {
   std::chrono::steady_clock::time_point next_space_check_;
   std::optional<std::uint64_t> last_free_bytes_;  // state_dir's, at the last check
   bool stopping_ = false;
+  bool restart_for_rebuild_ = false;
+  std::optional<std::chrono::steady_clock::time_point> restart_due_;
+  int activated_copy_ = -1;
+  // The scrub: where it is, when its next slice and pass may run.
+  index::Index::ScrubPosition scrub_pos_;
+  bool start_queue_drained_ = false;
+  std::chrono::steady_clock::time_point next_scrub_slice_;
+  std::optional<std::chrono::steady_clock::time_point> next_scrub_pass_;
   bool expiry_pass_wanted_ = false;
   bool timer_rearm_wanted_ = false;
   std::uint64_t next_safety_scan_ = 0;

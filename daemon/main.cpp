@@ -19,6 +19,7 @@
 #include "daemon/fleet/migrate.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
+#include "daemon/restart.hpp"
 #include "daemon/wiring/api_frontend.hpp"
 #include "index/file_check.hpp"
 #include "index/index.hpp"
@@ -255,14 +256,31 @@ int main(int argc, char** argv) {
   if (args->fleet_migrate) return fleet_link::run_fleet_migrate(options.config);
 
   setup_logging(options.config.log_level);
+  // A page LMDB meets in the wrong shape deep in a read would abort():
+  // dedupd marks its index and starts again, which rebuilds it.
+  restart::set_arguments(argv);
+  dedupd::index::Index::set_lmdb_assert_handler(
+      [](const char* what) { restart::rebuild_now((std::string("LMDB: ") + what).c_str()); });
+  int rc = 0;
+  bool restart = false;
   try {
     // Core and HTTP layer meet here: the daemon serves its socket through
     // the frontend it is handed, and stops it before it goes.
     ApiFrontend api;
     Daemon daemon(std::move(options), api);
-    return daemon.run();
+    rc = daemon.run();
+    restart = daemon.restart_requested();
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;
   }
+  if (restart) {
+    // The Daemon has written the mark; every part of it is stopped.
+    spdlog::default_logger()->flush();
+    restart::exec_self();
+    spdlog::critical("cannot start again to rebuild the index: execv: {}; start dedupd again to rebuild it",
+                     std::strerror(errno));
+    return 1;
+  }
+  return rc;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/fleet/state.hpp"
+#include "daemon/seam_errors.hpp"
 #include "daemon/status.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
@@ -42,6 +43,9 @@ class Operations {
 
   // ---- the work loop's thread only (post them with EventLoop::call) -----------
   virtual RescanResult rescan() = 0;
+  // Moves the index aside and rebuilds it from the shards (dedupd starts
+  // again in its process); when it will happen, or why not.
+  virtual shard::Result<IndexHealth> rebuild_index() { return seam_error(kRuleInternal, "not supported"); }
   virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
   virtual shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
   virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) = 0;

@@ -114,6 +114,14 @@ struct IndexHealth {
   std::string moved_to;      // where the damaged index was kept
   std::uint64_t found_at = 0;
   std::uint64_t rebuild_files_total = 0, rebuild_files_done = 0;
+  // The background scrub (Index::scrub): passes since start, the one under
+  // way, and what the last one found ("clean", or the first problem).
+  bool scrub_enabled = false;
+  bool scrub_running = false;
+  std::uint64_t scrub_passes = 0;
+  std::uint64_t scrub_items = 0;  // checked in the pass under way (or the last)
+  std::uint64_t scrub_last_end = 0;
+  std::string scrub_last_result;
 };
 
 struct StatusInfo {

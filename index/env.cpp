@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -39,6 +40,15 @@ constexpr std::uint64_t kGrowthFloor = 1 << 20;
 }  // namespace
 
 std::string describe(int rc) { return mdb_strerror(rc); }
+
+namespace {
+std::atomic<void (*)(const char*)> g_assert_handler{nullptr};
+void on_lmdb_assert(MDB_env*, const char* what) {
+  if (auto* handler = g_assert_handler.load()) handler(what);
+}
+}  // namespace
+
+void set_assert_handler(void (*handler)(const char*)) { g_assert_handler = handler; }
 
 Error error_of(int rc, const std::string& what) {
   if (is_no_space(rc))
@@ -103,6 +113,7 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
     return error_of(rc, "mdb_env_create");
   }
   if ((rc = mdb_env_set_maxdbs(env->env_, options.max_dbs)) != 0) return error_of(rc, "mdb_env_set_maxdbs");
+  mdb_env_set_assert(env->env_, &on_lmdb_assert);
   if ((rc = mdb_env_set_maxreaders(env->env_, options.max_readers)) != 0) return error_of(rc, "mdb_env_set_maxreaders");
   // With MDB_WRITEMAP LMDB sets data.mdb's size to the map's: never ask
   // for less than the file has (that would cut off a larger map another

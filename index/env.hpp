@@ -41,6 +41,8 @@ class Observer;
 namespace lmdb {
 
 std::string describe(int rc);
+// index.hpp: set_lmdb_assert_handler.
+void set_assert_handler(void (*handler)(const char*));
 Error error_of(int rc, const std::string& what);
 
 struct EnvOptions {

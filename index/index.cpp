@@ -39,6 +39,8 @@ const char* to_string(IngestOutcome o) {
 }
 
 Index::Index(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+void Index::set_lmdb_assert_handler(void (*handler)(const char* what)) { lmdb::set_assert_handler(handler); }
 Index::~Index() = default;
 
 const std::string& Index::dir() const { return impl_->options.dir; }

@@ -240,9 +240,32 @@ class Index {
   // counters. Reads everything: for tests, `dedupd --check` and after a crash.
   Result<std::vector<std::string>> check_invariants() const;
 
+  // The scrub: the checks of single records that check_invariants makes
+  // (every shard, xorb and file record decodes; every chunk entry, in both
+  // chunk tables, names a xorb that exists, a chunk inside it, and matches
+  // its stored hash) and a walk of every other table, a bounded slice at a
+  // time, each in its own read snapshot,
+  // so a running daemon walks the whole index in the background without
+  // holding old pages for long. A pass ends when `position.done`; the
+  // next call starts another.
+  struct ScrubPosition {
+    unsigned table = 0;  // in index/scrub.cpp's order
+    std::vector<std::uint8_t> key, value;
+    bool resume = false;  // key/value: the last item checked
+    bool done = false;
+    std::uint64_t items = 0;  // checked in this pass so far
+  };
+  Result<std::vector<std::string>> scrub(ScrubPosition& position, std::size_t max_items) const;
+
   const std::string& dir() const;
 
   struct Impl;
+
+  // LMDB asserts what its pages must be (a leaf where it expects one) and
+  // calls abort() when one is not: damage it meets deep in a read. A
+  // program may have it call `handler` first, with LMDB's text; a handler
+  // that returns lets the abort happen.
+  static void set_lmdb_assert_handler(void (*handler)(const char* what));
 
  private:
   friend class RawChunkWalker;  // index/export.hpp: the raw-chunk walk for exports

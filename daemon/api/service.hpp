@@ -52,6 +52,10 @@ class Service {
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").
   [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;
+  // POST /v1/admin/index/rebuild: the index moved aside and rebuilt.
+  [[nodiscard]] virtual shard::Result<IndexHealth> rebuild_index() {
+    return shard::Error{"daemon.internal", 0, "not supported", false};
+  }
   [[nodiscard]] virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
   // POST /v1/admin/restore/<hash>: the shard after; nullopt: not known.
   [[nodiscard]] virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) {

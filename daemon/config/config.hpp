@@ -141,6 +141,10 @@ struct IndexConfig {
   // The most the chunk filters take together; past what fits they saturate
   // and lookups search more absent forms (daemon/README.md has the trade).
   std::uint64_t filter_memory = std::uint64_t(512) << 20;
+  // Time between the ends of two passes of the scrub (daemon/README.md,
+  // "When things go wrong"); nullopt: "never". The first pass starts once
+  // the files found at start are in.
+  std::optional<std::chrono::seconds> scrub_interval = std::chrono::hours(24);
 };
 
 struct Config {

@@ -311,14 +311,23 @@ class Loader {
 
   void index(const std::string& key, const YAML::Node& v, IndexConfig& out) {
     if (v.IsNull()) return;  // "index:" alone: the defaults
-    if (!v.IsMap()) return fail(key, v, "expected a mapping (filter_memory)");
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (filter_memory, scrub_interval)");
     // Below that the filters would saturate at a million entries or so.
     constexpr std::uint64_t kMinFilterMemory = std::uint64_t(1) << 20;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
-      if (name == "filter_memory") size(k, it->second, out.filter_memory, kMinFilterMemory);
-      else unknown(k, it->first, "filter_memory");
+      if (name == "filter_memory") {
+        size(k, it->second, out.filter_memory, kMinFilterMemory);
+      } else if (name == "scrub_interval") {
+        std::string s;
+        if (!scalar(k, it->second, "a duration such as \"1d\", or \"never\"", s)) continue;
+        auto d = parse_duration_or_never(s);
+        if (auto* e = std::get_if<ParseError>(&d)) fail(k, it->second, e->message);
+        else out.scrub_interval = std::get<0>(d);
+      } else {
+        unknown(k, it->first, "filter_memory, scrub_interval");
+      }
     }
   }
 

@@ -28,9 +28,10 @@ class WaitingFiles {
   using Clock = std::chrono::steady_clock;
   // The first retry comes after kFirstRetry, each later one after twice
   // the last, up to kMaxRetry: a disk that stays full costs a failed
-  // posix_fallocate per file every five minutes, no more.
+  // posix_fallocate per file a minute, no more, and a limit lifted without
+  // any space freed (RLIMIT_FSIZE, a quota) is noticed within a minute.
   static constexpr std::chrono::seconds kFirstRetry{2};
-  static constexpr std::chrono::seconds kMaxRetry{300};
+  static constexpr std::chrono::seconds kMaxRetry{60};
 
   // `rule` is the error's rule ("index.no_space"), `why` its message.
   void wait(const Candidate& file, const std::string& rule, const std::string& why, std::uint64_t unix_now,

@@ -29,6 +29,11 @@ shard::Result<RescanResult> ServiceImpl::rescan() {
                                         ops.admin_timeout());
 }
 
+shard::Result<IndexHealth> ServiceImpl::rebuild_index() {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<IndexHealth>([&ops] { return ops.rebuild_index(); }, ops.admin_timeout());
+}
+
 // On this HTTP thread, not the work loop: the steward's dry run only reads
 // the index, as its own worker does.
 std::optional<std::vector<XetCachePlan>> ServiceImpl::xet_cache_plan(const std::string& root) {

@@ -79,8 +79,8 @@ TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {
 }
 
 // dedupd --check: the index a running daemon wrote passes, next to the daemon
-// and after it stopped; a directory without an index is an error, not a new
-// empty index.
+// and after it stopped; a directory without an index is "could not read"
+// (exit 3), not a new empty index.
 TEST_F(Lifecycle, CheckVerifiesAnIndexOffline) {
   start();
   auto one = make_shard({.seed = 1}), two = make_shard({.seed = 2});
@@ -108,7 +108,7 @@ TEST_F(Lifecycle, CheckVerifiesAnIndexOffline) {
 
   fs::create_directories(dir / "empty");
   auto [empty_code, empty_out] = check(dir / "empty", "check-empty.log");
-  EXPECT_EQ(empty_code, std::optional<int>(1)) << empty_out;
+  EXPECT_EQ(empty_code, std::optional<int>(3)) << empty_out;
   EXPECT_NE(empty_out.find("no index here"), std::string::npos) << empty_out;
   EXPECT_FALSE(fs::exists(dir / "empty" / "data.mdb"));
 }

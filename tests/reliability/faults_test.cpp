@@ -1,8 +1,10 @@
 // Resource faults: the disk fills up under the index (a small tmpfs, root
 // only) or the daemon hits its file-size limit (RLIMIT_FSIZE, any user).
 // Either way: the failed ingest is an error in the log, dedupd keeps
-// serving what it had, nothing half-written shows, and once space returns
-// the safety scan (expiry.check_interval) indexes what was skipped.
+// serving what it had, nothing half-written shows, status shows the files
+// waiting and the full disk, and once space returns they are indexed by
+// themselves: no operator step and no safety scan (check_interval is an
+// hour here), only the waiting list's retries.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -31,16 +33,16 @@ class FaultTest : public itest::DaemonTest {
     DaemonTest::TearDown();
   }
 
-  // A config with a short safety-scan interval (the retry after a failure)
-  // and a quiet log (it lives outside the full filesystem, but under the
-  // file-size limit too).
+  // A config with a safety scan that never comes within a test (so what
+  // takes the skipped files in is the waiting list) and a quiet log (it
+  // lives outside the full filesystem, but under the file-size limit too).
   void write_quiet_config() {
     std::ofstream f(config);
     f << "state_dir: " << (dir / "state").string() << "\n"
       << "socket: " << socket.string() << "\n"
       << "watch:\n  - " << incoming.string() << "\n"
       << "log_level: warn\n"
-      << "expiry:\n  check_interval: 1s\n";
+      << "expiry:\n  check_interval: 1h\n";
   }
 
   std::vector<KnownShard> make_shards(int n, std::uint64_t seed0) {
@@ -86,14 +88,33 @@ class FaultTest : public itest::DaemonTest {
     EXPECT_GE(live_while_full, 2u);
     // Whatever was indexed before stays queryable while writes fail.
     expect_all_queryable({shards[0], shards[1]});
+    // Status says what waits, and why.
+    nlohmann::json st;
+    EXPECT_TRUE(eventually(
+        [&] {
+          st = get_json("/v1/status");
+          return st["waiting"]["count"].get<std::size_t>() + shard_count("live") == shards.size();
+        },
+        30s))
+        << "every shard not indexed waits: " << st.dump();
+    EXPECT_TRUE(st["state_dir_space"]["disk_full"].get<bool>()) << st.dump();
+    const std::string rule = st["waiting"]["files"][0]["rule"].get<std::string>();
+    EXPECT_TRUE(rule == "index.no_space" || rule == "index.io" || rule == "index.map_full") << rule;
+    const std::string metrics = http().get("/metrics").body;
+    EXPECT_NE(metrics.find("dedupd_disk_full 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("dedupd_ingest_waiting_files " + std::to_string(st["waiting"]["count"].get<std::size_t>())),
+              std::string::npos);
     auto health = http().get("/healthz");
     std::printf("  %s: %zu of %zu shards indexed; /healthz %ld; the log says: %s\n", what, live_while_full,
                 shards.size(), health.status, first_line_with("cannot index").c_str());
 
     restore();
-    ASSERT_TRUE(eventually([&] { return shard_count("live") == shards.size(); }, 60s))
+    ASSERT_TRUE(eventually([&] { return shard_count("live") == shards.size(); }, 90s))
         << shard_count("live") << " live after space returned\n"
         << daemon_log();
+    st = get_json("/v1/status");
+    EXPECT_EQ(st["waiting"]["count"].get<std::size_t>(), 0u) << st.dump();
+    EXPECT_FALSE(st["state_dir_space"]["disk_full"].get<bool>()) << st.dump();
     expect_all_queryable(shards);
     EXPECT_EQ(daemon.stop(), 0);
     IndexReport rep = inspect_index(dir / "state" / "index", shards);

@@ -30,6 +30,16 @@ Response post_rescan(Context& ctx, Request& req) {
   return json(dump(Json{{"scanned", r.scanned}, {"ingested", r.ingested}, {"rejected", r.rejected}}));
 }
 
+// 202: the daemon answers, then starts again in its process and rebuilds;
+// GET /v1/status ("index_health") follows it.
+Response post_index_rebuild(Context& ctx, Request& req) {
+  auto result = ctx.service.rebuild_index();
+  if (!result) return failure(req, result.error());
+  Response r = json(dump(Json{{"state", result->state}, {"moved_to", result->moved_to}, {"why", result->damage}}));
+  r.status = 202;
+  return r;
+}
+
 Response post_purge(Context& ctx, Request& req) {
   Response bad;
   auto dry_run = flag(req, "dry_run", &bad);

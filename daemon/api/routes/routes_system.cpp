@@ -94,7 +94,13 @@ Response get_status(Context& ctx, Request& req) {
                          {"damage", h.damage},
                          {"moved_to", h.moved_to},
                          {"found_at", h.found_at},
-                         {"rebuild", {{"files_total", h.rebuild_files_total}, {"files_done", h.rebuild_files_done}}}};
+                         {"rebuild", {{"files_total", h.rebuild_files_total}, {"files_done", h.rebuild_files_done}}},
+                         {"scrub_enabled", h.scrub_enabled},
+                         {"scrub_running", h.scrub_running},
+                         {"scrub_passes", h.scrub_passes},
+                         {"scrub_items", h.scrub_items},
+                         {"scrub_last_end", h.scrub_last_end},
+                         {"scrub_last_result", h.scrub_last_result}};
   // Shown once dedupd knows of the endpoint, from its settings or from its
   // first query: nginx marks what it passes on whether or not it was told.
   const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
@@ -209,6 +215,12 @@ Response get_metrics(Context& ctx, Request& req) {
     w.sample("dedupd_index_damaged", "", std::uint64_t(st.index_health.state == "rebuilding" ? 1 : 0));
     w.family("dedupd_index_rebuilds_total", "counter", "Damaged indexes moved aside and rebuilt since start.");
     w.sample("dedupd_index_rebuilds_total", "", std::uint64_t(st.index_health.damage.empty() ? 0 : 1));
+    w.family("dedupd_index_scrub_passes_total", "counter", "Passes of the background scrub that found nothing wrong.");
+    w.sample("dedupd_index_scrub_passes_total", "", st.index_health.scrub_passes);
+    if (st.index_health.scrub_last_end != 0) {
+      w.family("dedupd_index_scrub_last_end_seconds", "gauge", "Unix time the last scrub pass ended.");
+      w.sample("dedupd_index_scrub_last_end_seconds", "", st.index_health.scrub_last_end);
+    }
   }
 
   const index::Index* idx = open_index(ctx);
