@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "daemon/api/http/process_metrics.hpp"
+
+#ifndef DEDUPD_VERSION
+#define DEDUPD_VERSION "0.0.0"
+#endif
+
 namespace dedupd::daemon::http {
 
 void PromWriter::family(std::string_view name, std::string_view type, std::string_view help) {
@@ -21,7 +27,8 @@ void PromWriter::sample(std::string_view name, std::string_view labels, std::uin
 Metrics::Metrics(const std::vector<std::string>& route_names)
     : since_(std::uint64_t(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count())) {
+              .count())),
+      process_start_(process_start_time()) {
   auto slot = [&](const std::string& name) {
     for (std::size_t i = 0; i < names_.size(); ++i)
       if (names_[i] == name) return i;
@@ -107,6 +114,12 @@ void Metrics::render(std::string& out) const {
   w.sample("dedupd_xet_endpoint_queries_total", "answered=\"local\"", endpoint_local_.load(std::memory_order_relaxed));
   w.sample("dedupd_xet_endpoint_queries_total", "answered=\"forwarded\"",
            endpoint_forwarded_.load(std::memory_order_relaxed));
+
+  // The usual "info" gauge: always 1, its labels are the point (which
+  // version runs where, joined onto other series with `* on(instance)`).
+  w.family("dedupd_build_info", "gauge", "The dedupd that answers: 1, with its version as a label.");
+  w.sample("dedupd_build_info", "version=\"" DEDUPD_VERSION "\"", std::uint64_t(1));
+  render_process_metrics(w, process_start_);
 }
 
 }  // namespace dedupd::daemon::http

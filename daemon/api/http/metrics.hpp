@@ -1,6 +1,8 @@
 // Request metrics for /metrics: counts by route and status, and a latency
 // histogram per route. Lock-free counters, because every request records
-// into them from every HTTP thread.
+// into them from every HTTP thread. The page ends with what the HTTP layer
+// knows without the daemon: the build, and the process's own numbers
+// (process_metrics.hpp).
 #pragma once
 
 #include <array>
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +72,7 @@ class Metrics {
   std::atomic<std::uint64_t> dedup_hits_{0}, dedup_misses_{0};
   std::atomic<std::uint64_t> endpoint_local_{0}, endpoint_forwarded_{0};
   std::uint64_t since_ = 0;
+  std::optional<double> process_start_;  // read once: it never changes
 };
 
 }  // namespace dedupd::daemon::http
