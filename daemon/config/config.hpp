@@ -147,6 +147,17 @@ struct IndexConfig {
   std::optional<std::chrono::seconds> scrub_interval = std::chrono::hours(24);
 };
 
+// The opt-in TCP listener for Prometheus (docs/OPERATIONS.md, "Monitoring"):
+// GET /metrics and /healthz as the socket answers them, nothing else. Off
+// while `listen` is empty. Bound once at start: a change needs a restart.
+struct MetricsConfig {
+  std::string listen;  // "HOST:PORT" as written (for messages); "": off
+  std::string host;    // the IP address alone (localhost: 127.0.0.1)
+  std::uint16_t port = 0;
+  bool enabled() const { return !listen.empty(); }
+  bool operator==(const MetricsConfig&) const = default;
+};
+
 struct Config {
   std::filesystem::path state_dir;  // the LMDB index lives in state_dir/index
   std::filesystem::path socket;
@@ -161,6 +172,7 @@ struct Config {
   XetEndpointConfig xet_endpoint;
   FleetConfig fleet;
   IndexConfig index;
+  MetricsConfig metrics;
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }
   std::filesystem::path key_file() const { return state_dir / "global-dedup.key"; }

@@ -71,10 +71,11 @@ class Loader {
       else if (name == "xet_endpoint") xet_endpoint(name, v, c.xet_endpoint);
       else if (name == "fleet") fleet(name, v, c.fleet);
       else if (name == "index") index(name, v, c.index);
+      else if (name == "metrics") metrics(name, v, c.metrics);
       else
         unknown(name, it->first,
                 "state_dir, socket, watch, expiry, quarantine_dir, admin_group, log_level, "
-                "limits, global_dedup, xet_cache, xet_endpoint, fleet, index");
+                "limits, global_dedup, xet_cache, xet_endpoint, fleet, index, metrics");
     }
     // An entry cap set by hand wins; with the endpoint on, the client's
     // cache need hold only what starts a session fast (dedupd answers for
@@ -328,6 +329,32 @@ class Loader {
       } else {
         unknown(k, it->first, "filter_memory, scrub_interval");
       }
+    }
+  }
+
+  void metrics(const std::string& key, const YAML::Node& v, MetricsConfig& out) {
+    if (v.IsNull()) return;  // "metrics:" alone: off
+    if (!v.IsMap()) return fail(key, v, "expected a mapping (listen)");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = at_key(it);
+      const std::string k = key + "." + name;
+      if (name != "listen") {
+        unknown(k, it->first, "listen");
+        continue;
+      }
+      if (it->second.IsNull()) {  // "listen:" alone: off, as without the key
+        out = {};
+        continue;
+      }
+      std::string s;
+      if (!scalar(k, it->second, "HOST:PORT, e.g. \"127.0.0.1:9953\" (quoted when IPv6: \"[::1]:9953\")", s)) continue;
+      auto a = parse_listen_address(s);
+      if (auto* e = std::get_if<ParseError>(&a)) {
+        fail(k, it->second, e->message);
+        continue;
+      }
+      const ListenAddress& l = std::get<ListenAddress>(a);
+      out = {s, l.host, l.port};
     }
   }
 

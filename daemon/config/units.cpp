@@ -1,5 +1,7 @@
 #include "daemon/config/units.hpp"
 
+#include <arpa/inet.h>
+
 #include <charconv>
 #include <limits>
 
@@ -110,6 +112,34 @@ std::string format_size(std::uint64_t bytes) {
     if (bytes != 0 && bytes % scale == 0) return std::to_string(bytes / scale) + kUnits[i];
   }
   return std::to_string(bytes);
+}
+
+Parsed<ListenAddress> parse_listen_address(std::string_view text) {
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size())
+    return ParseError{"bad address " + quoted + ": expected HOST:PORT, e.g. \"127.0.0.1:9953\""};
+  std::string_view host = text.substr(0, colon), port_text = text.substr(colon + 1);
+  std::uint64_t port = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || ptr != port_text.data() + port_text.size() || port == 0 || port > 65535)
+    return ParseError{"bad address " + quoted + ": the port must be a number from 1 to 65535"};
+  ListenAddress out;
+  out.port = std::uint16_t(port);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    out.host = std::string(host.substr(1, host.size() - 2));
+    out.ipv6 = true;
+  } else if (host == "localhost") {
+    out.host = "127.0.0.1";
+  } else {
+    out.host = std::string(host);
+  }
+  unsigned char binary[sizeof(in6_addr)];
+  if (out.host.empty() || inet_pton(out.ipv6 ? AF_INET6 : AF_INET, out.host.c_str(), binary) != 1)
+    return ParseError{"bad address " + quoted +
+                      ": HOST must be an IPv4 address, an IPv6 address in brackets or localhost "
+                      "(127.0.0.1:9953, [::1]:9953; 0.0.0.0:9953 or [::]:9953 for every address)"};
+  return out;
 }
 
 }  // namespace dedupd::daemon

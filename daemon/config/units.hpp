@@ -30,6 +30,18 @@ Parsed<std::optional<std::chrono::seconds>> parse_duration_or_never(std::string_
 // 1024) and an optional "B" or "iB": "16G", "16GiB", "512M", "1048576".
 Parsed<std::uint64_t> parse_size(std::string_view text);
 
+// Where a TCP listener binds: "HOST:PORT" with HOST an IPv4 address, an
+// IPv6 address in brackets or "localhost" (127.0.0.1), and PORT 1 to 65535.
+// Other names are refused: resolving one at start would make the listener
+// depend on DNS, and the address it got would be a guess in the logs.
+struct ListenAddress {
+  std::string host;  // the address alone, as inet_pton takes it ("::1", not "[::1]")
+  std::uint16_t port = 0;
+  bool ipv6 = false;
+  bool operator==(const ListenAddress&) const = default;
+};
+Parsed<ListenAddress> parse_listen_address(std::string_view text);
+
 // "7d", "90m", "0s": the largest unit that divides exactly (for logs).
 std::string format_duration(std::chrono::seconds d);
 

@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/routes.hpp"
+#include "daemon/api/http/metrics_listener.hpp"
 #include "daemon/api/http/server.hpp"
+#include "daemon/api/http/unix_listener.hpp"
 #include "daemon/api/routes/routes.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/wiring/service_impl.hpp"
@@ -32,6 +35,32 @@ bool ApiFrontend::start(const ServiceParts& parts, const Config& config, const L
     server_.reset();
     return false;
   }
+  if (config.metrics.enabled() && !start_metrics(config, listen)) {
+    server_->stop();
+    server_.reset();
+    return false;
+  }
+  return true;
+}
+
+bool ApiFrontend::start_metrics(const Config& config, const ListenSettings& listen) {
+  http::MetricsListenerOptions mo;
+  mo.host = config.metrics.host;
+  mo.port = config.metrics.port;
+  // The socket systemd passed may sit elsewhere than `socket` says; the
+  // listener asks the one that actually serves.
+  mo.socket_path = listen.listen_fd >= 0 ? http::bound_path(listen.listen_fd) : std::string();
+  if (mo.socket_path.empty()) mo.socket_path = config.socket.native();
+  mo.paths = {std::string(::dedupd::api::kMetrics), std::string(::dedupd::api::kHealth)};
+  metrics_ = std::make_unique<http::MetricsListener>(mo);
+  // An operator who asked for the listener learns at once that it is not
+  // there (the unit fails to start and says why), not from a silent gap in
+  // the graphs.
+  if (auto started = metrics_->start(); !started) {
+    spdlog::critical("cannot serve metrics.listen {}: {}", config.metrics.listen, started.error().message);
+    metrics_.reset();
+    return false;
+  }
   return true;
 }
 
@@ -42,6 +71,8 @@ void ApiFrontend::set_access(std::optional<gid_t> admin_gid, std::optional<gid_t
 }
 
 void ApiFrontend::stop() {
+  // First the listener: its requests wait on the socket.
+  if (metrics_) metrics_->stop();
   if (server_) server_->stop();
 }
 

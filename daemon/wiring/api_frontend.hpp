@@ -1,6 +1,8 @@
 // Where the core meets its HTTP layer: the Frontend main hands the Daemon,
 // which serves the routes (ApiServer) against a ServiceImpl made of the
-// parts the Daemon hands over when it starts it.
+// parts the Daemon hands over when it starts it, and, when `metrics.listen`
+// asks for it, the TCP listener that passes the socket's /metrics and
+// /healthz on to Prometheus (http::MetricsListener).
 #pragma once
 
 #include <memory>
@@ -11,6 +13,9 @@ namespace dedupd::daemon {
 
 class ApiServer;
 class ServiceImpl;
+namespace http {
+class MetricsListener;
+}
 
 class ApiFrontend final : public Frontend {
  public:
@@ -24,8 +29,11 @@ class ApiFrontend final : public Frontend {
   void stop() override;
 
  private:
+  bool start_metrics(const Config& config, const ListenSettings& listen);
+
   std::unique_ptr<ServiceImpl> service_;
   std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<http::MetricsListener> metrics_;
 };
 
 }  // namespace dedupd::daemon

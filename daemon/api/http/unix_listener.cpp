@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace dedupd::daemon::http {
@@ -60,6 +61,16 @@ shard::Result<int> bind_unix(const std::string& path, mode_t mode) {
     return e;
   }
   return fd;
+}
+
+std::string bound_path(int fd) {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sun_family != AF_UNIX) return "";
+  std::size_t n = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+  // Abstract sockets start with a NUL; a path ends with one (or fills sun_path).
+  if (n == 0 || addr.sun_path[0] == '\0') return "";
+  return std::string(addr.sun_path, strnlen(addr.sun_path, std::min(n, sizeof addr.sun_path)));
 }
 
 unsigned fit_to_descriptors(unsigned connections) {

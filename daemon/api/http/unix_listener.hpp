@@ -16,6 +16,10 @@ namespace dedupd::daemon::http {
 // server answers on, or a file that is not a socket, is an error.
 [[nodiscard]] shard::Result<int> bind_unix(const std::string& path, mode_t mode);
 
+// The path a listening AF_UNIX socket is bound to (a socket systemd
+// passed); "" when it has none (unnamed or abstract).
+std::string bound_path(int fd);
+
 // Raises the soft descriptor limit as far as `connections` need (the
 // default soft limit, 1024, predates epoll; nothing in the daemon uses
 // select()) and returns how many connections fit beside the descriptors the

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "daemon/config/load.hpp"
+#include "daemon/config/units.hpp"
 #include "daemon/config/xet_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -347,6 +348,54 @@ TEST(ConfigFile, RelativePathsAreRelativeToTheFile) {
 TEST(ConfigFile, MissingFileIsAnError) {
   auto r = load_config_file("/nonexistent/dedupd.yaml");
   ASSERT_TRUE(std::holds_alternative<std::vector<ConfigError>>(r));
+}
+
+// The TCP metrics listener: off unless asked for, an IP address (or
+// localhost) and a port, every mistake named with its key and line.
+TEST(Config, MetricsListenIsOffByDefaultAndTakesAnAddressAndPort) {
+  EXPECT_FALSE(load_ok("").metrics.enabled());
+  EXPECT_FALSE(load_ok("metrics:\n").metrics.enabled());
+  EXPECT_FALSE(load_ok("metrics:\n  listen:\n").metrics.enabled());
+  Config c = load_ok("metrics:\n  listen: 127.0.0.1:9953\n");
+  EXPECT_TRUE(c.metrics.enabled());
+  EXPECT_EQ(c.metrics.listen, "127.0.0.1:9953");
+  EXPECT_EQ(c.metrics.host, "127.0.0.1");
+  EXPECT_EQ(c.metrics.port, 9953);
+  c = load_ok("metrics:\n  listen: localhost:1\n");
+  EXPECT_EQ(c.metrics.host, "127.0.0.1");
+  EXPECT_EQ(c.metrics.port, 1);
+  c = load_ok("metrics:\n  listen: 0.0.0.0:65535\n");
+  EXPECT_EQ(c.metrics.host, "0.0.0.0");
+  EXPECT_EQ(c.metrics.port, 65535);
+  c = load_ok("metrics:\n  listen: \"[::1]:9953\"\n");
+  EXPECT_EQ(c.metrics.host, "::1");
+  EXPECT_EQ(c.metrics.listen, "[::1]:9953");
+  EXPECT_EQ(load_ok("metrics: {listen: \"[::]:9953\"}\n").metrics.host, "::");
+}
+
+TEST(Config, MetricsListenMistakesNameTheKeyAndLine) {
+  expect_one_error("log_level: info\nmetrics:\n  listen: 9953\n", "metrics.listen", 3, "HOST:PORT");
+  expect_one_error("metrics:\n  listen: \"127.0.0.1:\"\n", "metrics.listen", 2, "HOST:PORT");
+  expect_one_error("metrics:\n  listen: 127.0.0.1:0\n", "metrics.listen", 2, "1 to 65535");
+  expect_one_error("metrics:\n  listen: 127.0.0.1:65536\n", "metrics.listen", 2, "1 to 65535");
+  expect_one_error("metrics:\n  listen: 127.0.0.1:99x\n", "metrics.listen", 2, "1 to 65535");
+  expect_one_error("metrics:\n  listen: prometheus.example:9953\n", "metrics.listen", 2, "IPv4 address");
+  expect_one_error("metrics:\n  listen: ::1:9953\n", "metrics.listen", 2, "IPv6 address in brackets");
+  expect_one_error("metrics:\n  listen: \"[::1:9953\"\n", "metrics.listen", 2, "IPv6 address in brackets");
+  expect_one_error("metrics:\n  listen: \"[127.0.0.1]:9953\"\n", "metrics.listen", 2, "IPv6 address in brackets");
+  expect_one_error("metrics:\n  listen: 256.0.0.1:9953\n", "metrics.listen", 2, "IPv4 address");
+  expect_one_error("metrics:\n  listen: [a, b]\n", "metrics.listen", 2, "got a list");
+  expect_one_error("\nmetrics:\n  port: 9953\n", "metrics.port", 3, "unknown key (known here: listen)");
+  expect_one_error("metrics: 127.0.0.1:9953\n", "metrics", 1, "expected a mapping (listen)");
+}
+
+TEST(Config, ListenAddressesParseAsTheListenerBindsThem) {
+  auto ok = [](std::string_view text) { return std::get<ListenAddress>(parse_listen_address(text)); };
+  EXPECT_EQ(ok("10.1.2.3:80"), (ListenAddress{"10.1.2.3", 80, false}));
+  EXPECT_EQ(ok("[fe80::1]:9953"), (ListenAddress{"fe80::1", 9953, true}));
+  EXPECT_EQ(ok("localhost:9953"), (ListenAddress{"127.0.0.1", 9953, false}));
+  for (std::string_view bad : {"", ":", ":9953", "[]:9953", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1: 80", "[::1]"})
+    EXPECT_TRUE(std::holds_alternative<ParseError>(parse_listen_address(bad))) << bad;
 }
 
 TEST(Config, LocalDefaultsLiveUnderOneDirectory) {
