@@ -129,6 +129,11 @@ StatusInfo Daemon::status() const {
     std::lock_guard lock(health_mu_);
     s.index_health = health_;
   }
+  for (const auto& c : learned_copies_.all()) {
+    std::error_code size_ec;
+    ++s.index_health.learned_copies;
+    s.index_health.learned_copies_bytes += fs::file_size(c.path, size_ec);
+  }
   s.waiting = waiting_.status(unix_now());
   s.state_dir_space = space_of(s.state_dir);
   s.state_dir_space.full = waiting_.out_of_space();
@@ -184,6 +189,7 @@ int Daemon::run() {
                                                             lookup_memory(config_.fleet));
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   learner_ = std::make_unique<learn::Learner>(*index_, loop_);
+  learner_->set_copies(&learned_copies_);
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   apply_config(config_, true);
@@ -216,6 +222,11 @@ int Daemon::run() {
   // known already, so this costs a stat and a lookup per file.
   queue(watcher_.scan());
   if (rebuilding_) {
+    // The shards learned at the endpoint, from their copies: the watched
+    // directories do not hold them.
+    std::vector<Candidate> learned;
+    for (const auto& c : learned_copies_.all()) learned.push_back({c.path, FileKind::shard});
+    queue(std::move(learned));
     std::lock_guard lock(health_mu_);
     health_.rebuild_files_total = pending_.size();
   }
@@ -320,6 +331,8 @@ bool Daemon::open_index() {
   o.observer = &index_log_;
   o.filter_memory = config_.index.filter_memory;
   cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);
+  learned_copies_ = learn::LearnedCopies(config_.state_dir / "learned");
+  cas_scopes_.set_override([this](const std::string& path) { return learned_copies_.cas_of(path); });
   o.scope_of_path = [this](const std::string& path) { return cas_scopes_.of_path(path); };
   // What a few reads can tell before LMDB maps the file: a truncated file
   // or damaged meta pages would be a SIGBUS or a refusal to start.

@@ -137,6 +137,7 @@ class Daemon final : public Operations {
   std::unique_ptr<Ingester> ingester_;
   CasScopes cas_scopes_;  // which CAS a shard found at a path belongs to
   std::unique_ptr<learn::Learner> learner_;
+  learn::LearnedCopies learned_copies_;  // state_dir/learned
   std::unique_ptr<expiry::Runner> expiry_;
   std::unique_ptr<CacheSteward> steward_;  // the managed Xet caches
   std::unique_ptr<GlobalDedupKeyStore> key_store_;

@@ -122,6 +122,8 @@ struct IndexHealth {
   std::uint64_t scrub_items = 0;  // checked in the pass under way (or the last)
   std::uint64_t scrub_last_end = 0;
   std::string scrub_last_result;
+  // The copies of learned shards a rebuild takes in (state_dir/learned).
+  std::uint64_t learned_copies = 0, learned_copies_bytes = 0;
 };
 
 struct StatusInfo {

@@ -79,8 +79,15 @@ void CasScopes::refresh_endpoint() {
   add(kHubCas, kHubCas);
 }
 
+void CasScopes::set_override(Override o) {
+  std::lock_guard lock(mu_);
+  override_ = std::move(o);
+}
+
 std::string CasScopes::of_path(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (override_)
+    if (auto cas = override_(path)) return *cas;
   for (const WatchDir& w : watch_)
     if (!w.cas.empty() && under(path, w.path)) return w.cas;
   std::string name = cache_dir_name(path);

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,11 @@ class CasScopes {
 
   // The normalized CAS of a shard found at `path`; "" when unknown.
   std::string of_path(const std::string& path);
+
+  // Files this says the CAS of before anything else: the copies of learned
+  // shards (daemon/learn/copies.hpp), which a rebuild takes in.
+  using Override = std::function<std::optional<std::string>(const std::string& path)>;
+  void set_override(Override o);
 
   // The endpoint's upstream CAS (normalized), what it learns is scoped to;
   // "" when no endpoint is configured or its URL is not one.
@@ -42,6 +49,7 @@ class CasScopes {
   bool settings_read_ = false;
   std::string endpoint_cas_;
   std::vector<Known> known_;
+  Override override_;
 };
 
 }  // namespace dedupd::daemon

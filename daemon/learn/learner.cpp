@@ -115,6 +115,11 @@ void Learner::settle(const std::string& id, Settled s) {
     }
     if (r->outcome == index::IngestOutcome::added) ++learned_;
     else ++already_known_;
+    if (copies_) {
+      auto kept = copies_->keep(s.pending->bytes, r->shard.to_string(), cas);
+      if (!kept)
+        spdlog::error("learning: shard {} is in the index, but its copy is not kept: {}", r->shard, kept.error());
+    }
     spdlog::info("learned shard {} ({} xorbs, {} chunks) that {} accepted: {}", r->shard.to_string(), r->xorbs,
                  r->chunks, cas, index::to_string(r->outcome));
     return;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/learn/confirm_socket.hpp"
+#include "daemon/learn/copies.hpp"
 #include "daemon/learn/pending.hpp"
 #include "daemon/learn/report.hpp"
 #include "daemon/loop/event_loop.hpp"
@@ -36,6 +37,9 @@ class Learner {
   shard::Result<bool> listen(const std::string& path);
   void set_endpoint_gid(std::optional<gid_t> gid);
   void set_unknown_cas_answers(bool on);
+  // Where an accepted shard's bytes are kept (nullptr: nowhere), so a
+  // rebuilt index learns them again.
+  void set_copies(LearnedCopies* copies) { copies_ = copies; }
 
   // A body the endpoint mirrored; `cas` as the endpoint named it.
   LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
@@ -46,6 +50,7 @@ class Learner {
   void on_readable();                             // work loop
   void settle(const std::string& id, Settled s);  // work loop
 
+  LearnedCopies* copies_ = nullptr;
   index::Index& index_;
   EventLoop& loop_;
   PendingShards pending_;

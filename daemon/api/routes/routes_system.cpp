@@ -100,7 +100,8 @@ Response get_status(Context& ctx, Request& req) {
                          {"scrub_passes", h.scrub_passes},
                          {"scrub_items", h.scrub_items},
                          {"scrub_last_end", h.scrub_last_end},
-                         {"scrub_last_result", h.scrub_last_result}};
+                         {"scrub_last_result", h.scrub_last_result},
+                         {"learned_copies", {{"files", h.learned_copies}, {"bytes", h.learned_copies_bytes}}}};
   // Shown once dedupd knows of the endpoint, from its settings or from its
   // first query: nginx marks what it passes on whether or not it was told.
   const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();

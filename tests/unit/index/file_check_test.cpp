@@ -1,0 +1,156 @@
+// index/file_check: what is told of data.mdb before LMDB maps it, on files
+// an index wrote and then damaged the ways a disk or a person does.
+#include "index/file_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "index/index.hpp"
+#include "tests/unit/index/support.hpp"
+
+namespace dedupd::index::gen {
+namespace {
+
+namespace fs = std::filesystem;
+using Verdict = DataFileCheck::Verdict;
+
+// Three shards of two xorbs each in a new index at `dir`.
+void fill(const std::string& dir) {
+  auto idx = Index::open(Options{.dir = dir});
+  ASSERT_TRUE(idx) << idx.error().to_string();
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    GenXorb a = gen_xorb(40 + 2 * i, 512), b = gen_xorb(41 + 2 * i, 512);
+    OwnedShard s = own(build_shard({.xorbs = {&a, &b}, .created = 1700000000 + i}));
+    ASSERT_TRUE((*idx)->ingest(*s.view, SourceInfo{}, IngestOptions{}));
+  }
+}
+
+class FileCheck : public ::testing::Test {
+ protected:
+  void SetUp() override { fill(dir.path()); }
+  fs::path data() const { return fs::path(dir.path()) / "data.mdb"; }
+  void write_at(std::uint64_t offset, std::size_t n, char byte) {
+    std::fstream f(data(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(offset));
+    std::string bytes(n, byte);
+    f.write(bytes.data(), std::streamsize(n));
+  }
+  TempDir dir;
+};
+
+TEST_F(FileCheck, AnIndexAsWrittenIsOk) {
+  DataFileCheck c = check_data_file(dir.path());
+  EXPECT_EQ(c.verdict, Verdict::ok) << c.problem;
+  EXPECT_TRUE(c.problem.empty());
+  EXPECT_EQ(c.page_size, 4096u);
+  EXPECT_GT(c.last_page, 2u);
+  EXPECT_GT(c.txnid, 0u);
+}
+
+TEST_F(FileCheck, NoFileIsANewIndex) {
+  TempDir empty;
+  EXPECT_EQ(check_data_file(empty.path()).verdict, Verdict::absent);
+}
+
+TEST_F(FileCheck, ATruncationIsNamedWithTheBytesItLacks) {
+  const DataFileCheck before = check_data_file(dir.path());
+  fs::resize_file(data(), before.last_page * 4096);  // the last page cut off
+  DataFileCheck c = check_data_file(dir.path());
+  EXPECT_EQ(c.verdict, Verdict::damaged);
+  EXPECT_NE(c.problem.find("truncated"), std::string::npos) << c.problem;
+  EXPECT_NE(c.problem.find(std::to_string((before.last_page + 1) * 4096)), std::string::npos) << c.problem;
+}
+
+TEST_F(FileCheck, AnEmptyOrTinyFileIsDamaged) {
+  fs::resize_file(data(), 0);
+  EXPECT_EQ(check_data_file(dir.path()).verdict, Verdict::damaged);
+  fs::resize_file(data(), 100);
+  EXPECT_EQ(check_data_file(dir.path()).verdict, Verdict::damaged);
+}
+
+TEST_F(FileCheck, EitherMetaPageZeroedIsDamage) {
+  // LMDB 0.9 refuses a file with either meta page unreadable.
+  for (int page : {0, 1}) {
+    TempDir copy;
+    fs::copy_file(data(), fs::path(copy.path()) / "data.mdb");
+    std::fstream f(fs::path(copy.path()) / "data.mdb", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(page * 4096);
+    std::string zeros(4096, '\0');
+    f.write(zeros.data(), 4096);
+    f.close();
+    DataFileCheck c = check_data_file(copy.path());
+    EXPECT_EQ(c.verdict, Verdict::damaged) << page;
+    EXPECT_NE(c.problem.find("meta page " + std::to_string(page)), std::string::npos) << c.problem;
+  }
+}
+
+TEST_F(FileCheck, ARootThatIsNotATreePageIsDamage) {
+  const DataFileCheck before = check_data_file(dir.path());
+  ASSERT_EQ(before.verdict, Verdict::ok);
+  // Every page past the metas overwritten: the roots among them.
+  write_at(2 * 4096, (before.last_page - 1) * 4096, '\x5a');
+  DataFileCheck c = check_data_file(dir.path());
+  EXPECT_EQ(c.verdict, Verdict::damaged);
+  EXPECT_NE(c.problem.find("root"), std::string::npos) << c.problem;
+}
+
+TEST_F(FileCheck, ADirectoryInItsPlaceCannotBeRead) {
+  fs::remove(data());
+  fs::create_directory(data());
+  EXPECT_EQ(check_data_file(dir.path()).verdict, Verdict::unreadable);
+}
+
+// The scrub: a clean index passes in slices of any size, each item once;
+// a chunk entry that names a xorb that is not there is found.
+TEST(Scrub, ACleanIndexPassesInSlicesOfAnySize) {
+  TempDir dir;
+  fill(dir.path());
+  auto idx = Index::open(Options{.dir = dir.path()});
+  ASSERT_TRUE(idx);
+  std::uint64_t whole = 0;
+  for (std::size_t slice : {std::size_t(1), std::size_t(7), std::size_t(1000), std::size_t(1) << 20}) {
+    Index::ScrubPosition pos;
+    std::size_t calls = 0;
+    do {
+      auto found = (*idx)->scrub(pos, slice);
+      ASSERT_TRUE(found) << found.error().to_string();
+      EXPECT_TRUE(found->empty()) << found->front();
+      ++calls;
+    } while (!pos.done && calls < 100000);
+    ASSERT_TRUE(pos.done);
+    if (whole == 0) whole = pos.items;
+    EXPECT_EQ(pos.items, whole) << "slice " << slice << ": every item once";
+    if (slice == 1) EXPECT_EQ(calls, whole + 1);
+  }
+  EXPECT_GT(whole, 3u * 1024) << "the chunk entries at least";
+}
+
+TEST(Scrub, AChunkEntryOfAMissingXorbIsFound) {
+  TempDir dir;
+  fill(dir.path());
+  {
+    // The xorb records deleted behind the index's back.
+    RawIndex raw(dir.path(), true);
+    MDB_dbi xorbs;
+    ASSERT_EQ(mdb_dbi_open(raw.txn(), "xorbs", 0, &xorbs), 0);
+    ASSERT_EQ(mdb_drop(raw.txn(), xorbs, 0), 0);
+    ASSERT_EQ(raw.commit(), 0);
+  }
+  auto idx = Index::open(Options{.dir = dir.path()});
+  ASSERT_TRUE(idx);
+  Index::ScrubPosition pos;
+  std::vector<std::string> problems;
+  while (!pos.done) {
+    auto found = (*idx)->scrub(pos, 4096);
+    ASSERT_TRUE(found);
+    problems.insert(problems.end(), found->begin(), found->end());
+    if (!problems.empty()) break;
+  }
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().find("orphan chunk entry"), std::string::npos) << problems.front();
+}
+
+}  // namespace
+}  // namespace dedupd::index::gen
