@@ -740,21 +740,6 @@ TEST_F(Fleet, FleetMigrateCreatesTheSchemaThenHasNothingToDo) {
   EXPECT_NE(out.find("no fleet section"), std::string::npos) << out;
 }
 
-// Restarts a stopped primary of a private cluster (pg_cluster stops it).
-void start_primary(const Cluster& pg) {
-  std::string dir = pg.dir();
-  std::ifstream pf(dir + "/primary.port");
-  std::string port;
-  pf >> port;
-  std::string bindir;
-  for (const auto& e : fs::directory_iterator("/usr/lib/postgresql"))
-    if (fs::exists(e.path() / "bin/pg_ctl")) bindir = (e.path() / "bin").string();
-  std::string cmd = bindir + "/pg_ctl -D " + dir + "/primary -l " + dir + "/primary.log -w -t 60 -o '-p " + port +
-                    "' start >/dev/null";
-  if (::getuid() == 0) cmd = "runuser -u postgres -- " + cmd;
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-}
-
 TEST_F(Fleet, WithTheDatabaseDownLocalAnswersKeepComingAndTheOutboxDrainsAfter) {
   Cluster pg = Cluster::start_own();
   std::string db = pg.new_database();
@@ -788,7 +773,7 @@ TEST_F(Fleet, WithTheDatabaseDownLocalAnswersKeepComingAndTheOutboxDrainsAfter) 
   EXPECT_EQ(dedupctl(a, {"query", second.first_chunks[0].to_string()}, &out, &err), 0);
   ASSERT_TRUE(eventually([&] { return a.status()["fleet"]["state"] == "unavailable"; }));
 
-  start_primary(pg);
+  pg.start_primary();
   ASSERT_TRUE(eventually([&] { return a.outbox_depth() == 0; }));
   ASSERT_TRUE(eventually([&] { return fleet_holders(b, second.first_chunks[0]) == std::set<std::string>{"host-a"}; }));
   EXPECT_EQ(a.status()["fleet"]["state"], "connected");

@@ -52,7 +52,7 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 void DaemonProcess::start(const LaunchOptions& o) {
   if (pid_ > 0) throw std::logic_error("already started");
   std::vector<std::string> argv = o.wrapper;
-  argv.push_back(dedupd_binary());
+  argv.push_back(o.program.empty() ? dedupd_binary() : o.program);
   argv.insert(argv.end(), o.args.begin(), o.args.end());
   std::vector<std::string> env = daemon_environment(o.env);
   std::vector<char*> cargv = c_strings(argv), cenv = c_strings(env);

@@ -14,6 +14,7 @@
 namespace dedupd::itest {
 
 struct LaunchOptions {
+  std::string program;               // "": the dedupd under test
   std::vector<std::string> args;     // after the binary
   std::vector<std::string> wrapper;  // e.g. {"faketime", "2025-08-02 12:00:00"}
   std::vector<std::string> env;      // extra "NAME=value"

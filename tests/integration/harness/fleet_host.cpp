@@ -29,6 +29,7 @@ void FleetHost::write_config(const std::string& url, const FleetConfig& c) {
   else f << "  - path: " << incoming.string() << "\n    cas: " << incoming_cas << "\n";
   for (const auto& [path, cas] : cas_watches) f << "  - path: " << path.string() << "\n    cas: " << cas << "\n";
   if (!c.log_level.empty()) f << "log_level: " << c.log_level << "\n";
+  f << c.extra;
   if (url.empty()) return;
   f << "fleet:\n  url: \"" << url << "\"\n  host: " << name << "\n";
   if (!c.lookup_timeout.empty()) f << "  lookup_timeout: " << c.lookup_timeout << "\n";

@@ -28,6 +28,7 @@ struct FleetConfig {
   std::string lookup_timeout = "200ms";  // "": the daemon's own default, as a user runs it
   std::string fleet_extra;               // more lines of the fleet section, each "  key: value\n"
   std::string log_level = "debug";       // "": the daemon's own default
+  std::string extra;                     // more top-level sections, whole lines
 };
 
 // One dedupd of a fleet: its own dir with a watched incoming/, socket, state

@@ -103,6 +103,7 @@ Cluster Cluster::start_own() {
 void Cluster::add_standby() { run_script("standby", pointer_); }
 void Cluster::promote() { run_script("promote", pointer_); }
 void Cluster::stop_primary() { run_script("stop-primary", pointer_); }
+void Cluster::start_primary() const { run_script("start-primary", pointer_); }
 
 std::string Cluster::primary_url(const std::string& db) const { return url_for(dir_, "primary.port", db); }
 std::string Cluster::standby_url(const std::string& db) const { return url_for(dir_, "standby.port", db); }

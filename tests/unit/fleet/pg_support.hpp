@@ -26,6 +26,9 @@ class Cluster {
   void add_standby();
   void promote();
   void stop_primary();
+  // Starts a primary stop_primary() stopped, on its port; returns once it
+  // takes connections.
+  void start_primary() const;
 
   std::string dir() const { return dir_; }
   std::string primary_url(const std::string& db) const;
