@@ -153,6 +153,7 @@ GlobalDedupKey Daemon::global_dedup_key() const {
   k.key = key_store_->current();
   std::lock_guard lock(config_mutex_);
   k.reply_lifetime_s = std::uint64_t(config_.global_dedup.reply_expiry.count());
+  k.endpoint_reply_lifetime_s = std::uint64_t(config_.xet_endpoint.reply_expiry.count());
   k.reply_max_xorbs = config_.global_dedup.reply_max_xorbs;
   k.reply_max_bytes = config_.global_dedup.reply_max_bytes;
   k.unknown_cas_answers = config_.xet_endpoint.unknown_cas_answers;

@@ -210,6 +210,8 @@ struct LearnStats {
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
+  // The same for the local Xet endpoint's clients (xet_endpoint.reply_expiry).
+  std::uint64_t endpoint_reply_lifetime_s = 0;
   std::uint64_t reply_max_xorbs = 8192;         // xorbs of the source shard one reply may carry
   std::uint64_t reply_max_bytes = 64ull << 20;  // one reply: a whole 64 MiB upload shard fits
   // A query naming its CAS is answered by shards of unknown CAS too.

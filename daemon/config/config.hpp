@@ -107,6 +107,13 @@ struct XetEndpointConfig {
   // The datagram socket its nginx reports the CAS's statuses on; empty:
   // "dedupd-learn.sock" beside the API socket.
   std::filesystem::path learn_socket;
+  // The expiry written into the answers the endpoint's clients get, from
+  // now. The Xet client keeps an answer in its shard cache and dedups
+  // against it without asking again until a process finds it expired; a
+  // xorb the CAS lost since then fails every upload that reuses it. At 0
+  // an answer serves the process that asked and no later one, which asks
+  // again (docs/XET-ENDPOINT.md, "When the CAS refuses").
+  std::chrono::seconds reply_expiry{0};
   bool enabled() const { return !config.empty(); }
 };
 

@@ -376,17 +376,19 @@ class Loader {
 
   void xet_endpoint(const std::string& key, const YAML::Node& v, XetEndpointConfig& out) {
     if (v.IsNull()) return;  // "xet_endpoint:" alone: none
-    if (!v.IsMap()) return fail(key, v, "expected a mapping (config, unknown_cas_answers, group, learn_socket)");
+    if (!v.IsMap())
+      return fail(key, v, "expected a mapping (config, unknown_cas_answers, group, learn_socket, reply_expiry)");
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
       if (name == "config") path(k, it->second, out.config);
       else if (name == "unknown_cas_answers") boolean(k, it->second, out.unknown_cas_answers);
       else if (name == "learn_socket") path(k, it->second, out.learn_socket);
+      else if (name == "reply_expiry") duration(k, it->second, out.reply_expiry);
       else if (name == "group") {
         std::string g;
         if (scalar(k, it->second, "a group name", g)) out.group = g;
-      } else unknown(k, it->first, "config, unknown_cas_answers, group, learn_socket");
+      } else unknown(k, it->first, "config, unknown_cas_answers, group, learn_socket, reply_expiry");
     }
   }
 

@@ -34,8 +34,14 @@ Response answer(Context& ctx, Request& req) {
   if (!idx) return not_ready();
 
   GlobalDedupKey key = ctx.service.global_dedup_key();
-  ReplySettings settings{
-      key.key, std::uint64_t(std::time(nullptr)), key.reply_lifetime_s, {key.reply_max_xorbs, key.reply_max_bytes}};
+  // The endpoint's clients keep what they get until a process finds it
+  // expired: theirs expires soon (xet_endpoint.reply_expiry), so an answer
+  // the CAS has since refused is asked again, not reused.
+  const bool endpoint = req.via == ::dedupd::api::kViaXetEndpoint;
+  ReplySettings settings{key.key,
+                         std::uint64_t(std::time(nullptr)),
+                         endpoint ? key.endpoint_reply_lifetime_s : key.reply_lifetime_s,
+                         {key.reply_max_xorbs, key.reply_max_bytes}};
   if (!req.cas.empty()) {
     // The endpoint names its CAS: a shard of another would have the client
     // skip xorbs its CAS lacks. A name that is no CAS URL answers nothing

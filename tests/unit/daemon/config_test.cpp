@@ -140,6 +140,21 @@ TEST(Config, IndexFilterMemory) {
   expect_one_error("index: 1G\n", "index", 1, "filter_memory");
 }
 
+TEST(Config, IndexScrubInterval) {
+  EXPECT_EQ(load_ok("").index.scrub_interval, std::optional<std::chrono::seconds>(std::chrono::hours(24)));
+  EXPECT_EQ(load_ok("index:\n  scrub_interval: 6h\n").index.scrub_interval,
+            std::optional<std::chrono::seconds>(std::chrono::hours(6)));
+  EXPECT_EQ(load_ok("index:\n  scrub_interval: never\n").index.scrub_interval, std::nullopt);
+  expect_one_error("index:\n  scrub_interval: often\n", "index.scrub_interval", 2, "duration");
+}
+
+TEST(Config, XetEndpointReplyExpiry) {
+  // The endpoint's answers serve the process that asked, by default.
+  EXPECT_EQ(load_ok("").xet_endpoint.reply_expiry, std::chrono::seconds(0));
+  EXPECT_EQ(load_ok("xet_endpoint:\n  reply_expiry: 1h\n").xet_endpoint.reply_expiry, std::chrono::hours(1));
+  expect_one_error("xet_endpoint:\n  reply_expiry: soon\n", "xet_endpoint.reply_expiry", 2, "duration");
+}
+
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_one_error("state_dir: /x\nsockets: /y\n", "sockets", 2, "unknown key");
 }
