@@ -75,7 +75,7 @@ std::string header_value(std::string_view head, std::string_view name) {
   if (at == std::string::npos) return "";
   auto start = at + key.size();
   auto end = head.find("\r\n", start);
-  std::string_view v = head.substr(start, end == std::string_view::npos ? head.npos : end - start);
+  std::string_view v = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   return std::string(v);

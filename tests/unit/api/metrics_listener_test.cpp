@@ -22,7 +22,6 @@
 namespace dedupd::daemon::testing {
 namespace {
 
-using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::Return;
 using Clock = std::chrono::steady_clock;
