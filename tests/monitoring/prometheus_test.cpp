@@ -184,7 +184,10 @@ TEST_F(Monitoring, PrometheusSeesTheFleetGoAndComeBackAndTheDashboardHasData) {
   for (const char* name : {"host-a", "host-b"}) {
     FleetHost& h = keep(std::make_unique<FleetHost>(root, name));
     targets.push_back("127.0.0.1:" + std::to_string(free_port()));
-    h.write_config(url, {.log_level = "info", .extra = "metrics:\n  listen: " + targets.back() + "\n"});
+    FleetConfig c;
+    c.log_level = "info";
+    c.extra = "metrics:\n  listen: " + targets.back() + "\n";
+    h.write_config(url, c);
     h.start();
     ASSERT_FALSE(HasFailure());
   }

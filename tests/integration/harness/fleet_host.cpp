@@ -69,7 +69,7 @@ std::vector<MadeShard> FleetHost::dropped() {
 
 LaunchedFleetHost::LaunchedFleetHost(const std::filesystem::path& root, std::string host_name, const std::string& url)
     : FleetHost(root, std::move(host_name)) {
-  write_config(url, {.lookup_timeout = "", .fleet_extra = "", .log_level = ""});
+  write_config(url, {.lookup_timeout = "", .fleet_extra = "", .log_level = "", .extra = ""});
   launch();
 }
 
