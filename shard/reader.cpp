@@ -66,6 +66,18 @@ ChunkLookupEntry ShardView::chunk_lookup(std::size_t i) const {
 }
 
 Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
+  auto v = parse_as(b, false);
+  if (v || b.size() < kHeaderSize || load_u64(b.data() + 40) != kFooterSize) return v;
+  // hf_xet 1.1.7 to 1.2.x upload a session shard cut where the lookup
+  // tables begin, header unchanged: it announces a 200-byte footer that is
+  // not there, and the bytes end at the CAS bookend (1.3.0 on write 0 there;
+  // 1.1.0-1.1.6 send the whole file). Read so only when the footer the
+  // header announces does not parse; its error stands otherwise.
+  auto cut = parse_as(b, true);
+  return cut ? cut : v;
+}
+
+Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_at_tables) {
   ShardView v;
   v.bytes_ = b;
   const std::uint64_t size = b.size();
@@ -81,9 +93,11 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
     return Error{"header.version", 32, "header version " + num(v.header_.version) + ", only 2 is supported"};
   if (v.header_.footer_size != 0 && v.header_.footer_size != kFooterSize)
     return Error{"header.footer_size", 40, "footer size " + num(v.header_.footer_size) + ", must be 0 or 200"};
-  if (v.header_.footer_size > size - kHeaderSize)
+  // Cut at the tables (parse): no footer, whatever the header says.
+  const std::uint64_t footer_size = cut_at_tables ? 0 : v.header_.footer_size;
+  if (footer_size > size - kHeaderSize)
     return Error{"footer.truncated", size, "header announces a 200-byte footer but the file has no room for it"};
-  const std::uint64_t data_end = size - v.header_.footer_size;
+  const std::uint64_t data_end = size - footer_size;
 
   // File-info section.
   bool first_file = true;
@@ -119,7 +133,7 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
   v.cas_bookend_ = *cas_bookend;
 
   // Footer, or nothing at all for upload shards.
-  if (v.header_.footer_size == 0) {
+  if (footer_size == 0) {
     if (v.cas_end() != size)
       return Error{"shard.trailing_bytes", v.cas_end(),
                    num(size - v.cas_end()) + " bytes after the CAS bookend of a shard without footer"};

@@ -118,6 +118,9 @@ class ShardView {
  public:
   // Validates structure (see docs/FORMAT.md, "Validation rules") and returns
   // the first problem found, with its rule name and byte offset.
+  // A header announcing a footer over bytes that end at the CAS bookend,
+  // as hf_xet 1.1.7-1.2.x upload their shards, parses as a shard without
+  // footer (has_footer() false; header() says what the bytes say).
   static Result<ShardView> parse(std::span<const std::uint8_t> bytes);
 
   std::span<const std::uint8_t> bytes() const { return bytes_; }
@@ -149,6 +152,8 @@ class ShardView {
   ChunkLookupEntry chunk_lookup(std::size_t i) const;
 
  private:
+  static Result<ShardView> parse_as(std::span<const std::uint8_t> bytes, bool cut_at_tables);
+
   ShardView() = default;
   std::span<const std::uint8_t> bytes_;
   ShardHeader header_;

@@ -102,13 +102,21 @@ void check_rewrite(std::span<const std::uint8_t> in, const ShardView& v) {
   require(w.stats().files == v.stats().files && w.stats().chunks == v.stats().chunks &&
               w.stats().terms == v.stats().terms && w.stats().xorbs == v.stats().xorbs,
           "a rewrite keeps every entry");
-  require(w.cas_end() == v.cas_end() && std::memcmp(out.data(), in.data(), v.cas_end()) == 0,
-          "header, file and CAS sections are rewritten byte for byte");
+  // A shard cut at its tables with the header's footer size left at 200 (as
+  // hf_xet 1.1.7-1.2.x upload it) parses without footer, and the writer
+  // writes 0 there: the header's footer size is the one byte range that
+  // differs.
+  const bool cut = !v.has_footer() && v.header().footer_size != 0;
+  auto same = [&](std::size_t n) {
+    if (!cut) return std::memcmp(out.data(), in.data(), n) == 0;
+    return std::memcmp(out.data(), in.data(), 40) == 0 && load_u64(out.data() + 40) == 0 &&
+           std::memcmp(out.data() + 48, in.data() + 48, n - 48) == 0;
+  };
+  require(w.cas_end() == v.cas_end() && same(v.cas_end()), "header, file and CAS sections are rewritten byte for byte");
   require(v.has_footer() == w.has_footer(), "a rewrite keeps the footer or its absence");
   if (v.has_footer()) require(same_footer_but_lookup(*v.footer(), *w.footer()), "footer fields survive a rewrite");
   if (!v.has_footer() || lookup_as_writer_makes_it(v, options.lookup_tables))
-    require(out.size() == in.size() && std::memcmp(out.data(), in.data(), in.size()) == 0,
-            "a shard as the writer makes it rewrites byte-identical");
+    require(out.size() == in.size() && same(in.size()), "a shard as the writer makes it rewrites byte-identical");
   const std::vector<std::uint8_t> out2 = ShardWriter::from_view(w).write(ShardWriter::options_of(w));
   require(out2 == out, "a rewrite is a fixed point");
 }
