@@ -102,7 +102,6 @@ std::optional<std::string> dechunk(std::string_view in) {
 
 struct PerRequest {
   std::optional<Response> early;  // decided from the headers alone
-  bool body_seen = false;
 };
 
 }  // namespace
@@ -127,7 +126,8 @@ shard::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::str
   // A Unix connect completes at once or fails (EAGAIN: its backlog is full).
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return failed("cannot connect to");
 
-  // Waits until fd is ready for `events`; false on the deadline or a cancel.
+  // Waits until fd is ready for `events`: nullopt then, else why it is not
+  // (the deadline passed, or the listener is stopping).
   auto wait = [&](short events) -> std::optional<std::string> {
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
