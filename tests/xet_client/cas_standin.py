@@ -3,18 +3,26 @@
 
 It implements what xet-core calls on upload and download, as hub-docs' Xet
 protocol pages describe it (docs/xet/api.md, upload-protocol.md,
-download-protocol.md), and nothing more:
+download-protocol.md), on the routes of each client release
+(docs/XET-ENDPOINT.md, "Which clients": hf_xet 1.1.0-1.1.9 unversioned and
+singular, 1.1.10-1.2.x unversioned plural, 1.3.0 on /v1/), and nothing more:
 
-  POST /v1/xorbs/default/<hash>        store a xorb after checking its chunk
-                                       headers; count its chunk bytes
-  POST /v1/shards, /v2/shards          check the shard with `dedupctl verify`,
-                                       then register its files and xorbs
+  POST /v1/xorbs/<prefix>/<hash>       store a xorb after checking its chunk
+       /xorbs/..., /xorb/...           headers; count its chunk bytes
+  POST /v1/shards, /shards,            check the shard with `dedupctl verify`,
+       /shard/<prefix>/<hash>          then register its files and xorbs:
+                                       {"result": 1}, or a 400 when refused
+  POST /v2/shards                      the same, answered as the Hub's CAS
+                                       does: NDJSON frames under HTTP 200, a
+                                       refusal being a {"type": "error"} frame
+                                       (so a status alone cannot tell it)
   GET  /v1/chunks/<prefix>/<hash>      global dedup: asked of a dedupd over
-                                       its Unix socket, or 404 without one
+       /chunks/..., /chunk/...         its Unix socket, or 404 without one
   GET  /v2/reconstructions/<file>      a file's terms and fetch ranges
   GET  /v1/reconstructions/<file>      the same in the v1 shape
+       /reconstructions/<file>, /reconstruction/<file>
   GET  /xorb-data/<hash>               xorb bytes, with a Range header
-  HEAD /v1/xorbs/default/<hash>, HEAD /v1/files/<file>
+  HEAD /v1/xorbs/<prefix>/<hash> (and the older forms), HEAD /v1/files/<file>
 
 It is not a mock of dedupd: the real dedupd answers the chunk queries. The
 test reads what it received at GET /_standin/state and empties the counters
@@ -40,6 +48,11 @@ import threading
 import time
 
 HASH = r"[0-9a-f]{64}"
+# Each route in every form a client release asks it (module docstring).
+XORB_ROUTE = r"/(?:v1/xorbs|xorbs|xorb)/([^/]+)/(%s)" % HASH
+SHARD_ROUTE = r"/(?:v1/shards|shards|shard/[^/]+/%s)" % HASH
+CHUNK_ROUTE = r"/(?:v1/chunks|chunks|chunk)/([^/]+)/([0-9A-Fa-f]{64})"
+RECONSTRUCTION_ROUTE = r"/(v2/reconstructions|v1/reconstructions|reconstructions|reconstruction)/(%s)" % HASH
 CHUNK_HEADER = 8
 XORB_FOOTER_MAGIC = b"XETBLOB"
 
@@ -184,11 +197,29 @@ class Store:
             f.write(body)
         return path
 
-    def reconstruction(self, file_hash, v2, base_url):
+    def reconstruction(self, file_hash, v2, base_url, byte_range=None):
+        """The reconstruction of a file, or of the terms that cover
+        byte_range (first, last inclusive, as a Range header says) with the
+        offset of its first byte in the first of them; None for an unknown
+        file, "unsatisfiable" for a range starting past its end (416, which
+        ends the segment queries of hf_xet before 1.3)."""
         with self.lock:
             terms = self.files.get(file_hash)
             if terms is None:
                 return None
+            offset_into_first = 0
+            if byte_range is not None:
+                first, last = byte_range
+                if first >= sum(t["unpacked"] for t in terms):
+                    return "unsatisfiable"
+                picked, at = [], 0
+                for t in terms:
+                    if at + t["unpacked"] > first and at <= last:
+                        if not picked:
+                            offset_into_first = first - at
+                        picked.append(t)
+                    at += t["unpacked"]
+                terms = picked
             out_terms, fetch = [], {}
             for t in terms:
                 chunks = self.xorb_chunks[t["xorb"]]
@@ -209,7 +240,7 @@ class Store:
                         "range": {"start": t["start"], "end": t["end"]},
                         "url": url,
                         "url_range": {"start": byte_start, "end": byte_end}})
-            doc = {"offset_into_first_range": 0, "terms": out_terms}
+            doc = {"offset_into_first_range": offset_into_first, "terms": out_terms}
             doc["xorbs" if v2 else "fetch_info"] = fetch
             return doc
 
@@ -275,7 +306,8 @@ def make_handler(store, args, log):
             with store.lock:
                 store.requests += 1
             data = self.body()
-            m = re.fullmatch(r"/v1/xorbs/([^/]+)/(%s)" % HASH, self.path)
+            path = self.path.split("?", 1)[0]
+            m = re.fullmatch(XORB_ROUTE, path)
             if m:
                 try:
                     inserted = store.put_xorb(m.group(2), data)
@@ -284,19 +316,27 @@ def make_handler(store, args, log):
                         store.rejected.append({"what": "xorb " + m.group(2), "why": str(e)})
                     return self.reply(400, {"error": str(e)})
                 return self.reply(200, {"was_inserted": inserted}, bytes_in=len(data))
-            if self.path in ("/v1/shards", "/v2/shards"):
+            if re.fullmatch(SHARD_ROUTE, path) or path == "/v2/shards":
                 err = store.put_shard(data)
                 if err:
                     with store.lock:
-                        store.rejected.append({"what": "shard", "why": err})
+                        store.rejected.append({"what": "shard", "why": err, "route": path})
+                if path == "/v2/shards":
+                    # As the Hub's CAS (xet-core's shard_upload_v2.rs reads
+                    # it): the status is 200 whatever happens, and the last
+                    # frame says whether the shard was taken.
+                    frames = [{"type": "validating", "verified": 0, "total": 1}]
+                    frames.append({"type": "error", "message": err, "retryable": False} if err else
+                                  {"type": "result"})
+                    return self.reply(200, "".join(json.dumps(f) + "\n" for f in frames), "application/x-ndjson",
+                                      bytes_in=len(data), refused=bool(err))
+                if err:
                     return self.reply(400, {"error": err})
-                if self.path == "/v2/shards":
-                    return self.reply(200, '{"type":"result","result":1}\n', "application/x-ndjson")
                 return self.reply(200, {"result": 1}, bytes_in=len(data))
-            if self.path == "/_standin/reset":
+            if path == "/_standin/reset":
                 store.reset()
                 return self.reply(200, {})
-            if self.path == "/_standin/forget-xorbs":
+            if path == "/_standin/forget-xorbs":
                 # The CAS loses xorbs (a garbage collection, a deleted
                 # repository): a shard that names one is refused from now on.
                 # The body lists their hashes, one a line.
@@ -304,7 +344,7 @@ def make_handler(store, args, log):
                     for h in data.decode().split():
                         store.xorb_chunks.pop(h, None)
                 return self.reply(200, {})
-            if self.path == "/_standin/forward":
+            if path == "/_standin/forward":
                 # Another dedupd answers chunk queries from now on (the body
                 # is its socket path; empty: none, every query is a 404).
                 args.dedupd_socket = data.decode() or None
@@ -312,9 +352,9 @@ def make_handler(store, args, log):
             return self.reply(404, {"error": "no route"})
 
         def do_HEAD(self):
-            m = re.fullmatch(r"/v1/xorbs/[^/]+/(%s)" % HASH, self.path)
+            m = re.fullmatch(XORB_ROUTE, self.path)
             if m:
-                return self.reply(200 if m.group(1) in store.xorb_chunks else 404)
+                return self.reply(200 if m.group(2) in store.xorb_chunks else 404)
             m = re.fullmatch(r"/v1/files/(%s)" % HASH, self.path)
             if m:
                 terms = store.files.get(m.group(1))
@@ -327,7 +367,7 @@ def make_handler(store, args, log):
             with store.lock:
                 store.requests += 1
             path = self.path.split("?", 1)[0]
-            m = re.fullmatch(r"/v1/chunks/([^/]+)/([0-9A-Fa-f]{64})", path)
+            m = re.fullmatch(CHUNK_ROUTE, path)
             if m:
                 prefix, chunk = m.group(1), m.group(2).lower()
                 status, body = 404, b""
@@ -343,13 +383,17 @@ def make_handler(store, args, log):
                 if status == 200:
                     return self.reply(200, body, "application/octet-stream")
                 return self.reply(status, b"", "text/plain")
-            m = re.fullmatch(r"/v([12])/reconstructions/(%s)" % HASH, path)
+            m = re.fullmatch(RECONSTRUCTION_ROUTE, path)
             if m:
                 base = "%s://%s" % (getattr(self.server, "scheme", "http"),
                                     self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1]))
-                doc = store.reconstruction(m.group(2), m.group(1) == "2", base)
+                rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+                doc = store.reconstruction(m.group(2), m.group(1) == "v2/reconstructions", base,
+                                           (int(rng.group(1)), int(rng.group(2))) if rng else None)
                 if doc is None:
                     return self.reply(404, {"error": "file not found"})
+                if doc == "unsatisfiable":
+                    return self.reply(416, {"error": "range not satisfiable"})
                 return self.reply(200, doc)
             m = re.fullmatch(r"/xorb-data/(%s)" % HASH, path)
             if m:
