@@ -6,6 +6,14 @@ Paths come from the environment ctest sets (tests/xet_client/CMakeLists.txt):
 DEDUPD, DEDUPCTL, XET_PYTHON. Without a usable hf_xet the tests are skipped
 (exit 77, which ctest shows as skipped) with a notice, unless
 DEDUPD_XET_REQUIRED=1 (CI), where that is a failure.
+
+XET_PAIR names the pair of clients (huggingface_hub and hf_xet) the test
+runs with: unset or "newest", the pins of requirements.txt; "1.1" or "1.4",
+those of requirements-1.1.txt or requirements-1.4.txt (the older releases
+the endpoint serves, docs/XET-ENDPOINT.md "Which clients"). Its virtualenv
+is XET_PYTHON's when that is set, else XET_VENV_ROOT/xet-venv[-PAIR] (a
+build directory ./dev test filled). The installed versions must be the
+pair's pins: a virtualenv of another pair fails the test, never runs it.
 """
 
 import hashlib
@@ -24,19 +32,117 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEDUPD = os.environ.get("DEDUPD", "")
 DEDUPCTL = os.environ.get("DEDUPCTL", "")
-XET_PYTHON = os.environ.get("XET_PYTHON", "")
+XET_PAIR = os.environ.get("XET_PAIR", "") or "newest"
 SKIP = 77
+
+
+def pair_requirements(pair=None):
+    pair = pair or XET_PAIR
+    return os.path.join(HERE, "requirements.txt" if pair == "newest" else "requirements-%s.txt" % pair)
+
+
+def pair_pins(pair=None):
+    """{"hf_xet": version, "huggingface_hub": version} pinned for a pair."""
+    import re
+    with open(pair_requirements(pair)) as f:
+        return dict(re.findall(r"^(hf_xet|huggingface_hub)==(\S+)", f.read(), re.M))
+
+
+def _pair_python():
+    if os.environ.get("XET_PYTHON"):
+        return os.environ["XET_PYTHON"]
+    root = os.environ.get("XET_VENV_ROOT", "")
+    if not root:
+        return ""
+    return os.path.join(root, "xet-venv" if XET_PAIR == "newest" else "xet-venv-" + XET_PAIR, "bin", "python")
+
+
+XET_PYTHON = _pair_python()
+
+
+# The CAS routes as each client release spells them (docs/XET-ENDPOINT.md,
+# "Which clients"), for reading nginx's and the stand-ins' logs (a path of
+# the access log, split, keeps the request's closing quote).
+import re as _re
+CHUNK_QUERY = _re.compile(r"^/(?:v1/chunks|chunks|chunk)/[^/]+/[0-9a-fA-F]{64}$")
+XORB_UPLOAD = _re.compile(r"^/(?:v1/xorbs|xorbs|xorb)/[^/]+/[0-9a-f]{64}$")
+SHARD_UPLOAD = _re.compile(r"^/(?:v2/shards|v1/shards|shards|shard/[^/]+/[0-9a-f]{64})$")
+RECONSTRUCTION = _re.compile(r"^/(?:v2/reconstructions|v1/reconstructions|reconstructions|reconstruction)/")
+
+
+def is_chunk_query(path):
+    return bool(CHUNK_QUERY.match(path.split("?", 1)[0].strip('"')))
+
+
+def is_xorb_upload(path):
+    return bool(XORB_UPLOAD.match(path.split("?", 1)[0].strip('"')))
+
+
+def is_shard_upload(path):
+    return bool(SHARD_UPLOAD.match(path.split("?", 1)[0].strip('"')))
+
+
+def is_reconstruction(path):
+    return bool(RECONSTRUCTION.match(path.split("?", 1)[0].strip('"')))
+
+
+def expected_shard_routes(hf_xet):
+    """The shard-upload paths a release asks through the endpoint, in order
+    (nginx answers /v2/shards itself with a 404)."""
+    v = tuple(int(x) for x in hf_xet.split(".")[:3])
+    if v < (1, 1, 10):
+        return ["/shard/{prefix}/{hash}"]
+    if v < (1, 5, 2):
+        return ["/shards"]
+    if v < (1, 6, 0):
+        return ["/v1/shards"]
+    return ["/v2/shards", "/v1/shards"]
+
+
+def shard_route(path):
+    """A shard-upload path as expected_shard_routes writes it."""
+    path = path.split("?", 1)[0].strip('"')
+    return _re.sub(r"^/shard/[^/]+/[0-9a-f]{64}$", "/shard/{prefix}/{hash}", path)
+
+
+def cache_dir_prefix(url):
+    """The readable half of the cache directory name hf_xet gives a CAS URL:
+    its first 16 characters, each not an ASCII letter or digit as '_', then
+    '-' (the rest is a hash only dedupd computes: xetcache/cas_url.hpp)."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in url[:16]) + "-"
+
+
+def newest_pair():
+    """Whether this run has the newest clients; the tests that are about
+    the endpoint or dedupd rather than the client run with those only."""
+    return XET_PAIR == "newest"
+
+
+def newest_pair_only(why):
+    """Skips a test under an older pair: it checks what no client release
+    changes (said in `why`), and CI time is better spent elsewhere."""
+    return unittest.skipUnless(newest_pair(), "runs with the newest clients only: " + why)
 
 
 def require_client():
     """Exits 77 (skipped) or 1 (CI) when the real client cannot run here."""
     why = None
+    if not os.path.exists(pair_requirements()):
+        print("XET_PAIR=%s: no %s" % (XET_PAIR, pair_requirements()), file=sys.stderr)
+        sys.exit(1)
     if not XET_PYTHON or not os.path.exists(XET_PYTHON):
         why = "no virtualenv with hf_xet at %r (./dev test makes it)" % XET_PYTHON
     else:
-        r = subprocess.run([XET_PYTHON, "-c", "import hf_xet, huggingface_hub"], capture_output=True, text=True)
+        r = subprocess.run([XET_PYTHON, "-c", "import json, hf_xet, huggingface_hub; from importlib.metadata "
+                            "import version; print(json.dumps({p: version(p) for p in ('hf_xet', "
+                            "'huggingface_hub')}))"], capture_output=True, text=True)
         if r.returncode != 0:
             why = "hf_xet or huggingface_hub does not import: " + r.stderr.strip()[-400:]
+        elif json.loads(r.stdout) != pair_pins():
+            # The wrong pair would pass for the right one: always a failure.
+            print("XET_PAIR=%s wants %s; %s has %s" % (XET_PAIR, pair_pins(), XET_PYTHON, r.stdout.strip()),
+                  file=sys.stderr)
+            sys.exit(1)
     if why is None:
         return
     banner = "*" * 72

@@ -12,6 +12,10 @@ loads the shard cache under HF_XET_CACHE.
       streams the rest: a session held open across what the test does
   xet_client.py held-upload-files ENDPOINT FIRST REST... -> the same with
       whole files: FIRST before the wait, the REST after it
+
+hf_xet before 1.5.2 has no XetSession: upload and download then go through
+its older functions (upload_files, download_files), as huggingface_hub 0.x
+and 1.x call them; held uploads need a session and exit 3 there (LEGACY).
 """
 
 import json
@@ -25,6 +29,18 @@ import hf_xet
 # cas_standin checks no token; hub_standin's CAS wants the one its Hub
 # handed out, which a test passes in XET_CLIENT_TOKEN.
 TOKEN = os.environ.get("XET_CLIENT_TOKEN", "dedupd-test-token")
+# hf_xet 1.1.x-1.5.1: the module-level functions only.
+LEGACY = not hasattr(hf_xet, "XetSession")
+NEEDS_SESSION = 3  # the exit status of a verb LEGACY cannot do
+
+
+def sha256_of(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def token_args():
@@ -33,6 +49,14 @@ def token_args():
 
 def upload(endpoint, paths):
     t_start = time.time()
+    if LEGACY:
+        # As huggingface_hub 0.36's _upload_xet_files: (paths, endpoint,
+        # token info, token refresher, progress, repo type).
+        infos = hf_xet.upload_files(list(paths), endpoint, (TOKEN, int(time.time()) + 3600), None, None, "model")
+        files = [{"path": p, "hash": i.hash, "size": i.file_size, "sha256": sha256_of(p)}
+                 for p, i in zip(paths, infos)]
+        return {"files": files, "t_start": t_start, "t_end": time.time(),
+                "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     session = hf_xet.XetSession()
     commit = session.new_upload_commit(endpoint=endpoint, **token_args())
     handles = [(p, commit.start_upload_file(p, sha256=hf_xet.COMPUTE_SHA256)) for p in paths]
@@ -78,6 +102,12 @@ def held_upload_files(endpoint, first, rest):
 
 
 def download(endpoint, triples):
+    if LEGACY:
+        infos = [hf_xet.PyXetDownloadInfo(destination_path=dest, hash=file_hash, file_size=int(size))
+                 for file_hash, size, dest in triples]
+        hf_xet.download_files(infos, endpoint=endpoint, token_info=(TOKEN, int(time.time()) + 3600),
+                              token_refresher=None, progress_updater=None)
+        return {"downloaded": [dest for _, _, dest in triples]}
     session = hf_xet.XetSession()
     group = session.new_file_download_group(endpoint=endpoint, **token_args())
     for file_hash, size, dest in triples:
@@ -86,8 +116,16 @@ def download(endpoint, triples):
     return {"downloaded": [dest for _, _, dest in triples]}
 
 
+def version_of_hf_xet():
+    from importlib.metadata import version
+    return version("hf_xet")
+
+
 def main(argv):
     verb = argv[1]
+    if LEGACY and verb.startswith("held-"):
+        print("hf_xet %s has no XetSession: no held uploads" % version_of_hf_xet(), file=sys.stderr)
+        return NEEDS_SESSION
     if verb == "upload":
         out = upload(argv[2], argv[3:])
     elif verb == "download":
@@ -100,8 +138,7 @@ def main(argv):
     elif verb == "hash":
         out = [{"path": p, "hash": i.hash, "size": i.file_size} for p, i in zip(argv[2:], hf_xet.hash_files(argv[2:]))]
     elif verb == "version":
-        from importlib.metadata import version
-        out = {"hf_xet": version("hf_xet")}
+        out = {"hf_xet": version_of_hf_xet()}
     else:
         raise SystemExit("unknown verb " + verb)
     json.dump(out, sys.stdout)
