@@ -6,11 +6,11 @@ nginx to Hub and CAS stand-ins over HTTPS; dedupd watches nothing but an
 empty drop directory, as with `./dev run`: all it knows it learned through
 the endpoint."""
 
+import http.client
 import json
 import os
 import socket
 import subprocess
-
 import harness
 
 TOKEN = "hf_learningHubToken0123456789abcdef"
@@ -42,25 +42,43 @@ class Learning(harness.EndpointTest):
     def learning(self):
         return self.dedupd.json("/v1/status")["xet_endpoint"]["learning"]
 
+    def cas_log(self, hub):
+        with open(os.path.join(hub.root, "requests.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
     def shards_of(self, cas):
         return [s for s in self.dedupd.shards() if cas in (s.get("cas") or "").split()]
 
     def wait_learned(self, n):
         harness.wait_for("%d shard(s) learned" % n, lambda: self.learning()["learned"] >= n, timeout=20)
 
+    def shard_routes(self, ep):
+        """The shard uploads nginx logged: (route as expected_shard_routes
+        writes it, status, whether it went upstream)."""
+        return [(harness.shard_route(l[3]), l[4], "upstream=-" not in l)
+                for l in ep.access_log() if harness.is_shard_upload(l[3])]
+
     def test_an_upload_through_the_endpoint_answers_the_next_host_from_an_empty_cache(self):
         self.start()
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
         ep = self.endpoint(hub)
         a = self.user("host-a", ep)
-        a.run("create-repo", REPO)
         data = harness.random_bytes(6 * MIB, 61)
         src = harness.write(self.path("src", "model.bin"), data)
-        a.run("upload-file", REPO, "model.bin", src)
+        # As a user: `hf upload` (which creates the repository).
+        a.hf("upload", REPO, src, "model.bin")
         self.wait_learned(1)
         learned = self.shards_of(hub.cas_url)
         self.assertEqual(len(learned), 1, self.dedupd.shards())
         self.assertEqual(learned[0]["paths"], [])  # from the endpoint, not a file
+        # On this release's shard route: /v2/shards (1.6.0 on) answered by
+        # nginx with a 404, never upstream, and the fallback the CAS took.
+        routes = harness.expected_shard_routes(harness.hf_xet_version())
+        logged = self.shard_routes(ep)
+        self.assertEqual([r for r, _, _ in logged], routes, ep.access_log())
+        for route, status, upstream in logged:
+            self.assertEqual((status, upstream), ("404", False) if route == "/v2/shards" else ("200", True), route)
+        self.assertNotIn("/v2/shards", [e["path"] for e in self.cas_log(hub)])
         # `dedupctl scan` now finds all of it: known to dedupd, not only to A.
         self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"], 0)
 
@@ -91,6 +109,7 @@ class Learning(harness.EndpointTest):
         self.assertGreaterEqual(doc["accepted"], 3)
         self.assertIn("shards learned", self.dedupd.ctl("status").stdout)
 
+    @harness.newest_pair_only("dedupd's scopes, whichever client asks")
     def test_a_file_known_only_on_another_cas_goes_up_whole_and_its_shard_is_accepted(self):
         self.start()
         hub1 = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN, name="hub1")
@@ -121,23 +140,43 @@ class Learning(harness.EndpointTest):
         self.assertEqual(hub1.state()["xorb_chunk_bytes"], 0)
         self.assertEqual(hub1.state()["rejected"], [])
 
-    def test_a_xorb_the_cas_lost_costs_one_failed_upload_then_heals(self):
-        self.start()
+    def lost_xorb(self, steward):
+        """Host A uploads a file through the endpoint and dedupd learns it;
+        the CAS then loses its xorb. Host G, whose cache is empty, uploads
+        the same file: dedupd answers its query from the learned shard, G
+        skips the xorb, and the CAS refuses G's shard (the one failed
+        upload allowed). G tries again at once, a new process with the same
+        cache, nobody else uploading in between: that must succeed. Its
+        saved copy of the answer expired as it was made (reply_expiry 0),
+        so the new process deletes it and asks again, and dedupd, which set
+        the stale shard aside at the refusal, sends the query upstream.
+        With `steward`, dedupd also manages G's cache (manage: xet-cache)."""
+        cache_g = self.path("host-g", "xet")
+        watch = [self.path("incoming")] + ([{"path": cache_g, "manage": "xet-cache"}] if steward else [])
+        os.makedirs(cache_g, exist_ok=True)
+        self.dedupd = harness.RealClientTest.dedupd(
+            self, watch, harness.endpoint_yaml(self.settings) +
+            ("xet_cache:\n  interval: 1s\n  replaced_grace: 0s\n" if steward else ""))
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
         ep = self.endpoint(hub)
-        data = harness.random_bytes(3 * MIB, 81)
+        data = harness.random_bytes(8 * MIB, 81)
         src = harness.write(self.path("src", "lost.bin"), data)
         a = self.user("host-a", ep)
         a.run("create-repo", REPO)
         a.run("upload-file", REPO, "lost.bin", src)
         self.wait_learned(1)
         learned = self.shards_of(hub.cas_url)[0]["hash"]
-        hub.forget_xorbs(list(hub.state()["xorbs"]))
-        shards_before = len(self.dedupd.shards())
-        # Host B is answered from the learned shard, skips the xorbs, and the
-        # CAS refuses its shard: that upload fails.
-        b = self.user("host-b", ep)
-        failed = b.run("upload-file", REPO, "lost.bin", src, check=False)
+        xorbs = list(hub.state()["xorbs"])
+        self.assertEqual(len(xorbs), 1)
+        hub.forget_xorbs(xorbs)
+
+        # G's session: the same file and one of its own, so that the shard
+        # its retry has accepted differs from A's (the one set aside).
+        folder = self.path("host-g", "upload")
+        harness.write(os.path.join(folder, "lost.bin"), data)
+        harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 82))
+        g = self.user("host-g", ep)
+        failed = g.run("upload-folder", REPO, folder, check=False)
         self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
         harness.wait_for("the refusal", lambda: self.learning()["refused"] >= 1, timeout=20)
         self.assertEqual(self.learning()["set_aside"], 1)
@@ -145,22 +184,62 @@ class Learning(harness.EndpointTest):
         self.assertIsNotNone(info["set_aside"])
         self.assertIn("refused shard", info["set_aside"]["reason"])
         self.assertIn("set aside", self.dedupd.ctl("shards").stdout)
-        # The refused shard was not learned.
-        self.assertEqual(len(self.dedupd.shards()), shards_before)
-        # The next attempt, from a new host and from B again, uploads the
-        # bytes and succeeds.
+        self.assertEqual(self.learning()["learned"], 1, "the refused shard was learned")
+        # What G kept of the failed session: the answer, keyed, expired.
+        saved = harness.Client(cache_g).shard_files()
+        docs = {f: self.dedupd.ctl("inspect", "--json", f) for f in saved}
+        docs = {f: json.loads(r.stdout) for f, r in docs.items() if r.returncode == 0}  # (the steward may delete)
+        replies = [f for f, d in docs.items() if d["keyed"]]
+        if not steward:
+            self.assertEqual(len(replies), 1, saved)
+        for f in replies:
+            self.assertTrue(docs[f]["footer"]["expired"], "the endpoint's answer did not expire at once: %s" % docs[f])
+        if steward:
+            # The CAS-scope rule for the cache directory's name holds for
+            # this release: dedupd knows which CAS G's cache is of.
+            dirs = [os.path.basename(d) for d in harness.Client(cache_g).endpoint_dirs()]
+            self.assertEqual(len(dirs), 1, dirs)
+            self.assertTrue(dirs[0].startswith(harness.cache_dir_prefix(ep.cas_url)), dirs)
+
+        # G again, at once. (The expired answer may stay on disk: the
+        # client deletes one only a week past its expiry, and skips it.)
         hub.reset()
-        self.user("host-c", ep).run("upload-file", REPO, "lost.bin", src)
-        self.assertEqual(hub.state()["xorb_chunk_bytes"], len(data))
-        self.assertEqual(hub.state()["rejected"], [])
-        again = b.run("upload-file", REPO, "lost-again.bin", src, check=False)
-        self.assertTrue(isinstance(again, dict), "B's retry failed too: %s" % getattr(again, "stderr", "")[-2000:])
+        again = g.run("upload-folder", REPO, folder, check=False)
+        self.assertTrue(isinstance(again, dict), "G's retry failed: %s" % getattr(again, "stderr", "")[-2000:])
+        state = hub.state()
+        self.assertGreaterEqual(state["xorb_chunk_bytes"], len(data), "G's retry did not upload the lost bytes")
+        self.assertEqual(state["rejected"], [])
+        self.assertTrue(state["chunk_queries"], "the retry reused the stale answer instead of asking")
         self.assertEqual(self.learning()["refused"], 1, "more than one failed upload")
+
+        # Learned again: G's accepted shard holds the bytes the CAS has now,
+        # and answers the next host, which sends nothing.
+        harness.wait_for("G's shard learned", lambda: self.learning()["learned"] >= 2, timeout=20)
+        hub.reset()
+        self.user("host-h", ep).run("upload-file", REPO, "lost-h.bin", src)
+        state = hub.state()
+        self.assertEqual(state["xorb_chunk_bytes"], 0)
+        self.assertEqual(state["chunk_queries"], [], "a query dedupd could answer went upstream")
+        self.assertEqual(state["rejected"], [])
+        self.assertEqual(self.learning()["refused"], 1)
+        if steward:
+            # (the answer G saved, recorded expired, and G's session shard)
+            files = [s for s in self.dedupd.shards() if any(p.startswith(cache_g) for p in s.get("paths", []))]
+            self.assertTrue(files, "dedupd indexed nothing of G's cache")
+            self.assertEqual({s.get("cas") for s in files}, {hub.cas_url}, files)
+        return learned
+
+    def test_a_lost_xorb_costs_one_failed_upload_and_the_retry_at_once_succeeds(self):
+        learned = self.lost_xorb(steward=False)
         # An admin may bring the set-aside shard back.
         out = self.dedupd.ctl("restore", learned).stdout
         self.assertIn("answers global-dedup queries again", out)
         self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
 
+    def test_a_lost_xorb_with_the_cache_under_the_steward_costs_one_failed_upload_too(self):
+        self.lost_xorb(steward=True)
+
+    @harness.newest_pair_only("nginx's mirror failing, whichever client uploads")
     def test_dedupd_stopped_during_an_upload_costs_only_that_learning(self):
         self.start()
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
@@ -181,6 +260,151 @@ class Learning(harness.EndpointTest):
         self.assertGreater(json.loads(self.dedupd.ctl("scan", "--json", second).stdout)["total"]["new_bytes"], 0)
         self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", first).stdout)["total"]["new_bytes"], 0)
 
+    def cas_request(self, ep, method, path, body=None):
+        """(status, body) of a request on the endpoint's CAS port, with the
+        CAS token, as a client of any release sends it."""
+        conn = http.client.HTTPConnection("127.0.0.1", ep.cas_port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers={"Authorization": "Bearer " + ACCESS_TOKEN})
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def report(self, request_id, body, cas, status):
+        """What nginx sends dedupd for one shard upload: the mirrored body
+        on the learning route, then the CAS's status on the learning socket."""
+        conn = self.dedupd.connect()
+        try:
+            conn.request("POST", "/v1/xet-endpoint/shards/" + request_id, body=body, headers={"X-Dedupd-Cas": cas})
+            r = conn.getresponse()
+            r.read()
+            self.assertEqual(r.status // 100, 2, "the learning route refused the body (%d)" % r.status)
+        finally:
+            conn.close()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.sendto(("<190>Nov 27 10:00:00 dedupd_learn: %s %d" % (request_id, status)).encode(),
+                     os.path.join(os.path.dirname(self.dedupd.socket), "dedupd-learn.sock"))
+        finally:
+            s.close()
+
+    @harness.newest_pair_only("plain requests in each release's form: hf_xet 1.1.0-1.1.9 has no pair")
+    def test_every_releases_routes_reach_dedupd_and_v2_shards_is_answered_by_nginx(self):
+        self.start()
+        hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
+        ep = self.endpoint(hub)
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        src = harness.write(self.path("src", "routes.bin"), harness.random_bytes(2 * MIB, 101))
+        a.run("upload-file", REPO, "routes.bin", src)
+        self.wait_learned(1)
+        body_path = os.path.join(hub.root, "shards", "0001.mdb")  # A's upload, as the CAS took it
+        with open(body_path, "rb") as f:
+            body = f.read()
+        doc = json.loads(self.dedupd.ctl("inspect", "--json", body_path).stdout)
+        chunk = doc["xorbs"][0]["chunk_hashes"][0]
+        # Global dedup, on every release's route: dedupd answers (its 200).
+        before = self.dedupd.json("/v1/status")["xet_endpoint"]["local"]
+        hub.reset()
+        for route in ("/chunk/default/", "/chunks/default/", "/v1/chunks/default/"):
+            status, answer = self.cas_request(ep, "GET", route + chunk)
+            self.assertEqual(status, 200, route)
+            self.assertTrue(answer.startswith(b"HFRepoMetaData"), route)
+        self.assertEqual(hub.state()["chunk_queries"], [])
+        self.assertEqual(self.dedupd.json("/v1/status")["xet_endpoint"]["local"], before + 3)
+        # A chunk dedupd does not know goes upstream as the client asked it.
+        unknown = "0123456789abcdef" * 4
+        for route in ("/chunk/default/", "/chunks/default/"):
+            self.assertEqual(self.cas_request(ep, "GET", route + unknown)[0], 404)
+        self.assertEqual([e["path"] for e in self.cas_log(hub) if unknown in e["path"]],
+                         ["/chunk/default/" + unknown, "/chunks/default/" + unknown])
+        # The shard routes before /v1/shards are mirrored too: dedupd hears
+        # of both uploads (a shard it knows: already known).
+        known = self.learning()["already_known"]
+        for route in ("/shard/default/" + doc["shard_hash"], "/shards"):
+            status, answer = self.cas_request(ep, "POST", route, body)
+            self.assertEqual((status, json.loads(answer)), (200, {"result": 1}), route)
+        harness.wait_for("both uploads heard", lambda: self.learning()["already_known"] >= known + 2, timeout=20)
+        # /v2/shards: nginx's own 404, which the client takes for "use v1";
+        # the CAS never sees it.
+        status, answer = self.cas_request(ep, "POST", "/v2/shards", body)
+        self.assertEqual(status, 404, answer)
+        self.assertNotIn("/v2/shards", [e["path"] for e in self.cas_log(hub)])
+        # Why: the CAS answers a v2 refusal with a 200 (its frames say it),
+        # which nginx's status could not tell from an acceptance.
+        hub.forget_xorbs([x["hash"] for x in doc["xorbs"]])
+        import ssl
+        conn = http.client.HTTPSConnection("127.0.0.1", hub.cas_port, timeout=30,
+                                           context=ssl.create_default_context(cafile=self.tls["ca"]))
+        conn.request("POST", "/v2/shards", body=body, headers={"Authorization": "Bearer " + ACCESS_TOKEN})
+        r = conn.getresponse()
+        frames = [json.loads(line) for line in r.read().splitlines() if line.strip()]
+        conn.close()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(frames[-1]["type"], "error", frames)
+
+    @harness.newest_pair_only("no client runs for the reports")
+    def test_refusals_that_relied_on_no_answer_name_another_cas_or_come_in_a_burst_set_nothing_wrong_aside(self):
+        self.start()
+        hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
+        ep = self.endpoint(hub)
+        src = harness.write(self.path("src", "refusals.bin"), harness.random_bytes(3 * MIB, 111))
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        a.run("upload-file", REPO, "a.bin", src)
+        self.wait_learned(1)
+        learned = self.shards_of(hub.cas_url)[0]["hash"]
+        # B, empty cache: answered from A's shard, its own names A's xorb
+        # without carrying it (accepted: the CAS has the xorb).
+        self.user("host-b", ep).run("upload-file", REPO, "b.bin", src)
+        self.wait_learned(2)
+        bodies = []
+        for n in ("0001", "0002"):
+            with open(os.path.join(hub.root, "shards", n + ".mdb"), "rb") as f:
+                bodies.append(f.read())
+        carries, relies = bodies  # A's carries its xorb; B's relied on dedupd's answer
+        rid = iter("%032x" % (0xfeed0000 + i) for i in range(1000))
+        base = self.learning()
+
+        # A refused shard that relied on no answer (it carries what it names):
+        # there is nothing to set aside.
+        self.report(next(rid), carries, hub.cas_url, 400)
+        # A refusal by another CAS of a shard that relied on this CAS's
+        # answer: this CAS's shard stays.
+        self.report(next(rid), relies, "https://other-cas.example", 400)
+        # A burst of both, and statuses for requests never mirrored.
+        for i in range(25):
+            self.report(next(rid), carries, hub.cas_url, 400)
+            self.report(next(rid), relies, "https://other-cas.example:8443", 422)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for i in range(10):
+            s.sendto(("<190>Nov 27 10:00:00 dedupd_learn: %s 400" % ("%032x" % (0xdead0000 + i))).encode(),
+                     os.path.join(os.path.dirname(self.dedupd.socket), "dedupd-learn.sock"))
+        s.close()
+        harness.wait_for("the 52 refusals and 10 strays counted", lambda: (
+            self.learning()["refused"] >= base["refused"] + 52 and
+            self.learning()["unmatched"] >= base["unmatched"] + 10), timeout=30)
+        doc = self.learning()
+        self.assertEqual(doc["refused"], base["refused"] + 52)
+        self.assertEqual(doc["set_aside"], 0, "a refusal set something aside")
+        self.assertEqual(doc["learned"], base["learned"])
+        self.assertTrue(self.dedupd.healthy())
+        self.assertNotIn("set aside", self.dedupd.ctl("shards").stdout)
+        self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
+        # The uploads still go as before: a new host is answered, sends nothing.
+        hub.reset()
+        self.user("host-c", ep).run("upload-file", REPO, "c.bin", src)
+        self.assertEqual(hub.state()["xorb_chunk_bytes"], 0)
+
+        # And the one refusal that is right sets aside exactly the stale shard.
+        self.report(next(rid), relies, hub.cas_url, 400)
+        harness.wait_for("the stale shard set aside", lambda: self.learning()["set_aside"] == 1, timeout=20)
+        aside = [s["hash"] for s in self.dedupd.shards() if s.get("set_aside")]
+        self.assertEqual(aside, [learned], self.dedupd.shards())
+        self.assertIn("set aside", self.dedupd.ctl("shards").stdout)
+
+    @harness.newest_pair_only("no client runs")
     def test_bad_input_on_the_learning_path_teaches_nothing_and_dedupd_stays_up(self):
         self.start("limits:\n  max_body_bytes: 1M\n")
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
