@@ -193,7 +193,8 @@ class Learning(harness.EndpointTest):
         if not steward:
             self.assertEqual(len(replies), 1, saved)
         for f in replies:
-            self.assertTrue(docs[f]["footer"]["expired"], "the endpoint's answer did not expire at once: %s" % docs[f])
+            self.assertTrue(docs[f]["footer"]["expired"],
+                            "the endpoint's answer expires only %s" % docs[f]["footer"]["expires"])
         if steward:
             # The CAS-scope rule for the cache directory's name holds for
             # this release: dedupd knows which CAS G's cache is of.
