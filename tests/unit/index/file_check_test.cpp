@@ -122,7 +122,9 @@ TEST(Scrub, ACleanIndexPassesInSlicesOfAnySize) {
     ASSERT_TRUE(pos.done);
     if (whole == 0) whole = pos.items;
     EXPECT_EQ(pos.items, whole) << "slice " << slice << ": every item once";
-    if (slice == 1) EXPECT_EQ(calls, whole + 1);
+    if (slice == 1) {
+      EXPECT_EQ(calls, whole + 1);
+    }
   }
   EXPECT_GT(whole, 3u * 1024) << "the chunk entries at least";
 }
