@@ -119,7 +119,21 @@ void Metrics::render(std::string& out) const {
   // version runs where, joined onto other series with `* on(instance)`).
   w.family("dedupd_build_info", "gauge", "The dedupd that answers: 1, with its version as a label.");
   w.sample("dedupd_build_info", "version=\"" DEDUPD_VERSION "\"", std::uint64_t(1));
-  render_process_metrics(w, process_start_);
+  const ProcessNumbers p = read_process_numbers();
+  auto process = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    if (!value) return;
+    w.family(name, type, help);
+    w.sample(name, "", *value);
+  };
+  process("process_cpu_seconds_total", "counter", "User and system CPU time the process spent, in seconds.",
+          p.cpu_seconds);
+  process("process_virtual_memory_bytes", "gauge", "Virtual memory size (the LMDB map counts in full).",
+          p.virtual_bytes);
+  process("process_resident_memory_bytes", "gauge", "Resident memory (mapped index pages read lately count).",
+          p.resident_bytes);
+  process("process_open_fds", "gauge", "Open file descriptors (one per client connection among them).", p.open_fds);
+  process("process_max_fds", "gauge", "The soft limit on open file descriptors.", p.max_fds);
+  process("process_start_time_seconds", "gauge", "Unix time the process started.", process_start_);
 }
 
 }  // namespace dedupd::daemon::http

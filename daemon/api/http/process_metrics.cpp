@@ -5,11 +5,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "daemon/api/http/metrics.hpp"
 
 namespace dedupd::daemon::http {
 
@@ -66,38 +65,26 @@ std::optional<double> process_start_time() {
   }
 }
 
-void render_process_metrics(PromWriter& w, std::optional<double> start_time) {
+ProcessNumbers read_process_numbers() {
+  ProcessNumbers n;
   rusage u{};
-  if (::getrusage(RUSAGE_SELF, &u) == 0) {
-    double cpu = double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-    w.family("process_cpu_seconds_total", "counter", "User and system CPU time the process spent, in seconds.");
-    w.sample("process_cpu_seconds_total", "", cpu);
-  }
+  if (::getrusage(RUSAGE_SELF, &u) == 0)
+    n.cpu_seconds =
+        double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     unsigned long long size = 0, resident = 0;
     const bool read = std::fscanf(f, "%llu %llu", &size, &resident) == 2;
     std::fclose(f);
     const auto page = std::uint64_t(::sysconf(_SC_PAGESIZE));
     if (read) {
-      w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size (the LMDB map counts in full).");
-      w.sample("process_virtual_memory_bytes", "", std::uint64_t(size) * page);
-      w.family("process_resident_memory_bytes", "gauge", "Resident memory (mapped index pages read lately count).");
-      w.sample("process_resident_memory_bytes", "", std::uint64_t(resident) * page);
+      n.virtual_bytes = std::uint64_t(size) * page;
+      n.resident_bytes = std::uint64_t(resident) * page;
     }
   }
-  if (auto n = open_fds()) {
-    w.family("process_open_fds", "gauge", "Open file descriptors (one per client connection among them).");
-    w.sample("process_open_fds", "", *n);
-  }
+  n.open_fds = open_fds();
   rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
-    w.family("process_max_fds", "gauge", "The soft limit on open file descriptors.");
-    w.sample("process_max_fds", "", std::uint64_t(r.rlim_cur));
-  }
-  if (start_time) {
-    w.family("process_start_time_seconds", "gauge", "Unix time the process started.");
-    w.sample("process_start_time_seconds", "", *start_time);
-  }
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) n.max_fds = std::uint64_t(r.rlim_cur);
+  return n;
 }
 
 }  // namespace dedupd::daemon::http
