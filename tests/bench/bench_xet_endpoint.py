@@ -338,12 +338,13 @@ def file_seen(dedupd, file_hash, timeout=10):
 
 
 def last_shard_accept(store):
-    """When the CAS stand-in last answered a shard upload with a 200."""
+    """When the CAS stand-in last answered a shard upload with a 200 (on
+    /v1/shards through the endpoint, which answers /v2/shards itself)."""
     t = None
     with open(os.path.join(store, "requests.jsonl")) as f:
         for line in f:
             entry = json.loads(line)
-            if entry.get("path") == "/v2/shards" and entry.get("status") == 200:
+            if entry.get("path") in ("/v2/shards", "/v1/shards") and entry.get("status") == 200:
                 t = entry["t"]
     return t
 
