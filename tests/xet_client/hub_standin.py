@@ -10,7 +10,9 @@ CAS are two hosts:
             global dedup (asked of a dedupd, or 404), reconstructions
   the Hub   the routes huggingface_hub 2.4.0 calls for HfApi.upload_file,
             upload_folder, `hf upload` and hf_hub_download with hf_xet
-            installed (docs/XET-ENDPOINT.md, "What the client asks"):
+            installed (docs/XET-ENDPOINT.md, "What the client asks"), which
+            cover 1.18.0's and 0.36.2's too (0.36.2 asks the LFS batch
+            first, and takes its "xet" for the Xet upload):
     POST /api/repos/create                                  (`hf upload`)
     POST /api/validate-yaml                   (upload_folder, with README.md)
     POST /api/{type}s/{repo}/preupload/{rev}                upload modes
@@ -196,9 +198,10 @@ def make_hub_handler(hub, store, args, log):
                                         "pullRequestUrl": None})
             m = re.fullmatch("/" + REPO + r"\.git/info/lfs/objects/batch", path)
             if m:
-                # The legacy path (huggingface_hub without hf_xet): the Hub
-                # answers "xet", which that client cannot use; counted so a
-                # test sees the client never took it.
+                # huggingface_hub 0.x asks here first, offering "xet" among
+                # its transfers when hf_xet is installed, and uploads through
+                # hf_xet on this answer (without hf_xet it cannot use it).
+                # 1.x and 2.x never ask: counted, so a test sees which did.
                 hub.count("lfs-batch")
                 return self.reply(200, {"transfer": "xet", "objects": []}, "application/vnd.git-lfs+json")
             return self.reply(404, {"error": "no route"})
