@@ -683,6 +683,10 @@ void Daemon::apply_config(const Config& next, bool initial) {
         a.max_query_body_bytes != b.max_query_body_bytes || a.max_body_memory != b.max_body_memory ||
         a.max_connections != b.max_connections || a.header_timeout != b.header_timeout)
       spdlog::warn("state_dir, socket and limits change only with a restart");
+    // The TCP listener is bound once, at start (daemon/wiring/api_frontend).
+    if (next.metrics != config_.metrics)
+      spdlog::warn("metrics.listen changes only with a restart; it stays {}",
+                   config_.metrics.enabled() ? config_.metrics.listen : std::string("off"));
   }
   set_log_level(next.log_level);
   bool watch_changed = initial || next.watch != config_.watch;
@@ -692,6 +696,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
     if (!initial) {  // keep what needs a restart as it is running
       applied.state_dir = config_.state_dir;
       applied.socket = config_.socket;
+      applied.metrics = config_.metrics;
       // All limits but request_timeout (read per admin call) are the server's.
       std::chrono::seconds request_timeout = applied.limits.request_timeout;
       applied.limits = config_.limits;

@@ -204,18 +204,20 @@ struct LearnStats {
   std::uint64_t learned = 0;                            // accepted shards new to the index
   std::uint64_t already_known = 0;                      // accepted shards it had
   std::uint64_t set_aside = 0;                          // shards set aside after refusals
+  std::uint64_t restored = 0;                           // set-aside shards the CAS accepted again
   std::uint64_t refused_senders = 0, unmatched = 0, not_learned = 0;
 };
 
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;
-  // The same for the local Xet endpoint's clients (xet_endpoint.reply_expiry).
-  std::uint64_t endpoint_reply_lifetime_s = 0;
   std::uint64_t reply_max_xorbs = 8192;         // xorbs of the source shard one reply may carry
   std::uint64_t reply_max_bytes = 64ull << 20;  // one reply: a whole 64 MiB upload shard fits
   // A query naming its CAS is answered by shards of unknown CAS too.
   bool unknown_cas_answers = false;
+  // reply_lifetime_s for the local Xet endpoint's clients
+  // (xet_endpoint.reply_expiry); last, so the fields before keep their places.
+  std::uint64_t endpoint_reply_lifetime_s = 0;
 };
 
 }  // namespace dedupd::daemon

@@ -115,6 +115,22 @@ void Learner::settle(const std::string& id, Settled s) {
     }
     if (r->outcome == index::IngestOutcome::added) ++learned_;
     else ++already_known_;
+    // A shard set aside after a refusal whose very bytes the CAS has now
+    // accepted: the CAS takes a shard only when it holds every xorb the
+    // shard names, so its answers are good again (never a loop of refusals
+    // and never a shard kept out for good).
+    if (r->outcome != index::IngestOutcome::added) {
+      auto info = index_.shard(r->shard);
+      if (info && *info && (*info)->set_aside) {
+        if (auto back = index_.restore(r->shard); back) {
+          ++restored_;
+          spdlog::info("{} accepted shard {} again, which was set aside ({}): it answers again", cas, r->shard,
+                       (*info)->set_aside_reason);
+        } else {
+          spdlog::error("learning: cannot bring back shard {}: {}", r->shard, back.error());
+        }
+      }
+    }
     if (copies_) {
       auto kept = copies_->keep(s.pending->bytes, r->shard.to_string(), cas);
       if (!kept)
@@ -153,6 +169,7 @@ LearnStats Learner::stats() const {
   s.learned = learned_;
   s.already_known = already_known_;
   s.set_aside = set_aside_;
+  s.restored = restored_;
   s.refused_senders = refused_senders_;
   s.unmatched = p.unmatched;
   s.not_learned = not_learned_ + p.dropped_full;

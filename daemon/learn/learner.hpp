@@ -58,6 +58,7 @@ class Learner {
   std::atomic<bool> listening_{false};   // what HTTP threads may read of it
   std::atomic<std::int64_t> endpoint_gid_{-1};
   std::atomic<bool> unknown_cas_answers_{false};
+  std::atomic<std::uint64_t> restored_{0};  // set aside, then accepted again
   std::atomic<std::uint64_t> learned_{0}, already_known_{0}, set_aside_{0}, refused_senders_{0}, unreadable_{0},
       not_learned_{0};
 };

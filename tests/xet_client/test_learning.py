@@ -140,7 +140,7 @@ class Learning(harness.EndpointTest):
         self.assertEqual(hub1.state()["xorb_chunk_bytes"], 0)
         self.assertEqual(hub1.state()["rejected"], [])
 
-    def lost_xorb(self, steward):
+    def lost_xorb(self, steward, own_file=True):
         """Host A uploads a file through the endpoint and dedupd learns it;
         the CAS then loses its xorb. Host G, whose cache is empty, uploads
         the same file: dedupd answers its query from the learned shard, G
@@ -150,7 +150,9 @@ class Learning(harness.EndpointTest):
         saved copy of the answer expired as it was made (reply_expiry 0),
         so the new process deletes it and asks again, and dedupd, which set
         the stale shard aside at the refusal, sends the query upstream.
-        With `steward`, dedupd also manages G's cache (manage: xet-cache)."""
+        With `steward`, dedupd also manages G's cache (manage: xet-cache).
+        Without `own_file` G uploads the lost file alone: its accepted retry
+        is A's very shard, which the CAS's acceptance brings back."""
         cache_g = self.path("host-g", "xet")
         watch = [self.path("incoming")] + ([{"path": cache_g, "manage": "xet-cache"}] if steward else [])
         os.makedirs(cache_g, exist_ok=True)
@@ -174,7 +176,8 @@ class Learning(harness.EndpointTest):
         # its retry has accepted differs from A's (the one set aside).
         folder = self.path("host-g", "upload")
         harness.write(os.path.join(folder, "lost.bin"), data)
-        harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 82))
+        if own_file:
+            harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 82))
         g = self.user("host-g", ep)
         failed = g.run("upload-folder", REPO, folder, check=False)
         self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
@@ -215,7 +218,11 @@ class Learning(harness.EndpointTest):
 
         # Learned again: G's accepted shard holds the bytes the CAS has now,
         # and answers the next host, which sends nothing.
-        harness.wait_for("G's shard learned", lambda: self.learning()["learned"] >= 2, timeout=20)
+        if own_file:
+            harness.wait_for("G's shard learned", lambda: self.learning()["learned"] >= 2, timeout=20)
+        else:
+            harness.wait_for("A's shard answering again", lambda: self.learning()["restored"] >= 1, timeout=20)
+            self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
         hub.reset()
         self.user("host-h", ep).run("upload-file", REPO, "lost-h.bin", src)
         state = hub.state()
@@ -239,6 +246,10 @@ class Learning(harness.EndpointTest):
 
     def test_a_lost_xorb_with_the_cache_under_the_steward_costs_one_failed_upload_too(self):
         self.lost_xorb(steward=True)
+
+    def test_a_set_aside_shard_the_cas_accepts_again_answers_again(self):
+        # Never a loop, and never out for good: no admin step.
+        self.lost_xorb(steward=False, own_file=False)
 
     @harness.newest_pair_only("nginx's mirror failing, whichever client uploads")
     def test_dedupd_stopped_during_an_upload_costs_only_that_learning(self):

@@ -125,6 +125,7 @@ Response get_status(Context& ctx, Request& req) {
                      {"learned", l.learned},
                      {"already_known", l.already_known},
                      {"set_aside", l.set_aside},
+                     {"restored", l.restored},
                      {"refused_senders", l.refused_senders},
                      {"unmatched", l.unmatched},
                      {"not_learned", l.not_learned}};
@@ -194,6 +195,13 @@ Response get_metrics(Context& ctx, Request& req) {
   counter("dedupd_xet_endpoint_shards_learned_total", "Accepted shards the endpoint taught the index.", l.learned);
   counter("dedupd_xet_endpoint_shards_set_aside_total", "Shards set aside after the CAS refused an upload.",
           l.set_aside);
+  counter("dedupd_xet_endpoint_shards_restored_total",
+          "Set-aside shards that answer again: the CAS accepted the same shard again.", l.restored);
+  // Bodies held for their CAS's status: a pile that grows means statuses stop coming.
+  w.family("dedupd_xet_endpoint_learning_held", "gauge", "Mirrored shard bodies waiting for their CAS's status.");
+  w.sample("dedupd_xet_endpoint_learning_held", "", l.held);
+  w.family("dedupd_xet_endpoint_learning_held_bytes", "gauge", "Bytes of those bodies.");
+  w.sample("dedupd_xet_endpoint_learning_held_bytes", "", l.held_bytes);
 
   {
     const StatusInfo st = ctx.service.status();
@@ -294,6 +302,12 @@ Response get_metrics(Context& ctx, Request& req) {
     counter("dedupd_fleet_replays_total", "Publishes the fleet already had (replays after a crash).", fleet->replays);
     counter("dedupd_fleet_drops_total", "Holds dropped in the fleet.", fleet->drops);
     counter("dedupd_fleet_failures_total", "Failed calls to the fleet primary.", fleet->failures);
+    counter("dedupd_fleet_failovers_total", "Times this host's writes reached another server of the url's list.",
+            fleet->failovers);
+    if (fleet->last_reconcile) {
+      w.family("dedupd_fleet_last_reconcile_seconds", "gauge", "Unix time the last anti-entropy pass ended.");
+      w.sample("dedupd_fleet_last_reconcile_seconds", "", *fleet->last_reconcile);
+    }
     if (fleet->last_contact) {
       w.family("dedupd_fleet_last_contact_seconds", "gauge", "Unix time of the last successful call to the primary.");
       w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);

@@ -147,6 +147,16 @@ void ApiTest::SetUp() {
   cache.max_chunk_entries = 100;
   cache.merges = 2;
   StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}, {cache}, std::nullopt};
+  // A fault being survived: one file waits for space, the disk is full,
+  // the index is rebuilt after damage.
+  status.waiting.count = 1;
+  status.waiting.files.push_back({"/watch/a/x.mdb", "index.no_space", "full", 1000, 60, 3, 8});
+  status.state_dir_space = {true, 4096, 1u << 30, true};
+  status.index_health.state = "rebuilding";
+  status.index_health.damage = "data.mdb was truncated";
+  status.index_health.moved_to = "/state/index.damaged-20261201T000000Z";
+  status.index_health.rebuild_files_total = 10;
+  status.index_health.rebuild_files_done = 4;
   ON_CALL(service_, status()).WillByDefault(Return(status));
   GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
   ON_CALL(service_, global_dedup_key()).WillByDefault(Return(key));

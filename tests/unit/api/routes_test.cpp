@@ -315,8 +315,19 @@ TEST_F(RoutesTest, StatsAndStatus) {
                      {"watch", T::array},
                      {"ready", T::boolean},
                      {"stats", T::object},
-                     {"xet_caches", T::array}});
+                     {"xet_caches", T::array},
+                     {"waiting", T::object},
+                     {"state_dir_space", T::object},
+                     {"index_health", T::object}});
   EXPECT_EQ(doc["pid"], 4242);
+  EXPECT_EQ(doc["waiting"]["count"], 1);
+  EXPECT_EQ(doc["waiting"]["files"][0]["rule"], "index.no_space");
+  EXPECT_EQ(doc["waiting"]["files"][0]["age_s"], 60);
+  EXPECT_EQ(doc["state_dir_space"]["free_bytes"], 4096);
+  EXPECT_EQ(doc["state_dir_space"]["disk_full"], true);
+  EXPECT_EQ(doc["index_health"]["state"], "rebuilding");
+  EXPECT_EQ(doc["index_health"]["rebuild"]["files_done"], 4);
+  EXPECT_EQ(doc["index_health"]["moved_to"], "/state/index.damaged-20261201T000000Z");
   EXPECT_EQ(doc["watch"][1], "/watch/b");
   expect_shape(doc["stats"], kStatsShape);
   ASSERT_EQ(doc["xet_caches"].size(), 1u);
@@ -326,9 +337,13 @@ TEST_F(RoutesTest, StatsAndStatus) {
   EXPECT_EQ(cache["max_chunk_entries"], 100);
   EXPECT_EQ(cache["merges"], 2);
 
-  // /metrics: one series per managed cache, beside its caps.
+  // /metrics: one series per managed cache, beside its caps; the faults.
   r = client_->get(std::string(api::kMetrics));
   ASSERT_EQ(r.status, 200);
+  for (const char* line :
+       {"dedupd_disk_full 1\n", "dedupd_ingest_waiting_files 1\n", "dedupd_ingest_waiting_oldest_age_seconds 60\n",
+        "dedupd_state_dir_free_bytes 4096\n", "dedupd_index_damaged 1\n"})
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << r.body;
   EXPECT_NE(
       r.body.find(
           "dedupd_xet_cache_chunk_entries{endpoint=\"/home/ci/.cache/huggingface/xet/https___cas_serv-AbCd\"} 70"),
