@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -127,8 +129,23 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-size_t on_header(char*, size_t size, size_t n, void* user) {
-  *static_cast<bool*>(user) = true;
+struct HeaderSeen {
+  bool* got_bytes;
+  bool* index_rebuilding;
+};
+
+// "X-Dedupd-Index: rebuilding": the daemon's index was found damaged and is
+// being rebuilt from the shards, so a "not found" may be wrong for now.
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* seen = static_cast<HeaderSeen*>(user);
+  *seen->got_bytes = true;
+  std::string_view line(data, size * n);
+  constexpr std::string_view kName = "x-dedupd-index:";
+  if (line.size() > kName.size() &&
+      std::equal(kName.begin(), kName.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }) &&
+      line.substr(kName.size()).find("rebuilding") != std::string_view::npos)
+    *seen->index_rebuilding = true;
   return size * n;
 }
 
@@ -282,8 +299,9 @@ Response Client::perform_once(std::string_view method, std::string_view path, st
   curl_easy_setopt(c, CURLOPT_USERAGENT, "dedupctl/" DEDUPCTL_VERSION);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  HeaderSeen seen{&got_bytes, &r.index_rebuilding};
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &got_bytes);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &seen);
 
   const std::string accept_header = "Accept: " + std::string(accept_);
   curl_slist* headers = curl_slist_append(nullptr, accept_header.c_str());
@@ -339,6 +357,16 @@ Response Client::perform_once(std::string_view method, std::string_view path, st
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   const char* ct = nullptr;
   if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct) r.content_type = ct;
+  // Said once a process, on stderr: scripts reading stdout see the answers
+  // as they are, a person sees why a "not found" may not be final.
+  static bool warned = false;
+  if (r.index_rebuilding && !warned) {
+    warned = true;
+    std::fputs(
+        "dedupctl: warning: dedupd is rebuilding its index after finding it damaged; a \"not found\" may be "
+        "wrong until it is done (dedupctl status)\n",
+        stderr);
+  }
   return r;
 }
 

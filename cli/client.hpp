@@ -33,6 +33,8 @@ struct Response {
   std::string body;
   std::string content_type;
   std::uint64_t body_bytes = 0;  // post_to_fd: bytes written to the file
+  // The answer said "X-Dedupd-Index: rebuilding" (a warning is printed once).
+  bool index_rebuilding = false;
 };
 
 class Client {

@@ -141,6 +141,22 @@ TEST(Query, SingleFoundPrintsTheLocation) {
   EXPECT_NE(r.out.find(kShard + "  keyed, expires 2025-08-0"), std::string::npos) << r.out;
 }
 
+// A daemon rebuilding a damaged index marks every answer; the client says
+// so (Response::index_rebuilding, and a warning once on stderr).
+TEST(Client, AnAnswerFromARebuildingIndexIsMarked) {
+  FakeDaemon d([](const Request& r) {
+    if (r.target == "/v1/status") return http(200, "{}");
+    const std::string body = found(kRaw).dump();
+    return Reply{
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Dedupd-Index: rebuilding\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body};
+  });
+  Client c(d.socket(), 5);
+  EXPECT_TRUE(c.get("/v1/chunk/" + kRaw).index_rebuilding);
+  EXPECT_FALSE(c.get("/v1/status").index_rebuilding);
+}
+
 TEST(Query, SingleJsonIsTheDaemonsDocument) {
   FakeDaemon d([](const Request&) { return http(200, found(kRaw).dump()); });
   auto r = run_cli(with_socket(d, {"--json", "query", kRaw}));
