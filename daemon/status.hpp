@@ -135,9 +135,11 @@ struct StatusInfo {
   std::vector<std::string> watch;  // watched directories, as configured
   std::vector<XetCacheStatus> xet_caches;
   std::optional<XetEndpointStatus> xet_endpoint;  // with xet_endpoint.config set
-  WaitingStatus waiting;
-  StateDirSpace state_dir_space;
-  IndexHealth index_health;
+  // Default member initializers: a brace list that stops before these
+  // (tests, older callers) leaves them empty without a warning.
+  WaitingStatus waiting{};
+  StateDirSpace state_dir_space{};
+  IndexHealth index_health{};
 };
 
 // Counters the daemon keeps for /metrics (monotonic since start).
