@@ -107,8 +107,15 @@ Result<std::vector<std::string>> Index::scrub(ScrubPosition& pos, std::size_t ma
     int rc = seek_after(c, dupsort, pos, k, v);
     for (; rc == 0 && items < max_items; rc = c.move(&k, &v, MDB_NEXT)) {
       ++items;
-      pos.key = bytes_of(k);
-      pos.value = dupsort ? bytes_of(v) : std::vector<std::uint8_t>{};
+      // After MDB_GET_BOTH_RANGE `k` still points into pos.key (LMDB sets
+      // only the data): read the item through copies made before pos
+      // takes them, never through a buffer the assignment frees.
+      std::vector<std::uint8_t> key_copy = bytes_of(k);
+      std::vector<std::uint8_t> value_copy = dupsort ? bytes_of(v) : std::vector<std::uint8_t>{};
+      k.mv_data = key_copy.data();
+      if (dupsort) v.mv_data = value_copy.data();
+      pos.key = key_copy;
+      pos.value = value_copy;
       pos.resume = true;
       if (table.check == Check::walk) {
         continue;
