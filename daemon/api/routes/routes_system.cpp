@@ -203,8 +203,10 @@ Response get_metrics(Context& ctx, Request& req) {
   w.family("dedupd_xet_endpoint_learning_held_bytes", "gauge", "Bytes of those bodies.");
   w.sample("dedupd_xet_endpoint_learning_held_bytes", "", l.held_bytes);
 
+  // One status a scrape: it reads the state dir's file system, the learned
+  // copies and the endpoint's settings file.
+  const StatusInfo st = ctx.service.status();
   {
-    const StatusInfo st = ctx.service.status();
     w.family("dedupd_ingest_waiting_files", "gauge",
              "Files the index could not take for a reason that passes (disk full, EIO), waiting for a retry.");
     w.sample("dedupd_ingest_waiting_files", "", st.waiting.count);
@@ -313,7 +315,7 @@ Response get_metrics(Context& ctx, Request& req) {
       w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
     }
   }
-  const std::vector<XetCacheStatus> caches = ctx.service.status().xet_caches;
+  const std::vector<XetCacheStatus>& caches = st.xet_caches;
   if (!caches.empty()) {
     // One series per endpoint directory of a managed cache, beside its caps.
     auto per_cache = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
