@@ -26,6 +26,7 @@
 #include "daemon/api/http/connection_sweeper.hpp"
 #include "daemon/api/http/connections.hpp"
 #include "daemon/api/http/http.hpp"
+#include "daemon/api/http/mhd_connections.hpp"
 
 namespace dedupd::daemon::http {
 
@@ -395,18 +396,7 @@ void MetricsListener::Impl::on_completed(void* cls, MHD_Connection* conn, void**
 
 void MetricsListener::Impl::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
                                           enum MHD_ConnectionNotificationCode code) {
-  auto* self = static_cast<Impl*>(cls);
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    try {
-      if (info) *socket_context = self->connections.add(info->connect_fd, Clock::now());
-    } catch (const std::bad_alloc&) {
-      // Untracked: still served, only MHD's own timeout applies to it.
-    }
-  } else {
-    self->connections.forget(static_cast<ConnectionTable::Entry*>(*socket_context));
-    *socket_context = nullptr;
-  }
+  track_connection(static_cast<Impl*>(cls)->connections, conn, socket_context, code, Clock::now());
 }
 
 MetricsListener::MetricsListener(MetricsListenerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -38,6 +38,7 @@
 #include "daemon/api/http/hash_spool.hpp"
 #include "daemon/api/http/job_queue.hpp"
 #include "daemon/api/http/metrics.hpp"
+#include "daemon/api/http/mhd_connections.hpp"
 #include "daemon/api/http/router.hpp"
 #include "daemon/api/http/unix_listener.hpp"
 
@@ -593,18 +594,7 @@ void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_c
 
 void ApiServer::Impl::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
                                     enum MHD_ConnectionNotificationCode code) {
-  auto* self = static_cast<Impl*>(cls);
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    try {
-      if (info) *socket_context = self->connections.add(info->connect_fd, Clock::now());
-    } catch (const std::bad_alloc&) {
-      // Untracked: still served, only MHD's own timeout applies to it.
-    }
-  } else {
-    self->connections.forget(static_cast<http::ConnectionTable::Entry*>(*socket_context));
-    *socket_context = nullptr;
-  }
+  http::track_connection(static_cast<Impl*>(cls)->connections, conn, socket_context, code, Clock::now());
 }
 
 ApiServer::ApiServer(Service& service, ServerOptions options, std::vector<http::Route> routes)
