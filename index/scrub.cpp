@@ -105,13 +105,19 @@ Result<std::vector<std::string>> Index::scrub(ScrubPosition& pos, std::size_t ma
     if (int rc = c.open(txn->get(), dbi)) return lmdb::error_of(rc, "scrub: opening a cursor");
     MDB_val k{}, v{};
     int rc = seek_after(c, dupsort, pos, k, v);
+    // After MDB_GET_BOTH_RANGE `k` still points into pos.key (LMDB sets
+    // only the data): each item is read through copies made before pos
+    // takes them, never through a buffer the assignment frees. The copies
+    // outlive an iteration: on damaged pages MDB_NEXT has been seen to
+    // succeed and leave `k` as it was, pointing at the last copy (ASan, in
+    // DamageTest.ScribbledPagesAreFoundAndRebuilt).
+    std::vector<std::uint8_t> key_copy, value_copy;
     for (; rc == 0 && items < max_items; rc = c.move(&k, &v, MDB_NEXT)) {
       ++items;
-      // After MDB_GET_BOTH_RANGE `k` still points into pos.key (LMDB sets
-      // only the data): read the item through copies made before pos
-      // takes them, never through a buffer the assignment frees.
-      std::vector<std::uint8_t> key_copy = bytes_of(k);
-      std::vector<std::uint8_t> value_copy = dupsort ? bytes_of(v) : std::vector<std::uint8_t>{};
+      std::vector<std::uint8_t> next_key = bytes_of(k);
+      std::vector<std::uint8_t> next_value = dupsort ? bytes_of(v) : std::vector<std::uint8_t>{};
+      key_copy.swap(next_key);
+      value_copy.swap(next_value);
       k.mv_data = key_copy.data();
       if (dupsort) v.mv_data = value_copy.data();
       pos.key = key_copy;
