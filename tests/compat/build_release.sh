@@ -46,10 +46,14 @@ if [ -z "$commit" ]; then
   # The hash named in the entry whose heading is "dedupd (0.1.0)"; failing
   # that (the heading may still be @PROJECT_VERSION@) the only one named.
   if [ -f "$changelog" ]; then
+    # (No interval expressions: Debian's awk is mawk.)
     commit=$(awk -v v="$version" '
       /^[^ \t]/ { entry = $2 }
-      match($0, /\(release commit [0-9a-f]{40}\)/) {
-        h = substr($0, RSTART + 16, 40)
+      /\(release commit [0-9a-f]+\)/ {
+        h = $0
+        sub(/.*\(release commit /, "", h)
+        sub(/\).*/, "", h)
+        if (length(h) != 40) next
         if (entry == "(" v ")") { print h; found = 1; exit }
         all[++n] = h
       }
@@ -106,6 +110,8 @@ cleanup() {
   git -C "$repo" worktree prune >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+# Stopped (Ctrl-C, ctest ending a run): EXIT still removes the worktree.
+trap 'exit 1' INT TERM HUP
 git -C "$repo" worktree add -q --detach "$work/src" "$commit" || fail "git worktree add $commit failed"
 
 # Nothing of the calling build's environment: a sanitizer or coverage flag
