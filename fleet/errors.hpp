@@ -20,6 +20,7 @@ inline constexpr const char* kRuleUnavailable = "fleet.unavailable";   // a rece
 inline constexpr const char* kRuleQuery = "fleet.query";               // the server refused a statement
 inline constexpr const char* kRuleSchema = "fleet.schema";             // missing, older and not ours to upgrade
 inline constexpr const char* kRuleSchemaNewer = "fleet.schema_newer";  // written by a newer dedupd
+inline constexpr const char* kRuleSchemaFinal = "fleet.schema_final";  // the next migration waits for --final
 inline constexpr const char* kRuleArgument = "fleet.argument";         // e.g. a bad host name
 inline constexpr const char* kRuleProtocol = "fleet.protocol";         // an answer we cannot decode
 

@@ -33,6 +33,7 @@ class KeyFilters;  // fleet/key_filters.hpp
 struct ConnectOptions {
   std::string url;        // libpq conninfo or URI; may list several hosts
   std::string host_name;  // this host's name in the fleet: [A-Za-z0-9._-], 1-253 characters
+  std::string software_version;  // the dedupd release, recorded with the host ("" none)
   std::chrono::milliseconds connect_timeout{2000};
   // After a failed or timed-out read, the Reader answers fleet.unavailable at
   // once for this long instead of trying again, so an outage costs each
@@ -103,7 +104,7 @@ const char* to_string(PublishResult r);
 // Connects to the primary, creates or upgrades the schema and reports what
 // it did (`dedupd --fleet-migrate`); registers no host. A newer schema is
 // refused naming both versions (fleet.schema_newer).
-Result<MigrateOutcome> migrate(const ConnectOptions& options);
+Result<MigrateOutcome> migrate(const ConnectOptions& options, bool final = false);
 
 struct PublishOutcome {
   PublishResult result = PublishResult::added;
@@ -177,7 +178,17 @@ struct HostStatus {
   std::string name{};
   std::optional<std::uint64_t> last_contact{};  // unix seconds
   std::uint64_t holds = 0;                      // shards this host holds
+  std::string version{};                        // its dedupd release; "": before 0.2.0
 };
+// A row of dedupd.set_aside.
+struct SetAsideMark {
+  Hash shard{};
+  std::string cas{};     // the CAS that refused; "" a shard of unknown CAS
+  std::string host{};    // who saw the refusal ("" a host since forgotten)
+  std::string reason{};
+  std::uint64_t at = 0;  // unix seconds
+};
+
 struct Status {
   std::uint32_t schema_version = 0;
   bool standby = false;  // answered by a hot standby
@@ -185,6 +196,7 @@ struct Status {
   std::uint64_t shards = 0, xorbs = 0, files = 0;
   std::uint64_t entries = 0;  // chunk entries
   std::uint64_t live_keys = 0;
+  std::uint64_t set_aside = 0;  // set-aside marks: (shard, CAS) pairs
 };
 
 // What the last Reader::lookup_chunks sent: every form of every query
@@ -260,6 +272,14 @@ class Writer {
   // (from the first when nullopt), at most `max`: anti-entropy's view of
   // what the fleet lists for this host.
   Result<std::vector<Hash>> held_shards(const std::optional<Hash>& after, std::size_t max);
+  // Set-aside marks (schema 7): this host saw `cas` refuse an upload that
+  // relied on `shard`; every host leaves it out of answers for that CAS.
+  // The first mark of a (shard, CAS) stays: false when there was one.
+  Result<bool> mark_set_aside(const Hash& shard, std::string_view cas, std::string_view reason);
+  // Deletes every mark of the shard (a restore, or its bytes accepted
+  // again): it answers again on every host. Returns how many were deleted.
+  Result<std::uint64_t> unmark_set_aside(const Hash& shard);
+  Result<std::vector<SetAsideMark>> set_aside_marks();
   // "host:port" of the primary the last call reached ("" before any): after
   // a failover, the server libpq found in the url's list in place of the old.
   std::string server() const;

@@ -202,10 +202,39 @@ std::string v6() {
   return sql + "CREATE INDEX chunk_prefix_xorb ON dedupd.chunk (prefix) INCLUDE (xorb_id, chunk_index);\n";
 }
 
+// Version 7, the first additive one (issue 61): older dedupd keep working
+// on it, so the fleet can be upgraded one host at a time.
+// - schema_version.applied: how many migrations ran. `version` becomes the
+//   oldest schema a dedupd must know to use the database (schema.cpp): an
+//   additive migration leaves it, and dedupd 0.1.0, which reads only
+//   `version` and wants exactly 6, goes on.
+// - host.version: the dedupd release each host runs (NULL: before 0.2.0,
+//   which did not say), for `dedupctl fleet status` during an upgrade.
+// - set_aside: a shard a CAS refused an upload relying on (issue 58), for
+//   that CAS only, by the host that saw the refusal. Every host leaves it
+//   out of its global-dedup answers for that CAS, its own copy included;
+//   deleting the row (a restore, or the bytes accepted again) brings it
+//   back everywhere. Keyed by hash, not by the shard row: a host may set
+//   aside a shard it has not published yet.
+const char* const kV7 = R"sql(
+ALTER TABLE dedupd.schema_version ADD COLUMN applied integer;
+ALTER TABLE dedupd.host ADD COLUMN version text;
+CREATE TABLE dedupd.set_aside (
+  shard bytea NOT NULL CHECK (length(shard) = 32),
+  cas text NOT NULL,
+  host_id integer REFERENCES dedupd.host (id) ON DELETE SET NULL,
+  reason text NOT NULL,
+  at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (shard, cas)
+);
+)sql";
+
 }  // namespace
 
-const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> all = {v1(), kV2, v3(), kV4, kV5, v6()};
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> all = {
+      {v1(), false}, {kV2, false}, {v3(), false}, {kV4, false}, {kV5, false}, {v6(), false}, {kV7, true},
+  };
   return all;
 }
 

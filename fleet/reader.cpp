@@ -107,20 +107,19 @@ Result<Ok> Reader::ensure_connected(Deadline deadline) {
   if (own_xorbs_) xorbs_->clear();
   epoch_.clear();
   era_ = 0;
-  auto v = conn_->exec_until("SELECT version FROM dedupd.schema_version", {}, deadline.at);
+  auto v = conn_->exec_until(schema::kVersionQuery, {}, deadline.at);
   if (!v) {
     drop_connection();
     return make_error(kRuleSchema, "no fleet schema: " + v.error().message);
   }
-  std::uint32_t found = v->size() == 1 ? std::uint32_t(v->int4(0, 0)) : 0;
-  if (found != known_schema_version()) {
+  auto found = schema::version_of(*v);
+  if (!found) {
     drop_connection();
-    if (found > known_schema_version())
-      return make_error(kRuleSchemaNewer, "the fleet database has schema version " + std::to_string(found) +
-                                              ", newer than version " + std::to_string(known_schema_version()) +
-                                              " that this dedupd knows: upgrade dedupd");
-    return make_error(kRuleSchema, "the fleet database has schema version " + std::to_string(found) +
-                                       " and this dedupd needs version " + std::to_string(known_schema_version()));
+    return found.error();
+  }
+  if (auto e = schema::unusable(*found)) {
+    drop_connection();
+    return *e;
   }
   // The lookup is planned once per connection, for any arrays: planning it
   // with each block's constants (16 arrays of thousands) cost more than
@@ -645,7 +644,7 @@ Result<Ok> Reader::ping(Deadline deadline) {
 Result<Status> Reader::status(Deadline deadline) {
   if (auto c = ensure_connected(deadline); !c) return c.error();
   auto totals = query(
-      "SELECT (SELECT version FROM dedupd.schema_version), pg_is_in_recovery(), "
+      "SELECT (SELECT coalesce(applied, version) FROM dedupd.schema_version), pg_is_in_recovery(), "
       "(SELECT count(*) FROM dedupd.shard), (SELECT count(*) FROM dedupd.xorb), (SELECT count(*) FROM dedupd.file), "
       "(SELECT coalesce(sum(chunks), 0)::int8 FROM dedupd.xorb), "
       "(SELECT count(*) FROM dedupd.chunk_key WHERE shards > 0)",
@@ -659,9 +658,12 @@ Result<Status> Reader::status(Deadline deadline) {
   s.files = std::uint64_t(totals->int8(0, 4));
   s.entries = std::uint64_t(totals->int8(0, 5));
   s.live_keys = std::uint64_t(totals->int8(0, 6));
+  auto marks = query("SELECT count(*) FROM dedupd.set_aside", {}, deadline);
+  if (!marks) return marks.error();
+  s.set_aside = std::uint64_t(marks->int8(0, 0));
   auto hosts = query(
       "SELECT h.name, extract(epoch FROM h.last_contact)::int8, "
-      "(SELECT count(*) FROM dedupd.hold d WHERE d.host_id = h.id) FROM dedupd.host h ORDER BY h.name",
+      "(SELECT count(*) FROM dedupd.hold d WHERE d.host_id = h.id), h.version FROM dedupd.host h ORDER BY h.name",
       {}, deadline);
   if (!hosts) return hosts.error();
   for (int r = 0; r < hosts->size(); ++r) {
@@ -669,6 +671,7 @@ Result<Status> Reader::status(Deadline deadline) {
     h.name = std::string(hosts->text(r, 0));
     if (!hosts->null(r, 1)) h.last_contact = std::uint64_t(hosts->int8(r, 1));
     h.holds = std::uint64_t(hosts->int8(r, 2));
+    if (!hosts->null(r, 3)) h.version = std::string(hosts->text(r, 3));
     s.hosts.push_back(std::move(h));
   }
   return s;

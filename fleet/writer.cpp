@@ -22,9 +22,11 @@ using wire::Params;
 constexpr const char* kRuleRetry = "fleet.retry";
 bool retryable(const std::string& sqlstate) { return sqlstate == "40P01" || sqlstate == "40001"; }
 
+// Also says which release this host runs (schema 7): `dedupctl fleet
+// status` shows a fleet mid-upgrade.
 const char* const kUpsertHost =
-    "INSERT INTO dedupd.host (name, last_contact) VALUES ($1, now()) "
-    "ON CONFLICT (name) DO UPDATE SET last_contact = now() RETURNING id";
+    "INSERT INTO dedupd.host (name, last_contact, version) VALUES ($1, now(), nullif($2, '')) "
+    "ON CONFLICT (name) DO UPDATE SET last_contact = now(), version = EXCLUDED.version RETURNING id";
 
 // Runs fn in BEGIN/COMMIT; rolls back on error (if the connection lives).
 template <class T, class Fn>
@@ -161,12 +163,12 @@ const char* to_string(PublishResult r) {
   return "?";
 }
 
-Result<MigrateOutcome> migrate(const ConnectOptions& options) {
+Result<MigrateOutcome> migrate(const ConnectOptions& options, bool final) {
   auto c = Connection::open_until(options.url, detail::Role::primary,
                                   std::chrono::steady_clock::now() + options.connect_timeout);
   if (!c) return c.error();
   (*c)->set_statement_timeout(options.statement_timeout);
-  return schema::migrate(**c);
+  return schema::migrate(**c, final);
 }
 
 Writer::Writer(ConnectOptions options) : options_(std::move(options)) {}
@@ -190,7 +192,7 @@ Result<Ok> Writer::ensure_connected() {
   (*c)->set_statement_timeout(options_.statement_timeout);
   auto m = schema::migrate(**c);
   if (!m) return m.error();
-  auto host = (*c)->exec(kUpsertHost, Params().text(options_.host_name));
+  auto host = (*c)->exec(kUpsertHost, Params().text(options_.host_name).text(options_.software_version));
   if (!host) return host.error();
   host_id_ = host->int4(0, 0);
   conn_ = std::move(*c);
@@ -211,7 +213,7 @@ Result<MigrateOutcome> Writer::migrate() {
   }
   auto m = schema::migrate(*conn_);
   if (!m) return m;
-  auto host = conn_->exec(kUpsertHost, Params().text(options_.host_name));
+  auto host = conn_->exec(kUpsertHost, Params().text(options_.host_name).text(options_.software_version));
   if (!host) return host.error();
   host_id_ = host->int4(0, 0);
   return m;
@@ -219,12 +221,14 @@ Result<MigrateOutcome> Writer::migrate() {
 
 Result<std::uint32_t> Writer::schema_version() {
   if (auto c = ensure_connected(); !c) return c.error();
-  return schema::read_version(*conn_);
+  auto v = schema::read_version(*conn_);
+  if (!v) return v.error();
+  return v->applied;
 }
 
 Result<Ok> Writer::heartbeat() {
   if (auto c = ensure_connected(); !c) return c.error();
-  auto host = conn_->exec(kUpsertHost, Params().text(options_.host_name));
+  auto host = conn_->exec(kUpsertHost, Params().text(options_.host_name).text(options_.software_version));
   if (!host) return host.error();
   host_id_ = host->int4(0, 0);
   return Ok{};

@@ -118,6 +118,86 @@ TEST_F(FleetTest, MigrateCreatesThenIsANoOpAndANewerSchemaIsRefused) {
   EXPECT_EQ(refused_reader.error().rule, kRuleSchemaNewer);
 }
 
+// Version 7 only adds (issue 61): `version`, all that dedupd 0.1.0 reads
+// and wants to be exactly 6, stays; `applied` counts the migrations. A later
+// release's additive migration leaves this dedupd working the same way.
+TEST_F(FleetTest, AnAdditiveMigrationKeepsOlderDedupdWorking) {
+  ASSERT_GE(known_schema_version(), 7u);
+  auto w = writer(url_, "a");
+  ASSERT_TRUE(w);
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "6");
+  EXPECT_EQ(admin.one("SELECT applied FROM dedupd.schema_version"), std::to_string(known_schema_version()));
+  admin.one("UPDATE dedupd.schema_version SET applied = applied + 1 RETURNING applied");
+  EXPECT_TRUE(Writer::connect(options(url_, "b")));
+  EXPECT_TRUE(Reader::connect(options(url_, "r")));
+  auto again = migrate(options(url_, "unused"));
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_FALSE(again->changed());
+  // This dedupd says which release it is; the status lists it per host.
+  EXPECT_EQ(admin.one("SELECT coalesce(version, 'null') FROM dedupd.host WHERE name = 'a'"), "null");
+  auto o = options(url_, "c");
+  o.software_version = "9.8.7";
+  ASSERT_TRUE(Writer::connect(o));
+  auto r = reader(url_);
+  ASSERT_TRUE(r);
+  auto st = r->status(Deadline::in(kDeadline));
+  ASSERT_TRUE(st) << st.error().to_string();
+  std::vector<std::string> versions;
+  for (const auto& h : st->hosts) versions.push_back(h.name + "=" + h.version);
+  EXPECT_EQ(versions, (std::vector<std::string>{"a=", "b=", "c=9.8.7"}));
+}
+
+// A migration that older dedupd could not use waits for the operator: it
+// runs only with --final, and a dedupd that does not know it is refused.
+TEST_F(FleetTest, AMigrationThatIsNotAdditiveWaitsForFinal) {
+  ASSERT_TRUE(writer(url_, "a"));
+  auto steps = schema::migrations();
+  steps.push_back({"CREATE TABLE dedupd.later (a integer);", false});
+  auto c = detail::Connection::open_until(url_, detail::Role::primary, std::chrono::steady_clock::now() + kDeadline);
+  ASSERT_TRUE(c) << c.error().to_string();
+  auto refused = schema::migrate(**c, steps, false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().rule, kRuleSchemaFinal);
+  EXPECT_NE(refused.error().message.find("dedupd --fleet-migrate --final"), std::string::npos)
+      << refused.error().message;
+  Admin admin(url_);
+  EXPECT_EQ(admin.one("SELECT to_regclass('dedupd.later') IS NULL"), "t");
+  EXPECT_EQ(admin.one("SELECT applied FROM dedupd.schema_version"), std::to_string(known_schema_version()));
+  auto done = schema::migrate(**c, steps, true);
+  ASSERT_TRUE(done) << done.error().to_string();
+  EXPECT_EQ(done->to, known_schema_version() + 1);
+  EXPECT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), std::to_string(known_schema_version() + 1));
+  auto newer = Writer::connect(options(url_, "b"));
+  ASSERT_FALSE(newer);
+  EXPECT_EQ(newer.error().rule, kRuleSchemaNewer);
+}
+
+// The set-aside marks: one per (shard, CAS), the first reason kept, all of
+// a shard's going together.
+TEST_F(FleetTest, SetAsideMarksAreOnePerShardAndCasAndGoTogether) {
+  auto a = writer(url_, "a");
+  auto b = writer(url_, "b");
+  ASSERT_TRUE(a && b);
+  shard::Hash h{}, other{};
+  h.bytes[0] = 1;
+  other.bytes[0] = 2;
+  auto first = a->mark_set_aside(h, "https://cas-1", "refused first");
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_TRUE(*first);
+  EXPECT_FALSE(*b->mark_set_aside(h, "https://cas-1", "refused again"));
+  EXPECT_TRUE(*b->mark_set_aside(h, "https://cas-2", "refused there"));
+  EXPECT_TRUE(*b->mark_set_aside(other, "https://cas-1", "another"));
+  auto marks = a->set_aside_marks();
+  ASSERT_TRUE(marks);
+  std::vector<std::string> seen;
+  for (const auto& m : *marks) seen.push_back(m.shard.to_hex_bytes().substr(0, 2) + " " + m.cas + " " + m.host + " " + m.reason);
+  EXPECT_EQ(seen, (std::vector<std::string>{"01 https://cas-1 a refused first", "01 https://cas-2 b refused there",
+                                           "02 https://cas-1 b another"}));
+  EXPECT_EQ(*b->unmark_set_aside(h), 2u);
+  EXPECT_EQ(a->set_aside_marks()->size(), 1u);
+}
+
 TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
   auto first = migrate(options(url_, "unused"));
   ASSERT_TRUE(first) << first.error().to_string();
@@ -141,7 +221,7 @@ TEST_F(FleetTest, Schema1IsUpgradedInPlaceAndNewShardsKeepTheirXorbOrder) {
       "CREATE SCHEMA dedupd; CREATE TABLE dedupd.schema_version (single boolean PRIMARY KEY DEFAULT true CHECK "
       "(single), version integer NOT NULL, upgraded_at timestamptz NOT NULL DEFAULT now()); INSERT INTO "
       "dedupd.schema_version (version) VALUES (1);");
-  admin.one(schema::migrations()[0]);
+  admin.one(schema::migrations()[0].sql);
   admin.one("INSERT INTO dedupd.host (name) VALUES ('old-host')");
   admin.one(
       "INSERT INTO dedupd.xorb (hash, chunks, refs, cas_block) VALUES (decode(repeat('02', 32), 'hex'), 1, 1, "
@@ -303,7 +383,7 @@ TEST_F(FleetTest, AFleetDatabaseOfSchema3IsUpgradedInPlaceItsShardsOfUnknownCas)
   const std::string dir = load_fleet_v2(url_);
   ASSERT_FALSE(dir.empty());
   Admin admin(url_);
-  admin.one(schema::migrations()[2] + "UPDATE dedupd.schema_version SET version = 3;");
+  admin.one(schema::migrations()[2].sql + "UPDATE dedupd.schema_version SET version = 3;");
   ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "3");
   const std::string shards_before = admin.one("SELECT count(*) FROM dedupd.shard");
   ASSERT_NE(shards_before, "0");
@@ -378,7 +458,7 @@ TEST_F(FleetTest, AFleetDatabaseOfSchema5IsUpgradedInPlaceEachChunkRowWithItsEnt
   const std::string dir = load_fleet_v2(url_);
   ASSERT_FALSE(dir.empty());
   Admin admin(url_);
-  admin.one(schema::migrations()[2] + schema::migrations()[3] + schema::migrations()[4] +
+  admin.one(schema::migrations()[2].sql + schema::migrations()[3].sql + schema::migrations()[4].sql +
             "UPDATE dedupd.schema_version SET version = 5;");
   const char* const rows_sql =
       "SELECT string_agg(prefix::text || ':' || xorb_id::text || ':' || chunk_index::text, ',' ORDER BY prefix, "
@@ -392,7 +472,7 @@ TEST_F(FleetTest, AFleetDatabaseOfSchema5IsUpgradedInPlaceEachChunkRowWithItsEnt
   auto m = migrate(options(url_, "unused"));
   ASSERT_TRUE(m) << m.error().to_string();
   EXPECT_EQ(m->from, 5u);
-  EXPECT_EQ(m->to, 6u);
+  EXPECT_EQ(m->to, known_schema_version());
   EXPECT_EQ(admin.one(rows_sql), rows_before);
   EXPECT_EQ(admin.one("SELECT string_agg(encode(cas_block, 'hex'), ',' ORDER BY id) FROM dedupd.xorb"), blocks_before);
   EXPECT_EQ(admin.one("SELECT count(*) FROM pg_class WHERE relname LIKE 'chunk6%'"), "0");
