@@ -148,17 +148,24 @@ int fleet_status(Context& ctx) {
     if (answered) {
       f.add("Fleet index", grouped(doc["shards"]) + " shards, " + grouped(doc["entries"]) + " chunk entries" +
                                (doc.value("standby", false) ? " (as a standby sees it)" : ""));
+      if (doc.value("mid_upgrade", false))
+        f.add("Upgrade", "under way: the hosts run different releases (VERSION below)", Color::yellow);
+      if (const std::uint64_t marks = doc.value("set_aside_marks", std::uint64_t(0)))
+        f.add("Set aside", grouped(marks) + " shard" + (marks == 1 ? "" : "s") +
+                               " a CAS refused; no host answers with them for that CAS");
     } else {
       f.add("Fleet index", "unavailable: " + doc.value("error", std::string("no answer")), Color::red);
     }
     f.print(ctx.out(), ctx.style);
     if (answered) {
       ctx.out() << '\n';
-      Table t({{"HOST"}, {"SHARDS", Table::right}, {"LAST CONTACT"}});
+      Table t({{"HOST"}, {"VERSION"}, {"SHARDS", Table::right}, {"LAST CONTACT"}});
       for (const auto& h : doc["hosts"]) {
         std::optional<std::uint64_t> last;
         if (h["last_contact"].is_number_unsigned()) last = h["last_contact"].get<std::uint64_t>();
-        t.add({h["name"].get<std::string>(), grouped(h["shards"]), time_text(last, now)});
+        const json& v = h.contains("version") ? h["version"] : json();
+        t.add({h["name"].get<std::string>(), v.is_string() ? v.get<std::string>() : std::string("before 0.2.0"),
+               grouped(h["shards"]), time_text(last, now)});
       }
       t.print(ctx.out(), ctx.style);
     }

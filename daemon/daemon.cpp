@@ -191,6 +191,14 @@ int Daemon::run() {
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   learner_ = std::make_unique<learn::Learner>(*index_, loop_);
   learner_->set_copies(&learned_copies_);
+  learner_->set_events({[this](const shard::Hash& h, const std::string& cas, const std::string& why) {
+                          std::lock_guard lock(fleet_mu_);
+                          if (publisher_) publisher_->mark_set_aside(h, cas, why);
+                        },
+                        [this](const shard::Hash& h) {
+                          std::lock_guard lock(fleet_mu_);
+                          if (publisher_) publisher_->unmark_set_aside(h);
+                        }});
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   apply_config(config_, true);
@@ -743,6 +751,7 @@ fleet::ConnectOptions Daemon::fleet_options() const {
   fleet::ConnectOptions o;
   o.url = config_.fleet.url;
   o.host_name = config_.fleet.host;
+  o.software_version = DEDUPD_VERSION;
   return o;
 }
 
@@ -793,7 +802,8 @@ void Daemon::apply_fleet(bool initial) {
     return;
   }
   spdlog::info("fleet: on, this host is {}", o.host_name);
-  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o), reconcile_options());
+  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o), reconcile_options(),
+                                                       fleet_marks_);
 }
 
 // ---- admin actions (loop thread) --------------------------------------------
@@ -853,7 +863,14 @@ shard::Result<index::RemoveOutcome> Daemon::remove(const shard::Hash& shard) {
 shard::Result<std::optional<index::ShardInfo>> Daemon::restore(const shard::Hash& shard) {
   auto r = index_->restore(shard);
   if (r && *r) spdlog::info("shard {} restored: it answers global-dedup queries again", shard.to_string());
+  // Everywhere: its fleet marks go, and every host's copy answers again.
+  std::lock_guard lock(fleet_mu_);
+  if (r && publisher_) publisher_->unmark_set_aside(shard);
   return r;
+}
+
+bool Daemon::fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const {
+  return fleet_marks_->marked(shard, cas);
 }
 
 UploadResult Daemon::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {

@@ -79,6 +79,7 @@ class Daemon final : public Operations {
     return steward_->plan(root);
   }
   bool fleet_enabled() const override;
+  bool fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const override;
   fleet::ConnectOptions fleet_options() const override;
   std::optional<fleet_link::PublisherState> fleet_state() const override;
   // Parked outbox entries queued again.
@@ -146,6 +147,9 @@ class Daemon final : public Operations {
   std::unique_ptr<fleet_link::FleetLookup> fleet_lookup_;
   mutable std::mutex fleet_mu_;
   std::unique_ptr<fleet_link::Publisher> publisher_;
+  // The fleet's set-aside marks, kept across publishers (a reload makes a
+  // new one) for lookups to read.
+  const std::shared_ptr<fleet_link::SetAsideMarks> fleet_marks_ = std::make_shared<fleet_link::SetAsideMarks>();
 
   std::deque<Candidate> pending_;
   std::unordered_set<std::string> pending_paths_;  // no file queued twice

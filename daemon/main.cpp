@@ -36,14 +36,17 @@ namespace fs = std::filesystem;
 using namespace dedupd::daemon;
 
 constexpr const char* kUsage =
-    "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate]\n"
+    "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate [--final]]\n"
     "       dedupd --check INDEX_DIR\n"
     "\n"
     "  --config PATH    read the configuration from PATH (YAML); SIGHUP re-reads it\n"
     "  --state-dir DIR  no config file: index in DIR/index, watch DIR/incoming,\n"
     "                   socket DIR/dedupd.sock (default DIR: ./local)\n"
     "  --check-config   validate the configuration, print \"ok\" or every error, exit 0/1\n"
-    "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit\n"
+    "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit;\n"
+    "                   additive migrations only: older dedupd keep working on the result\n"
+    "  --final          with --fleet-migrate: also the migrations older dedupd cannot use\n"
+    "                   (run it once every host of the fleet runs this release)\n"
     "  --check DIR      check the index in DIR (state_dir/index) offline: print \"ok\" or\n"
     "                   every broken invariant or damage; read-only (an older schema is\n"
     "                   reported, not upgraded). Exit 0 ok, 1 damaged, 3 could not read\n"
@@ -54,6 +57,7 @@ struct Args {
   std::optional<fs::path> state_dir;
   bool check = false;
   bool fleet_migrate = false;
+  bool final_migration = false;
   std::optional<fs::path> check_index;
 };
 
@@ -83,6 +87,8 @@ std::optional<Args> parse_args(int argc, char** argv) {
       a.check = true;
     } else if (arg == "--fleet-migrate") {
       a.fleet_migrate = true;
+    } else if (arg == "--final") {
+      a.final_migration = true;
     } else if (arg == "--check" || arg.starts_with("--check=")) {
       auto v = value("--check");
       if (!v) return std::nullopt;
@@ -100,6 +106,10 @@ std::optional<Args> parse_args(int argc, char** argv) {
   }
   if (a.check_index && (a.config || a.state_dir || a.check)) {
     std::fprintf(stderr, "dedupd: --check takes the index directory alone\n");
+    return std::nullopt;
+  }
+  if (a.final_migration && !a.fleet_migrate) {
+    std::fprintf(stderr, "dedupd: --final goes with --fleet-migrate\n");
     return std::nullopt;
   }
   if (a.config && a.state_dir) {
@@ -253,7 +263,7 @@ int main(int argc, char** argv) {
     std::puts("ok");
     return 0;
   }
-  if (args->fleet_migrate) return fleet_link::run_fleet_migrate(options.config);
+  if (args->fleet_migrate) return fleet_link::run_fleet_migrate(options.config, args->final_migration);
 
   setup_logging(options.config.log_level);
   // A page LMDB meets in the wrong shape deep in a read would abort():

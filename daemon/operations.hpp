@@ -40,6 +40,9 @@ class Operations {
   virtual fleet::ConnectOptions fleet_options() const = 0;
   virtual std::optional<fleet_link::PublisherState> fleet_state() const = 0;
   virtual shard::Result<std::uint64_t> fleet_retry() = 0;
+  // Marked set aside in the fleet for `cas` (any CAS: nullopt), as the
+  // publisher last read the marks.
+  virtual bool fleet_set_aside(const shard::Hash&, const std::optional<std::string>&) const { return false; }
 
   // ---- the work loop's thread only (post them with EventLoop::call) -----------
   virtual RescanResult rescan() = 0;

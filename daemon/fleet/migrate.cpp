@@ -6,7 +6,7 @@
 
 namespace dedupd::daemon::fleet_link {
 
-int run_fleet_migrate(const Config& config) {
+int run_fleet_migrate(const Config& config, bool final) {
   if (!config.fleet.enabled()) {
     std::fprintf(stderr, "dedupd: --fleet-migrate: the configuration has no fleet section with a url\n");
     return 2;
@@ -15,7 +15,7 @@ int run_fleet_migrate(const Config& config) {
   o.url = config.fleet.url;
   o.host_name = config.fleet.host;
   // Registers no host: the machine running this need not be one of the fleet.
-  auto m = fleet::migrate(o);
+  auto m = fleet::migrate(o, final);
   if (!m) {
     std::fprintf(stderr, "dedupd: --fleet-migrate: %s\n", m.error().to_string().c_str());
     return 1;

@@ -9,6 +9,7 @@ namespace dedupd::daemon::fleet_link {
 
 // Prints what happened on stdout, a problem on stderr; returns the exit code
 // (0 done, 1 failed, 2 no fleet configured).
-int run_fleet_migrate(const Config& config);
+// `final`: the migrations that older dedupd cannot use run too.
+int run_fleet_migrate(const Config& config, bool final = false);
 
 }  // namespace dedupd::daemon::fleet_link

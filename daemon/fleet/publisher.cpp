@@ -32,8 +32,13 @@ bool about_the_entry(const shard::Error& e) {
 }
 }  // namespace
 
-Publisher::Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile)
-    : index_(index), wake_(wake), options_(std::move(options)), reconcile_(reconcile) {
+Publisher::Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile,
+                     std::shared_ptr<SetAsideMarks> marks)
+    : index_(index),
+      wake_(wake),
+      options_(std::move(options)),
+      reconcile_(reconcile),
+      marks_(marks ? std::move(marks) : std::make_shared<SetAsideMarks>()) {
   state_.state = LinkState::connecting;
   state_.host = options_.host_name;
   thread_ = std::thread([this] { run(); });
@@ -174,7 +179,8 @@ bool Publisher::connect() {
   writer_ = std::move(w).value();
   spdlog::info("fleet: publishing as host {}", o.host_name);
   succeeded();
-  next_expire_ = next_heartbeat_ = next_reconcile_ = std::chrono::steady_clock::now();
+  next_expire_ = next_heartbeat_ = next_reconcile_ = next_marks_ = std::chrono::steady_clock::now();
+  marks_compare_due_ = true;
   reconcile_after_.reset();
   in_pass_ = false;
   pass_publish_ = pass_drop_ = 0;
@@ -333,6 +339,8 @@ bool Publisher::reconcile(bool& ran) {
   in_pass_ = false;
   reconcile_after_.reset();
   next_reconcile_ = now + o.interval;
+  marks_compare_due_ = true;  // and the set-aside marks with the next read
+  next_marks_ = now;
   return true;
 }
 
@@ -355,14 +363,15 @@ void Publisher::run() {
       continue;
     }
     bool reconciled = false;
-    if (!drain() || !periodic() || !reconcile(reconciled)) {
+    if (!drain() || !sync_marks() || !periodic() || !reconcile(reconciled)) {
       back_off();
       continue;
     }
     if (reconciled && in_pass_) continue;  // the next round at once (after what it queued)
     // Until new entries are committed, or the heartbeat or expiry is due.
     auto now = std::chrono::steady_clock::now();
-    auto until = std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now});
+    auto until = std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now,
+                           next_marks_ - now});
     // A round that is due but waits for the outbox to drain is woken with
     // it (a commit, the poll), never spun on.
     if (!in_pass_ && now < next_reconcile_) until = std::min(until, next_reconcile_ - now);

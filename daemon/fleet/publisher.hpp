@@ -28,11 +28,14 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "daemon/fleet/set_aside_marks.hpp"
 #include "daemon/fleet/state.hpp"
 #include "daemon/fleet/wake_fd.hpp"
 #include "fleet/fleet.hpp"
@@ -55,7 +58,9 @@ class Publisher {
  public:
   // `wake` is posted when new entries were committed (and by the publisher
   // itself to stop); it outlives the publisher.
-  Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile = {});
+  // `marks` is where the fleet's set-aside marks go for lookups to read.
+  Publisher(index::Index& index, WakeFd& wake, fleet::ConnectOptions options, ReconcileOptions reconcile = {},
+            std::shared_ptr<SetAsideMarks> marks = nullptr);
   ~Publisher();  // stops the thread; what is not acknowledged stays queued
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
@@ -65,6 +70,17 @@ class Publisher {
   PublisherState state() const;
   // Queues every parked entry again and wakes the thread; how many.
   index::Result<std::uint64_t> retry_parked();
+
+  // Set-aside marks (publisher_marks.cpp): queued by any thread, sent by
+  // the publisher's, in order, retried while the process lives (anti-
+  // entropy sends what a restart lost).
+  void mark_set_aside(const shard::Hash& shard, std::string cas, std::string reason);
+  void unmark_set_aside(const shard::Hash& shard);
+  // How often the marks are read again: how long another host's refusal
+  // may still be answered here.
+  static constexpr auto kMarksEvery = std::chrono::seconds(2);
+  // The reason a set-aside applied from a fleet mark starts with.
+  static constexpr const char* kFleetReason = "fleet: ";
 
   static constexpr auto kExpireEvery = std::chrono::seconds(60);
   static constexpr auto kHeartbeatEvery = std::chrono::seconds(15);
@@ -86,6 +102,10 @@ class Publisher {
   // One anti-entropy round when one is due and the outbox is drained (`ran`
   // says whether it ran); false when a fleet call failed.
   bool reconcile(bool& ran);
+  // Sends queued marks, then reads the fleet's when due and applies them to
+  // the index; false when a fleet call failed.
+  bool sync_marks();
+  void apply_marks(const std::vector<fleet::SetAsideMark>& marks, bool compare_all);
   // Takes `e` out of the queue, into the parked entries, with `why`; false
   // when the index could not (`e` stays queued).
   bool park(const index::OutboxEntry& e, const std::string& why);
@@ -105,6 +125,13 @@ class Publisher {
   bool reconfigured_ = false;      // under mu_
   bool stopping_ = false;          // under mu_
   PublisherState state_;           // under mu_ (outbox fields filled by state())
+  struct MarkOp {
+    shard::Hash shard;
+    bool mark = true;  // false: delete the shard's marks
+    std::string cas, reason;
+  };
+  std::deque<MarkOp> mark_ops_;  // under mu_
+  std::shared_ptr<SetAsideMarks> marks_;
 
   // The thread's own.
   std::unique_ptr<fleet::Writer> writer_;
@@ -112,6 +139,9 @@ class Publisher {
   std::chrono::steady_clock::time_point next_expire_{}, next_heartbeat_{}, next_reconcile_{};
   std::optional<shard::Hash> reconcile_after_;  // within a pass: where the next round starts
   bool in_pass_ = false;
+  std::chrono::steady_clock::time_point next_marks_{};
+  bool marks_compare_due_ = true;  // after a connect and each reconcile pass
+  std::set<shard::Hash> last_marked_;  // the shards the last read listed
   std::uint64_t pass_publish_ = 0, pass_drop_ = 0;
   std::thread thread_;
 };

@@ -74,6 +74,9 @@ struct PublisherState {
   LookupMemoryInUse lookup_memory{};             // filled in by the daemon, beside the publisher's own
   std::optional<std::uint64_t> last_failover{};  // unix seconds it was seen
   std::string last_failover_from{};
+  // The fleet's set-aside marks at the last read, and the shards of this
+  // index set aside for them or brought back when they went.
+  std::uint64_t set_aside_marks = 0, set_aside_applied = 0, set_aside_restored = 0;
 };
 
 }  // namespace dedupd::daemon::fleet_link

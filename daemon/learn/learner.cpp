@@ -124,6 +124,7 @@ void Learner::settle(const std::string& id, Settled s) {
       if (info && *info && (*info)->set_aside) {
         if (auto back = index_.restore(r->shard); back) {
           ++restored_;
+          if (events_.restored) events_.restored(r->shard);
           spdlog::info("{} accepted shard {} again, which was set aside ({}): it answers again", cas, r->shard,
                        (*info)->set_aside_reason);
         } else {
@@ -148,6 +149,9 @@ void Learner::settle(const std::string& id, Settled s) {
     return;
   }
   set_aside_ += healed->set_aside.size();
+  if (events_.set_aside)
+    for (const shard::Hash& h : healed->set_aside)
+      events_.set_aside(h, cas, "the CAS refused shard " + hash + ", which relied on xorbs this shard holds");
   spdlog::warn("{} refused shard {} (request {}); {} of the {} xorbs it relied on are in shards set aside now: {}", cas,
                hash, id, healed->set_aside.size(), healed->xorbs_named, [&] {
                  std::string list;

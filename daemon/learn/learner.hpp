@@ -9,6 +9,8 @@
 // short bound and the upload goes on whatever dedupd does.
 #pragma once
 
+#include <functional>
+
 #include <sys/types.h>
 
 #include <atomic>
@@ -40,6 +42,14 @@ class Learner {
   // Where an accepted shard's bytes are kept (nullptr: nowhere), so a
   // rebuilt index learns them again.
   void set_copies(LearnedCopies* copies) { copies_ = copies; }
+  // Told on the work loop when a refusal set a shard aside (with the CAS
+  // that refused and why) and when an accepted shard brought one back: the
+  // fleet's marks follow both.
+  struct Events {
+    std::function<void(const shard::Hash& shard, const std::string& cas, const std::string& why)> set_aside;
+    std::function<void(const shard::Hash& shard)> restored;
+  };
+  void set_events(Events events) { events_ = std::move(events); }
 
   // A body the endpoint mirrored; `cas` as the endpoint named it.
   LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
@@ -51,6 +61,7 @@ class Learner {
   void settle(const std::string& id, Settled s);  // work loop
 
   LearnedCopies* copies_ = nullptr;
+  Events events_;
   index::Index& index_;
   EventLoop& loop_;
   PendingShards pending_;

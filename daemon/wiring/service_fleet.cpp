@@ -55,8 +55,13 @@ fleet_link::Reach ServiceImpl::fleet_source_shard(const shard::Hash& raw_chunk, 
   if (!parts_.ops.fleet_enabled()) return Reach::off;
   // A shard this host set aside (its CAS refused an upload relying on it)
   // must not come back through the fleet's copy of it.
+  // Nor one the fleet marks set aside for this CAS: another host's CAS
+  // refused an upload relying on it.
   const index::Index* idx = parts_.index.load();
-  auto set_aside_here = [idx](const shard::Hash& shard) {
+  std::optional<std::string> cas;
+  if (scope) cas = scope->cas;
+  auto set_aside_here = [this, idx, &cas](const shard::Hash& shard) {
+    if (parts_.ops.fleet_set_aside(shard, cas)) return true;
     if (!idx) return false;
     auto info = idx->shard(shard);
     return info && *info && (*info)->set_aside;

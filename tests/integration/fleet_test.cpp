@@ -162,6 +162,34 @@ MadeShard with_empty_file(MadeShard s) {
 
 std::string hold_of(const std::string& host, const shard::Hash& shard) { return host + ":" + shard.to_hex_bytes(); }
 
+// What the endpoint's nginx does when `cas` refuses a client's upload
+// shard that relied on the first xorb of `relied_on` without carrying it:
+// mirror its body to dedupd, then report the CAS's status on the learning
+// socket.
+void refuse_upload_relying_on(Host& h, const MadeShard& relied_on, const std::string& cas,
+                              const std::string& request_id) {
+  shard::ShardWriter w;
+  shard::FileRecord f;
+  f.header.file_hash = relied_on.file_hash;  // any hash: a file's is not checked against its terms
+  f.terms.push_back({.xorb_hash = relied_on.xorbs[0], .unpacked_bytes = 4, .chunk_start = 0, .chunk_end = 1});
+  w.add_file(f);
+  auto refused = w.write({});
+  auto held = h.http().post("/v1/xet-endpoint/shards/" + request_id, std::string(refused.begin(), refused.end()),
+                            "application/octet-stream", {"X-Dedupd-Cas: " + cas});
+  ASSERT_EQ(held.status, 202) << held.body;
+  int out = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(out, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string learn = (h.dir / "dedupd-learn.sock").string();
+  std::strncpy(addr.sun_path, learn.c_str(), sizeof(addr.sun_path) - 1);
+  const std::string report = request_id + " 400";
+  ASSERT_EQ(::sendto(out, report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+            ssize_t(report.size()))
+      << std::strerror(errno);
+  ::close(out);
+}
+
 int run(const std::string& cmd) {
   int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -649,27 +677,7 @@ TEST_F(Fleet, AShardSetAsideAfterARefusalDoesNotComeBackThroughTheFleet) {
 
   // A client's upload shard that relied on the first xorb of sa without
   // carrying it, mirrored by the endpoint, then refused by the CAS.
-  shard::ShardWriter w;
-  shard::FileRecord f;
-  f.header.file_hash = sa.file_hash;  // any hash: a file's is not checked against its terms
-  f.terms.push_back({.xorb_hash = sa.xorbs[0], .unpacked_bytes = 4, .chunk_start = 0, .chunk_end = 1});
-  w.add_file(f);
-  auto refused = w.write({});
-  const std::string id = "00112233445566778899aabbccddeeff";
-  auto held = a.http().post("/v1/xet-endpoint/shards/" + id, std::string(refused.begin(), refused.end()),
-                            "application/octet-stream", {"X-Dedupd-Cas: " + cas});
-  ASSERT_EQ(held.status, 202) << held.body;
-  int out = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(out, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  const std::string learn = (a.dir / "dedupd-learn.sock").string();
-  std::strncpy(addr.sun_path, learn.c_str(), sizeof(addr.sun_path) - 1);
-  const std::string report = id + " 400";
-  ASSERT_EQ(::sendto(out, report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
-            ssize_t(report.size()))
-      << std::strerror(errno);
-  ::close(out);
+  refuse_upload_relying_on(a, sa, cas, "00112233445566778899aabbccddeeff");
   ASSERT_TRUE(eventually([&] { return a.status()["xet_endpoint"]["learning"]["set_aside"] == 1; })) << a.log_text();
   // Not from the index, and not from the fleet, which still holds it (and
   // was asked: the header says it answered).
@@ -684,6 +692,67 @@ TEST_F(Fleet, AShardSetAsideAfterARefusalDoesNotComeBackThroughTheFleet) {
   EXPECT_EQ(a.http().get("/v1/chunk/" + chunk.to_string()).status, 200);
   EXPECT_EQ(a.http().post("/v1/admin/restore/" + sa.file_hash.to_string(), "").status, 200);
   EXPECT_EQ(ask(), 200);
+}
+
+// One refusal sets the shard aside for the whole fleet (issue 58): host B,
+// which has it only through the fleet, and host C, which holds a copy of its
+// own, stop answering with it for that CAS, so their clients' uploads do not
+// rely on the lost xorb; a restore on A brings it back on every host.
+TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  const std::string cas = "https://cas-a.example";
+  std::vector<Host*> three;
+  for (const char* name : {"host-a", "host-b", "host-c"}) {
+    Host& h = add_host(name, url);
+    h.incoming_cas = cas;
+    h.write_config(url, {.lookup_timeout = "200ms",
+                         .fleet_extra = "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n",
+                         .log_level = "debug",
+                         .extra = ""});
+    h.start();
+    three.push_back(&h);
+  }
+  Host &a = *three[0], &b = *three[1], &c = *three[2];
+  MadeShard sa = make_shard({.seed = 1521, .xorbs = 2, .chunks_per_xorb = 4});
+  drop_file(a.incoming, sa.file_name(), sa.bytes);
+  drop_file(c.incoming, sa.file_name(), sa.bytes);
+  const std::string gd = "/v1/chunks/default/" + sa.raw_chunks[1].to_string();
+  // The status; B's answers come from the fleet, which must have answered.
+  auto answer = [&](Host& h) {
+    auto [status, fleet] = status_and_fleet_header(h, gd, "X-Dedupd-Cas: " + cas);
+    return &h == &b && fleet != "ok" ? 0 : status;
+  };
+  const int found = 200, not_found = 404;
+  ASSERT_TRUE(eventually([&] {
+    return answer(a) == found && answer(b) == found && answer(c) == found && a.outbox_depth() == 0 &&
+           c.outbox_depth() == 0;
+  })) << answer(a) << " " << answer(b) << " " << answer(c) << " " << a.outbox_depth() << " " << c.outbox_depth();
+
+  refuse_upload_relying_on(a, sa, cas, "00112233445566778899aabbccddee01");
+  // B and C within a read of the marks (2 s), A at once.
+  ASSERT_TRUE(eventually([&] { return answer(a) == not_found && answer(b) == not_found && answer(c) == not_found; }))
+      << b.log_text() << c.log_text();
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.set_aside"), "1");
+  EXPECT_EQ(admin.one("SELECT m.cas || ' ' || h.name FROM dedupd.set_aside m JOIN dedupd.host h ON h.id = m.host_id"),
+            cas + " host-a");
+  // C's own copy is set aside in its index, saying why; plain lookups still find it.
+  json shard_c = c.http().get("/v1/shard/" + sa.file_hash.to_string()).json();
+  EXPECT_EQ(shard_c["set_aside"]["reason"].get<std::string>().rfind("fleet: host-a saw " + cas, 0), 0u)
+      << shard_c.dump();
+  EXPECT_EQ(c.http().get("/v1/chunk/" + sa.raw_chunks[1].to_string()).status, 200);
+  json fs_b = b.http().get("/v1/fleet/status").json();
+  EXPECT_EQ(fs_b["set_aside_marks"], 1) << fs_b.dump();
+  EXPECT_EQ(fs_b["this_host"]["set_aside"]["marks"], 1) << fs_b.dump();
+  EXPECT_EQ(fs_b["mid_upgrade"], false) << fs_b.dump();
+
+  // Restored on A: the mark goes, and every host answers with it again.
+  ASSERT_EQ(a.http().post("/v1/admin/restore/" + sa.file_hash.to_string(), "").status, 200);
+  ASSERT_TRUE(eventually([&] { return answer(a) == found && answer(b) == found && answer(c) == found; }))
+      << b.log_text() << c.log_text();
+  EXPECT_EQ(admin.one("SELECT count(*) FROM dedupd.set_aside"), "0");
+  EXPECT_NE(c.log_text().find("answers again"), std::string::npos);
 }
 
 // SIGHUP applies a changed url; the url (it may carry a password) is never
@@ -1097,7 +1166,8 @@ TEST_F(Fleet, AShardThatCannotBePublishedIsParkedShownAndRetried) {
   // The record damaged below is what this test parks; the scrub would find
   // it too and rebuild the whole index (DamageTest covers that), so it is off.
   Host& a = keep(std::make_unique<Host>(root, "host-a"));
-  a.write_config(url, {.extra = "index:\n  scrub_interval: never\n"});
+  a.write_config(url,
+                 {.lookup_timeout = "200ms", .fleet_extra = "", .log_level = "debug", .extra = "index:\n  scrub_interval: never\n"});
   MadeShard good = make_shard({.seed = 1601, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
   MadeShard bad = make_shard({.seed = 1602, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
   const fs::path dir = a.dir / "state" / "index";

@@ -125,6 +125,8 @@ Json publisher_json(const fleet_link::PublisherState& s) {
             {"published", s.reconciled_publish},
             {"dropped", s.reconciled_drop},
             {"last_pass", opt(s.last_reconcile)}}},
+          {"set_aside",
+           {{"marks", s.set_aside_marks}, {"applied", s.set_aside_applied}, {"restored", s.set_aside_restored}}},
           {"published", s.published},
           {"replays", s.replays},
           {"drops", s.drops},

@@ -1,5 +1,7 @@
 // GET /v1/fleet/status, POST /v1/admin/fleet/forget-host/<name> and
 // POST /v1/admin/fleet/retry.
+#include <set>
+
 #include "api/routes.hpp"
 #include "daemon/api/render/failure.hpp"
 #include "daemon/api/render/fleet_json.hpp"
@@ -22,10 +24,18 @@ Response get_fleet_status(Context& ctx, Request&) {
   }
   const fleet::Status& s = *status;
   Json hosts = Json::array();
-  for (const auto& h : s.hosts)
+  std::set<std::string> versions;
+  for (const auto& h : s.hosts) {
     hosts.push_back({{"name", h.name},
                      {"last_contact", h.last_contact ? Json(*h.last_contact) : Json(nullptr)},
-                     {"shards", h.holds}});
+                     {"shards", h.holds},
+                     {"version", h.version.empty() ? Json(nullptr) : Json(h.version)}});
+    versions.insert(h.version);
+  }
+  // Hosts on more than one release: a rolling upgrade (or rollback) is under
+  // way. A host before 0.2.0 says no version (null).
+  doc["mid_upgrade"] = versions.size() > 1;
+  doc["set_aside_marks"] = s.set_aside;
   doc["schema_version"] = s.schema_version;
   doc["standby"] = s.standby;
   doc["hosts"] = std::move(hosts);

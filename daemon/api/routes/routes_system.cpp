@@ -300,6 +300,13 @@ Response get_metrics(Context& ctx, Request& req) {
     w.family("dedupd_fleet_reconciled_total", "counter", "Differences anti-entropy found and queued.");
     w.sample("dedupd_fleet_reconciled_total", "action=\"publish\"", fleet->reconciled_publish);
     w.sample("dedupd_fleet_reconciled_total", "action=\"drop_hold\"", fleet->reconciled_drop);
+    w.family("dedupd_fleet_set_aside_marks", "gauge",
+             "Shards the fleet marks set aside (a CAS refused an upload relying on them), per CAS.");
+    w.sample("dedupd_fleet_set_aside_marks", "", fleet->set_aside_marks);
+    w.family("dedupd_fleet_set_aside_total", "counter",
+             "Local shards set aside for another host's fleet mark, and brought back when the marks went.");
+    w.sample("dedupd_fleet_set_aside_total", "action=\"set_aside\"", fleet->set_aside_applied);
+    w.sample("dedupd_fleet_set_aside_total", "action=\"restored\"", fleet->set_aside_restored);
     counter("dedupd_fleet_published_total", "Shards published to the fleet.", fleet->published);
     counter("dedupd_fleet_replays_total", "Publishes the fleet already had (replays after a crash).", fleet->replays);
     counter("dedupd_fleet_drops_total", "Holds dropped in the fleet.", fleet->drops);
