@@ -802,8 +802,8 @@ void Daemon::apply_fleet(bool initial) {
     return;
   }
   spdlog::info("fleet: on, this host is {}", o.host_name);
-  publisher_ = std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o), reconcile_options(),
-                                                       fleet_marks_);
+  publisher_ =
+      std::make_unique<fleet_link::Publisher>(*index_, outbox_wake_, std::move(o), reconcile_options(), fleet_marks_);
 }
 
 // ---- admin actions (loop thread) --------------------------------------------

@@ -31,8 +31,8 @@ class XorbCache;   // fleet/xorb_cache.hpp
 class KeyFilters;  // fleet/key_filters.hpp
 
 struct ConnectOptions {
-  std::string url;        // libpq conninfo or URI; may list several hosts
-  std::string host_name;  // this host's name in the fleet: [A-Za-z0-9._-], 1-253 characters
+  std::string url;               // libpq conninfo or URI; may list several hosts
+  std::string host_name;         // this host's name in the fleet: [A-Za-z0-9._-], 1-253 characters
   std::string software_version;  // the dedupd release, recorded with the host ("" none)
   std::chrono::milliseconds connect_timeout{2000};
   // After a failed or timed-out read, the Reader answers fleet.unavailable at
@@ -183,8 +183,8 @@ struct HostStatus {
 // A row of dedupd.set_aside.
 struct SetAsideMark {
   Hash shard{};
-  std::string cas{};     // the CAS that refused; "" a shard of unknown CAS
-  std::string host{};    // who saw the refusal ("" a host since forgotten)
+  std::string cas{};   // the CAS that refused; "" a shard of unknown CAS
+  std::string host{};  // who saw the refusal ("" a host since forgotten)
   std::string reason{};
   std::uint64_t at = 0;  // unix seconds
 };

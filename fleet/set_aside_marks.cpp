@@ -38,8 +38,8 @@ Result<std::vector<SetAsideMark>> Writer::set_aside_marks() {
   std::vector<SetAsideMark> out;
   out.reserve(std::size_t(r->size()));
   for (int i = 0; i < r->size(); ++i)
-    out.push_back({r->hash(i, 0), std::string(r->text(i, 1)), std::string(r->text(i, 2)),
-                   std::string(r->text(i, 3)), std::uint64_t(r->int8(i, 4))});
+    out.push_back({r->hash(i, 0), std::string(r->text(i, 1)), std::string(r->text(i, 2)), std::string(r->text(i, 3)),
+                   std::uint64_t(r->int8(i, 4))});
   return out;
 }
 

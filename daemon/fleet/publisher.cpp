@@ -370,8 +370,8 @@ void Publisher::run() {
     if (reconciled && in_pass_) continue;  // the next round at once (after what it queued)
     // Until new entries are committed, or the heartbeat or expiry is due.
     auto now = std::chrono::steady_clock::now();
-    auto until = std::min({std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now,
-                           next_marks_ - now});
+    auto until = std::min(
+        {std::chrono::steady_clock::duration(kPoll), next_heartbeat_ - now, next_expire_ - now, next_marks_ - now});
     // A round that is due but waits for the outbox to drain is woken with
     // it (a commit, the poll), never spun on.
     if (!in_pass_ && now < next_reconcile_) until = std::min(until, next_reconcile_ - now);

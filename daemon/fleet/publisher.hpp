@@ -140,7 +140,7 @@ class Publisher {
   std::optional<shard::Hash> reconcile_after_;  // within a pass: where the next round starts
   bool in_pass_ = false;
   std::chrono::steady_clock::time_point next_marks_{};
-  bool marks_compare_due_ = true;  // after a connect and each reconcile pass
+  bool marks_compare_due_ = true;      // after a connect and each reconcile pass
   std::set<shard::Hash> last_marked_;  // the shards the last read listed
   std::uint64_t pass_publish_ = 0, pass_drop_ = 0;
   std::thread thread_;

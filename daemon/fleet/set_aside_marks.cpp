@@ -14,8 +14,9 @@ void SetAsideMarks::replace(std::vector<fleet::SetAsideMark> marks) {
 
 bool SetAsideMarks::marked(const shard::Hash& shard, const std::optional<std::string>& cas) const {
   std::lock_guard lock(mu_);
-  auto at = std::lower_bound(marks_.begin(), marks_.end(), shard,
-                             [](const fleet::SetAsideMark& m, const shard::Hash& h) { return m.shard.bytes < h.bytes; });
+  auto at =
+      std::lower_bound(marks_.begin(), marks_.end(), shard,
+                       [](const fleet::SetAsideMark& m, const shard::Hash& h) { return m.shard.bytes < h.bytes; });
   for (; at != marks_.end() && at->shard == shard; ++at)
     if (!cas || at->cas.empty() || at->cas == *cas) return true;
   return false;

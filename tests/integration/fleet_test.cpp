@@ -727,7 +727,8 @@ TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
   ASSERT_TRUE(eventually([&] {
     return answer(a) == found && answer(b) == found && answer(c) == found && a.outbox_depth() == 0 &&
            c.outbox_depth() == 0;
-  })) << answer(a) << " " << answer(b) << " " << answer(c) << " " << a.outbox_depth() << " " << c.outbox_depth();
+  })) << answer(a)
+      << " " << answer(b) << " " << answer(c) << " " << a.outbox_depth() << " " << c.outbox_depth();
 
   refuse_upload_relying_on(a, sa, cas, "00112233445566778899aabbccddee01");
   // B and C within a read of the marks (2 s), A at once.
@@ -1166,8 +1167,10 @@ TEST_F(Fleet, AShardThatCannotBePublishedIsParkedShownAndRetried) {
   // The record damaged below is what this test parks; the scrub would find
   // it too and rebuild the whole index (DamageTest covers that), so it is off.
   Host& a = keep(std::make_unique<Host>(root, "host-a"));
-  a.write_config(url,
-                 {.lookup_timeout = "200ms", .fleet_extra = "", .log_level = "debug", .extra = "index:\n  scrub_interval: never\n"});
+  a.write_config(url, {.lookup_timeout = "200ms",
+                       .fleet_extra = "",
+                       .log_level = "debug",
+                       .extra = "index:\n  scrub_interval: never\n"});
   MadeShard good = make_shard({.seed = 1601, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
   MadeShard bad = make_shard({.seed = 1602, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
   const fs::path dir = a.dir / "state" / "index";

@@ -191,9 +191,10 @@ TEST_F(FleetTest, SetAsideMarksAreOnePerShardAndCasAndGoTogether) {
   auto marks = a->set_aside_marks();
   ASSERT_TRUE(marks);
   std::vector<std::string> seen;
-  for (const auto& m : *marks) seen.push_back(m.shard.to_hex_bytes().substr(0, 2) + " " + m.cas + " " + m.host + " " + m.reason);
+  for (const auto& m : *marks)
+    seen.push_back(m.shard.to_hex_bytes().substr(0, 2) + " " + m.cas + " " + m.host + " " + m.reason);
   EXPECT_EQ(seen, (std::vector<std::string>{"01 https://cas-1 a refused first", "01 https://cas-2 b refused there",
-                                           "02 https://cas-1 b another"}));
+                                            "02 https://cas-1 b another"}));
   EXPECT_EQ(*b->unmark_set_aside(h), 2u);
   EXPECT_EQ(a->set_aside_marks()->size(), 1u);
 }

@@ -199,7 +199,8 @@ TEST_F(FleetRawFilter, ASchema4DatabaseIsUpgradedInPlace) {
   const std::string dir = load_fleet_v2(url_);
   ASSERT_FALSE(dir.empty());
   Admin admin(url_);
-  admin.one(schema::migrations()[2].sql + schema::migrations()[3].sql + "UPDATE dedupd.schema_version SET version = 4;");
+  admin.one(schema::migrations()[2].sql + schema::migrations()[3].sql +
+            "UPDATE dedupd.schema_version SET version = 4;");
   ASSERT_EQ(admin.one("SELECT version FROM dedupd.schema_version"), "4");
   const std::string chunks = admin.one("SELECT count(*) FROM dedupd.chunk");
   ASSERT_NE(chunks, "0");
