@@ -631,13 +631,14 @@ int main(int argc, char** argv) {
   std::uint64_t stream_max = 30'000'000;
   std::string bare_insert = "auto";
   std::uint64_t bare_sample = 3'000'000;
+  std::string scrub_interval;           // "": the daemon's default (1d: a pass at the start, then none in a run)
   std::vector<std::string> child_args;  // for --series: everything but --series and --json
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a != "--series" && a != "--json") {
       child_args.push_back(a);
       if (i + 1 < argc && (a == "--chunks" || a == "--dir" || a == "--keys" || a == "--stream-max" ||
-                           a == "--bare-insert" || a == "--bare-sample"))
+                           a == "--bare-insert" || a == "--bare-sample" || a == "--scrub-interval"))
         child_args.push_back(argv[i + 1]);
     }
     if (a == "--quick") quick = true, total = 300'000, purge_xorbs = 8, single_n = 5'000;
@@ -651,9 +652,12 @@ int main(int argc, char** argv) {
     else if (a == "--bare-insert" && i + 1 < argc) bare_insert = argv[++i];
     else if (a == "--bare-sample" && i + 1 < argc)
       bare_sample = std::max<std::uint64_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    else if (a == "--scrub-interval" && i + 1 < argc)
+      scrub_interval = argv[++i];  // "1s": the scrub runs all the time (its cost); "never": none
     else
       die("usage: bench_e2e [--chunks N | --series 1M,3M,...] [--keys K] [--dir D] [--json FILE] [--quick]\n"
-          "                 [--stream-max N] [--bare-insert auto|full|sample] [--bare-sample N]");
+          "                 [--stream-max N] [--bare-insert auto|full|sample] [--bare-sample N]\n"
+          "                 [--scrub-interval 1s|never|...]");
   }
   if (bare_insert != "auto" && bare_insert != "full" && bare_insert != "sample")
     die("--bare-insert: auto, full or sample");
@@ -920,6 +924,7 @@ int main(int argc, char** argv) {
     std::ofstream f(d.config);
     f << "state_dir: " << (root / "state").string() << "\nsocket: " << d.socket.string() << "\nwatch:\n  - "
       << (root / "incoming").string() << "\nlog_level: info\n";
+    if (!scrub_interval.empty()) f << "index:\n  scrub_interval: " << scrub_interval << "\n";
   }
   double ready_empty = d.start();
   HttpClient http(d.socket.string());
