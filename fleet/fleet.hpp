@@ -270,8 +270,10 @@ class Writer {
   Result<Ok> heartbeat();  // records this host's last contact
   // The shards this host holds, in hash order (bytewise), after `after`
   // (from the first when nullopt), at most `max`: anti-entropy's view of
-  // what the fleet lists for this host.
-  Result<std::vector<Hash>> held_shards(const std::optional<Hash>& after, std::size_t max);
+  // what the fleet lists for this host. `cas`, when given, gets each one's
+  // CAS set ("" unknown), in the same order.
+  Result<std::vector<Hash>> held_shards(const std::optional<Hash>& after, std::size_t max,
+                                        std::vector<std::string>* cas = nullptr);
   // Set-aside marks (schema 7): this host saw `cas` refuse an upload that
   // relied on `shard`; every host leaves it out of answers for that CAS.
   // The first mark of a (shard, CAS) stays: false when there was one.

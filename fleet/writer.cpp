@@ -456,13 +456,15 @@ Result<std::uint64_t> Writer::expire(std::uint64_t now) {
   return gone;
 }
 
-Result<std::vector<Hash>> Writer::held_shards(const std::optional<Hash>& after, std::size_t max) {
+Result<std::vector<Hash>> Writer::held_shards(const std::optional<Hash>& after, std::size_t max,
+                                              std::vector<std::string>* cas) {
   if (auto c = ensure_connected(); !c) return c.error();
   Connection& c = *conn_;
   // An empty bytea sorts before every hash.
   Hash none{};
   auto r = c.exec(
-      "SELECT s.hash FROM dedupd.hold h JOIN dedupd.shard s ON s.id = h.shard_id "
+      "SELECT s.hash, coalesce(array_to_string(s.cas, ' '), '') FROM dedupd.hold h "
+      "JOIN dedupd.shard s ON s.id = h.shard_id "
       "WHERE h.host_id = $1 AND s.hash > $2 ORDER BY s.hash LIMIT $3",
       Params()
           .int4(host_id_)
@@ -472,7 +474,11 @@ Result<std::vector<Hash>> Writer::held_shards(const std::optional<Hash>& after, 
   if (!r) return r.error();
   std::vector<Hash> out;
   out.reserve(std::size_t(r->size()));
-  for (int i = 0; i < r->size(); ++i) out.push_back(r->hash(i, 0));
+  if (cas) cas->clear();
+  for (int i = 0; i < r->size(); ++i) {
+    out.push_back(r->hash(i, 0));
+    if (cas) cas->emplace_back(r->text(i, 1));
+  }
   return out;
 }
 

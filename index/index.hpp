@@ -175,8 +175,13 @@ class Index {
   // cover, and queues what differs, except shards with an entry already
   // queued or parked: the live ones the fleet lacks for publishing, the
   // others for a hold drop. Nothing is queued while the outbox is off.
+  // `fleet_cas`, when given, is the CAS set the fleet has for each of
+  // `fleet_held` (shard/cas_scope.hpp's form; "" unknown): a shard it holds
+  // without every CAS that accepted it here is published again, which adds
+  // them (ReconcileRound::cas).
   Result<ReconcileRound> outbox_reconcile(const std::optional<Hash>& after, std::span<const Hash> fleet_held,
-                                          bool fleet_more, std::size_t max, std::uint64_t now);
+                                          bool fleet_more, std::size_t max, std::uint64_t now,
+                                          std::span<const std::string> fleet_cas = {});
   // A live shard's content rebuilt from the index (its xorbs, files, key and
   // expiry; the bytes differ from the file's, the entries do not), so a shard
   // can be published after its file is gone. nullopt: not live.

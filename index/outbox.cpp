@@ -6,9 +6,11 @@
 #include "index/outbox.hpp"
 
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "index/outbox_txn.hpp"
+#include "shard/cas_scope.hpp"
 #include "shard/writer.hpp"
 
 namespace dedupd::index {
@@ -327,7 +329,8 @@ Result<std::uint64_t> Index::outbox_retry_parked(std::uint64_t now) {
 }
 
 Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after, std::span<const Hash> fleet_held,
-                                               bool fleet_more, std::size_t max, std::uint64_t now) {
+                                               bool fleet_more, std::size_t max, std::uint64_t now,
+                                               std::span<const std::string> fleet_cas) {
   std::lock_guard lock(impl_->write_mu);
   const schema::Dbs& d = impl_->dbs;
   ReconcileRound out;
@@ -338,6 +341,7 @@ Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after,
         if (int rc = enabled(d, txn, on); rc || !on) return rc ? lmdb::TxnResult(rc) : lmdb::TxnResult::rollback();
         // The live shards after `after`, at most `max` records read.
         std::vector<Hash> live;
+        std::map<Hash, std::string> live_cas;  // of the live shards with a known CAS set
         bool local_more = false;
         std::optional<Hash> last_read;
         {
@@ -357,7 +361,10 @@ Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after,
             ++read;
             last_read = h;
             auto rec = decode_shard(v);
-            if (rec && rec->state == ShardState::live) live.push_back(h);
+            if (rec && rec->state == ShardState::live) {
+              live.push_back(h);
+              if (!rec->cas.empty()) live_cas[h] = rec->cas;
+            }
           }
           if (rc && rc != MDB_NOTFOUND) return rc;
         }
@@ -383,13 +390,30 @@ Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after,
             if (int rc = put_entry(d, txn, OutboxOp::publish, h, now)) return rc;
             ++out.publish;
           }
+        // Held, but without a CAS that accepted it here (the entry that
+        // would have said so was lost): published again, the fleet adds it.
+        if (fleet_cas.size() == fleet_held.size())
+          for (std::size_t i = 0; i < fleet_held.size(); ++i) {
+            const Hash& h = fleet_held[i];
+            auto local = live_cas.find(h);
+            if (local == live_cas.end() || !covered(h) || !held.contains(h) || pending.contains(h)) continue;
+            bool lacks = false;
+            for (std::size_t at = 0; at < local->second.size() && !lacks;) {
+              std::size_t end = std::min(local->second.find(' ', at), local->second.size());
+              lacks = !shard::holds_cas(fleet_cas[i], std::string_view(local->second).substr(at, end - at));
+              at = end + 1;
+            }
+            if (!lacks) continue;
+            if (int rc = put_entry(d, txn, OutboxOp::publish, h, now)) return rc;
+            ++out.cas;
+          }
         std::set<Hash> here(live.begin(), live.end());
         for (const Hash& h : fleet_held)
           if (covered(h) && !here.contains(h) && !pending.contains(h)) {
             if (int rc = put_entry(d, txn, OutboxOp::drop_hold, h, now)) return rc;
             ++out.drop;
           }
-        if (out.publish + out.drop == 0) return lmdb::TxnResult::rollback();
+        if (out.publish + out.drop + out.cas == 0) return lmdb::TxnResult::rollback();
         impl_->outbox_queued = true;
         return 0;
       },

@@ -44,6 +44,7 @@ struct ParkedEntry {
 struct ReconcileRound {
   std::uint64_t publish = 0;  // live here, not listed by the fleet: queued for publishing
   std::uint64_t drop = 0;     // listed by the fleet, not live here: its hold queued for dropping
+  std::uint64_t cas = 0;      // held, but the fleet lacks a CAS it has here: queued for publishing again
   // The round compared the shards up to this hash; the next one starts
   // after it. nullopt: up to the last, the pass is over.
   std::optional<shard::Hash> through;

@@ -301,13 +301,14 @@ bool Publisher::reconcile(bool& ran) {
     std::lock_guard lock(mu_);
     o = reconcile_;
   }
-  auto held = writer_->held_shards(reconcile_after_, o.batch);
+  std::vector<std::string> held_cas;
+  auto held = writer_->held_shards(reconcile_after_, o.batch, &held_cas);
   if (!held) {
     failed(held.error(), "listing this host's fleet shards");
     return false;
   }
   ran = true;
-  auto round = index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, unix_now());
+  auto round = index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, unix_now(), held_cas);
   if (!round) {
     spdlog::error("fleet: anti-entropy: {}", round.error());
     next_reconcile_ = now + o.interval;
@@ -315,7 +316,7 @@ bool Publisher::reconcile(bool& ran) {
     reconcile_after_.reset();
     return true;
   }
-  pass_publish_ += round->publish;
+  pass_publish_ += round->publish + round->cas;
   pass_drop_ += round->drop;
   if (round->through) {
     in_pass_ = true;
@@ -324,7 +325,8 @@ bool Publisher::reconcile(bool& ran) {
   }
   if (pass_publish_ || pass_drop_)
     spdlog::warn(
-        "fleet: anti-entropy: the fleet disagreed with this host; {} shard{} it lacked queued for publishing, {} "
+        "fleet: anti-entropy: the fleet disagreed with this host; {} shard{} it lacked (or lacked a CAS of) queued "
+        "for publishing, {} "
         "hold{} on shards gone here queued for dropping",
         pass_publish_, pass_publish_ == 1 ? "" : "s", pass_drop_, pass_drop_ == 1 ? "" : "s");
   else spdlog::debug("fleet: anti-entropy: the fleet lists exactly this host's live shards");

@@ -505,6 +505,44 @@ TEST_F(Outbox, AParkedEntryStaysWithItsReasonUntilRetried) {
   EXPECT_THAT(problems(), IsEmpty());
 }
 
+// Anti-entropy compares CAS sets too (issue 58): a shard the fleet holds
+// without a CAS that accepted it here (the entry that said so was lost) is
+// published again; one whose CASes the fleet has, or of unknown CAS here,
+// queues nothing.
+TEST_F(Outbox, ReconcilePublishesAgainAShardTheFleetHoldsWithoutOneOfItsCases) {
+  auto a = shard_of({&x1}, 1), b = shard_of({&x2}, 2), c = shard_of({&x3}, 3);
+  IngestOptions o;
+  o.now = 1000;
+  o.cas = "https://cas-a.example";
+  ingest(a, "/a", o);
+  ingest(b, "/b", o);
+  o.cas = "https://cas-b.example";
+  ingest(a, "/a-b", o);
+  ingest(c, "/c");  // unknown CAS
+  ASSERT_TRUE(idx->set_outbox(true, 2000));
+  ASSERT_TRUE(idx->outbox_ack(entries().back().seq));
+  std::vector<std::pair<Hash, std::string>> fleet{
+      {a.hash, "https://cas-a.example"}, {b.hash, "https://cas-a.example https://cas-c.example"}, {c.hash, ""}};
+  std::sort(fleet.begin(), fleet.end());
+  std::vector<Hash> held;
+  std::vector<std::string> cas;
+  for (const auto& [h, set] : fleet) held.push_back(h), cas.push_back(set);
+  auto r = idx->outbox_reconcile(std::nullopt, held, false, 100, 3000, cas);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->publish + r->drop, 0u);
+  EXPECT_EQ(r->cas, 1u);
+  auto e = entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].op, OutboxOp::publish);
+  EXPECT_EQ(e[0].shard, a.hash);
+  // Without the CAS sets, holds alone: nothing differs.
+  ASSERT_TRUE(idx->outbox_ack(e[0].seq));
+  auto holds_only = idx->outbox_reconcile(std::nullopt, held, false, 100, 3100);
+  ASSERT_TRUE(holds_only);
+  EXPECT_EQ(holds_only->publish + holds_only->drop + holds_only->cas, 0u);
+  EXPECT_THAT(problems(), IsEmpty());
+}
+
 // Anti-entropy rounds: what differs within the hashes both sides cover is
 // queued, a bounded number of records per round, never a shard whose entry
 // is queued or parked already.
