@@ -1,7 +1,10 @@
 #include "harness/make_shard.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "shard/writer.hpp"
@@ -77,11 +80,21 @@ MadeShard make_shard(const ShardSpec& spec) {
 std::filesystem::path drop_file(const std::filesystem::path& dir, const std::string& name,
                                 const std::vector<std::uint8_t>& bytes) {
   auto tmp = dir / ("." + name + ".mdb_temp");
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  // O_CLOEXEC: a test that starts a program meanwhile (dedupctl, another
+  // dedupd) must not hand it the file open for writing. dedupd 0.1.0 then
+  // saw the shard "open for writing" and never took it in (compat tests).
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp.string() + ": " + std::strerror(errno));
+  for (std::size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+    }
+    done += std::size_t(n);
   }
+  ::close(fd);
   std::filesystem::rename(tmp, dir / name);
   return dir / name;
 }
