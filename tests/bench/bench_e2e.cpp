@@ -1163,6 +1163,19 @@ int main(int argc, char** argv) {
   }
   std::sort(bare_open.begin(), bare_open.end());
 
+  // What the scrub did while the queries above ran (--scrub-interval).
+  {
+    auto st = http.get("/v1/status");
+    if (st.status == 200) {
+      auto h = nlohmann::json::parse(st.body, nullptr, false)["index_health"];
+      if (h.is_object())
+        std::printf("scrub so far: %s passes, %s items in the current one, last result %s\n",
+                    h.value("scrub_passes", nlohmann::json()).dump().c_str(),
+                    h.value("scrub_items", nlohmann::json()).dump().c_str(),
+                    h.value("scrub_last_result", nlohmann::json()).dump().c_str());
+    }
+  }
+
   // ------------------------------------------------------------ restart -> READY
   // Each start in order, with the share of dedupd's executable and
   // libraries in the page cache just before it: past 100 M the bench's own
