@@ -7,7 +7,6 @@
 
 namespace dedupd::fleet {
 
-using detail::Connection;
 using wire::Params;
 
 Result<bool> Writer::mark_set_aside(const Hash& shard, std::string_view cas, std::string_view reason) {
