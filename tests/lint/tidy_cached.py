@@ -39,7 +39,6 @@ def main():
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dedupd", "tidy")
     os.makedirs(cache, exist_ok=True)
     version = subprocess.run([tidy[0], "--version"], capture_output=True, text=True).stdout
-    root = os.getcwd()  # ./dev runs from the clone's top
     config = [a for a in tidy if a.startswith("--config-file=")]
     config_text = open(config[0].split("=", 1)[1]).read() if config else ""
 
@@ -56,16 +55,12 @@ def main():
         if deps.returncode != 0:
             return None
         files = deps.stdout.replace("\\\n", " ").split(":", 1)[-1].split()
-        # Paths under the clone count relative to it: another clean clone
-        # (each CI run, wherever it is) finds the keys the last one kept.
-        def rel(text):
-            return text.replace(root, "<root>")
         h = hashlib.sha256()
         for part in (version, config_text, " ".join(tidy[1:]), e["command"]):
-            h.update(rel(part).encode() + b"\0")
+            h.update(part.encode() + b"\0")
         for f in sorted(set(files)):
             path = os.path.join(e["directory"], f)
-            h.update(rel(os.path.normpath(path)).encode() + b"\0")
+            h.update(f.encode() + b"\0")
             try:
                 h.update(open(path, "rb").read())
             except OSError:
