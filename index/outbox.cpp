@@ -397,12 +397,8 @@ Result<ReconcileRound> Index::outbox_reconcile(const std::optional<Hash>& after,
             const Hash& h = fleet_held[i];
             auto local = live_cas.find(h);
             if (local == live_cas.end() || !covered(h) || !held.contains(h) || pending.contains(h)) continue;
-            bool lacks = false;
-            for (std::size_t at = 0; at < local->second.size() && !lacks;) {
-              std::size_t end = std::min(local->second.find(' ', at), local->second.size());
-              lacks = !shard::holds_cas(fleet_cas[i], std::string_view(local->second).substr(at, end - at));
-              at = end + 1;
-            }
+            const bool lacks =
+                shard::any_cas(local->second, [&](std::string_view c) { return !shard::holds_cas(fleet_cas[i], c); });
             if (!lacks) continue;
             if (int rc = put_entry(d, txn, OutboxOp::publish, h, now)) return rc;
             ++out.cas;

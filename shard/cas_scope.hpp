@@ -13,14 +13,21 @@
 namespace dedupd::shard {
 
 // True when `cas` is one of the set's.
-inline bool holds_cas(std::string_view cas_set, std::string_view cas) {
+// Calls fn with each CAS of a set (URLs separated by one space) until it
+// returns true; true when one did.
+template <class Fn>
+bool any_cas(std::string_view cas_set, Fn&& fn) {
   while (!cas_set.empty()) {
     std::size_t end = cas_set.find(' ');
-    if (cas_set.substr(0, end) == cas) return true;
+    if (fn(cas_set.substr(0, end))) return true;
     if (end == std::string_view::npos) break;
     cas_set.remove_prefix(end + 1);
   }
   return false;
+}
+
+inline bool holds_cas(std::string_view cas_set, std::string_view cas) {
+  return any_cas(cas_set, [&](std::string_view c) { return c == cas; });
 }
 
 // Puts `cas` in the set (at the end); false when it was there or is empty.

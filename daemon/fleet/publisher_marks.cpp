@@ -138,11 +138,10 @@ void Publisher::apply_marks(const std::vector<fleet::SetAsideMark>& marks, bool 
           // for each CAS it belongs to (every one may have refused).
           spdlog::warn("fleet: anti-entropy: shard {} was set aside here and the fleet did not know", s.hash);
           if (s.cas.empty()) mark_set_aside(s.hash, "", s.set_aside_reason);
-          for (std::size_t at = 0; at < s.cas.size();) {
-            std::size_t end = std::min(s.cas.find(' ', at), s.cas.size());
-            mark_set_aside(s.hash, s.cas.substr(at, end - at), s.set_aside_reason);
-            at = end + 1;
-          }
+          shard::any_cas(s.cas, [&](std::string_view c) {
+            mark_set_aside(s.hash, std::string(c), s.set_aside_reason);
+            return false;
+          });
         }
       }
     }
