@@ -186,7 +186,10 @@ std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fl
   plan.rekey = !as_local.keyed;
   plan.key = as_local.keyed ? as_local.key : settings.key;
   plan.expiry = reply_expiry(as_local, settings);
-  if (plan.expiry <= settings.now) return std::nullopt;  // expired since the fleet answered
+  // A keyed source that expired since the fleet answered gives nothing. The
+  // reply itself may expire as it is made: the endpoint's answers do
+  // (xet_endpoint.reply_expiry 0), so that a later process asks again.
+  if (as_local.keyed && as_local.expiry && *as_local.expiry <= settings.now) return std::nullopt;
   ReplyShard reply(plan);
   // The fleet applied the bounds; applied again so a reply never passes them.
   ReplyFiller filler(settings.bounds);

@@ -423,6 +423,29 @@ TEST(GlobalDedupFleetReply, ARawSourceShardIsRekeyedWithTheReplyKeyInTheFleetsOr
   EXPECT_FALSE(build_fleet_global_dedup_reply(fleet::ShardXorbs{}, settings(key)).has_value()) << "no xorb";
 }
 
+// The local Xet endpoint's answers expire as they are made (reply_expiry 0 by
+// default): the fleet's answer is one too, not none. Through 0.2.0 it
+// was dropped as expired, so no endpoint client ever got a fleet hit.
+TEST(GlobalDedupFleetReply, AnAnswerThatExpiresAsItIsMadeIsStillMade) {
+  st::TestXorb own = st::make_xorb(75, 4);
+  fleet::ShardXorbs source{st::seeded_hash(4244), std::nullopt, std::nullopt, {fleet_xorb(own)}};
+  ReplySettings at_once{key_of(2), kNow, 0, {}};
+  auto bytes = build_fleet_global_dedup_reply(source, at_once);
+  ASSERT_TRUE(bytes) << "a raw source with reply lifetime 0";
+  auto view = ShardView::parse(*bytes);
+  ASSERT_TRUE(view.ok()) << view.error().to_string();
+  EXPECT_EQ(view->expiry(), std::optional<std::uint64_t>(kNow));
+  EXPECT_TRUE(reply_has_chunk(*view, own.raw[1]));
+
+  const Key stored_key = key_of(9);
+  fleet::ShardXorbs keyed{st::seeded_hash(4245), stored_key, kNow + 60, {fleet_xorb(st::make_xorb(76, 3, stored_key))}};
+  auto keyed_bytes = build_fleet_global_dedup_reply(keyed, at_once);
+  ASSERT_TRUE(keyed_bytes) << "a keyed source still live";
+  EXPECT_EQ(ShardView::parse(*keyed_bytes)->expiry(), std::optional<std::uint64_t>(kNow));
+  keyed.expiry = kNow;
+  EXPECT_FALSE(build_fleet_global_dedup_reply(keyed, at_once).has_value()) << "a keyed source expired";
+}
+
 TEST(GlobalDedupFleetReply, AKeyedSourceShardIsServedAsStoredForNoLongerThanItsExpiry) {
   const Key stored_key = key_of(9);
   st::TestXorb own = st::make_xorb(74, 4, stored_key);
