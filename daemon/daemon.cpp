@@ -195,9 +195,9 @@ int Daemon::run() {
                           std::lock_guard lock(fleet_mu_);
                           if (publisher_) publisher_->mark_set_aside(h, cas, why);
                         },
-                        [this](const shard::Hash& h) {
+                        [this](const shard::Hash& h, const std::string& cas) {
                           std::lock_guard lock(fleet_mu_);
-                          if (publisher_) publisher_->unmark_set_aside(h);
+                          if (publisher_) publisher_->accepted_again(h, cas);
                         }});
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});

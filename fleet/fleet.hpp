@@ -278,9 +278,10 @@ class Writer {
   // relied on `shard`; every host leaves it out of answers for that CAS.
   // The first mark of a (shard, CAS) stays: false when there was one.
   Result<bool> mark_set_aside(const Hash& shard, std::string_view cas, std::string_view reason);
-  // Deletes every mark of the shard (a restore, or its bytes accepted
-  // again): it answers again on every host. Returns how many were deleted.
-  Result<std::uint64_t> unmark_set_aside(const Hash& shard);
+  // Deletes the shard's marks: every one (an admin's restore), or those of
+  // one CAS (that CAS accepted the shard's very bytes again, so it holds
+  // every xorb they name). Returns how many were deleted.
+  Result<std::uint64_t> unmark_set_aside(const Hash& shard, std::optional<std::string_view> cas = std::nullopt);
   Result<std::vector<SetAsideMark>> set_aside_marks();
   // "host:port" of the primary the last call reached ("" before any): after
   // a failover, the server libpq found in the url's list in place of the old.

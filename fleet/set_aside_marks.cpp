@@ -20,9 +20,11 @@ Result<bool> Writer::mark_set_aside(const Hash& shard, std::string_view cas, std
   return r->affected() > 0;
 }
 
-Result<std::uint64_t> Writer::unmark_set_aside(const Hash& shard) {
+Result<std::uint64_t> Writer::unmark_set_aside(const Hash& shard, std::optional<std::string_view> cas) {
   if (auto c = ensure_connected(); !c) return c.error();
-  auto r = conn_->exec("DELETE FROM dedupd.set_aside WHERE shard = $1", Params().bytea(shard.bytes));
+  auto r = cas ? conn_->exec("DELETE FROM dedupd.set_aside WHERE shard = $1 AND cas = $2",
+                             Params().bytea(shard.bytes).text(*cas))
+               : conn_->exec("DELETE FROM dedupd.set_aside WHERE shard = $1", Params().bytea(shard.bytes));
   if (!r) return r.error();
   return r->affected();
 }

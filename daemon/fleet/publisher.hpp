@@ -76,6 +76,11 @@ class Publisher {
   // entropy sends what a restart lost).
   void mark_set_aside(const shard::Hash& shard, std::string cas, std::string reason);
   void unmark_set_aside(const shard::Hash& shard);
+  // `cas` accepted an upload of this very shard: its mark for that CAS, if
+  // the fleet has one, goes (the CAS holds every xorb the shard names), and
+  // every host answers with it there again. Without this the copy a host
+  // learned would be set aside by the mark another host's refusal left.
+  void accepted_again(const shard::Hash& shard, const std::string& cas);
   // How often the marks are read again: how long another host's refusal
   // may still be answered here.
   static constexpr auto kMarksEvery = std::chrono::seconds(2);
@@ -127,7 +132,8 @@ class Publisher {
   PublisherState state_;           // under mu_ (outbox fields filled by state())
   struct MarkOp {
     shard::Hash shard;
-    bool mark = true;  // false: delete the shard's marks
+    bool mark = true;  // false: delete the shard's marks (only cas's when one_cas)
+    bool one_cas = false;
     std::string cas, reason;
   };
   std::deque<MarkOp> mark_ops_;  // under mu_

@@ -124,7 +124,6 @@ void Learner::settle(const std::string& id, Settled s) {
       if (info && *info && (*info)->set_aside) {
         if (auto back = index_.restore(r->shard); back) {
           ++restored_;
-          if (events_.restored) events_.restored(r->shard);
           spdlog::info("{} accepted shard {} again, which was set aside ({}): it answers again", cas, r->shard,
                        (*info)->set_aside_reason);
         } else {
@@ -132,6 +131,7 @@ void Learner::settle(const std::string& id, Settled s) {
         }
       }
     }
+    if (events_.accepted) events_.accepted(r->shard, cas);
     if (copies_) {
       auto kept = copies_->keep(s.pending->bytes, r->shard.to_string(), cas);
       if (!kept)

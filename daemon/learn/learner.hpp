@@ -43,11 +43,13 @@ class Learner {
   // rebuilt index learns them again.
   void set_copies(LearnedCopies* copies) { copies_ = copies; }
   // Told on the work loop when a refusal set a shard aside (with the CAS
-  // that refused and why) and when an accepted shard brought one back: the
-  // fleet's marks follow both.
+  // that refused and why) and when the CAS accepted a shard: the fleet's
+  // marks follow both (a shard set aside anywhere answers again everywhere
+  // once its very bytes were accepted).
   struct Events {
     std::function<void(const shard::Hash& shard, const std::string& cas, const std::string& why)> set_aside;
-    std::function<void(const shard::Hash& shard)> restored;
+    // Every shard the CAS accepted, new here or not.
+    std::function<void(const shard::Hash& shard, const std::string& cas)> accepted;
   };
   void set_events(Events events) { events_ = std::move(events); }
 

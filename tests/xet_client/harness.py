@@ -227,13 +227,24 @@ class DedupdClient:
             raise
         return conn
 
-    def get(self, path):
+    def get(self, path, headers=None):
         """(status, body bytes) of a GET on the socket."""
         conn = self.connect()
         try:
-            conn.request("GET", path)
+            conn.request("GET", path, headers=headers or {})
             r = conn.getresponse()
             return r.status, r.read()
+        finally:
+            conn.close()
+
+    def get_status_and_header(self, path, headers, name):
+        """(status, the value of response header `name` or None) of a GET."""
+        conn = self.connect()
+        try:
+            conn.request("GET", path, headers=headers)
+            r = conn.getresponse()
+            r.read()
+            return r.status, r.getheader(name)
         finally:
             conn.close()
 
@@ -399,6 +410,44 @@ class HubStandin:
 
     def stop(self):
         self.proc.stop()
+
+
+class FleetDatabase:
+    """A throwaway PostgreSQL for a fleet of dedupds (tests/fleet/pg_cluster:
+    Unix sockets only, in a private directory, as the postgres user when run
+    by root), stopped and deleted by `stop` or once this process is gone."""
+
+    SCRIPT = os.path.join(HERE, "..", "fleet", "pg_cluster")
+
+    def __init__(self, root):
+        os.makedirs(root, exist_ok=True)
+        self.pointer = os.path.join(root, "pg-cluster")
+        r = subprocess.run([self.SCRIPT, "start", self.pointer, str(os.getpid())], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("pg_cluster start: %s%s" % (r.stdout, r.stderr))
+        with open(self.pointer) as f:
+            self.dir = f.read().strip()
+        with open(os.path.join(self.dir, "url")) as f:
+            self.url = f.read().strip()
+        self.proc = self  # (RealClientTest prints a log per process on failure)
+        self.log_path = os.path.join(self.dir, "primary.log")
+
+    def yaml(self, host, **extra):
+        """A dedupd's fleet section, as host `host`."""
+        lines = ["fleet:", "  url: %s" % json.dumps(self.url), "  host: %s" % host]
+        lines += ["  %s: %s" % (k, json.dumps(v)) for k, v in extra.items()]
+        return "\n".join(lines) + "\n"
+
+    def tail(self, n=60):
+        return Proc.tail(self, n)
+
+    def stop(self):
+        subprocess.run([self.SCRIPT, "stop", self.pointer], capture_output=True)
+
+
+def have_postgresql():
+    import glob
+    return bool(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 
 
 NGINX_TEMPLATE = os.path.join(HERE, "..", "..", "packaging", "xet-endpoint", "nginx.conf.in")
@@ -711,6 +760,17 @@ class RealClientTest(unittest.TestCase):
         s = CasStandin(self.path(name), dedupd.socket if dedupd else None)
         self.procs.append(s)
         return s
+
+    def fleet_database(self, name="fleet-db"):
+        """A PostgreSQL for a fleet; without its server programs the test is
+        skipped, or fails under DEDUPD_XET_REQUIRED=1 (CI installs them)."""
+        if not have_postgresql():
+            if os.environ.get("DEDUPD_XET_REQUIRED") == "1":
+                self.fail("no PostgreSQL server programs (packaging/install-deps installs them)")
+            self.skipTest("no PostgreSQL server programs")
+        db = FleetDatabase(self.path(name))
+        self.procs.insert(0, db)  # stopped last, after the dedupds that use it
+        return db
 
     def hub_standin(self, tls, token, access_token, dedupd=None, name="hub"):
         s = HubStandin(self.path(name), tls, token, access_token, dedupd.socket if dedupd else None)

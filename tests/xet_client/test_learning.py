@@ -251,6 +251,113 @@ class Learning(harness.EndpointTest):
         # Never a loop, and never out for good: no admin step.
         self.lost_xorb(steward=False, own_file=False)
 
+    def test_a_refusal_on_one_host_of_a_fleet_costs_no_failed_upload_on_the_others(self):
+        """Three hosts on one CAS and one fleet database, each with its own
+        dedupd and endpoint nginx. Host 1 learns a file and the fleet spreads
+        it: hosts 2 and 3 answer with it too. The CAS loses the file's xorb,
+        and a client on host 1 has its upload refused (the one failed upload
+        allowed). That refusal sets the shard aside in the fleet for this
+        CAS, so the first uploads of the file on hosts 2 and 3 succeed."""
+        db = self.fleet_database()
+        hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
+        hosts = []
+        for n in (1, 2, 3):
+            settings = self.path("endpoint-settings-%d" % n, "xet-endpoint.conf")
+            d = harness.RealClientTest.dedupd(self, [self.path("incoming-%d" % n)],
+                                              harness.endpoint_yaml(settings) +
+                                              db.yaml("host-%d" % n, lookup_timeout="2s"),
+                                              name="dedupd-%d" % n)
+            ep = self.xet_endpoint(hub, d.socket, self.tls["ca"], name="endpoint-%d" % n)
+            harness.write(settings, ("hub_upstream = %s\ncas_upstream = %s\nhub_port = %d\ncas_port = %d\n"
+                                     % (hub.endpoint, hub.cas_url, ep.hub_port, ep.cas_port)).encode())
+            hosts.append((d, ep))
+        (d1, ep1), (d2, ep2), (d3, ep3) = hosts
+        self.dedupd = d1
+
+        data = harness.random_bytes(8 * MIB, 91)
+        src = harness.write(self.path("src", "lost.bin"), data)
+        a = self.user("host-1a", ep1)
+        a.run("create-repo", REPO)
+        a.run("upload-file", REPO, "lost.bin", src)
+        self.wait_learned(1)
+        learned = self.shards_of(hub.cas_url)[0]["hash"]
+        xorbs = list(hub.state()["xorbs"])
+        self.assertEqual(len(xorbs), 1)
+        # A chunk every client asks about (a xorb's first), as the endpoint
+        # asks: for this CAS.
+        chunk = d1.json("/v1/xorb/" + xorbs[0])["chunks"][0]["hash"]
+        gd = ("/v1/chunks/default/" + chunk, {"X-Dedupd-Cas": hub.cas_url})
+
+        def answers(d):
+            """Whether d answers with a shard: from its index, or from the
+            fleet, which must have answered."""
+            status, fleet = d.get_status_and_header(*gd, "X-Dedupd-Fleet")
+            if fleet not in ("ok", None):
+                raise AssertionError("%s: the fleet did not answer (%s)" % (d.root, fleet))
+            return status == 200
+
+        # Hosts 2 and 3 answer from the fleet's copy: without the fleet-wide
+        # set-aside each would cost its first client a failed upload.
+        harness.wait_for("hosts 2 and 3 to answer with host 1's shard", lambda: answers(d2) and answers(d3),
+                         timeout=30)
+        # Through the endpoint too: a client on host 2 sends nothing, and
+        # no query reaches the CAS (through 0.2.0 the fleet's answers to the
+        # endpoint, made expired as all of its answers are, were dropped).
+        hub.reset()
+        self.user("host-2p", ep2).run("upload-file", REPO, "known-2.bin", src)
+        state = hub.state()
+        self.assertEqual((state["xorb_chunk_bytes"], state["chunk_queries"], state["rejected"]), (0, [], []))
+
+        hub.forget_xorbs(xorbs)
+        folder = self.path("host-1g", "upload")
+        harness.write(os.path.join(folder, "lost.bin"), data)
+        harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 92))
+        failed = self.user("host-1g", ep1).run("upload-folder", REPO, folder, check=False)
+        self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
+        harness.wait_for("the refusal", lambda: self.learning()["refused"] >= 1, timeout=20)
+        self.assertEqual(self.learning()["set_aside"], 1)
+        # On the other hosts within a read of the fleet's marks (every 2 s).
+        harness.wait_for("hosts 2 and 3 to set the shard aside", lambda: not answers(d2) and not answers(d3),
+                         timeout=20)
+        for d in (d2, d3):
+            fleet = d.json("/v1/fleet/status")
+            self.assertEqual(fleet["set_aside_marks"], 1, fleet)
+            self.assertEqual(fleet["this_host"]["set_aside"]["marks"], 1, fleet)
+
+        # The file on hosts 2 and 3, each a new client with an empty cache:
+        # both succeed the first time, and the lost bytes go up again.
+        hub.reset()
+        two = self.user("host-2a", ep2).run("upload-file", REPO, "lost-2.bin", src, check=False)
+        self.assertTrue(isinstance(two, dict), "host 2's upload failed: %s" % getattr(two, "stderr", "")[-2000:])
+        state = hub.state()
+        self.assertEqual(state["rejected"], [])
+        self.assertGreaterEqual(state["xorb_chunk_bytes"], len(data), "host 2 did not upload the lost bytes")
+        three = self.user("host-3a", ep3).run("upload-file", REPO, "lost-3.bin", src, check=False)
+        self.assertTrue(isinstance(three, dict), "host 3's upload failed: %s" % getattr(three, "stderr", "")[-2000:])
+        self.assertEqual(hub.state()["rejected"], [])
+        for d in (d1, d2, d3):
+            self.assertEqual(d.json("/v1/status")["xet_endpoint"]["learning"]["refused"], 1 if d is d1 else 0)
+
+        # Never a loop: host 2's client uploaded the same file alone, so the
+        # shard the CAS accepted from it is host 1's very shard (a session
+        # shard of one file, without a footer, is its bytes). The CAS holds
+        # its xorb again: the fleet's mark goes, host 1's copy answers again,
+        # and the next client on any host sends nothing.
+        harness.wait_for("host 2 to learn the shard again", lambda: learned in {s["hash"] for s in d2.shards()},
+                         timeout=20)
+        harness.wait_for("the fleet's mark to go", lambda: d1.json("/v1/fleet/status")["set_aside_marks"] == 0,
+                         timeout=20)
+        harness.wait_for("host 1's copy to answer again",
+                         lambda: d1.json("/v1/shard/" + learned)["set_aside"] is None, timeout=20)
+        for n, (d, ep) in enumerate(hosts, 1):
+            harness.wait_for("host %d to answer" % n, lambda: answers(d), timeout=20)
+            hub.reset()
+            self.user("host-%db" % n, ep).run("upload-file", REPO, "lost-%db.bin" % n, src)
+            state = hub.state()
+            self.assertEqual(state["xorb_chunk_bytes"], 0, "host %d" % n)
+            self.assertEqual(state["rejected"], [], "host %d" % n)
+        self.assertEqual(self.learning()["refused"], 1)
+
     @harness.newest_pair_only("nginx's mirror failing, whichever client uploads")
     def test_dedupd_stopped_during_an_upload_costs_only_that_learning(self):
         self.start()
