@@ -37,6 +37,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+static_assert(FleetConfig::kDefaultKeyFilterMemory == std::uint64_t(fleet::kDefaultKeyFilterBytes),
+              "dedupd.yaml's default is the library's");
+
 fleet_link::LookupMemory lookup_memory(const FleetConfig& f) {
   auto bytes = [](std::uint64_t v) { return std::int64_t(std::min<std::uint64_t>(v, std::uint64_t(INT64_MAX))); };
   return {.xorb_cache = bytes(f.lookup_cache), .key_filters = bytes(f.key_filter_memory)};

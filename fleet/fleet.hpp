@@ -73,12 +73,14 @@ struct ConnectOptions {
   std::shared_ptr<XorbCache> xorb_cache;
 };
 
-// 64 MiB (fleet.key_filter_memory): the filters of about 22 M entries at
-// 16 bits each (with half as much room again to grow: 3 bytes an entry),
-// about 89 M at the thinnest 4 bits, whatever the number of Readers
-// sharing it; the raw filter takes at most half (about 11 M raw entries at
-// 16 bits, 45 M at 4).
-inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(64) << 20;
+// 512 MiB (fleet.key_filter_memory), a bound, as index.filter_memory is for
+// the local chunk filters: the filters take what the fleet's entries need
+// (3 bytes an entry at 16 bits, with half as much room again to grow), so
+// their memory follows the fleet's size up to it, whatever the number of
+// Readers sharing it. The raw filter takes at most half: 16 bits to about
+// 89 M raw entries, 4 bits to about 358 M. At 64 MiB, until 0.2.0, a fleet
+// of 100 M entries left its raw filter out and misses ran at 0.59x bare.
+inline constexpr std::int64_t kDefaultKeyFilterBytes = std::int64_t(512) << 20;
 // A set of key filters for Readers to share, within `budget_bytes`.
 std::shared_ptr<KeyFilters> make_key_filters(std::int64_t budget_bytes = kDefaultKeyFilterBytes);
 // 16 MiB: about 80 CAS blocks of 4,096 chunks (196 KB each), whatever the

@@ -135,10 +135,11 @@ struct FleetConfig {
   // every connection (fleet/xorb_cache.hpp). 0: nothing is kept.
   std::uint64_t lookup_cache = std::uint64_t(16) << 20;
   // The most the key filters take together (fleet/key_filters.hpp): one
-  // filter per live key of the prefixes stored under it, so that a miss
-  // asks the raw form alone. Past what fits, filters get thinner (more
-  // keyed forms asked), then none.
-  std::uint64_t key_filter_memory = std::uint64_t(64) << 20;
+  // filter per live key of the prefixes stored under it, and the raw one,
+  // so that a miss asks nothing. They take what the fleet's entries need,
+  // up to this; past it, filters get thinner (more forms asked), then none.
+  static constexpr std::uint64_t kDefaultKeyFilterMemory = std::uint64_t(512) << 20;  // fleet::kDefaultKeyFilterBytes
+  std::uint64_t key_filter_memory = kDefaultKeyFilterMemory;
   bool enabled() const { return !url.empty(); }
   bool operator==(const FleetConfig&) const = default;
 };

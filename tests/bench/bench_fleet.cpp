@@ -31,8 +31,8 @@
 // fleet.lookup_cache (default its own, 16M). --lookup-timeout: the daemon's
 // fleet.lookup_timeout (default its own: a user's daemon is measured as it
 // runs out of the box). --key-filter-memory: fleet.key_filter_memory, the
-// daemon's and the measured Reader's (default 64M; past about 45 M raw
-// entries the raw filter needs more, docs/FLEET.md). --json: the figures
+// daemon's and the measured Reader's (default 512M; past about 89 M raw
+// entries the raw filter is thinner than 16 bits, docs/FLEET.md). --json: the figures
 // that may grow with the index, each with its baseline, as JSON. --series: the whole bench once per size,
 // each on a server of its own (tests/bench/series.hpp), in one JSON document.
 #include <libpq-fe.h>

@@ -44,7 +44,7 @@ TEST(FleetConfig, EveryKey) {
   EXPECT_EQ(std::get<Config>(r).fleet.reconcile_interval, std::chrono::seconds(600));
   EXPECT_EQ(std::get<Config>(r).fleet.reconcile_batch, 10000u);
   EXPECT_EQ(std::get<Config>(r).fleet.lookup_cache, std::uint64_t(16) << 20);
-  EXPECT_EQ(std::get<Config>(r).fleet.key_filter_memory, std::uint64_t(64) << 20);
+  EXPECT_EQ(std::get<Config>(r).fleet.key_filter_memory, std::uint64_t(512) << 20);
   EXPECT_TRUE(std::holds_alternative<std::vector<ConfigError>>(
       load("fleet:\n  url: postgresql://db/dedupd\n  reconcile_batch: 0\n")));
   r = load("fleet:\n  url: postgresql://db/dedupd\n  lookup_cache: 256M\n");
