@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string>
+
+#include "fleet/libpq_on_demand.hpp"
 
 namespace dedupd::fleet::detail {
 namespace {
@@ -58,7 +61,11 @@ Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& ur
                                                            Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now()).count();
   PGconn* c = start(url, role, std::to_string(std::max<long long>(2, left + 1)), true);
-  if (!c) return make_error(kRuleConnect, "out of memory starting a connection");
+  if (!c) {
+    const char* unloaded = dedupd_libpq_load_error != nullptr ? dedupd_libpq_load_error() : nullptr;
+    return make_error(kRuleConnect, unloaded ? std::string("cannot connect: ") + unloaded
+                                             : std::string("out of memory starting a connection"));
+  }
   std::unique_ptr<Connection> conn(new Connection(c));
   if (PQstatus(c) == CONNECTION_BAD) return make_error(kRuleConnect, "cannot connect: " + trimmed(PQerrorMessage(c)));
   PostgresPollingStatusType st = PGRES_POLLING_WRITING;

@@ -756,6 +756,27 @@ TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
   EXPECT_NE(c.log_text().find("answers again"), std::string::npos);
 }
 
+// libpq and the libraries it brings (Kerberos, LDAP, SASL) are opened at the
+// first fleet connection, never at start: a host without a fleet never reads
+// them from disk (fleet/libpq_on_demand.cpp).
+TEST_F(Fleet, LibpqIsLoadedOnlyWhenAFleetIsConfigured) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& alone = add_host("host-alone", "");
+  Host& member = add_host("host-member", url);
+  alone.start();
+  member.start();
+  auto maps_libpq = [](Host& h) {
+    std::string maps = tests::file_text("/proc/" + std::to_string(h.process.pid()) + "/maps");
+    EXPECT_FALSE(maps.empty()) << h.name;
+    return maps.find("/libpq.so") != std::string::npos;
+  };
+  ASSERT_TRUE(eventually([&] { return member.status()["fleet"]["state"] == "connected"; })) << member.log_text();
+  EXPECT_TRUE(maps_libpq(member));
+  EXPECT_TRUE(alone.status()["fleet"].is_null()) << alone.status().dump();
+  EXPECT_FALSE(maps_libpq(alone)) << "libpq mapped by a dedupd without a fleet";
+}
+
 // SIGHUP applies a changed url; the url (it may carry a password) is never
 // written to the log, whatever happens with it.
 TEST_F(Fleet, SighupAppliesAChangedUrlAndTheUrlIsNeverLogged) {
