@@ -29,12 +29,30 @@ class Learning(harness.EndpointTest):
         self.dedupd = harness.RealClientTest.dedupd(self, [self.path("incoming")],
                                                     harness.endpoint_yaml(self.settings) + extra_yaml)
 
-    def endpoint(self, hub, name="endpoint", write_settings=True):
-        ep = self.xet_endpoint(hub, self.dedupd.socket, self.tls["ca"], name=name)
+    def endpoint(self, hub, name="endpoint", write_settings=True, dedupd=None, settings=None):
+        """nginx in front of `dedupd` (this test's by default), its settings
+        written where that dedupd reads them (`settings`, else self.settings)."""
+        ep = self.xet_endpoint(hub, (dedupd or self.dedupd).socket, self.tls["ca"], name=name)
         if write_settings:
-            harness.write(self.settings, ("hub_upstream = %s\ncas_upstream = %s\nhub_port = %d\ncas_port = %d\n"
-                                          % (hub.endpoint, hub.cas_url, ep.hub_port, ep.cas_port)).encode())
+            harness.write(settings or self.settings, ("hub_upstream = %s\ncas_upstream = %s\nhub_port = %d\n"
+                                                      "cas_port = %d\n"
+                                                      % (hub.endpoint, hub.cas_url, ep.hub_port, ep.cas_port)).encode())
         return ep
+
+    def learned_file(self, hub, ep, host, seed):
+        """A user on `host` uploads an 8 MiB file of one xorb through `ep`,
+        and this test's dedupd learns it: (bytes, path, the learned shard's
+        hash, [the xorb])."""
+        data = harness.random_bytes(8 * MIB, seed)
+        src = harness.write(self.path("src", "lost.bin"), data)
+        a = self.user(host, ep)
+        a.run("create-repo", REPO)
+        a.run("upload-file", REPO, "lost.bin", src)
+        self.wait_learned(1)
+        learned = self.shards_of(hub.cas_url)[0]["hash"]
+        xorbs = list(hub.state()["xorbs"])
+        self.assertEqual(len(xorbs), 1)
+        return data, src, learned, xorbs
 
     def user(self, host, ep):
         return harness.HubClient(self.path(host), ep.endpoint, TOKEN, self.tls["ca"])
@@ -161,15 +179,7 @@ class Learning(harness.EndpointTest):
             ("xet_cache:\n  interval: 1s\n  replaced_grace: 0s\n" if steward else ""))
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
         ep = self.endpoint(hub)
-        data = harness.random_bytes(8 * MIB, 81)
-        src = harness.write(self.path("src", "lost.bin"), data)
-        a = self.user("host-a", ep)
-        a.run("create-repo", REPO)
-        a.run("upload-file", REPO, "lost.bin", src)
-        self.wait_learned(1)
-        learned = self.shards_of(hub.cas_url)[0]["hash"]
-        xorbs = list(hub.state()["xorbs"])
-        self.assertEqual(len(xorbs), 1)
+        data, src, learned, xorbs = self.learned_file(hub, ep, "host-a", 81)
         hub.forget_xorbs(xorbs)
 
         # G's session: the same file and one of its own, so that the shard
@@ -267,22 +277,11 @@ class Learning(harness.EndpointTest):
                                               harness.endpoint_yaml(settings) +
                                               db.yaml("host-%d" % n, lookup_timeout="2s"),
                                               name="dedupd-%d" % n)
-            ep = self.xet_endpoint(hub, d.socket, self.tls["ca"], name="endpoint-%d" % n)
-            harness.write(settings, ("hub_upstream = %s\ncas_upstream = %s\nhub_port = %d\ncas_port = %d\n"
-                                     % (hub.endpoint, hub.cas_url, ep.hub_port, ep.cas_port)).encode())
-            hosts.append((d, ep))
+            hosts.append((d, self.endpoint(hub, name="endpoint-%d" % n, dedupd=d, settings=settings)))
         (d1, ep1), (d2, ep2), (d3, ep3) = hosts
         self.dedupd = d1
 
-        data = harness.random_bytes(8 * MIB, 91)
-        src = harness.write(self.path("src", "lost.bin"), data)
-        a = self.user("host-1a", ep1)
-        a.run("create-repo", REPO)
-        a.run("upload-file", REPO, "lost.bin", src)
-        self.wait_learned(1)
-        learned = self.shards_of(hub.cas_url)[0]["hash"]
-        xorbs = list(hub.state()["xorbs"])
-        self.assertEqual(len(xorbs), 1)
+        data, src, learned, xorbs = self.learned_file(hub, ep1, "host-1a", 91)
         # A chunk every client asks about (a xorb's first), as the endpoint
         # asks: for this CAS.
         chunk = d1.json("/v1/xorb/" + xorbs[0])["chunks"][0]["hash"]
