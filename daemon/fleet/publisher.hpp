@@ -131,9 +131,13 @@ class Publisher {
   bool stopping_ = false;          // under mu_
   PublisherState state_;           // under mu_ (outbox fields filled by state())
   struct MarkOp {
+    enum class Kind {
+      mark,        // mark the shard set aside for cas, saying reason
+      unmark_all,  // an admin restored it: every CAS's mark goes
+      unmark_one,  // cas accepted its bytes again: that CAS's mark goes
+    };
     shard::Hash shard;
-    bool mark = true;  // false: delete the shard's marks (only cas's when one_cas)
-    bool one_cas = false;
+    Kind kind = Kind::mark;
     std::string cas, reason;
   };
   std::deque<MarkOp> mark_ops_;  // under mu_

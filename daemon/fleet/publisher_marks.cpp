@@ -21,7 +21,7 @@ namespace dedupd::daemon::fleet_link {
 void Publisher::mark_set_aside(const shard::Hash& shard, std::string cas, std::string reason) {
   {
     std::lock_guard lock(mu_);
-    mark_ops_.push_back({shard, true, false, std::move(cas), std::move(reason)});
+    mark_ops_.push_back({shard, MarkOp::Kind::mark, std::move(cas), std::move(reason)});
   }
   wake_.post();
 }
@@ -29,7 +29,7 @@ void Publisher::mark_set_aside(const shard::Hash& shard, std::string cas, std::s
 void Publisher::unmark_set_aside(const shard::Hash& shard) {
   {
     std::lock_guard lock(mu_);
-    mark_ops_.push_back({shard, false, false, {}, {}});
+    mark_ops_.push_back({shard, MarkOp::Kind::unmark_all, {}, {}});
   }
   wake_.post();
 }
@@ -38,7 +38,7 @@ void Publisher::accepted_again(const shard::Hash& shard, const std::string& cas)
   if (!marks_->marked(shard, cas)) return;  // as last read: a mark made since is kept until a later acceptance
   {
     std::lock_guard lock(mu_);
-    mark_ops_.push_back({shard, false, true, cas, {}});
+    mark_ops_.push_back({shard, MarkOp::Kind::unmark_one, cas, {}});
   }
   wake_.post();
 }
@@ -52,7 +52,8 @@ bool Publisher::sync_marks() {
       if (mark_ops_.empty()) break;
       op = mark_ops_.front();
     }
-    if (op.mark) {
+    const bool one_cas = op.kind == MarkOp::Kind::unmark_one;
+    if (op.kind == MarkOp::Kind::mark) {
       auto r = writer_->mark_set_aside(op.shard, op.cas, op.reason);
       if (!r) {
         failed(r.error(), "marking a shard set aside in the fleet");
@@ -60,12 +61,12 @@ bool Publisher::sync_marks() {
       }
       if (*r) spdlog::info("fleet: shard {} marked set aside for {}: no host answers with it there", op.shard, op.cas);
     } else {
-      auto r = writer_->unmark_set_aside(op.shard, op.one_cas ? std::optional<std::string_view>(op.cas) : std::nullopt);
+      auto r = writer_->unmark_set_aside(op.shard, one_cas ? std::optional<std::string_view>(op.cas) : std::nullopt);
       if (!r) {
         failed(r.error(), "removing a shard's set-aside marks in the fleet");
         return false;
       }
-      if (*r && op.one_cas)
+      if (*r && one_cas)
         spdlog::info("fleet: {} accepted shard {} again: its set-aside mark removed, it answers again on every host",
                      op.cas, op.shard);
       else if (*r) spdlog::info("fleet: shard {}'s set-aside marks removed: it answers again on every host", op.shard);
