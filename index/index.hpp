@@ -252,7 +252,9 @@ class Index {
   // time, each in its own read snapshot,
   // so a running daemon walks the whole index in the background without
   // holding old pages for long. A pass ends when `position.done`; the
-  // next call starts another.
+  // next call starts another. A call that finds a write of this process
+  // under way gives way to it: it checks nothing, returns no problem and
+  // leaves `position` as it was.
   struct ScrubPosition {
     unsigned table = 0;  // in index/scrub.cpp's order
     std::vector<std::uint8_t> key, value;

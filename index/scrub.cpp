@@ -2,6 +2,7 @@
 // time, in slices. Whole-index sums (refcounts, counters) are left to
 // check_invariants: they need every table at once.
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "index/impl.hpp"
@@ -84,6 +85,16 @@ int seek_after(Cursor& c, bool dupsort, const Index::ScrubPosition& pos, MDB_val
 
 Result<std::vector<std::string>> Index::scrub(ScrubPosition& pos, std::size_t max_items) const {
   if (pos.done) pos = ScrubPosition{};
+  {
+    // A write under way goes first. On a 2-core host a slice beside a
+    // purge's one long transaction took a core and the cache from it: the
+    // purge of a 1 Mi-entry shard right after a start took 2.85 s against
+    // 1.30 s with the scrub off. The lock is let go at once, so a write
+    // never waits for a slice; one that starts during the slice overlaps
+    // that slice only.
+    std::unique_lock writing(impl_->write_mu, std::try_to_lock);
+    if (!writing.owns_lock()) return std::vector<std::string>{};
+  }
   auto txn = impl_->env->begin_read();
   if (!txn) return txn.error();
   const auto& d = impl_->dbs;

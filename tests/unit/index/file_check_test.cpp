@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "index/index.hpp"
 #include "tests/unit/index/support.hpp"
@@ -158,6 +159,48 @@ TEST(Scrub, AnItemRemovedBetweenSlicesIsNoProblem) {
       ASSERT_TRUE(found->empty()) << "shard " << removed << " removed: " << found->front();
     }
   }
+}
+
+// A write under way goes first: a slice that finds the writer's lock held
+// checks nothing and keeps its place, and the pass goes on once the write
+// is done. The write held here is the scope upgrade, which asks for a
+// shard's scope from inside its transaction; the slice runs on another
+// thread, as the daemon's work loop does beside a purge from an HTTP thread.
+TEST(Scrub, ASliceGivesWayToAWriteUnderWay) {
+  TempDir dir;
+  fill(dir.path());
+  auto idx = Index::open(Options{.dir = dir.path()});
+  ASSERT_TRUE(idx);
+  GenXorb a = gen_xorb(60, 512);
+  OwnedShard s = own(build_shard({.xorbs = {&a}, .created = 1700000100}));
+  ASSERT_TRUE((*idx)->ingest(*s.view, SourceInfo{.path = "/watched/unscoped.mdb"}, IngestOptions{}));
+
+  Index::ScrubPosition pos;
+  bool asked = false, slice_ok = false, slice_found = true;
+  auto st = (*idx)->scope_unknown_shards([&](const std::string&) {
+    asked = true;
+    std::thread slice([&] {
+      auto found = (*idx)->scrub(pos, 4096);
+      slice_ok = bool(found);
+      slice_found = found && !found->empty();
+    });
+    slice.join();
+    return std::string{};
+  });
+  ASSERT_TRUE(st) << st.error().to_string();
+  ASSERT_TRUE(asked) << "the write under way never asked: the test holds no write";
+  EXPECT_TRUE(slice_ok);
+  EXPECT_FALSE(slice_found);
+  EXPECT_EQ(pos.items, 0u) << "a slice ran beside the write";
+  EXPECT_FALSE(pos.done);
+  EXPECT_FALSE(pos.resume);
+
+  while (!pos.done) {
+    auto found = (*idx)->scrub(pos, 4096);
+    ASSERT_TRUE(found) << found.error().to_string();
+    ASSERT_TRUE(found->empty()) << found->front();
+  }
+  EXPECT_GT(pos.items, 3u * 1024) << "the pass goes on once the write is done";
 }
 
 TEST(Scrub, AChunkEntryOfAMissingXorbIsFound) {
