@@ -58,6 +58,9 @@ constexpr auto kStatusEvery = 2s;
 // files out of space are all tried again at once (besides their backoff).
 constexpr std::uint64_t kSpaceReturned = 1 << 20;
 constexpr auto kSpaceCheckEvery = 1s;
+// Beside the index: the fleet's key filters, kept across restarts
+// (daemon/fleet/kept_filters.hpp).
+constexpr const char* kKeptKeyFiltersFile = "fleet-key-filters";
 
 // The scrub reads this many items a slice, a slice at most every
 // kScrubSliceEvery while nothing waits to be ingested: each slice is one
@@ -189,8 +192,9 @@ int Daemon::run() {
     spdlog::critical("{}", loaded.error());
     return 1;
   }
-  fleet_lookup_ = std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
-                                                            lookup_memory(config_.fleet));
+  fleet_lookup_ =
+      std::make_unique<fleet_link::FleetLookup>(fleet_options(), config_.fleet.lookup_timeout,
+                                                lookup_memory(config_.fleet), config_.state_dir / kKeptKeyFiltersFile);
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   learner_ = std::make_unique<learn::Learner>(*index_, loop_);
   learner_->set_copies(&learned_copies_);

@@ -43,6 +43,18 @@ KeyFilter::KeyFilter(std::size_t entries, int bits_per_entry)
   capacity_ = lines_ * 512 / std::size_t(bits_per_entry_);
 }
 
+std::optional<KeyFilter> KeyFilter::from_words(int bits_per_entry, std::size_t added,
+                                               std::vector<std::uint64_t> words) {
+  if (bits_per_entry != clamp_bits(bits_per_entry) || words.empty() || words.size() % kWordsPerLine != 0)
+    return std::nullopt;
+  KeyFilter f(0, bits_per_entry);
+  f.lines_ = words.size() / kWordsPerLine;
+  f.words_ = std::move(words);
+  f.capacity_ = f.lines_ * 512 / std::size_t(f.bits_per_entry_);
+  f.added_ = added;
+  return f;
+}
+
 // The line from the high half of one mix of the prefix, scaled to the
 // line count (a multiply, not a modulo), the bits within it from a second
 // mix.

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,15 @@ class KeyFilter {
   std::size_t bytes() const { return words_.size() * sizeof(std::uint64_t); }
   // What a filter sized for `entries` at `bits_per_entry` takes, in bytes.
   static std::size_t bytes_for(std::size_t entries, int bits_per_entry = kMaxBitsPerEntry);
+
+  // Its bits, for a file that keeps it across a restart
+  // (fleet/key_filters_file.hpp), and the filter those bits make again:
+  // nullopt when they cannot be one of this layout (a whole number of
+  // lines, bits an entry within the bounds). kLayout names how add() places
+  // a prefix: a file of another layout is not read.
+  static constexpr std::uint32_t kLayout = 1;
+  std::span<const std::uint64_t> words() const { return words_; }
+  static std::optional<KeyFilter> from_words(int bits_per_entry, std::size_t added, std::vector<std::uint64_t> words);
 
  private:
   const std::uint64_t* line_of(std::int64_t prefix, std::uint64_t& bits) const;

@@ -86,6 +86,43 @@ std::uint64_t KeyFilters::entries_fetched() const {
   return entries_fetched_;
 }
 
+namespace {
+bool keepable(const auto& k) { return k.filter && !k.building && !k.stepping; }
+}  // namespace
+
+std::vector<KeyFilters::Kept> KeyFilters::kept() const {
+  std::lock_guard lock(mu_);
+  std::vector<Kept> out;
+  for (const auto& [key, k] : by_key_)
+    if (keepable(k)) out.push_back({key, k.filter, k.have});
+  return out;
+}
+
+KeyFilters::KeptState KeyFilters::kept_state() const {
+  std::lock_guard lock(mu_);
+  KeptState s{kept_version_, 0};
+  for (const auto& [key, k] : by_key_) s.filters += keepable(k) ? 1 : 0;
+  return s;
+}
+
+bool KeyFilters::adopt(Kept kept) {
+  if (!kept.filter || !std::is_sorted(kept.xorbs.begin(), kept.xorbs.end())) return false;
+  std::lock_guard lock(mu_);
+  if (by_key_.count(kept.key)) return false;
+  const auto bytes = std::int64_t(kept.filter->bytes());
+  if (kept.key == shard::Key{} && bytes > budget_ / 2) return false;
+  OfKey& k = by_key_[kept.key];
+  if (!resize_reservation(k, bytes)) {
+    by_key_.erase(kept.key);
+    return false;
+  }
+  // No epoch: the first step lists the key's xorbs before a lookup uses it.
+  k.filter = std::move(kept.filter);
+  k.have = std::move(kept.xorbs);
+  ++kept_version_;
+  return true;
+}
+
 bool KeyFilters::resize_reservation(OfKey& k, std::int64_t bytes) {
   const std::int64_t delta = bytes - k.reserved;
   if (delta > budget_left_) return false;
@@ -112,6 +149,7 @@ void KeyFilters::keep_only_live(const std::vector<detail::LiveKey>& live) {
       continue;
     }
     budget_left_ += it->second.reserved;
+    kept_version_ += keepable(it->second) ? 1 : 0;
     it = by_key_.erase(it);
   }
 }
@@ -132,10 +170,14 @@ Result<KeyFilters::Step> KeyFilters::step(detail::Connection& c, const detail::L
   }
   if (!k.over_budget_for.empty() && k.over_budget_for == key.generation) return Step::stopped;
   if (k.filter && k.complete_for == key.generation) return Step::complete;  // another Reader's work
+  const KeyFilter* filter_before = k.filter.get();
+  const bool keepable_before = keepable(k);
   k.stepping = true;
   auto done = k.listed_at.empty() ? list(lock, c, k, key, deadline) : fetch(lock, c, k, seconds, deadline);
   k.stepping = false;
+  if (k.filter.get() != filter_before || keepable(k) != keepable_before) ++kept_version_;
   if (done && *done == Step::gone) {
+    ++kept_version_;
     budget_left_ += k.reserved;
     by_key_.erase(key.key);
   }

@@ -100,6 +100,29 @@ class KeyFilters {
   std::int64_t budget_left() const;
   std::uint64_t entries_fetched() const;
 
+  // What a restart may keep (fleet/key_filters_file.hpp): each key's filter
+  // with the xorbs it holds (sorted), none that a Reader is building. A
+  // (xorb hash, key) form always has the same CAS block, so the pair stays
+  // true in any database: taken in again by adopt(), the filter is used
+  // once its key's xorbs are listed, and only xorbs not held are fetched.
+  struct Kept {
+    shard::Key key{};
+    std::shared_ptr<const KeyFilter> filter;
+    std::vector<shard::Hash> xorbs;  // sorted
+  };
+  std::vector<Kept> kept() const;
+  // False (and nothing taken) when the set holds anything of that key
+  // already, or the filter does not fit what is left of the budget (the
+  // raw filter: half of it), or `xorbs` is not sorted.
+  bool adopt(Kept kept);
+  // Moves each time what kept() returns changes; `filters`: how many it
+  // returns now. A caller keeps a file up to date by these, not by copies.
+  struct KeptState {
+    std::uint64_t version = 0;
+    std::size_t filters = 0;
+  };
+  KeptState kept_state() const;
+
  private:
   struct Listed {
     std::int32_t id;  // the listing connection's row id, to fetch it
@@ -144,6 +167,7 @@ class KeyFilters {
   double entries_per_second_ = 0;      // under mu_
   double last_step_seconds_ = 0;       // under mu_
   std::uint64_t entries_fetched_ = 0;  // under mu_
+  std::uint64_t kept_version_ = 0;     // under mu_
 };
 
 }  // namespace dedupd::fleet

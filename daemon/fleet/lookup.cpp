@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "daemon/fleet/kept_filters.hpp"
 #include "fleet/key_filters.hpp"
 
 namespace dedupd::daemon::fleet_link {
@@ -19,9 +20,11 @@ constexpr auto kIdleCheck = std::chrono::seconds(1);
 bool outage(const fleet::Error& e) { return e.rule != fleet::kRuleQuery; }
 }  // namespace
 
-FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, LookupMemory memory)
+FleetLookup::FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, LookupMemory memory,
+                         std::filesystem::path kept_filters)
     : options_(std::move(options)),
       key_filters_(fleet::make_key_filters(memory.key_filters)),
+      kept_filters_file_(std::move(kept_filters)),
       memory_(memory),
       xorb_cache_(std::make_shared<fleet::XorbCache>(memory.xorb_cache)),
       timeout_(timeout),
@@ -40,6 +43,7 @@ FleetLookup::~FleetLookup() {
   }
   beat_.notify_all();
   keep_.notify_all();
+  kept_read_.notify_all();
   lendable_.notify_all();
   wake_.post();
   connector_.join();
@@ -201,6 +205,12 @@ void FleetLookup::run_connector() {
     // complete in time: lookups still answer, asking every form. The raw
     // filter is the keeper's alone: seconds of CAS blocks at 10 M entries
     // and more, which would hold up every connection the pool adds.
+    // After the keeper has read the kept filters: a key this warm_up
+    // started building could not take its kept filter in.
+    {
+      std::unique_lock lock(mu_);
+      kept_read_.wait(lock, [&] { return kept_filters_read_ || stopping_; });
+    }
     if (r) (void)(*r)->warm_up(fleet::Deadline::in(o.connect_timeout), false);
     {
       std::lock_guard lock(mu_);
@@ -238,22 +248,43 @@ void FleetLookup::run_connector() {
 // (a key row query while they are complete), whole steps bounded by
 // connect_timeout so that stopping is not held up for longer; a failure
 // (the link down: the connector says so) is tried again next time.
+//
+// The filters are kept in a file across restarts (KeptFilters): read
+// before the first build, written here, off every request's path.
 void FleetLookup::run_filter_keeper() {
   constexpr auto kKeepEvery = std::chrono::seconds(1);
   std::unique_ptr<fleet::Reader> reader;
   std::uint64_t made_for = 0;
+  KeptFilters kept(kept_filters_file_);
   std::unique_lock lock(mu_);
+  // First of all, before any Reader builds a filter (the connector waits):
+  // a host without a fleet holds none of them in memory.
+  if (!options_.url.empty() && (options_.key_filters || options_.raw_filter)) {
+    const std::shared_ptr<fleet::KeyFilters> set = key_filters_;
+    lock.unlock();
+    kept.load_into(set);
+    lock.lock();
+  }
+  kept_filters_read_ = true;
+  kept_read_.notify_all();
   for (;;) {
     keep_.wait_for(lock, kKeepEvery, [&] { return stopping_ || made_for != generation_; });
-    if (stopping_) return;
+    if (stopping_) {
+      lock.unlock();
+      kept.save_if_due(true);
+      return;
+    }
     if (options_.url.empty() || (!options_.key_filters && !options_.raw_filter)) continue;
     if (made_for != generation_) reader.reset();  // another url or set of filters, or after an outage
     made_for = generation_;
     const fleet::ConnectOptions o = options_;
+    const std::shared_ptr<fleet::KeyFilters> set = key_filters_;
     lock.unlock();
+    kept.load_into(set);
     // A Reader connects (again) within warm_up, with its own backoff.
     if (!reader) reader = fleet::Reader::lazy(o);
     (void)reader->warm_up(fleet::Deadline::in(o.connect_timeout));
+    kept.save_if_due(false);
     lock.lock();
   }
 }

@@ -39,6 +39,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -68,7 +69,10 @@ struct LookupMemory {
 class FleetLookup {
  public:
   // An empty url: no fleet; nothing connects until configure() gives one.
-  FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, LookupMemory memory = {});
+  // `kept_filters`: the file that keeps the key filters across restarts
+  // (daemon/fleet/kept_filters.hpp; empty: none).
+  FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, LookupMemory memory = {},
+              std::filesystem::path kept_filters = {});
   ~FleetLookup();  // stops the connector and the keeper (at most one connect_timeout)
   FleetLookup(const FleetLookup&) = delete;
   FleetLookup& operator=(const FleetLookup&) = delete;
@@ -167,6 +171,7 @@ class FleetLookup {
   // own, never lent, so a lookup finds them complete rather than spending
   // its bound on them (at 10 M keyed entries they take 0.7 s to build).
   std::shared_ptr<fleet::KeyFilters> key_filters_;
+  std::filesystem::path kept_filters_file_;
   LookupMemory memory_;  // under mu_
   // One xorb cache (hashes, holders, CAS blocks of hits) for the whole pool:
   // a block one Reader fetched answers on the others. Started again when
@@ -187,6 +192,9 @@ class FleetLookup {
   fleet::Patience patience_;
   std::condition_variable beat_;  // under mu_: lookups in flight, or stopping
   std::condition_variable keep_;  // under mu_: a new url or memory, or stopping
+  // Under mu_: the keeper has read the kept filters (or had none to read).
+  bool kept_filters_read_ = false;
+  std::condition_variable kept_read_;
   // Under mu_: a Reader is idle again (returned or made), the link went
   // down, or the pool was emptied or is stopping: borrowers waiting look.
   std::condition_variable lendable_;

@@ -25,6 +25,7 @@
 #include <thread>
 #include <utility>
 
+#include "fleet/key_filters_file.hpp"
 #include "harness/daemon_process.hpp"
 #include "harness/daemon_test.hpp"
 #include "harness/eventually.hpp"
@@ -585,6 +586,57 @@ TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
 // lacks. Each host's shards carry the CAS of the watch entry they came
 // under; when a host finds the same shard under another CAS, the fleet
 // learns that CAS too.
+// The filters outlive a restart: B writes them to its state directory by
+// its stop at the latest, reads them at its next start, and they are in use
+// again once listed, without a CAS block fetched for what they held. A
+// damaged file is said, left unused, and written anew.
+TEST_F(Fleet, TheKeyFiltersAreKeptAcrossARestartAndADamagedFileIsNotUsed) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  Host& a = add_host("host-a", url);
+  Host& b = add_host("host-b", url, "200ms", "  key_filter_memory: 8M\n");
+  a.start();
+  b.start();
+  auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
+  const shard::Key key =
+      shard::Hash::parse_hex_bytes("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff").value();
+  MadeShard keyed = make_shard({.seed = 1320, .xorbs = 2, .chunks_per_xorb = 4, .expiry = 4000000000ull, .key = key});
+  MadeShard raw = make_shard({.seed = 1321, .xorbs = 1, .chunks_per_xorb = 6});
+  drop_file(a.incoming, keyed.file_name(), keyed.bytes);
+  drop_file(a.incoming, raw.file_name(), raw.bytes);
+  auto both_in_use = [&] {
+    return filters()["keys"] == 1u && filters()["entries"] == 8u && filters()["raw_entries"] == 6u;
+  };
+  ASSERT_TRUE(eventually(both_in_use)) << filters().dump();
+  ASSERT_EQ(b.process.stop(), 0);
+  const auto file = b.dir / "state" / "fleet-key-filters";
+  ASSERT_TRUE(std::filesystem::exists(file)) << b.log_text();
+
+  b.start();
+  ASSERT_TRUE(eventually(both_in_use)) << filters().dump();
+  EXPECT_NE(b.log_text().find("2 key filter(s) of 14 entries"), std::string::npos) << b.log_text();
+
+  // A bit flipped: not used, said, and the filters built from the database.
+  ASSERT_EQ(b.process.stop(), 0);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-20, std::ios::end);
+    f.put('\x5a');
+  }
+  const std::size_t log_before = b.log_text().size();
+  b.start();
+  ASSERT_TRUE(eventually(both_in_use)) << filters().dump();
+  const std::string log = b.log_text().substr(log_before);
+  EXPECT_NE(log.find("are not used"), std::string::npos) << log;
+  EXPECT_NE(log.find("checksum"), std::string::npos) << log;
+  EXPECT_EQ(log.find("read from"), std::string::npos) << log;
+  ASSERT_EQ(b.process.stop(), 0);
+  fleet::KeyFilters set(8 << 20);
+  auto written = fleet::load_kept_filters(set, file);
+  ASSERT_TRUE(written) << "not written anew by the stop: " << written.error().to_string();
+  EXPECT_EQ(written->filters, 2u);
+}
+
 TEST_F(Fleet, AGlobalDedupQueryNamingItsCasIsAnsweredFromTheFleetOnlyByShardsOfThatCas) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());

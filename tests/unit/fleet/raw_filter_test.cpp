@@ -3,9 +3,13 @@
 // form answers, and a raw publish by any host (this one or another) moves
 // the raw generation, so the filter never hides what it brought.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
 
 #include "fleet/fleet.hpp"
 #include "fleet/key_filters.hpp"
+#include "fleet/key_filters_file.hpp"
 #include "fleet/migrations.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
@@ -238,6 +242,50 @@ TEST_F(FleetRawFilter, ASchema4DatabaseIsUpgradedInPlace) {
 
 // The raw filter takes at most half the set's budget, thinner when that is
 // short, and the keys keep the rest.
+// Kept across a restart (fleet/key_filters_file.hpp): a new set that reads
+// the file fetches no CAS block of what it holds, only of what was
+// published since, and hides nothing of that meanwhile.
+TEST_F(FleetRawFilter, AKeptFilterIsListedAgainNotFetchedAgain) {
+  auto a = writer("a");
+  ASSERT_TRUE(a);
+  publish_raw_and_keyed(*a, 51, 801);
+  char tmpl[] = "/tmp/dedupd-kept-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(tmpl), file = dir / "fleet-key-filters";
+  {
+    auto set = make_key_filters();
+    auto r = reader(true, set);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+    EXPECT_EQ(set->entries_fetched(), 600u) << "the raw xorb's and the keyed one's";
+    auto saved = save_kept_filters(*set, file);
+    ASSERT_TRUE(saved) << saved.error().to_string();
+    EXPECT_EQ(saved->filters, 2u);
+  }
+  auto set = make_key_filters();
+  auto loaded = load_kept_filters(*set, file);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(loaded) << loaded.error().to_string();
+  EXPECT_EQ(loaded->filters, 2u);
+  auto r = reader(true, set);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(set->entries_fetched(), 0u) << "listed, not fetched";
+  EXPECT_EQ(set->summary().raw_entries, 300u);
+  auto q = misses(800000, 1000);
+  EXPECT_EQ(lookup(*r, q).size(), q.size());
+  EXPECT_TRUE(r->last_lookup().raw_filtered);
+  EXPECT_EQ(r->last_lookup().filtered_keys, 1u);
+  EXPECT_LT(r->last_lookup().forms_asked, 50u) << "a miss asks (nearly) nothing";
+
+  GenXorb since = index::gen::gen_xorb(61, 200);
+  publish(*a, filter_shard({&since}, 3));
+  std::vector<Hash> hits(since.raw.begin(), since.raw.end());
+  EXPECT_EQ(describe(lookup(*r, hits)), every_form(hits)) << "what came since is never hidden";
+  ASSERT_TRUE(r->warm_up(Deadline::in(kDeadline)));
+  EXPECT_EQ(set->entries_fetched(), 200u) << "only the xorb published since";
+  EXPECT_EQ(set->summary().raw_entries, 500u);
+}
+
 TEST_F(FleetRawFilter, TakesAtMostHalfTheBudget) {
   auto a = writer("a");
   ASSERT_TRUE(a);
