@@ -267,8 +267,9 @@ void FleetLookup::run_filter_keeper() {
   }
   kept_filters_read_ = true;
   kept_read_.notify_all();
-  for (;;) {
-    keep_.wait_for(lock, kKeepEvery, [&] { return stopping_ || made_for != generation_; });
+  // The first round at once: the filters read above are used once listed.
+  for (bool first = true;; first = false) {
+    if (!first) keep_.wait_for(lock, kKeepEvery, [&] { return stopping_ || made_for != generation_; });
     if (stopping_) {
       lock.unlock();
       kept.save_if_due(true);
