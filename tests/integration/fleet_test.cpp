@@ -236,6 +236,17 @@ class Fleet : public FleetHostsTest {
     h.write_config(url, {.lookup_timeout = lookup_timeout, .fleet_extra = fleet_extra});
     return h;
   }
+  // Started on a new database: A, which publishes, and B, whose key
+  // filters have 8 MiB.
+  std::pair<Host&, Host&> publisher_and_small_filters() {
+    Cluster& pg = Cluster::shared();
+    std::string url = pg.primary_url(pg.new_database());
+    Host& a = add_host("host-a", url);
+    Host& b = add_host("host-b", url, "200ms", "  key_filter_memory: 8M\n");
+    a.start();
+    b.start();
+    return {a, b};
+  }
 };
 
 TEST_F(Fleet, AShardDroppedOnAIsAnsweredOnBAndCWithItsHolders) {
@@ -541,12 +552,7 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
 // for its generation, and the raw forms' filter with what A published raw.
 // Their memory is shown in status, --json and /metrics.
 TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
-  Cluster& pg = Cluster::shared();
-  std::string url = pg.primary_url(pg.new_database());
-  Host& a = add_host("host-a", url);
-  Host& b = add_host("host-b", url, "200ms", "  key_filter_memory: 8M\n");
-  a.start();
-  b.start();
+  auto [a, b] = publisher_and_small_filters();
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   ASSERT_TRUE(eventually([&] { return b.status()["fleet"]["state"] == "connected"; }));
   EXPECT_EQ(filters()["keys"], 0u);
@@ -580,23 +586,12 @@ TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
   EXPECT_NE(out.find("of 8.0 MiB key filters (1 key; raw forms: 6 entries at 16 bits)"), std::string::npos) << out;
 }
 
-// Issue 41: a global-dedup query naming its CAS (X-Dedupd-Cas, as the local
-// Xet endpoint's nginx sends) is answered from the fleet only by shards of
-// that CAS: another CAS's shard would have the client skip xorbs its CAS
-// lacks. Each host's shards carry the CAS of the watch entry they came
-// under; when a host finds the same shard under another CAS, the fleet
-// learns that CAS too.
 // The filters outlive a restart: B writes them to its state directory by
 // its stop at the latest, reads them at its next start, and they are in use
 // again once listed, without a CAS block fetched for what they held. A
 // damaged file is said, left unused, and written anew.
 TEST_F(Fleet, TheKeyFiltersAreKeptAcrossARestartAndADamagedFileIsNotUsed) {
-  Cluster& pg = Cluster::shared();
-  std::string url = pg.primary_url(pg.new_database());
-  Host& a = add_host("host-a", url);
-  Host& b = add_host("host-b", url, "200ms", "  key_filter_memory: 8M\n");
-  a.start();
-  b.start();
+  auto [a, b] = publisher_and_small_filters();
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   const shard::Key key =
       shard::Hash::parse_hex_bytes("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff").value();
@@ -637,6 +632,12 @@ TEST_F(Fleet, TheKeyFiltersAreKeptAcrossARestartAndADamagedFileIsNotUsed) {
   EXPECT_EQ(written->filters, 2u);
 }
 
+// Issue 41: a global-dedup query naming its CAS (X-Dedupd-Cas, as the local
+// Xet endpoint's nginx sends) is answered from the fleet only by shards of
+// that CAS: another CAS's shard would have the client skip xorbs its CAS
+// lacks. Each host's shards carry the CAS of the watch entry they came
+// under; when a host finds the same shard under another CAS, the fleet
+// learns that CAS too.
 TEST_F(Fleet, AGlobalDedupQueryNamingItsCasIsAnsweredFromTheFleetOnlyByShardsOfThatCas) {
   Cluster& pg = Cluster::shared();
   std::string url = pg.primary_url(pg.new_database());
