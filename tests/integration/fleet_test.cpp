@@ -552,7 +552,9 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
 // for its generation, and the raw forms' filter with what A published raw.
 // Their memory is shown in status, --json and /metrics.
 TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
-  auto [a, b] = publisher_and_small_filters();
+  auto hosts = publisher_and_small_filters();
+  Host& a = hosts.first;
+  Host& b = hosts.second;
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   ASSERT_TRUE(eventually([&] { return b.status()["fleet"]["state"] == "connected"; }));
   EXPECT_EQ(filters()["keys"], 0u);
@@ -591,7 +593,9 @@ TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
 // again once listed, without a CAS block fetched for what they held. A
 // damaged file is said, left unused, and written anew.
 TEST_F(Fleet, TheKeyFiltersAreKeptAcrossARestartAndADamagedFileIsNotUsed) {
-  auto [a, b] = publisher_and_small_filters();
+  auto hosts = publisher_and_small_filters();
+  Host& a = hosts.first;
+  Host& b = hosts.second;
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   const shard::Key key =
       shard::Hash::parse_hex_bytes("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff").value();
