@@ -1,8 +1,5 @@
 #include "fleet/key_filters_file.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -140,7 +137,11 @@ Result<KeptFiltersFile> save_kept_filters(const KeyFilters& filters, const std::
     done.entries += k.filter->added();
   }
   if (ok) ok = out.put_sum();
-  if (ok) ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  // Not synced: an fsync waits for the file system's journal, and with it
+  // for what else the host has pending (a fleet database beside it writing
+  // gigabytes), and the keeper would wait with it, its filters too. A file
+  // a crash left torn fails its checksum and is built again instead.
+  if (ok) ok = std::fflush(f) == 0;
   const int write_errno = errno;
   if (std::fclose(f) != 0) ok = false;
   if (!ok) {
@@ -153,13 +154,6 @@ Result<KeptFiltersFile> save_kept_filters(const KeyFilters& filters, const std::
     auto e = make_error(kRuleArgument, sys_error("cannot rename " + temp.string() + " to", path));
     std::filesystem::remove(temp);
     return e;
-  }
-  // The rename itself made durable: without it a crash could bring back
-  // the old file beside a database that moved on (harmless, only slower).
-  if (int dir = ::open(path.parent_path().empty() ? "." : path.parent_path().c_str(), O_RDONLY | O_DIRECTORY);
-      dir >= 0) {
-    (void)::fsync(dir);
-    ::close(dir);
   }
   std::error_code ec;
   done.bytes = std::filesystem::file_size(path, ec);

@@ -27,8 +27,8 @@ struct KeptFiltersFile {
 };
 
 // Writes what `filters.kept()` returns to `path`, through a temporary file
-// beside it renamed over it once synced: a crash leaves the old file or
-// the new one, never half of one.
+// beside it renamed over it. Not synced (key_filters_file.cpp): a file a
+// crash left torn fails its checksum when read, and is not used.
 Result<KeptFiltersFile> save_kept_filters(const KeyFilters& filters, const std::filesystem::path& path);
 
 // Reads `path` and gives each filter to `filters.adopt`. No file: zero
