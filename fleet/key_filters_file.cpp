@@ -32,9 +32,11 @@ struct Checksum {
     value = v;
   }
   void add_bytes(const void* p, std::size_t n) {  // n a multiple of 8
-    std::vector<std::uint64_t> w(n / 8);
-    std::memcpy(w.data(), p, n);
-    add(w);
+    for (std::size_t i = 0; i < n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, static_cast<const char*>(p) + i, 8);
+      add({&w, 1});
+    }
   }
 };
 
@@ -190,11 +192,8 @@ Result<KeptFiltersFile> load_kept_filters(KeyFilters& filters, const std::filesy
     KeyFilters::Kept k;
     k.key = shard::Key::from_bytes(fh.key);
     k.xorbs.resize(fh.xorbs);
-    for (auto& x : k.xorbs) {
-      std::uint8_t b[32];
-      if (!in.get(b, 32)) return bad("cut short in the xorbs of filter " + std::to_string(i));
-      x = shard::Hash::from_bytes(b);
-    }
+    for (auto& x : k.xorbs)
+      if (!in.get(x.bytes.data(), 32)) return bad("cut short in the xorbs of filter " + std::to_string(i));
     std::vector<std::uint64_t> words;
     if (!in.get_words(words, fh.words)) return bad("cut short in the bits of filter " + std::to_string(i));
     auto filter = KeyFilter::from_words(int(fh.bits), fh.added, std::move(words));
