@@ -21,6 +21,7 @@
 #include "daemon/config/xet_endpoint.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/restart.hpp"
+#include "daemon/scrub_pace.hpp"
 #include "daemon/systemd/listen_fds.hpp"
 #include "daemon/systemd/notify.hpp"
 #include "index/file_check.hpp"
@@ -61,14 +62,6 @@ constexpr auto kSpaceCheckEvery = 1s;
 // Beside the index: the fleet's key filters, kept across restarts
 // (daemon/fleet/kept_filters.hpp).
 constexpr const char* kKeptKeyFiltersFile = "fleet-key-filters";
-
-// The scrub reads this many items a slice, a slice at most every
-// kScrubSliceEvery while nothing waits to be ingested: each slice is one
-// short read snapshot on the work loop, and the pass a background walk
-// (about 800,000 items a second at most, a 268 M-entry index in some six
-// minutes when its pages are in memory).
-constexpr std::size_t kScrubSliceItems = 16384;
-constexpr auto kScrubSliceEvery = 20ms;
 
 // What the file system under `dir` has free for dedupd (f_bavail: root's
 // reserve is not ours when the unit runs as its own user).
@@ -411,8 +404,8 @@ void Daemon::scrub_step() {
   }
   const auto now = std::chrono::steady_clock::now();
   if (!next_scrub_pass_ || now < *next_scrub_pass_ || now < next_scrub_slice_) return;
-  next_scrub_slice_ = now + kScrubSliceEvery;
-  auto found = index_->scrub(scrub_pos_, kScrubSliceItems);
+  auto found = index_->scrub(scrub_pos_, kScrubSliceItems, kScrubSliceTime);
+  next_scrub_slice_ = next_scrub_slice(now, std::chrono::steady_clock::now());
   std::string damage;
   if (!found) {
     damage = found.error().to_string();

@@ -251,10 +251,12 @@ class Index {
   // its stored hash) and a walk of every other table, a bounded slice at a
   // time, each in its own read snapshot,
   // so a running daemon walks the whole index in the background without
-  // holding old pages for long. A pass ends when `position.done`; the
-  // next call starts another. A call that finds a write of this process
-  // under way gives way to it: it checks nothing, returns no problem and
-  // leaves `position` as it was.
+  // holding old pages for long. A slice ends after `max_items` items or
+  // once it has taken `max_time`, whichever comes first, but checks one
+  // item at least, so a pass always gets on. A pass ends when
+  // `position.done`; the next call starts another. A call that finds a
+  // write of this process under way gives way to it: it checks nothing,
+  // returns no problem and leaves `position` as it was.
   struct ScrubPosition {
     unsigned table = 0;  // in index/scrub.cpp's order
     std::vector<std::uint8_t> key, value;
@@ -262,7 +264,9 @@ class Index {
     bool done = false;
     std::uint64_t items = 0;  // checked in this pass so far
   };
-  Result<std::vector<std::string>> scrub(ScrubPosition& position, std::size_t max_items) const;
+  Result<std::vector<std::string>> scrub(
+      ScrubPosition& position, std::size_t max_items,
+      std::chrono::steady_clock::duration max_time = std::chrono::steady_clock::duration::max()) const;
 
   const std::string& dir() const;
 

@@ -130,6 +130,33 @@ TEST(Scrub, ACleanIndexPassesInSlicesOfAnySize) {
   EXPECT_GT(whole, 3u * 1024) << "the chunk entries at least";
 }
 
+// A slice ends when its time is up, whatever is left of `max_items`, but
+// checks one item at least: with no time at all each call checks exactly
+// one, and the pass still ends with every item checked once.
+TEST(Scrub, ASliceEndsWhenItsTimeIsUpAndChecksOneItemAtLeast) {
+  TempDir dir;
+  fill(dir.path());
+  auto idx = Index::open(Options{.dir = dir.path()});
+  ASSERT_TRUE(idx);
+  Index::ScrubPosition whole_pass;
+  while (!whole_pass.done) ASSERT_TRUE((*idx)->scrub(whole_pass, 1 << 20));
+  const std::uint64_t whole = whole_pass.items;
+
+  Index::ScrubPosition pos;
+  std::uint64_t calls = 0;
+  do {
+    const std::uint64_t before = pos.items;
+    auto found = (*idx)->scrub(pos, 4096, std::chrono::steady_clock::duration::zero());
+    ASSERT_TRUE(found) << found.error().to_string();
+    ASSERT_TRUE(found->empty()) << found->front();
+    ++calls;
+    if (!pos.done) ASSERT_EQ(pos.items - before, 1u) << "call " << calls << ": the time was up";
+  } while (!pos.done && calls <= whole + 1);
+  ASSERT_TRUE(pos.done);
+  EXPECT_EQ(pos.items, whole) << "every item once";
+  EXPECT_EQ(calls, whole + 1) << "one item a call, and the call that finds the end";
+}
+
 // The last item a slice checked may be gone by the next slice (a shard
 // removed between them): the walk goes on from the next one, and what it
 // reads is the index, never the position it kept (under ASan, a read of
