@@ -88,12 +88,10 @@ Result<std::vector<std::string>> Index::scrub(ScrubPosition& pos, std::size_t ma
                                               std::chrono::steady_clock::duration max_time) const {
   using Clock = std::chrono::steady_clock;
   if (pos.done) pos = ScrubPosition{};
-  // A chunk entry's check reads its xorb record, a random page: on an index
-  // the page cache has dropped (after a restart, at 100 M entries) 16,384
-  // items took seconds of random reads a slice, the next slice at once, and
-  // a purge beside them 10.4 s against 2.40. The clock bounds a slice
-  // whatever the cache holds; it is read once an item, which costs little
-  // beside the item's own search.
+  // A chunk entry's check is a random page read, so a count of items alone
+  // does not bound a slice on an index the page cache has dropped; the
+  // caller sets the pace between slices. The clock is read once an item,
+  // little beside the item's own search.
   const bool timed = max_time != Clock::duration::max();
   const Clock::time_point deadline = timed ? Clock::now() + max_time : Clock::time_point::max();
   bool out_of_time = false;
