@@ -8,6 +8,8 @@
 #
 #   tests/bench/sequence.sh OUT [STEP...]
 #     STEP: e2e      bench_e2e --series 1M,10M,100M,268M --keys 4  (70 min in O)
+#           e2e:SIZES  the same for SIZES only (e2e:268M), its points merged
+#                      into OUT/e2e.json in place of those of the same size
 #           fleet    bench_fleet --series 1M,3M,10M,30M,100M --keys 4  (50 min in O)
 #           nokeys   bench_fleet --entries 1000000 --keys 0, three times
 #     default: all three
@@ -16,7 +18,7 @@
 # Then: tests/bench/series_table.py OUT/e2e.json OUT/fleet.json for the
 # tables, tests/bench/plot_series.py for the plot.
 set -euo pipefail
-out=$(realpath -m "${1:?usage: tests/bench/sequence.sh OUT [e2e|fleet|nokeys]...}")
+out=$(realpath -m "${1:?usage: tests/bench/sequence.sh OUT [e2e|e2e:SIZES|fleet|nokeys]...}")
 shift
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(e2e fleet nokeys)
@@ -42,6 +44,22 @@ for step in "${steps[@]}"; do
     e2e)
       (cd "$scratch" && "$bench/bench_e2e" --series 1M,10M,100M,268M --keys 4 --dir "$scratch" --json "$out/e2e.json")
       ;;
+    e2e:*)
+      # A sequence cut short at its largest size can finish it in a later
+      # session, on the same commit, without running the rest again.
+      part="$out/e2e-${step#e2e:}.json"
+      (cd "$scratch" && "$bench/bench_e2e" --series "${step#e2e:}" --keys 4 --dir "$scratch" --json "$part")
+      python3 - "$out/e2e.json" "$part" <<'MERGE'
+import json, os, sys
+whole, part = sys.argv[1], sys.argv[2]
+new = json.load(open(part))
+doc = json.load(open(whole)) if os.path.exists(whole) else dict(new, points=[])
+sizes = {p["entries"] for p in new["points"]}
+doc["points"] = sorted([p for p in doc["points"] if p["entries"] not in sizes] + new["points"],
+                       key=lambda p: p["entries"])
+json.dump(doc, open(whole, "w"), indent=2)
+MERGE
+      ;;
     fleet)
       (cd "$scratch" && "$bench/bench_fleet" --series 1M,3M,10M,30M,100M --keys 4 --json "$out/fleet.json")
       ;;
@@ -51,7 +69,7 @@ for step in "${steps[@]}"; do
       done
       ;;
     *)
-      echo "sequence: no step $step (e2e, fleet, nokeys)" >&2
+      echo "sequence: no step $step (e2e, e2e:SIZES, fleet, nokeys)" >&2
       exit 2
       ;;
   esac
