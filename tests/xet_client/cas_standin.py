@@ -280,6 +280,9 @@ def make_handler(store, args, log):
                 body = json.dumps(body).encode()
             elif isinstance(body, str):
                 body = body.encode()
+            # Noted before the answer goes out: a test that reads the log
+            # once its request is answered must find the request there.
+            self.note(status, **extra)
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -288,7 +291,6 @@ def make_handler(store, args, log):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
-            self.note(status, **extra)
 
         def body(self):
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
