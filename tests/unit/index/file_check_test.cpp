@@ -150,7 +150,9 @@ TEST(Scrub, ASliceEndsWhenItsTimeIsUpAndChecksOneItemAtLeast) {
     ASSERT_TRUE(found) << found.error().to_string();
     ASSERT_TRUE(found->empty()) << found->front();
     ++calls;
-    if (!pos.done) ASSERT_EQ(pos.items - before, 1u) << "call " << calls << ": the time was up";
+    if (!pos.done) {
+      ASSERT_EQ(pos.items - before, 1u) << "call " << calls << ": the time was up";
+    }
   } while (!pos.done && calls <= whole + 1);
   ASSERT_TRUE(pos.done);
   EXPECT_EQ(pos.items, whole) << "every item once";
