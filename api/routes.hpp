@@ -28,8 +28,10 @@ inline constexpr std::string_view kXetCachePlan = "/v1/xet-cache/plan";  // GET 
 // Lookups (chunk, xorb, file, sha256) take ?local_only=1 to leave the fleet out.
 inline constexpr std::string_view kLocalOnly = "local_only";
 
-// Admin routes: root or a member of admin_group (SO_PEERCRED), else 403.
+// Admin routes: root, dedupd's own user or a member of admin_group
+// (SO_PEERCRED), else 403.
 inline constexpr std::string_view kRescan = "/v1/admin/rescan";               // POST
+inline constexpr std::string_view kReload = "/v1/admin/reload";               // POST: as SIGHUP, waited for
 inline constexpr std::string_view kIndexRebuild = "/v1/admin/index/rebuild";  // POST
 inline constexpr std::string_view kPurge = "/v1/admin/purge";                 // POST [?dry_run=1]
 inline constexpr std::string_view kIngest = "/v1/admin/ingest";               // POST shard/bundle bytes [?name=]

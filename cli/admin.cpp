@@ -53,6 +53,29 @@ int rescan(Context& ctx) {
   return kOk;
 }
 
+// The unit's ExecReload: synchronous, so `systemctl reload dedupd` fails
+// with the file's errors instead of leaving them to the journal.
+int reload(Context& ctx) {
+  Client client(socket_of(ctx), ctx.opt.timeout_s);
+  const std::string what = "reload";
+  json doc = call(client, "POST", std::string(api::kReload), what);
+  const json& not_applied = need_array(doc, "not_applied", what);
+  if (ctx.opt.json) {
+    print_json(ctx.out(), doc);
+    return kOk;
+  }
+  if (ctx.opt.quiet) return kOk;
+  if (!doc.contains("config") || !doc["config"].is_string()) {
+    ctx.out() << "dedupd runs on its local defaults (no --config): nothing to reload\n";
+    return kOk;
+  }
+  ctx.out() << "reloaded " << doc["config"].get<std::string>() << '\n';
+  for (const auto& k : not_applied)
+    if (k.is_string())
+      ctx.out() << ctx.style.paint("  not applied until a restart: " + k.get<std::string>(), Color::yellow) << '\n';
+  return kOk;
+}
+
 int purge(Context& ctx, bool dry_run) {
   Client client(socket_of(ctx), ctx.opt.timeout_s);
   const std::string what = dry_run ? "purge --dry-run" : "purge";
@@ -221,6 +244,10 @@ void add_admin_verbs(CLI::App& app, Action& action) {
   app.add_subcommand("rescan", "Admin: scan the watched directories again now")->callback([&action] {
     action = rescan;
   });
+  app.add_subcommand("reload",
+                     "Admin: read the configuration file again and apply it (as SIGHUP), saying what waits "
+                     "for a restart")
+      ->callback([&action] { action = reload; });
   {
     auto dry = std::make_shared<bool>(false);
     auto* p = app.add_subcommand("purge", "Admin: expire now what is due (--dry-run lists it)");

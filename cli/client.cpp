@@ -24,7 +24,15 @@ namespace {
 constexpr long kConnectTimeoutMs = 5000;
 constexpr long kStreamBufferBytes = 512 << 10;  // libcurl's largest
 
-std::string start_hint() { return "start it with `./dev run` (from a checkout) or `systemctl start dedupd.socket`"; }
+// How to bring back the dedupd behind `socket`: the package's units, or a
+// checkout's ./dev run.
+std::string start_hint(const std::string& socket) {
+  if (socket == kPackagedSocket)
+    return "start it with `systemctl start dedupd.socket` (`systemctl status dedupd.socket dedupd` says why it "
+           "stopped)";
+  if (socket == kLocalSocket) return "start it with `./dev run` from the checkout";
+  return "start the dedupd that listens there, or point --socket / DEDUPD_SOCKET at another";
+}
 
 std::string group_name(gid_t gid) {
   if (const group* g = getgrgid(gid)) return g->gr_name;
@@ -156,6 +164,8 @@ std::string resolve_socket(const std::string& option, const std::optional<std::s
   if (!option.empty()) return option;
   if (env && !env->empty()) return *env;
   if (exists(std::string(kPackagedSocket))) return std::string(kPackagedSocket);
+  for (std::string_view unit : kPackagedSocketUnits)
+    if (exists(std::string(unit))) return std::string(kPackagedSocket);
   return std::string(kLocalSocket);
 }
 
@@ -253,8 +263,7 @@ void Client::check_socket_file() const {
                                           " $USER, then log in again)");
     }
     if (e == ENOENT || e == ENOTDIR)
-      throw CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket_),
-                     start_hint() + ", or point --socket / DEDUPD_SOCKET at its socket");
+      throw CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket_), start_hint(socket_));
     throw CliError(kUnavailable, "cannot reach " + shown(socket_) + ": " + std::strerror(e));
   }
   if (!S_ISSOCK(st.st_mode))
@@ -384,13 +393,13 @@ CliError connect_error(long os_errno, const std::string& socket) {
   }
   if (os_errno == ECONNREFUSED)
     return CliError(kUnavailable, "dedupd is not running: nothing listens on " + shown(socket) + " (stale socket)",
-                    start_hint());
+                    start_hint(socket));
   if (os_errno == ENOENT)
-    return CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket), start_hint());
+    return CliError(kUnavailable, "dedupd is not running: no socket at " + shown(socket), start_hint(socket));
   return CliError(
       kUnavailable,
       "cannot connect to " + shown(socket) + (os_errno ? std::string(": ") + std::strerror(int(os_errno)) : ""),
-      start_hint());
+      start_hint(socket));
 }
 
 CliError transport_error(int curl_code, long os_errno, const std::string& socket, bool got_response_bytes,

@@ -22,9 +22,13 @@ using json = nlohmann::ordered_json;
 
 inline constexpr std::string_view kPackagedSocket = "/run/dedupd/dedupd.sock";
 inline constexpr std::string_view kLocalSocket = "./local/dedupd.sock";  // `./dev run`
+// The package's socket unit, where Debian's systemd looks (usrmerge or not):
+// on an installed system the socket is the package's even while it is gone.
+inline constexpr std::string_view kPackagedSocketUnits[] = {"/usr/lib/systemd/system/dedupd.socket",
+                                                            "/lib/systemd/system/dedupd.socket"};
 
-// --socket, else $DEDUPD_SOCKET, else the packaged path when it exists, else
-// the checkout's local path.
+// --socket, else $DEDUPD_SOCKET, else the packaged path when it exists or
+// the package is installed, else the checkout's local path.
 std::string resolve_socket(const std::string& option, const std::optional<std::string>& env,
                            const std::function<bool(const std::string&)>& exists);
 

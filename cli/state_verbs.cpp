@@ -49,6 +49,13 @@ void add_xet_endpoint_fields(Fields& f, const json& e, std::uint64_t now) {
   std::string line = grouped(local) + " answered here, " + grouped(forwarded) + " sent upstream";
   if (local + forwarded != 0) line += " (" + std::to_string(local * 100 / (local + forwarded)) + " % here)";
   f.add("Chunk queries", line + ", since " + time_text(n("since"), now));
+  // The package's dedupd knows its endpoint's settings whether or not the
+  // endpoint runs: say when nothing came from it, so its lines above are
+  // not read as an endpoint at work.
+  const json learning = e.contains("learning") && e["learning"].is_object() ? e["learning"] : json();
+  auto heard = [&](const char* key) { return learning.is_object() && learning.value(key, std::uint64_t(0)) != 0; };
+  if (local + forwarded == 0 && !heard("accepted") && !heard("refused") && !heard("failed") && !heard("held"))
+    f.add("Endpoint", "nothing from it since dedupd started: off or idle (systemctl status dedupd-xet-endpoint)");
   if (e.contains("learning") && e["learning"].is_object()) {
     const json& l = e["learning"];
     auto m = [&](const char* key) {

@@ -84,12 +84,19 @@ std::optional<gid_t> gid_of(const std::optional<std::string>& group, const char*
 std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group) {
   return gid_of(group, "admin_group", "only root may use admin routes");
 }
+// Unset, the group the package gives its endpoint (sysusers.d), where the
+// system has it: nothing to configure for the packaged endpoint.
 std::optional<gid_t> endpoint_gid_of(const XetEndpointConfig& e) {
+  if (!e.group) {
+    if (const struct group* g = ::getgrnam(kPackageEndpointGroup)) return g->gr_gid;
+    return std::nullopt;
+  }
   return gid_of(e.group, "xet_endpoint.group", "only root and dedupd's user may teach it shards");
 }
 
-// Where the endpoint's nginx reports the CAS's statuses; nothing without an
-// endpoint configured: then nothing is learned.
+// Where the endpoint's nginx reports the CAS's statuses, when dedupd binds
+// it itself (not under systemd); nothing without an endpoint configured:
+// then nothing is learned.
 std::string learn_socket_of(const Config& c) {
   if (!c.xet_endpoint.enabled()) return "";
   if (!c.xet_endpoint.learn_socket.empty()) return c.xet_endpoint.learn_socket.native();
@@ -201,6 +208,7 @@ int Daemon::run() {
                         }});
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
+  if (!take_activated_sockets()) return 1;
   apply_config(config_, true);
 
   if (!start_server()) return 1;
@@ -456,21 +464,37 @@ void Daemon::note_rebuild_progress() {
   }
 }
 
-bool Daemon::start_server() {
-  ListenSettings listen;
-  auto activated = systemd::activated_socket();
+// Before anything listens: the learner adopts systemd's learning socket
+// when apply_config first runs, and the server its API socket.
+bool Daemon::take_activated_sockets() {
+  auto activated = systemd::activated_sockets();
   if (auto* err = std::get_if<systemd::ActivationError>(&activated)) {
     spdlog::critical("socket activation: {}", err->message);
     return false;
   }
-  if (auto* fd = std::get_if<int>(&activated)) {
-    listen.listen_fd = *fd;
-    // The server closes the socket when it stops; a restart for a rebuild
-    // hands this copy to the next dedupd in the same process.
-    activated_copy_ = ::fcntl(*fd, F_DUPFD_CLOEXEC, 3);
-    restart::set_activated_socket(activated_copy_);
-    spdlog::info("listening on the socket systemd passed (fd {})", *fd);
+  auto* fds = std::get_if<systemd::ActivatedSockets>(&activated);
+  if (!fds) return true;
+  activated_api_ = fds->api;
+  activated_learn_ = fds->learn;
+  // The server closes its socket when it stops, and so does the learner; a
+  // restart for a rebuild hands these copies to the next dedupd in the same
+  // process. Above fd 4, where exec_self puts them back.
+  const int api_copy = ::fcntl(fds->api, F_DUPFD_CLOEXEC, 5);
+  const int learn_copy = fds->learn >= 0 ? ::fcntl(fds->learn, F_DUPFD_CLOEXEC, 5) : -1;
+  restart::set_activated_sockets(api_copy, learn_copy);
+  spdlog::info("listening on the socket{} systemd passed", fds->learn >= 0 ? "s" : "");
+  if (fds->learn >= 0) {
+    if (auto adopted = learner_->adopt(fds->learn); !adopted) {
+      spdlog::error("cannot learn what the local Xet endpoint's CAS accepts: {}", adopted.error());
+      ::close(fds->learn);
+    }
   }
+  return true;
+}
+
+bool Daemon::start_server() {
+  ListenSettings listen;
+  listen.listen_fd = activated_api_;
   listen.admin_gid = admin_gid_of(config_.admin_group);
   listen.endpoint_gid = endpoint_gid_of(config_.xet_endpoint);
   if (listen.listen_fd < 0) {
@@ -488,7 +512,7 @@ bool Daemon::start_server() {
 void Daemon::on_signals() {
   for (int sig : signals_.read_pending()) {
     if (sig == SIGHUP) {
-      reload();
+      (void)reload_config();  // logged either way
     } else {
       spdlog::info("{} received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       stopping_ = true;
@@ -664,37 +688,51 @@ void Daemon::publish_status(bool force) {
 
 // ---- reload -----------------------------------------------------------------
 
-void Daemon::reload() {
+shard::Result<ReloadResult> Daemon::reload_config() {
   systemd::notify_reloading();
+  ReloadResult out;
   if (!options_.config_file) {
-    spdlog::info("SIGHUP: running on local defaults, nothing to reload");
+    spdlog::info("reload: running on local defaults, nothing to reload");
     systemd::notify_ready(status_line());
-    return;
+    return out;
   }
+  out.config_file = options_.config_file->native();
   auto loaded = load_config_file(*options_.config_file);
   if (auto* errors = std::get_if<std::vector<ConfigError>>(&loaded)) {
-    for (const auto& e : *errors) spdlog::error("{}", e.to_string(options_.config_file->native()));
-    spdlog::error("SIGHUP: configuration not reloaded; still running with the previous one");
+    std::string all;
+    for (const auto& e : *errors) {
+      spdlog::error("{}", e.to_string(out.config_file));
+      all += (all.empty() ? "" : "; ") + e.to_string(out.config_file);
+    }
+    spdlog::error("reload: configuration not reloaded; still running with the previous one");
     systemd::notify_ready(status_line());
-    return;
+    return seam_error(kRuleBadConfig, all);
   }
-  apply_config(std::get<Config>(loaded), false);
-  spdlog::info("configuration reloaded from {}", *options_.config_file);
+  out.not_applied = apply_config(std::get<Config>(loaded), false);
+  spdlog::info("configuration reloaded from {}", out.config_file);
   systemd::notify_ready(status_line());
+  return out;
 }
 
-void Daemon::apply_config(const Config& next, bool initial) {
+std::vector<std::string> Daemon::apply_config(const Config& next, bool initial) {
+  std::vector<std::string> not_applied;
   if (!initial) {
+    auto keep = [&](bool changed, const std::string& key, const std::string& stays) {
+      if (!changed) return;
+      not_applied.push_back(key + " (stays " + stays + ")");
+      spdlog::warn("{} changes only with a restart; it stays {}", key, stays);
+    };
     const LimitsConfig& a = next.limits;
     const LimitsConfig& b = config_.limits;
-    if (next.state_dir != config_.state_dir || next.socket != config_.socket || a.max_body_bytes != b.max_body_bytes ||
-        a.max_query_body_bytes != b.max_query_body_bytes || a.max_body_memory != b.max_body_memory ||
-        a.max_connections != b.max_connections || a.header_timeout != b.header_timeout)
-      spdlog::warn("state_dir, socket and limits change only with a restart");
+    keep(next.state_dir != config_.state_dir, "state_dir", config_.state_dir.native());
+    keep(next.socket != config_.socket, "socket", config_.socket.native());
+    keep(a.max_body_bytes != b.max_body_bytes || a.max_query_body_bytes != b.max_query_body_bytes ||
+             a.max_body_memory != b.max_body_memory || a.max_connections != b.max_connections ||
+             a.header_timeout != b.header_timeout,
+         "limits (but request_timeout)", "as it was");
     // The TCP listener is bound once, at start (daemon/wiring/api_frontend).
-    if (next.metrics != config_.metrics)
-      spdlog::warn("metrics.listen changes only with a restart; it stays {}",
-                   config_.metrics.enabled() ? config_.metrics.listen : std::string("off"));
+    keep(next.metrics != config_.metrics, "metrics.listen",
+         config_.metrics.enabled() ? config_.metrics.listen : std::string("off"));
   }
   set_log_level(next.log_level);
   bool watch_changed = initial || next.watch != config_.watch;
@@ -742,6 +780,7 @@ void Daemon::apply_config(const Config& next, bool initial) {
     expiry_pass_wanted_ = true;  // a shorter grace or a cap may make files due now
     next_safety_scan_ = unix_now() + std::uint64_t(config_.expiry.check_interval.count());
   }
+  return not_applied;
 }
 
 // ---- the fleet ----------------------------------------------------------------

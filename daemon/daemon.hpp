@@ -85,6 +85,7 @@ class Daemon final : public Operations {
   // Parked outbox entries queued again.
   shard::Result<std::uint64_t> fleet_retry() override;
   RescanResult rescan() override;
+  shard::Result<ReloadResult> reload_config() override;
   shard::Result<IndexHealth> rebuild_index() override;
   shard::Result<PurgeResult> purge(bool dry_run) override;
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
@@ -98,12 +99,14 @@ class Daemon final : public Operations {
   bool move_damaged_index_aside(const std::string& damage);
   void note_rebuild_progress();
   void scrub_step();
+  bool take_activated_sockets();
   bool start_server();
   void on_signals();
   void on_watch_events();
   void on_timer();
-  void reload();
-  void apply_config(const Config& next, bool initial);
+  // Applies `next`; after the first time, returns what it keeps as it runs
+  // until a restart ("key (stays VALUE)"), each also logged.
+  std::vector<std::string> apply_config(const Config& next, bool initial);
   void apply_fleet(bool initial);
   void queue(std::vector<Candidate> files);
   void process_pending(std::chrono::milliseconds budget);
@@ -162,7 +165,9 @@ class Daemon final : public Operations {
   bool stopping_ = false;
   bool restart_for_rebuild_ = false;
   std::optional<std::chrono::steady_clock::time_point> restart_due_;
-  int activated_copy_ = -1;
+  // What systemd passed (dedupd.socket): taken at start, before the
+  // learner listens and the server starts.
+  int activated_api_ = -1, activated_learn_ = -1;
   // The scrub: where it is, when its next slice and pass may run.
   index::Index::ScrubPosition scrub_pos_;
   bool start_queue_drained_ = false;

@@ -46,6 +46,9 @@ class Operations {
 
   // ---- the work loop's thread only (post them with EventLoop::call) -----------
   virtual RescanResult rescan() = 0;
+  // The config file read again and applied (as SIGHUP); "daemon.bad_config"
+  // with every error when it is wrong, the running one kept.
+  virtual shard::Result<ReloadResult> reload_config() { return seam_error(kRuleInternal, "not supported"); }
   // Moves the index aside and rebuilds it from the shards (dedupd starts
   // again in its process); when it will happen, or why not.
   virtual shard::Result<IndexHealth> rebuild_index() { return seam_error(kRuleInternal, "not supported"); }

@@ -16,7 +16,8 @@ namespace {
 // not allocate on the way to execv if it can help it.
 char** g_argv = nullptr;
 char g_mark[4096] = {};
-int g_activated = -1;
+int g_activated_api = -1;
+int g_activated_learn = -1;
 constexpr int kMaxRestarts = 5;
 
 void write_all(int fd, const char* text) {
@@ -33,7 +34,10 @@ void set_arguments(char** argv) { g_argv = argv; }
 
 void set_mark_path(const std::string& path) { std::snprintf(g_mark, sizeof g_mark, "%s", path.c_str()); }
 
-void set_activated_socket(int fd) { g_activated = fd; }
+void set_activated_sockets(int api, int learn) {
+  g_activated_api = api;
+  g_activated_learn = learn;
+}
 
 void exec_self() {
   if (!g_argv) return;
@@ -49,11 +53,13 @@ void exec_self() {
   char count[16];
   std::snprintf(count, sizeof count, "%d", restarts + 1);
   ::setenv("DEDUPD_REBUILD_RESTARTS", count, 1);
-  if (g_activated >= 0) {
-    if (::dup2(g_activated, 3) < 0) return;
+  if (g_activated_api >= 0) {
+    if (::dup2(g_activated_api, 3) < 0) return;
+    const bool learn = g_activated_learn >= 0;
+    if (learn && ::dup2(g_activated_learn, 4) < 0) return;
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", int(::getpid()));
-    ::setenv("LISTEN_FDS", "1", 1);
+    ::setenv("LISTEN_FDS", learn ? "2" : "1", 1);
     ::setenv("LISTEN_PID", pid, 1);
     ::unsetenv("LISTEN_FDNAMES");
   }

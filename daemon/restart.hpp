@@ -14,9 +14,10 @@ namespace dedupd::daemon::restart {
 void set_arguments(char** argv);
 // Where the damage mark goes: <index dir>/dedupd-damaged.
 void set_mark_path(const std::string& path);
-// A copy of the socket systemd passed (-1: none): it goes to fd 3 again,
-// with LISTEN_FDS and LISTEN_PID as systemd sets them at a first start.
-void set_activated_socket(int fd);
+// Copies of the sockets systemd passed (-1: none), above fd 4: the API's
+// goes to fd 3 again and the learning socket's to fd 4, with LISTEN_FDS and
+// LISTEN_PID as systemd sets them at a first start.
+void set_activated_sockets(int api, int learn);
 
 // Writes `why` as the mark and starts dedupd again; returns (with errno's
 // text logged) only when it could not.

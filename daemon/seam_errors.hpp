@@ -15,6 +15,9 @@ namespace dedupd::daemon {
 inline constexpr const char* kRuleBusy = "daemon.busy";
 // A fleet action on a daemon without a fleet section in its config.
 inline constexpr const char* kRuleNoFleet = "daemon.no_fleet";
+// A reload found the configuration file wrong (or unreadable): nothing of it
+// applied, the running configuration stays; the message lists each error.
+inline constexpr const char* kRuleBadConfig = "daemon.bad_config";
 // An admin action threw on the work loop (out of memory, a bug): logged, 500.
 inline constexpr const char* kRuleInternal = "daemon.internal";
 

@@ -154,6 +154,14 @@ struct DaemonCounters {
   std::uint64_t rescans = 0;
 };
 
+// POST /v1/admin/reload: the file read again (empty: local defaults, no
+// file, nothing to read) and the settings it changes that only a restart
+// applies, each as "key (stays VALUE)".
+struct ReloadResult {
+  std::string config_file;
+  std::vector<std::string> not_applied;
+};
+
 // POST /v1/admin/rescan
 struct RescanResult {
   std::uint64_t scanned = 0;   // files seen

@@ -52,6 +52,10 @@ class Service {
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").
   [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;
+  // POST /v1/admin/reload.
+  [[nodiscard]] virtual shard::Result<ReloadResult> reload() {
+    return shard::Error{"daemon.internal", 0, "not supported", false};
+  }
   // POST /v1/admin/index/rebuild: the index moved aside and rebuilt.
   [[nodiscard]] virtual shard::Result<IndexHealth> rebuild_index() {
     return shard::Error{"daemon.internal", 0, "not supported", false};

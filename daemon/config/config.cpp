@@ -6,6 +6,10 @@ Config installed_defaults() {
   Config c;
   c.state_dir = "/var/lib/dedupd";
   c.socket = "/run/dedupd/dedupd.sock";
+  // The package's endpoint settings (dedupd-xet-endpoint.service reads the
+  // same file): dedupd knows its upstreams and CAS port without a word in
+  // dedupd.yaml, so enabling that unit is all it takes.
+  c.xet_endpoint.config = "/etc/dedupd/xet-endpoint.conf";
   return c;
 }
 

@@ -89,12 +89,16 @@ struct XetCacheConfig {
   CapSource max_chunk_entries_source = CapSource::client_default;
 };
 
+// The group the package's endpoint unit runs as (packaging/systemd/sysusers.conf).
+inline constexpr const char* kPackageEndpointGroup = "dedupd-xet";
+
 // The local Xet endpoint in front of this dedupd (docs/XET-ENDPOINT.md).
 // Set, dedupd shows its upstreams and keeps managed caches small; the
 // endpoint's nginx works without it, as dedupd counts its queries either way.
 struct XetEndpointConfig {
   // Its settings file (packaging/xet-endpoint/xet-endpoint.conf), read at
-  // each status for the upstreams; empty: dedupd knows of no endpoint.
+  // each status for the upstreams; empty: dedupd knows of no endpoint. The
+  // package's by default (installed_defaults), "xet_endpoint:" alone clears it.
   std::filesystem::path config;
   // Shards of unknown CAS answer the endpoint's queries too. Off: an
   // answer from a shard of another CAS fails the client's upload, and
@@ -102,10 +106,12 @@ struct XetEndpointConfig {
   bool unknown_cas_answers = false;
   // Who the endpoint is: its nginx's group (besides root and dedupd's own
   // user), the only one who may teach dedupd a shard (docs/XET-ENDPOINT.md,
-  // "Learning"). Unset: root and dedupd's user only.
+  // "Learning"). Unset: the package's kPackageEndpointGroup where the system
+  // has it, else root and dedupd's user only.
   std::optional<std::string> group;
   // The datagram socket its nginx reports the CAS's statuses on; empty:
-  // "dedupd-learn.sock" beside the API socket.
+  // "dedupd-learn.sock" beside the API socket. Under systemd, dedupd.socket
+  // holds it and passes it, and this is not used.
   std::filesystem::path learn_socket;
   // The expiry written into the answers the endpoint's clients get, from
   // now. The Xet client keeps an answer in its shard cache and dedups

@@ -79,8 +79,11 @@ class Loader {
     }
     // An entry cap set by hand wins; with the endpoint on, the client's
     // cache need hold only what starts a session fast (dedupd answers for
-    // the rest).
-    if (c.xet_endpoint.enabled() && c.xet_cache.max_chunk_entries_source != CapSource::configured) {
+    // the rest). On only when said here: the package's default settings
+    // file is there whether or not its unit runs, and a client that does
+    // not go through the endpoint needs its whole cache.
+    if (endpoint_config_set_ && c.xet_endpoint.enabled() &&
+        c.xet_cache.max_chunk_entries_source != CapSource::configured) {
       c.xet_cache.max_chunk_entries = kXetEndpointCacheEntries;
       c.xet_cache.max_chunk_entries_source = CapSource::xet_endpoint;
     }
@@ -89,6 +92,7 @@ class Loader {
   std::vector<ConfigError> errors;
 
  private:
+  bool endpoint_config_set_ = false;  // xet_endpoint.config in the file
   void fail(const std::string& key, const YAML::Node& at, std::string message) {
     // An empty value ("socket:") has its mark on the following line; the
     // key's own line is what the user wants to see.
@@ -375,14 +379,19 @@ class Loader {
   }
 
   void xet_endpoint(const std::string& key, const YAML::Node& v, XetEndpointConfig& out) {
-    if (v.IsNull()) return;  // "xet_endpoint:" alone: none
+    if (v.IsNull()) {  // "xet_endpoint:" alone: none, not even the package's
+      out = XetEndpointConfig{};
+      return;
+    }
     if (!v.IsMap())
       return fail(key, v, "expected a mapping (config, unknown_cas_answers, group, learn_socket, reply_expiry)");
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string name = at_key(it);
       const std::string k = key + "." + name;
-      if (name == "config") path(k, it->second, out.config);
-      else if (name == "unknown_cas_answers") boolean(k, it->second, out.unknown_cas_answers);
+      if (name == "config") {
+        path(k, it->second, out.config);
+        endpoint_config_set_ = true;
+      } else if (name == "unknown_cas_answers") boolean(k, it->second, out.unknown_cas_answers);
       else if (name == "learn_socket") path(k, it->second, out.learn_socket);
       else if (name == "reply_expiry") duration(k, it->second, out.reply_expiry);
       else if (name == "group") {

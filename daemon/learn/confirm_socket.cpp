@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "daemon/process_groups.hpp"
@@ -38,7 +39,7 @@ shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail(std::string("socket: ") + std::strerror(errno));
-  ConfirmSocket s(fd, path);
+  ConfirmSocket s(fd, path, true);
   int on = 1;
   if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
     return fail(std::string("SO_PASSCRED: ") + std::strerror(errno));
@@ -51,10 +52,29 @@ shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
   return s;
 }
 
+shard::Result<ConfirmSocket> ConfirmSocket::adopt(int fd) {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  std::string path = "(unnamed)";
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && len > offsetof(sockaddr_un, sun_path) &&
+      addr.sun_path[0] != '\0')
+    path.assign(addr.sun_path, strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
+  ConfirmSocket s(fd, path, false);
+  // The unit says PassCredentials=yes; set here too, so that an override
+  // without it cannot make every report a stranger's.
+  int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
+    return fail(std::string("SO_PASSCRED on the learning socket systemd passed: ") + std::strerror(errno));
+  int flags = fcntl(fd, F_GETFD);
+  if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0)
+    return fail(std::string("the learning socket systemd passed: ") + std::strerror(errno));
+  return s;
+}
+
 ConfirmSocket::~ConfirmSocket() {
   if (fd_ < 0) return;
   ::close(fd_);
-  ::unlink(path_.c_str());
+  if (owned_) ::unlink(path_.c_str());
 }
 
 ConfirmSocket::Received ConfirmSocket::receive(std::optional<gid_t> endpoint_gid) {

@@ -22,6 +22,12 @@ Learner::~Learner() {
 }
 
 shard::Result<bool> Learner::listen(const std::string& path) {
+  if (socket_ && socket_->from_systemd()) {
+    if (!path.empty() && path != socket_->path())
+      spdlog::warn("xet_endpoint.learn_socket {} is not used: dedupd.socket passed {}, where the endpoint reports",
+                   path, socket_->path());
+    return true;
+  }
   if (socket_ && socket_->path() == path) return true;
   if (socket_) {
     loop_.unwatch_fd(socket_->fd());
@@ -35,6 +41,21 @@ shard::Result<bool> Learner::listen(const std::string& path) {
   loop_.watch_fd(socket_->fd(), [this] { on_readable(); });
   listening_ = true;
   spdlog::info("learning what the local Xet endpoint's CAS accepts, on {}", path);
+  return true;
+}
+
+shard::Result<bool> Learner::adopt(int fd) {
+  if (socket_) {
+    loop_.unwatch_fd(socket_->fd());
+    socket_.reset();
+    listening_ = false;
+  }
+  auto s = ConfirmSocket::adopt(fd);
+  if (!s) return s.error();
+  socket_.emplace(std::move(s).value());
+  loop_.watch_fd(socket_->fd(), [this] { on_readable(); });
+  listening_ = true;
+  spdlog::info("learning what the local Xet endpoint's CAS accepts, on {} (passed by systemd)", socket_->path());
   return true;
 }
 

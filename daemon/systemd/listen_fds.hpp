@@ -1,4 +1,4 @@
-// Socket activation: the listening socket systemd passed us, if any.
+// Socket activation: the sockets systemd passed us, if any.
 #pragma once
 
 #include <string>
@@ -6,13 +6,22 @@
 
 namespace dedupd::daemon::systemd {
 
-struct NoActivation {};  // not socket-activated: bind the configured path
+struct NoActivation {};  // not socket-activated: bind the configured paths
 struct ActivationError {
   std::string message;
 };
+// dedupd.socket holds both, so that each outlives a restart of dedupd: the
+// API's listening stream socket, and the datagram socket the local Xet
+// endpoint reports on (nginx keeps sending to the same socket across
+// dedupd's restarts, and reports sent meanwhile wait in it).
+struct ActivatedSockets {
+  int api = -1;    // AF_UNIX stream, listening
+  int learn = -1;  // AF_UNIX datagram; -1 when the unit has none
+};
 
-// One AF_UNIX stream socket in listening state, or an error when systemd
-// passed something else (several fds, a TCP socket, a datagram socket).
-std::variant<int, NoActivation, ActivationError> activated_socket();
+// The API socket and at most one learning socket, told apart by their
+// type, or an error when systemd passed something else (a TCP socket, two
+// of a kind, no stream socket).
+std::variant<ActivatedSockets, NoActivation, ActivationError> activated_sockets();
 
 }  // namespace dedupd::daemon::systemd

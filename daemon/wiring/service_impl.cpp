@@ -29,6 +29,11 @@ shard::Result<RescanResult> ServiceImpl::rescan() {
                                         ops.admin_timeout());
 }
 
+shard::Result<ReloadResult> ServiceImpl::reload() {
+  Operations& ops = parts_.ops;
+  return parts_.loop.call<ReloadResult>([&ops] { return ops.reload_config(); }, ops.admin_timeout());
+}
+
 shard::Result<IndexHealth> ServiceImpl::rebuild_index() {
   Operations& ops = parts_.ops;
   return parts_.loop.call<IndexHealth>([&ops] { return ops.rebuild_index(); }, ops.admin_timeout());

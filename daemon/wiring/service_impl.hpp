@@ -23,6 +23,7 @@ class ServiceImpl final : public Service {
   shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
   shard::Result<RescanResult> rescan() override;
+  shard::Result<ReloadResult> reload() override;
   shard::Result<IndexHealth> rebuild_index() override;
   shard::Result<PurgeResult> purge(bool dry_run) override;
   std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override;

@@ -65,6 +65,89 @@ TEST_F(Lifecycle, SocketActivation) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+// dedupd.socket's two sockets, as systemd passes them (LISTEN_FDS=2): the
+// API's stream socket and the learning socket. A launcher stands in for
+// systemd: it keeps its own copies, starts dedupd on them, and once dedupd
+// has stopped says whether the API socket still listens (a client's
+// connection waits in its backlog for the next dedupd): MHD's stop shut it
+// down, and dedupd.socket failed with POLLHUP, until the server quiesced it.
+constexpr const char* kTwoSocketLauncher = R"(
+import os, signal, socket, sys
+api, learn, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(api); s.listen(16)
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind(learn)
+pid = os.fork()
+if pid == 0:
+    a, b = os.dup(s.fileno()), os.dup(d.fileno())  # above 4: placed without clobbering
+    os.dup2(a, 3); os.dup2(b, 4)  # dup2's copies are inherited; Python's own sockets are not
+    os.environ.update(LISTEN_FDS="2", LISTEN_PID=str(os.getpid()))
+    os.execv(argv[0], argv)
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
+_, status = os.waitpid(pid, 0)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect(api); print("launcher: the API socket still listens", flush=True)
+except OSError as e:
+    print("launcher: the API socket is dead: %s" % e, flush=True)
+sys.exit(os.waitstatus_to_exitcode(status))
+)";
+
+TEST_F(Lifecycle, SocketActivationWithTheLearningSocketLeavesBothListening) {
+  const fs::path learn = dir / "passed-learn.sock";
+  // No endpoint configured: learning is on because systemd passed its socket.
+  write_config("xet_endpoint:\n");
+  start_no_wait({"python3", "-c", kTwoSocketLauncher, socket.string(), learn.string()});
+  ASSERT_TRUE(wait_healthy());
+  EXPECT_NE(daemon_log().find("listening on the sockets systemd passed"), std::string::npos) << daemon_log();
+  EXPECT_NE(daemon_log().find("on " + learn.string() + " (passed by systemd)"), std::string::npos) << daemon_log();
+  auto learning = [&] { return get_json("/v1/status")["xet_endpoint"]["learning"]; };
+  // Shown once dedupd knows of an endpoint: here by the report below.
+  int out = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(out, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, learn.c_str());
+  const std::string report = "<190>dedupd_learn: 0123456789abcdef0123456789abcdef 200";
+  ASSERT_EQ(::sendto(out, report.data(), report.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+            ssize_t(report.size()));
+  ::close(out);
+  // This process is dedupd's own user: believed, and for no body it holds.
+  EXPECT_TRUE(eventually([&] {
+    auto s = get_json("/v1/status");
+    return s.contains("xet_endpoint") && s["xet_endpoint"]["learning"]["unmatched"] == 1;
+  })) << get_json("/v1/status").dump();
+  EXPECT_EQ(learning()["listening"], true);
+
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(0));
+  EXPECT_NE(daemon_log().find("launcher: the API socket still listens"), std::string::npos) << daemon_log();
+  // Neither socket file is dedupd's to remove.
+  EXPECT_TRUE(fs::is_socket(learn));
+  EXPECT_TRUE(fs::is_socket(socket));
+}
+
+// POST /v1/admin/reload (the unit's ExecReload): what a restart would
+// apply is said, a broken file is refused with its line and changes
+// nothing.
+TEST_F(Lifecycle, ReloadThroughTheSocketSaysWhatWaitsAndRefusesABrokenFile) {
+  fs::create_directories(dir / "second");
+  start();
+  write_config("limits:\n  max_connections: 100\n", (dir / "second").string());
+  auto r = http().post("/v1/admin/reload", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto doc = nlohmann::json::parse(r.body);
+  EXPECT_EQ(doc["config"], config.string());
+  EXPECT_EQ(doc["not_applied"], nlohmann::json::array({"limits (but request_timeout) (stays as it was)"}));
+  EXPECT_EQ(get_json("/v1/status")["watch"][0], (dir / "second").string());
+
+  std::ofstream(config) << "watch: [\n";
+  r = http().post("/v1/admin/reload", "");
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_NE(r.body.find("bad_config"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("dedupd.yaml:"), std::string::npos) << r.body;
+  EXPECT_EQ(get_json("/v1/status")["watch"][0], (dir / "second").string());
+}
+
 TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {
   start_no_wait({}, {}, {"--check-config", "--config", config.string()});
   EXPECT_EQ(daemon.wait_exit(30s), std::optional<int>(0));

@@ -33,7 +33,6 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
   std::uint64_t seed = std::uint64_t(env_long("DEDUPD_RELIABILITY_SEED", long(std::random_device{}() & 0x7fffffff)));
   std::printf("crash test: %ld kills, DEDUPD_RELIABILITY_SEED=%llu\n", kills, (unsigned long long)seed);
   std::mt19937_64 rng(seed);
-  const bool admin = ::geteuid() == 0;  // uploads need root (or admin_group)
 
   // Big enough that an ingest takes a while (the kill lands inside it), and
   // past the index's merge threshold after a few dozen shards.
@@ -77,7 +76,6 @@ TEST_F(CrashTest, KillNineAtRandomInstantsLeavesWholeShardsOnly) {
   std::size_t max_live = 0, kills_in_flux = 0, kills_mid_progress = 0;
   for (long k = 0; k < kills; ++k) {
     int mode = int(k % 3);
-    if (mode == 2 && !admin) mode = 1;
     if (mode == 0)  // files waiting before the start: the start-up scan ingests them
       for (int i = 0; i < 2; ++i) {
         auto s = make();

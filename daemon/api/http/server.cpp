@@ -184,12 +184,13 @@ struct ApiServer::Impl {
   void set_endpoint_gid(std::optional<gid_t> gid) { store_gid(endpoint_gid, gid); }
   std::optional<gid_t> current_admin_gid() const { return load_gid(admin_gid); }
 
-  // Admins always; endpoint routes also dedupd's own user (./dev run starts
-  // nginx as its user) and the endpoint's group.
+  // Admins always, and dedupd's own user: it owns the index anyway, and the
+  // unit's ExecReload runs as it (`dedupctl reload`; ./dev run starts nginx
+  // as its user too). Endpoint routes also the endpoint's group.
   bool may_use(const http::PeerCred& peer, http::Access access) const {
-    if (http::is_admin(peer, current_admin_gid())) return true;
+    if (peer.uid == geteuid() || http::is_admin(peer, current_admin_gid())) return true;
     if (access != http::Access::endpoint) return false;
-    return peer.uid == geteuid() || (load_gid(endpoint_gid) && http::is_admin(peer, load_gid(endpoint_gid)));
+    return load_gid(endpoint_gid) && http::is_admin(peer, load_gid(endpoint_gid));
   }
 
   shard::Result<Started> start();
@@ -294,11 +295,19 @@ void ApiServer::Impl::stop() {
   // any is suspended.
   admin_jobs->stop();
   read_jobs->stop();
+  // Quiesced first: MHD_stop_daemon would otherwise shutdown(2) the listening
+  // socket to wake its threads, and a socket systemd passed is systemd's:
+  // shut down, it stops listening for good (dedupd.socket fails with
+  // POLLHUP) and no later start can be activated through it. Quiesced, MHD
+  // forgets the socket and wakes its threads through its own pipe
+  // (MHD_ALLOW_SUSPEND_RESUME brings one); the socket stays as it was.
+  MHD_quiesce_daemon(mhd);
   MHD_stop_daemon(mhd);
   mhd = nullptr;
   admin_jobs.reset();
   read_jobs.reset();
-  // MHD does not close a listen socket it was handed.
+  // Ours to close, never to shut down: connections still in its backlog wait
+  // there for the next dedupd systemd starts.
   if (listen_fd >= 0) close(listen_fd);
   listen_fd = -1;
   if (bound_path) unlink(options.socket_path.c_str());

@@ -19,6 +19,7 @@ constexpr FailureStatus kUnavailable{kNotReady, "unavailable"};
 // action is queued and still runs.
 constexpr FailureStatus kInProgress{kNotReady, "in_progress"};
 constexpr FailureStatus kOwnFault{kInternal, "internal"};
+constexpr FailureStatus kBadConfig{kUnprocessable, "bad_config"};
 
 bool is(const shard::Error& e, const char* rule) { return e.rule == rule; }
 
@@ -27,6 +28,7 @@ bool is(const shard::Error& e, const char* rule) { return e.rule == rule; }
 FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise) {
   if (is(e, kRuleBusy)) return kInProgress;
   if (is(e, kRuleNoFleet)) return kUnknown;
+  if (is(e, kRuleBadConfig)) return kBadConfig;
   if (is(e, kRuleInternal)) return kOwnFault;
   if (is(e, index::kRuleArgument) || is(e, fleet::kRuleArgument)) return kBadInput;
   // The disk, not the daemon: it answers again once there is room.

@@ -23,6 +23,7 @@ std::vector<Route> api_routes() {
       {"healthz", p::kHealth, false, {{"GET", get_health}}},
       {"metrics", p::kMetrics, false, {{"GET", get_metrics}}},
       {"rescan", p::kRescan, false, {{"POST", post_rescan, admin}}},
+      {"reload", p::kReload, false, {{"POST", post_reload, admin}}},
       {"index_rebuild", p::kIndexRebuild, false, {{"POST", post_index_rebuild, admin}}},
       {"purge", p::kPurge, false, {{"POST", post_purge, admin}}},
       {"ingest", p::kIngest, false, {{"POST", post_ingest, admin, Body::upload}}},

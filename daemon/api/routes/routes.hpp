@@ -29,6 +29,7 @@ Response get_health(Context&, Request&);
 Response get_metrics(Context&, Request&);
 // routes_admin.cpp
 Response post_rescan(Context&, Request&);
+Response post_reload(Context&, Request&);
 Response post_index_rebuild(Context&, Request&);
 Response post_purge(Context&, Request&);
 Response post_ingest(Context&, Request&);

@@ -1,4 +1,4 @@
-// POST /v1/admin/rescan, /v1/admin/purge[?dry_run=1], /v1/admin/ingest.
+// POST /v1/admin/rescan, /v1/admin/reload, /v1/admin/purge[?dry_run=1], /v1/admin/ingest.
 // These run on the admin thread with the caller already checked.
 #include <fmt/format.h>
 
@@ -28,6 +28,13 @@ Response post_rescan(Context& ctx, Request& req) {
   if (!result) return failure(req, result.error());
   const RescanResult& r = *result;
   return json(dump(Json{{"scanned", r.scanned}, {"ingested", r.ingested}, {"rejected", r.rejected}}));
+}
+
+Response post_reload(Context& ctx, Request& req) {
+  auto result = ctx.service.reload();
+  if (!result) return failure(req, result.error());
+  return json(dump(Json{{"config", result->config_file.empty() ? Json(nullptr) : Json(result->config_file)},
+                        {"not_applied", result->not_applied}}));
 }
 
 // 202: the daemon answers, then starts again in its process and rebuilds;

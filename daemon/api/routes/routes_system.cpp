@@ -102,10 +102,12 @@ Response get_status(Context& ctx, Request& req) {
                          {"scrub_last_end", h.scrub_last_end},
                          {"scrub_last_result", h.scrub_last_result},
                          {"learned_copies", {{"files", h.learned_copies}, {"bytes", h.learned_copies_bytes}}}};
-  // Shown once dedupd knows of the endpoint, from its settings or from its
-  // first query: nginx marks what it passes on whether or not it was told.
+  // Shown once dedupd knows of the endpoint: from its settings, from its
+  // first query (nginx marks what it passes on whether or not it was told),
+  // or by the learning socket systemd passed for it.
   const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
-  if (s.xet_endpoint || q.local + q.forwarded != 0) {
+  const LearnStats l = ctx.service.learn_stats();
+  if (s.xet_endpoint || q.local + q.forwarded != 0 || l.listening) {
     Json e = {{"config", nullptr}, {"upstreams", nullptr},     {"ports", nullptr},
               {"local", q.local},  {"forwarded", q.forwarded}, {"since", q.since}};
     if (s.xet_endpoint) {
@@ -114,7 +116,6 @@ Response get_status(Context& ctx, Request& req) {
       e["upstreams"] = {{"hub", x.hub_upstream}, {"cas", x.cas_upstream}};
       e["ports"] = {{"hub", x.hub_port}, {"cas", x.cas_port}};
     }
-    const LearnStats l = ctx.service.learn_stats();
     e["learning"] = {{"listening", l.listening},
                      {"held", l.held},
                      {"held_bytes", l.held_bytes},

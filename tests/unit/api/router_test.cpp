@@ -55,10 +55,11 @@ TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
   for (const auto& r : router.routes())
     for (const auto& e : r.methods)
       if (e.access == Access::admin) admin.push_back(std::string(e.method) + " " + std::string(r.path));
-  EXPECT_EQ(admin, (std::vector<std::string>{
-                       "DELETE /v1/shard/", "POST /v1/admin/rescan", "POST /v1/admin/index/rebuild",
-                       "POST /v1/admin/purge", "POST /v1/admin/ingest", "POST /v1/admin/restore/",
-                       "POST /v1/admin/export", "POST /v1/admin/fleet/forget-host/", "POST /v1/admin/fleet/retry"}));
+  EXPECT_EQ(admin,
+            (std::vector<std::string>{"DELETE /v1/shard/", "POST /v1/admin/rescan", "POST /v1/admin/reload",
+                                      "POST /v1/admin/index/rebuild", "POST /v1/admin/purge", "POST /v1/admin/ingest",
+                                      "POST /v1/admin/restore/", "POST /v1/admin/export",
+                                      "POST /v1/admin/fleet/forget-host/", "POST /v1/admin/fleet/retry"}));
 }
 
 // What only the local Xet endpoint (or an admin) may send: a shard to learn.

@@ -58,6 +58,10 @@ TEST(ResolveSocket, OptionThenEnvThenPackagedThenLocal) {
   EXPECT_EQ(resolve_socket("", std::string("/env.sock"), packaged), "/env.sock");
   EXPECT_EQ(resolve_socket("", std::string(""), packaged), "/run/dedupd/dedupd.sock");
   EXPECT_EQ(resolve_socket("", std::nullopt, none), "./local/dedupd.sock");
+  // Installed, with its socket gone (dedupd.socket stopped or failed): still
+  // the package's, so the error names it and the unit to start.
+  auto unit_only = [](const std::string& p) { return p == "/lib/systemd/system/dedupd.socket"; };
+  EXPECT_EQ(resolve_socket("", std::nullopt, unit_only), "/run/dedupd/dedupd.sock");
 }
 
 TEST(StatusError, EachStatusHasItsExitCode) {
@@ -526,8 +530,21 @@ TEST(Socket, NoSocketIs69AndSaysHowToStart) {
   auto r = run_cli({"--socket", dir / "none.sock", "status"});
   EXPECT_EQ(r.code, 69);
   EXPECT_NE(r.err.find("no socket at " + (dir / "none.sock")), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("./dev run"), std::string::npos);
-  EXPECT_NE(r.err.find("systemctl start dedupd.socket"), std::string::npos);
+  EXPECT_NE(r.err.find("point --socket / DEDUPD_SOCKET at another"), std::string::npos) << r.err;
+}
+
+// The hint names what brings back the dedupd behind each default socket:
+// the package's socket unit, or the checkout's ./dev run.
+TEST(Socket, NoSocketNamesTheUnitOrDevRun) {
+  auto packaged = run_cli({"--socket", "/run/dedupd/dedupd.sock", "status"});
+  EXPECT_EQ(packaged.code, 69);
+  EXPECT_NE(packaged.err.find("no socket at /run/dedupd/dedupd.sock"), std::string::npos) << packaged.err;
+  EXPECT_NE(packaged.err.find("systemctl start dedupd.socket"), std::string::npos) << packaged.err;
+  EXPECT_EQ(packaged.err.find("./dev run"), std::string::npos) << packaged.err;
+  auto local = run_cli({"--socket", "./local/dedupd.sock", "status"});
+  EXPECT_EQ(local.code, 69);
+  EXPECT_NE(local.err.find("./dev run"), std::string::npos) << local.err;
+  EXPECT_EQ(local.err.find("systemctl"), std::string::npos) << local.err;
 }
 
 TEST(Socket, EnvironmentNamesTheSocket) {

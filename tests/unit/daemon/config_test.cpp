@@ -224,8 +224,12 @@ TEST(ConfigErrors, BadXetCache) {
 // Issue 31: with the local Xet endpoint on, the client's cache is kept
 // small by default (dedupd answers for the rest); a cap set by hand wins.
 TEST(Config, XetEndpointMakesTheEntryCapSmall) {
+  // The package's endpoint settings are known by default (enabling its unit
+  // is enough), but a cache is made small only when the file says so: a
+  // client that does not go through the endpoint needs its whole cache.
   Config d = load_ok("");
-  EXPECT_FALSE(d.xet_endpoint.enabled());
+  EXPECT_TRUE(d.xet_endpoint.enabled());
+  EXPECT_EQ(d.xet_endpoint.config, "/etc/dedupd/xet-endpoint.conf");
   EXPECT_EQ(d.xet_cache.max_chunk_entries_source, CapSource::client_default);
 
   Config c = load_ok("xet_endpoint:\n  config: xet-endpoint.conf\n");

@@ -166,6 +166,35 @@ TEST(LearnConfirmation, TheSocketTakesDatagramsAndSaysWhoSentThem) {
   EXPECT_EQ(bad.error().rule, "learn.socket");
 }
 
+// The socket dedupd.socket passes: taken as it is (credentials turned on,
+// its path read back for messages), and left in place when dedupd lets it
+// go, since the unit keeps listening on it across dedupd's restarts.
+TEST(LearnConfirmation, AnAdoptedSocketIsBelievedAndNeverRemoved) {
+  tests::TempDir dir("learn-adopt");
+  const std::string path = dir.path() + "/passed.sock";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);  // as systemd makes it: no SO_PASSCRED asked
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  {
+    auto s = ConfirmSocket::adopt(fd);
+    ASSERT_TRUE(s) << s.error().to_string();
+    EXPECT_EQ(s->path(), path);
+    EXPECT_TRUE(s->from_systemd());
+    int out = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const std::string msg = kId + " 201";
+    ASSERT_EQ(::sendto(out, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+              ssize_t(msg.size()));
+    ::close(out);
+    auto got = s->receive(std::nullopt);
+    ASSERT_EQ(got.believed.size(), 1u);  // the sender's credentials came with it
+    EXPECT_EQ(got.refused_senders, 0u);
+  }
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
 // A shard whose one file uses a xorb it carries and one it does not: the
 // second is what the client was told it need not upload.
 TEST(LearnHeal, TheXorbsAShardNamesWithoutCarryingThemAreTheStaleOnes) {
