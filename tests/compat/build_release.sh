@@ -2,9 +2,12 @@
 # The previous release's dedupd and dedupctl, for the compat tests (issue 61:
 # a rolling upgrade runs both releases on one fleet and one index).
 #
-#   tests/compat/build_release.sh OUT_DIR
+#   tests/compat/build_release.sh OUT_DIR [--deb]
 #
-# puts OUT_DIR/dedupd, OUT_DIR/dedupctl and OUT_DIR/release ("<tag> <commit>").
+# puts OUT_DIR/dedupd, OUT_DIR/dedupctl and OUT_DIR/release ("<tag> <commit>");
+# with --deb also OUT_DIR/dedupd_<version>_<arch>.deb, the release's package
+# made by its own packaging (CPack) from the same build, for the package
+# upgrade of tests/systemd.
 # The release's commit is the tag's (v0.1.0); a clone without the tag takes
 # the commit that packaging/changelog.in names in the release's entry
 # ("(release commit <hash>)"), and only when neither is there the hash kept
@@ -28,8 +31,9 @@ fail() {
   exit 1
 }
 
-[ $# = 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 64; }
+[ $# = 1 ] || { [ $# = 2 ] && [ "$2" = --deb ]; } || { echo "usage: $0 OUT_DIR [--deb]" >&2; exit 64; }
 out=$1
+want_deb=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 start=$SECONDS
 
@@ -77,13 +81,19 @@ deliver() {
   install -m 0755 "$cache/dedupd" "$out/dedupd.tmp" && mv -f "$out/dedupd.tmp" "$out/dedupd"
   install -m 0755 "$cache/dedupctl" "$out/dedupctl.tmp" && mv -f "$out/dedupctl.tmp" "$out/dedupctl"
   echo "$tag $commit" >"$out/release"
+  if [ -n "$want_deb" ]; then
+    rm -f "$out"/dedupd_*.deb
+    cp "$cache"/dedupd_*.deb "$out/"
+  fi
   echo "build_release.sh: $("$out/dedupd" --version) ($tag, $commit) in $out, $1 in $((SECONDS - start)) s" >&2
 }
 
-# A cached pair that still runs (a library it links may have changed).
+# A cached pair that still runs (a library it links may have changed), and
+# the package when asked for.
 usable() {
   [ -x "$cache/dedupd" ] && [ -x "$cache/dedupctl" ] && [ -f "$cache/complete" ] &&
-    "$cache/dedupd" --version >/dev/null 2>&1 && "$cache/dedupctl" --version >/dev/null 2>&1
+    "$cache/dedupd" --version >/dev/null 2>&1 && "$cache/dedupctl" --version >/dev/null 2>&1 &&
+    { [ -z "$want_deb" ] || compgen -G "$cache/dedupd_*.deb" >/dev/null; }
 }
 
 # One build per commit at a time: ctest in two build directories, or two
@@ -129,12 +139,21 @@ echo "build_release.sh: building $tag ($commit) in $work, -j$jobs" >&2
 cmake -S "$work/src" -B "$work/build" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DDEDUPD_TESTS=OFF -DDEDUPD_BENCH=OFF -DDEDUPD_FUZZ=OFF -DDEDUPD_SANITIZE= -DDEDUPD_WERROR=OFF \
   >"$work/configure.log" 2>&1 || { tail -n 40 "$work/configure.log" >&2; fail "configuring $tag failed"; }
-nice -n 10 cmake --build "$work/build" -j "$jobs" --target dedupd dedupctl >"$work/build.log" 2>&1 ||
+# The package needs what its install rules name (man pages, the changelog):
+# the whole default build.
+targets=(dedupd dedupctl)
+[ -z "$want_deb" ] || targets=(all)
+nice -n 10 cmake --build "$work/build" -j "$jobs" --target "${targets[@]}" >"$work/build.log" 2>&1 ||
   { tail -n 60 "$work/build.log" >&2; fail "building $tag failed"; }
 
 rm -rf "$cache.tmp"
 mkdir -p "$cache.tmp"
 cp "$work/build/daemon/dedupd" "$work/build/cli/dedupctl" "$cache.tmp/" || fail "cannot fill the cache $cache"
+if [ -n "$want_deb" ]; then
+  (cd "$work/build" && cpack -G DEB --config CPackConfig.cmake -B "$work/deb") >"$work/cpack.log" 2>&1 ||
+    { tail -n 40 "$work/cpack.log" >&2; fail "packaging $tag failed (cpack)"; }
+  cp "$work"/deb/dedupd_*.deb "$cache.tmp/" || fail "cpack made no dedupd_*.deb for $tag"
+fi
 touch "$cache.tmp/complete"
 rm -rf "$cache"
 mv "$cache.tmp" "$cache"
