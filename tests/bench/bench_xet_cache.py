@@ -26,9 +26,9 @@ docs/PERFORMANCE.md, "The Xet client's shard cache").
    add stay, for dedupd to merge).
 
 With --slow-fs US the client's cache (and so dedupd's managed root) is a
-FUSE mount (slowfs, tests/bench/slowfs.c) of a scratch directory that
-waits US microseconds in every operation: a slow file system where
-device-mapper's dm-delay is not available.
+FUSE mount (faultfs --delay-us, tests/support/faultfs.c) of a scratch
+directory that waits US microseconds in every operation: a slow file
+system where device-mapper's dm-delay is not available.
 
 The stand-in answers no global-dedup query in either phase, so only the
 client's own cache decides what it sends. Nothing here asserts a timing: it
@@ -36,7 +36,7 @@ fails when a client session fails, when the after-cache has no fewer files,
 or when more bytes are sent after than before. Exit 77 without the client.
 
 Programs come from the environment (as ctest sets it) or from --build:
-DEDUPD, DEDUPCTL, MAKE_XET_CACHE, XET_PYTHON, and SLOWFS for --slow-fs.
+DEDUPD, DEDUPCTL, MAKE_XET_CACHE, XET_PYTHON, and FAULTFS for --slow-fs.
 """
 
 import argparse
@@ -64,7 +64,7 @@ def programs(build):
         "DEDUPCTL": os.path.join(build, "cli", "dedupctl"),
         "MAKE_XET_CACHE": os.path.join(build, "tests", "bench", "make_xet_cache"),
         "XET_PYTHON": os.path.join(build, "xet-venv", "bin", "python"),
-        "SLOWFS": os.path.join(build, "tests", "bench", "slowfs"),
+        "FAULTFS": os.path.join(build, "tests", "support", "faultfs"),
     }
     for k, v in defaults.items():
         os.environ.setdefault(k, v)
@@ -97,7 +97,7 @@ def parse_args():
     # 704 generated and 4 real shards, 88 MiB: about 90 MB in all.
     p = argument_parser(704, 88.0, 5, 900, "40 shards, 4 MiB, 2 sessions")
     p.add_argument("--slow-fs", type=int, metavar="US", default=0,
-                   help="put the cache on a FUSE mount that waits US microseconds an operation (slowfs)")
+                   help="put the cache on a FUSE mount that waits US microseconds an operation (faultfs)")
     a = p.parse_args()
     if a.quick:
         a.shards, a.mib, a.repeat = 40, 4.0, 2
@@ -153,7 +153,7 @@ class Bench:
             self.backing = os.path.join(self.root, "xet-backing")
             os.makedirs(self.backing)
             os.makedirs(self.cache)
-            subprocess.run([os.environ["SLOWFS"], self.backing, self.cache, "--delay-us", str(args.slow_fs)],
+            subprocess.run([os.environ["FAULTFS"], self.backing, self.cache, "--delay-us", str(args.slow_fs)],
                            check=True)
             harness.wait_for("the slow mount", lambda: os.path.ismount(self.cache), timeout=10)
         self.files = os.path.join(self.root, "files")
