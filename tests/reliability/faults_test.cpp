@@ -1,22 +1,24 @@
-// Resource faults: the disk fills up under the index (a small tmpfs, root
-// only) or the daemon hits its file-size limit (RLIMIT_FSIZE, any user).
+// Resource faults: the disk fills up under the index (faultfs, a FUSE file
+// system whose size the test sets: harness/fault_fs.hpp says why FUSE) or
+// the daemon hits its file-size limit (RLIMIT_FSIZE, any user).
 // Either way: the failed ingest is an error in the log, dedupd keeps
 // serving what it had, nothing half-written shows, status shows the files
 // waiting and the full disk, and once space returns they are indexed by
 // themselves: no operator step and no safety scan (check_interval is an
 // hour here), only the waiting list's retries.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "harness/daemon_test.hpp"
+#include "harness/fault_fs.hpp"
+#include "harness/program_run.hpp"
 #include "support.hpp"
 
 namespace dedupd::reliability {
@@ -29,19 +31,19 @@ class FaultTest : public itest::DaemonTest {
  protected:
   void TearDown() override {
     daemon.kill_hard();
-    if (mounted_) ::umount2((dir / "state").c_str(), MNT_DETACH);
+    disk_.reset();
     DaemonTest::TearDown();
   }
 
   // A config with a safety scan that never comes within a test (so what
   // takes the skipped files in is the waiting list) and a quiet log (it
   // lives outside the full filesystem, but under the file-size limit too).
-  void write_quiet_config() {
+  void write_quiet_config(const char* log_level = "warn") {
     std::ofstream f(config);
     f << "state_dir: " << (dir / "state").string() << "\n"
       << "socket: " << socket.string() << "\n"
       << "watch:\n  - " << incoming.string() << "\n"
-      << "log_level: warn\n"
+      << "log_level: " << log_level << "\n"
       << "expiry:\n  check_interval: 1h\n";
   }
 
@@ -104,6 +106,7 @@ class FaultTest : public itest::DaemonTest {
     EXPECT_NE(metrics.find("dedupd_disk_full 1"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("dedupd_ingest_waiting_files " + std::to_string(st["waiting"]["count"].get<std::size_t>())),
               std::string::npos);
+    check_space_(st, true);
     auto health = http().get("/healthz");
     std::printf("  %s: %zu of %zu shards indexed; /healthz %ld; the log says: %s\n", what, live_while_full,
                 shards.size(), health.status, first_line_with("cannot index").c_str());
@@ -115,6 +118,7 @@ class FaultTest : public itest::DaemonTest {
     st = get_json("/v1/status");
     EXPECT_EQ(st["waiting"]["count"].get<std::size_t>(), 0u) << st.dump();
     EXPECT_FALSE(st["state_dir_space"]["disk_full"].get<bool>()) << st.dump();
+    check_space_(st, false);
     expect_all_queryable(shards);
     EXPECT_EQ(daemon.stop(), 0);
     IndexReport rep = inspect_index(dir / "state" / "index", shards);
@@ -134,28 +138,33 @@ class FaultTest : public itest::DaemonTest {
   }
 
   std::vector<itest::MadeShard> made_;
-  bool mounted_ = false;
+  std::unique_ptr<itest::FaultFs> disk_;
   std::function<void()> on_filled_start_ = [] {};
+  // What status says of the space, while the disk is full and after.
+  std::function<void(const nlohmann::json& status, bool full)> check_space_ = [](const nlohmann::json&, bool) {};
 };
 
+// The index's file system: 3 MiB, grown to 256 MiB once the disk is full.
 TEST_F(FaultTest, FullDiskUnderTheIndex) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
-  fs::create_directories(dir / "state");
-  if (::mount("tmpfs", (dir / "state").c_str(), "tmpfs", 0, "size=3m,mode=0755") != 0) {
-    // Root without CAP_SYS_ADMIN (some containers): the RLIMIT_FSIZE test
-    // below covers the same path.
-    ASSERT_EQ(errno, EPERM) << "cannot mount a tmpfs: " << std::strerror(errno);
-    GTEST_SKIP() << "mounting a tmpfs is not permitted here";
-  }
-  mounted_ = true;
-  write_quiet_config();
+  disk_ = std::make_unique<itest::FaultFs>(dir / "state-files", dir / "state", dir, 3u << 20);
+  DEDUPD_NEED_FAULT_FS(*disk_);
+  write_quiet_config("info");  // the log is not on the full file system
   start();
-  fill_fail_recover(
-      [&] {
-        ASSERT_EQ(::mount("tmpfs", (dir / "state").c_str(), "tmpfs", MS_REMOUNT, "size=256m,mode=0755"), 0)
-            << std::strerror(errno);
-      },
-      "the filesystem under the index filled up");
+  // What /v1/status and `dedupctl status` say of the space is what the file
+  // system says: full, then the room that came back.
+  std::uint64_t size = 3u << 20;
+  check_space_ = [&](const nlohmann::json& st, bool full) {
+    const nlohmann::json& space = st["state_dir_space"];
+    EXPECT_EQ(space["size_bytes"].get<std::uint64_t>(), size) << st.dump();
+    EXPECT_EQ(space["free_bytes"].get<std::uint64_t>(), size - disk_->used()) << st.dump();
+    itest::ProgramRun r = itest::run_program(DEDUPCTL_BINARY, {"--socket", socket.string(), "status"});
+    EXPECT_EQ(r.out.find("DISK FULL, index writes fail") != std::string::npos, full) << r.out;
+    EXPECT_NE(r.out.find(full ? " of 3.0 MiB" : " of 256.0 MiB"), std::string::npos) << r.out;
+  };
+  fill_fail_recover([&] { disk_->set_size(size = 256u << 20); }, "the filesystem under the index filled up");
+  // The space coming back was seen, and every waiting file tried again at
+  // once: not only each file's own backoff.
+  EXPECT_TRUE(log_has("waiting file(s) again")) << daemon_log();
 }
 
 TEST_F(FaultTest, FileSizeLimitOnTheDaemon) {

@@ -17,6 +17,10 @@ namespace dedupd::itest {
 std::string dedupd_binary() { return DEDUPD_BINARY; }
 std::filesystem::path fixtures_dir() { return DEDUPD_FIXTURES; }
 std::string libfaketime() { return DEDUPD_LIBFAKETIME; }
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
 
 namespace {
 

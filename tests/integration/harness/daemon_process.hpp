@@ -47,5 +47,8 @@ std::string dedupd_binary();
 std::filesystem::path fixtures_dir();
 // libfaketime.so.1 as found at configure time; empty when not installed.
 std::string libfaketime();
+// True under CI (CI=true), where a test may not skip for want of a tool or
+// a file system: there it fails instead.
+bool in_ci();
 
 }  // namespace dedupd::itest
