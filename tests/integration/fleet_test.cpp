@@ -3,7 +3,6 @@
 // promote servers). Each host has its own state dir, socket and watched dir;
 // tests wait for progress (what the fleet or a host answers), never for time.
 #include <gtest/gtest.h>
-#include <lmdb.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,13 +27,13 @@
 #include "fleet/key_filters_file.hpp"
 #include "harness/daemon_process.hpp"
 #include "harness/daemon_test.hpp"
+#include "harness/damaged_record.hpp"
 #include "harness/eventually.hpp"
 #include "harness/fleet_host.hpp"
 #include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/program_run.hpp"
 #include "harness/silent_server.hpp"
-#include "index/index.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
 #include "shard/writer.hpp"
@@ -1251,36 +1250,7 @@ TEST_F(Fleet, AShardThatCannotBePublishedIsParkedShownAndRetried) {
                        .extra = "index:\n  scrub_interval: never\n"});
   MadeShard good = make_shard({.seed = 1601, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
   MadeShard bad = make_shard({.seed = 1602, .xorbs = 1, .chunks_per_xorb = 3, .client_style = true});
-  const fs::path dir = a.dir / "state" / "index";
-  fs::create_directories(dir);
-  shard::Hash bad_file;
-  {
-    index::Options o;
-    o.dir = dir.string();
-    auto idx = index::Index::open(o);
-    ASSERT_TRUE(idx) << idx.error().to_string();
-    ASSERT_TRUE((*idx)->set_outbox(true, 0));
-    for (const MadeShard* m : {&good, &bad}) {
-      auto view = shard::ShardView::parse(m->bytes);
-      ASSERT_TRUE(view);
-      ASSERT_TRUE((*idx)->ingest(*view, index::SourceInfo{}));
-      if (m == &bad) bad_file = (*view->files().begin()).hash();
-    }
-  }
-  {  // The bad shard's file record damaged, as a bad disk block would.
-    MDB_env* env = nullptr;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    ASSERT_EQ(mdb_env_set_maxdbs(env, 32), 0);
-    ASSERT_EQ(mdb_env_open(env, dir.c_str(), 0, 0640), 0);
-    MDB_txn* txn = nullptr;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-    MDB_dbi files;
-    ASSERT_EQ(mdb_dbi_open(txn, "files", 0, &files), 0);
-    MDB_val k{32, bad_file.bytes.data()}, v{3, const_cast<char*>("bad")};
-    ASSERT_EQ(mdb_put(txn, files, &k, &v, 0), 0);
-    ASSERT_EQ(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
-  }
+  index_with_a_damaged_file_record(a.dir / "state" / "index", {&good, &bad}, bad);
   a.start();
   Admin admin(url);
   auto parked = [&] { return a.status()["fleet"]["outbox"]["parked"].get<std::uint64_t>(); };

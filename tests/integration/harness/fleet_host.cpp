@@ -39,6 +39,7 @@ void FleetHost::write_config(const std::string& url, const FleetConfig& c) {
 void FleetHost::launch() {
   LaunchOptions o;
   o.args = {"--config", config.string()};
+  o.env = env;
   o.log_file = log;
   o.work_dir = dir;
   process.start(o);

@@ -43,6 +43,7 @@ class FleetHost {
   std::string incoming_cas;                                                // the `cas:` of the incoming watch; "": none
   std::vector<std::pair<std::filesystem::path, std::string>> cas_watches;  // more watched dirs, each with its `cas:`
   std::chrono::seconds start_timeout{60};                                  // how long start() waits for /healthz
+  std::vector<std::string> env;  // more of the process's environment ("NAME=value"), e.g. libfaketime's
 
   // Makes root/name/incoming; writes no config.
   FleetHost(const std::filesystem::path& root, std::string host_name);

@@ -17,7 +17,9 @@ HttpClient::HttpClient(std::string socket_path) : socket_(std::move(socket_path)
 
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
-Response HttpClient::get(const std::string& path) { return perform("GET", path, nullptr, ""); }
+Response HttpClient::get(const std::string& path, const std::vector<std::string>& headers) {
+  return perform("GET", path, nullptr, "", headers);
+}
 Response HttpClient::del(const std::string& path) { return perform("DELETE", path, nullptr, ""); }
 Response HttpClient::post(const std::string& path, const std::string& body, const std::string& content_type,
                           const std::vector<std::string>& headers) {
@@ -46,7 +48,8 @@ Response HttpClient::perform(const char* method, const std::string& path, const 
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
   } else {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+    for (const std::string& h : extra) headers = curl_slist_append(headers, h.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, std::string(method) == "GET" ? nullptr : method);
   }
   if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);

@@ -22,7 +22,7 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  Response get(const std::string& path);
+  Response get(const std::string& path, const std::vector<std::string>& headers = {});
   Response post(const std::string& path, const std::string& body, const std::string& content_type = "application/json",
                 const std::vector<std::string>& headers = {});
   Response del(const std::string& path);
