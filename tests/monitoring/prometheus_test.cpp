@@ -144,7 +144,7 @@ TEST_F(Monitoring, PrometheusSeesTheFleetGoAndComeBackAndTheDashboardHasData) {
 
 // A host's metrics listener on a free port, in its config; returns it.
 std::string with_metrics(FleetHost& h, const std::string& url, const std::string& extra = "") {
-  const std::string target = "127.0.0.1:" + std::to_string(free_port());
+  std::string target = "127.0.0.1:" + std::to_string(free_port());
   h.write_config(url, {.extra = "metrics:\n  listen: " + target + "\n" + extra});
   return target;
 }
