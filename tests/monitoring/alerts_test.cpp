@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/cannot_run.hpp"
 #include "harness/daemon_test.hpp"
 #include "harness/fault_fs.hpp"
 #include "harness/make_shard.hpp"
@@ -67,12 +68,8 @@ class Alerts : public DaemonTest {
       if (a["labels"]["instance"] == target_) out.insert(a["labels"]["alertname"].get<std::string>());
     return out;
   }
-  bool fires(const std::string& alert, std::chrono::seconds timeout = 60s) {
-    return eventually([&] { return prometheus_->alert_state(alert, target_) == "firing"; }, timeout);
-  }
-  bool resolves(const std::string& alert, std::chrono::seconds timeout = 60s) {
-    return eventually([&] { return prometheus_->alert_state(alert, target_).empty(); }, timeout);
-  }
+  bool fires(const std::string& alert) { return prometheus_->fires(alert, target_); }
+  bool resolves(const std::string& alert) { return prometheus_->resolves(alert, target_); }
   std::string alerts_text() { return prometheus_->alerts().dump(1); }
 
   // A healthy host: not one alert, not even a pending one, once the rules
@@ -101,7 +98,7 @@ class Alerts : public DaemonTest {
 // clients that push shards through the API get 503s; then room again.
 TEST_F(Alerts, NearlyFullThenFullWithWaitingFilesAndFailedRequestsThenRoomAgain) {
   disk_ = std::make_unique<FaultFs>(dir / "state-files", dir / "state", dir, 256u << 20);
-  DEDUPD_NEED_FAULT_FS(*disk_);
+  if (!disk_->mounted()) DEDUPD_CANNOT_RUN(disk_->failure());
   write_config_with_metrics();
   start();
   drop_shards(2, 9100);
@@ -242,10 +239,7 @@ TEST_F(Alerts, TheEndpointForwardsEveryQuery) {
 // passed 15 minutes ago has 45 minutes to go, so the shard stays in the
 // index and its expiry is behind.
 TEST_F(Alerts, ExpiryBehind) {
-  if (libfaketime().empty()) {
-    if (in_ci()) FAIL() << "CI must run this test, and libfaketime is not installed";
-    GTEST_SKIP() << "libfaketime is not installed";
-  }
+  if (libfaketime().empty()) DEDUPD_CANNOT_RUN("libfaketime is not installed");
   write_config_with_metrics();
   start({}, {"LD_PRELOAD=" + libfaketime(), "FAKETIME=-1h", "TZ=UTC"});
   watch();

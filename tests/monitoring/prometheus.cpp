@@ -218,6 +218,14 @@ std::string Prometheus::alert_state(const std::string& name, const std::string& 
   return "";
 }
 
+bool Prometheus::fires(const std::string& name, const std::string& instance, std::chrono::seconds timeout) {
+  return eventually([&] { return alert_state(name, instance) == "firing"; }, timeout);
+}
+
+bool Prometheus::resolves(const std::string& name, const std::string& instance, std::chrono::seconds timeout) {
+  return eventually([&] { return alert_state(name, instance).empty(); }, timeout);
+}
+
 void Prometheus::wait_evaluated() {
   const double asked = unix_now();
   double scraped = asked;

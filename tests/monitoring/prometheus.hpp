@@ -50,6 +50,12 @@ class Prometheus {
   nlohmann::json alerts();
   // The state of `name` for `instance`: "firing", "pending" or "" (neither).
   std::string alert_state(const std::string& name, const std::string& instance);
+  // Waits until `name` fires for `instance` (or is neither pending nor
+  // firing); false when it has not within `timeout`.
+  bool fires(const std::string& name, const std::string& instance,
+             std::chrono::seconds timeout = std::chrono::seconds(60));
+  bool resolves(const std::string& name, const std::string& instance,
+                std::chrono::seconds timeout = std::chrono::seconds(60));
   // Returns once the rules have been evaluated on a scrape of every target
   // made after this call: from then on an alert whose expression holds is
   // pending or firing, and one that is neither has an expression that does

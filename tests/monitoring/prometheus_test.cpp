@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cannot_run.hpp"
 #include "harness/damaged_record.hpp"
 #include "harness/eventually.hpp"
 #include "harness/fleet_host.hpp"
@@ -112,8 +113,7 @@ TEST_F(Monitoring, PrometheusSeesTheFleetGoAndComeBackAndTheDashboardHasData) {
   drop_file(a.incoming, later.file_name(), later.bytes);
   ASSERT_TRUE(eventually([&] { return fleet_connected(targets[0]) == "0"; }, 30s)) << a.log_text();
   const auto unreachable = Clock::now();
-  ASSERT_TRUE(eventually([&] { return prom.alert_state("DedupdFleetUnreachable", targets[0]) == "firing"; }, 30s))
-      << prom.alerts().dump(1);
+  ASSERT_TRUE(prom.fires("DedupdFleetUnreachable", targets[0], 30s)) << prom.alerts().dump(1);
   // Prometheus reads the 0 at its next scrape, the rule sees it at its next
   // evaluation (the same interval here) and fires `for:` later: printed, not
   // asserted (a loaded machine schedules late).
@@ -130,8 +130,7 @@ TEST_F(Monitoring, PrometheusSeesTheFleetGoAndComeBackAndTheDashboardHasData) {
   pg.start_primary();
   ASSERT_TRUE(eventually([&] { return fleet_connected(targets[0]) == "1"; }, 30s)) << a.log_text();
   const auto back = Clock::now();
-  ASSERT_TRUE(eventually([&] { return prom.alert_state("DedupdFleetUnreachable", targets[0]).empty(); }, 30s))
-      << prom.alerts().dump(1);
+  ASSERT_TRUE(prom.resolves("DedupdFleetUnreachable", targets[0], 30s)) << prom.alerts().dump(1);
   std::printf("and resolved %.1f s after they said 1 again\n",
               std::chrono::duration<double>(Clock::now() - back).count());
 
@@ -165,8 +164,7 @@ TEST_F(Monitoring, AShardThatCannotBePublishedIsParked) {
   ASSERT_FALSE(HasFailure());
   Prometheus prom(root / "prometheus", {target});
   prom.wait_ready();
-  EXPECT_TRUE(eventually([&] { return prom.alert_state("DedupdShardsParked", target) == "firing"; }, 60s))
-      << prom.alerts().dump(1) << a.log_text();
+  EXPECT_TRUE(prom.fires("DedupdShardsParked", target)) << prom.alerts().dump(1) << a.log_text();
   EXPECT_EQ(a.fleet_link()["outbox"]["parked"], 1);
 }
 
@@ -175,10 +173,7 @@ TEST_F(Monitoring, AShardThatCannotBePublishedIsParked) {
 // clock 40 minutes on (libfaketime): by its clock the shard has waited that
 // long, unpublished.
 TEST_F(Monitoring, AnOutboxEntryOlderThanHalfAnHour) {
-  if (libfaketime().empty()) {
-    if (in_ci()) FAIL() << "CI must run this test, and libfaketime is not installed";
-    GTEST_SKIP() << "libfaketime is not installed";
-  }
+  if (libfaketime().empty()) DEDUPD_CANNOT_RUN("libfaketime is not installed");
   FleetHost& a = keep(std::make_unique<FleetHost>(root, "host-a"));
   const std::string target =
       with_metrics(a, "postgresql://127.0.0.1:" + std::to_string(free_port()) + "/fleet?connect_timeout=2");
@@ -192,10 +187,8 @@ TEST_F(Monitoring, AnOutboxEntryOlderThanHalfAnHour) {
   ASSERT_FALSE(HasFailure());
   Prometheus prom(root / "prometheus", {target});
   prom.wait_ready();
-  EXPECT_TRUE(eventually([&] { return prom.alert_state("DedupdOutboxOld", target) == "firing"; }, 60s))
-      << prom.alerts().dump(1) << a.log_text();
-  EXPECT_TRUE(eventually([&] { return prom.alert_state("DedupdFleetUnreachable", target) == "firing"; }, 60s))
-      << prom.alerts().dump(1);
+  EXPECT_TRUE(prom.fires("DedupdOutboxOld", target)) << prom.alerts().dump(1) << a.log_text();
+  EXPECT_TRUE(prom.fires("DedupdFleetUnreachable", target)) << prom.alerts().dump(1);
 }
 
 // The primary takes publishes slower than the host indexes shards: a
@@ -231,8 +224,7 @@ TEST_F(Monitoring, AnOutboxThatGrowsWhileConnected) {
   EXPECT_EQ(fleet_connected(target), "1");
   ASSERT_EQ(admin.try_exec("COMMIT"), "");
   EXPECT_TRUE(eventually([&] { return a.outbox_depth() == 0; })) << a.log_text();
-  EXPECT_TRUE(eventually([&] { return prom.alert_state("DedupdOutboxGrowing", target).empty(); }, 30s))
-      << prom.alerts().dump(1);
+  EXPECT_TRUE(prom.resolves("DedupdOutboxGrowing", target, 30s)) << prom.alerts().dump(1);
 }
 
 }  // namespace

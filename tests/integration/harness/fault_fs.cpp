@@ -49,6 +49,8 @@ FaultFs::FaultFs(const fs::path& backing, const fs::path& mount_point, const fs:
   else if (!is_fuse_mount(mount_point_)) failure_ = tests::file_text(log);
   if (!failure_.empty() && failure_.find_first_not_of(" \n") == std::string::npos)
     failure_ = "it exited saying nothing";
+  if (!failure_.empty())
+    failure_ = "faultfs does not mount here (it needs /dev/fuse, and root or fusermount3): " + failure_;
 }
 
 void FaultFs::set_size(std::uint64_t bytes) {

@@ -6,8 +6,8 @@
 // needs that and nothing else the tests do not already have (root, or the
 // setuid fusermount3 for anyone else); its size changes without a remount,
 // which a tmpfs would need, and without mkfs or a loop device, which an
-// image file would need. A test that cannot mount it is skipped with the
-// reason outside CI, and fails in CI (CI=true), where every test must run.
+// image file would need. A test that cannot mount it says so with
+// DEDUPD_CANNOT_RUN (harness/cannot_run.hpp): a failure in CI.
 #pragma once
 
 #include <sys/types.h>
@@ -35,7 +35,7 @@ class FaultFs {
   FaultFs& operator=(const FaultFs&) = delete;
 
   bool mounted() const { return failure_.empty(); }
-  // Why it is not mounted: the program's own words.
+  // Why it is not mounted, with the program's own words.
   const std::string& failure() const { return failure_; }
   // A new size, seen at the file system's next statfs or write.
   void set_size(std::uint64_t bytes);
@@ -52,14 +52,3 @@ class FaultFs {
 };
 
 }  // namespace dedupd::itest
-
-// In a test body (or a void helper): returns from it unless `fault_fs` is
-// mounted, skipping outside CI and failing in CI.
-#define DEDUPD_NEED_FAULT_FS(fault_fs)                                                                              \
-  do {                                                                                                              \
-    if (!(fault_fs).mounted()) {                                                                                    \
-      if (::dedupd::itest::in_ci())                                                                                 \
-        FAIL() << "CI must run this test, and faultfs does not mount: " << (fault_fs).failure();                    \
-      GTEST_SKIP() << "faultfs does not mount here (/dev/fuse, and root or fusermount3): " << (fault_fs).failure(); \
-    }                                                                                                               \
-  } while (0)
