@@ -2,11 +2,13 @@
 // (tests/support/faultfs.c), a FUSE passthrough of a scratch directory whose
 // size the test sets and changes while dedupd runs on it.
 //
-// Why FUSE: CI runs in a container, as root, with /dev/fuse. A FUSE mount
-// needs that and nothing else the tests do not already have (root, or the
-// setuid fusermount3 for anyone else); its size changes without a remount,
-// which a tmpfs would need, and without mkfs or a loop device, which an
-// image file would need. A test that cannot mount it says so with
+// Why FUSE: CI's container (Debian 12 under Docker, as on the developers'
+// machine) runs the tests as root with every capability, /dev/fuse and
+// /dev/loop*. A tmpfs mounts there too, but only with that privilege, and
+// grows only by a remount; a loop image needs mkfs, a free loop device and
+// the same privilege. faultfs needs /dev/fuse and a FUSE mount (root, or
+// the setuid fusermount3 for any user), and the test changes its size by
+// rewriting a file, no remount. A test that cannot mount it says so with
 // DEDUPD_CANNOT_RUN (harness/cannot_run.hpp): a failure in CI.
 #pragma once
 
