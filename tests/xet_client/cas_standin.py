@@ -23,13 +23,22 @@ singular, 1.1.10-1.2.x unversioned plural, 1.3.0 on /v1/), and nothing more:
        /reconstructions/<file>, /reconstruction/<file>
   GET  /xorb-data/<hash>               xorb bytes, with a Range header
   HEAD /v1/xorbs/<prefix>/<hash> (and the older forms), HEAD /v1/files/<file>
+  POST /v1/telemetry                   hf_xet's usage reports: kept (the
+                                       bodies' sizes), answered 200
+  GET  /v2/file-chunk-hashes/<file>    (hf_xet 1.6.0 on, for edits in place)
+                                       not served: a 501 naming the file and
+                                       the X-Range-Dirty header it was given,
+                                       so a test sees what reached it
 
 It is not a mock of dedupd: the real dedupd answers the chunk queries. The
 test reads what it received at GET /_standin/state and empties the counters
 with POST /_standin/reset (stored xorbs and files stay); POST
 /_standin/forget-xorbs (hashes, one a line) makes it lose xorbs; POST
 /_standin/forward with a socket path as the body changes which dedupd
-answers chunk queries. Every request is
+answers chunk queries. POST /_standin/hold-queries with a count N as the
+body holds the answers to the next N chunk queries (each after dedupd or its
+404 was had) until POST /_standin/release: the client's file waits for its
+query, so a test can act while an upload is known to be under way. Every request is
 logged as one JSON line to --log, so a test failure shows the whole
 conversation.
 """
@@ -115,7 +124,34 @@ class Store:
             self.received_shards = []  # inspect documents
             self.chunk_queries = []  # {"hash", "status"}
             self.rejected = []  # {"what", "why"}
+            self.telemetry = []  # {"bytes", "content_type"}
             self.requests = 0
+            self.release_held()
+
+    def hold_queries(self, n):
+        with self.lock:
+            self.release_held()
+            self.to_hold = n
+            self.held = []  # the held queries' hashes
+            self.released = threading.Event()
+
+    def release_held(self):
+        """Lets every held query answer; later ones are not held."""
+        released = getattr(self, "released", None)
+        self.to_hold, self.held = 0, getattr(self, "held", [])
+        if released is not None:
+            released.set()
+
+    def maybe_hold(self, chunk_hash):
+        """Blocks a query while holding is on (hold_queries) and its count
+        lasts."""
+        with self.lock:
+            if self.to_hold <= 0:
+                return
+            self.to_hold -= 1
+            self.held.append(chunk_hash)
+            released = self.released
+        released.wait(300)
 
     def state(self):
         with self.lock:
@@ -126,6 +162,8 @@ class Store:
                 "shards": self.received_shards,
                 "chunk_queries": self.chunk_queries,
                 "rejected": self.rejected,
+                "telemetry": self.telemetry,
+                "held": list(self.held),
                 "files": sorted(self.files),
                 "requests": self.requests,
             }
@@ -346,6 +384,17 @@ def make_handler(store, args, log):
                     for h in data.decode().split():
                         store.xorb_chunks.pop(h, None)
                 return self.reply(200, {})
+            if path == "/v1/telemetry":
+                with store.lock:
+                    store.telemetry.append({"bytes": len(data), "content_type": self.headers.get("Content-Type")})
+                return self.reply(200, {}, bytes_in=len(data))
+            if path == "/_standin/hold-queries":
+                store.hold_queries(int(data))
+                return self.reply(200, {})
+            if path == "/_standin/release":
+                with store.lock:
+                    store.release_held()
+                return self.reply(200, {})
             if path == "/_standin/forward":
                 # Another dedupd answers chunk queries from now on (the body
                 # is its socket path; empty: none, every query is a 404).
@@ -378,6 +427,7 @@ def make_handler(store, args, log):
                         status, body = ask_dedupd(args.dedupd_socket, prefix, chunk)
                     except OSError as e:
                         status, body = 503, str(e).encode()
+                store.maybe_hold(chunk)
                 saved = store.save_reply(body) if status == 200 else None
                 with store.lock:
                     store.chunk_queries.append({"hash": chunk, "prefix": prefix, "status": status,
@@ -400,6 +450,10 @@ def make_handler(store, args, log):
             m = re.fullmatch(r"/xorb-data/(%s)" % HASH, path)
             if m:
                 return self.xorb_data(m.group(1))
+            m = re.fullmatch(r"/v2/file-chunk-hashes/(%s)" % HASH, path)
+            if m:
+                return self.reply(501, {"error": "not served by the stand-in", "file": m.group(1),
+                                        "x_range_dirty": self.headers.get("X-Range-Dirty"), "query": self.path[len(path):]})
             if path == "/_standin/state":
                 return self.reply(200, store.state())
             return self.reply(404, {"error": "no route"})

@@ -7,13 +7,20 @@ DEDUPD, DEDUPCTL, XET_PYTHON. Without a usable hf_xet the tests are skipped
 (exit 77, which ctest shows as skipped) with a notice, unless
 DEDUPD_XET_REQUIRED=1 (CI), where that is a failure.
 
-XET_PAIR names the pair of clients (huggingface_hub and hf_xet) the test
-runs with: unset or "newest", the pins of requirements.txt; "1.1" or "1.4",
-those of requirements-1.1.txt or requirements-1.4.txt (the older releases
-the endpoint serves, docs/XET-ENDPOINT.md "Which clients"). Its virtualenv
-is XET_PYTHON's when that is set, else XET_VENV_ROOT/xet-venv[-PAIR] (a
-build directory ./dev test filled). The installed versions must be the
-pair's pins: a virtualenv of another pair fails the test, never runs it.
+XET_PAIR names the clients the test runs with: unset or "newest", the
+pair (huggingface_hub and hf_xet) of requirements.txt; "1.1", "1.4" and the
+other names of requirements-<pair>.txt, the older releases the endpoint
+serves (docs/XET-ENDPOINT.md "Which clients"); "js", @huggingface/hub from
+js/package-lock.json, run by Node.js from XET_JS_MODULES (its node_modules).
+A pair's virtualenv is XET_PYTHON's when that is set, else
+XET_VENV_ROOT/xet-venv[-PAIR] (a build directory ./dev test filled). The
+installed versions must be the pins: a virtualenv of another pair fails the
+test, never runs it.
+
+Under an older pair or "js", the tests marked `once` (nothing in them is the
+client's: plain requests, nginx or dedupd alone) are not run at all; they
+run with the newest pair. A test that a client cannot take skips, with the
+reason ../skips.txt gives it; a skip not listed there fails.
 """
 
 import hashlib
@@ -36,16 +43,48 @@ XET_PAIR = os.environ.get("XET_PAIR", "") or "newest"
 SKIP = 77
 
 
+JS_LOCK = os.path.join(HERE, "js", "package-lock.json")
+SKIPS = os.path.join(HERE, "..", "skips.txt")
+
+
+def is_js():
+    """Whether this run's client is @huggingface/hub (Node.js), not hf_xet."""
+    return XET_PAIR == "js"
+
+
+def has_shard_cache():
+    """Whether the client keeps a Xet cache on disk (hf_xet does, under
+    HF_XET_CACHE; @huggingface/hub keeps what it learns in memory only)."""
+    return not is_js()
+
+
+def chunks_like_xet_core():
+    """Whether the client cuts a file into the chunks dedupd and `dedupctl
+    scan` cut it into. @huggingface/hub 2.17.5 does not always: it also cuts
+    where Node's 64 KiB reads of the file end (chunks of 8,128 bytes, under
+    xet-core's 8 KiB minimum, among others), so a file it uploads shares most
+    but not all of its chunks with the same file from hf_xet, and scan's
+    prediction of what it sends is only a bound; the same file from two of
+    its hosts shares every chunk."""
+    return not is_js()
+
+
 def pair_requirements(pair=None):
     pair = pair or XET_PAIR
+    if pair == "js":
+        return JS_LOCK
     return os.path.join(HERE, "requirements.txt" if pair == "newest" else "requirements-%s.txt" % pair)
 
 
 def pair_pins(pair=None):
-    """{"hf_xet": version, "huggingface_hub": version} pinned for a pair."""
+    """{"hf_xet": version, "huggingface_hub": version} pinned for a pair;
+    {"@huggingface/hub": version} for "js"."""
     import re
     with open(pair_requirements(pair)) as f:
-        return dict(re.findall(r"^(hf_xet|huggingface_hub)==(\S+)", f.read(), re.M))
+        text = f.read()
+    if (pair or XET_PAIR) == "js":
+        return {"@huggingface/hub": json.loads(text)["packages"]["node_modules/@huggingface/hub"]["version"]}
+    return dict(re.findall(r"^(hf_xet|huggingface_hub)==(\S+)", text, re.M))
 
 
 def _pair_python():
@@ -54,10 +93,13 @@ def _pair_python():
     root = os.environ.get("XET_VENV_ROOT", "")
     if not root:
         return ""
-    return os.path.join(root, "xet-venv" if XET_PAIR == "newest" else "xet-venv-" + XET_PAIR, "bin", "python")
+    pair = "newest" if is_js() else XET_PAIR
+    return os.path.join(root, "xet-venv" if pair == "newest" else "xet-venv-" + pair, "bin", "python")
 
 
 XET_PYTHON = _pair_python()
+XET_JS_MODULES = os.environ.get("XET_JS_MODULES", "") or (
+    os.path.join(os.environ["XET_VENV_ROOT"], "xet-js", "node_modules") if os.environ.get("XET_VENV_ROOT") else "")
 
 
 # The CAS routes as each client release spells them (docs/XET-ENDPOINT.md,
@@ -88,7 +130,9 @@ def is_reconstruction(path):
 
 def expected_shard_routes(hf_xet):
     """The shard-upload paths a release asks through the endpoint, in order
-    (nginx answers /v2/shards itself with a 404)."""
+    (nginx answers /v2/shards itself with a 404); "js" for @huggingface/hub."""
+    if hf_xet == "js":
+        return ["/v1/shards"]
     v = tuple(int(x) for x in hf_xet.split(".")[:3])
     if v < (1, 1, 10):
         return ["/shard/{prefix}/{hash}"]
@@ -113,19 +157,74 @@ def cache_dir_prefix(url):
 
 
 def newest_pair():
-    """Whether this run has the newest clients; the tests that are about
-    the endpoint or dedupd rather than the client run with those only."""
+    """Whether this run has the newest clients; the tests marked `once`
+    run with those only."""
     return XET_PAIR == "newest"
 
 
-def newest_pair_only(why):
-    """Skips a test under an older pair: it checks what no client release
-    changes (said in `why`), and CI time is better spent elsewhere."""
-    return unittest.skipUnless(newest_pair(), "runs with the newest clients only: " + why)
+def once(why):
+    """Marks a test in which no request is the client's own (plain requests,
+    or a client only preparing what nginx or dedupd alone is tested on, as
+    `why` says): it runs with the newest pair, and is not part of the other
+    pairs' runs at all (PairLoader)."""
+    def mark(test):
+        test.once = why
+        return test
+    return mark
+
+
+class PairLoader(unittest.TestLoader):
+    """Leaves the tests marked `once` out of every run but the newest pair's."""
+
+    def getTestCaseNames(self, test_case_class):
+        names = super().getTestCaseNames(test_case_class)
+        if newest_pair():
+            return names
+        return [n for n in names if not getattr(getattr(test_case_class, n), "once", None)]
+
+
+def listed_skips():
+    """{(ctest name, test method or ""): reason} from ../skips.txt, whose
+    lines read `<ctest name> [<test method>]: <reason>`."""
+    out = {}
+    with open(SKIPS) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            head, _, reason = line.partition(": ")
+            name, _, method = head.partition(" ")
+            out[(name, method)] = reason
+    return out
+
+
+def ctest_name():
+    """This run's ctest name: xetclient.<part>[@<pair>]."""
+    part = os.path.basename(sys.argv[0])[len("test_"):-len(".py")]
+    return "xetclient." + part + ("" if newest_pair() else "@" + XET_PAIR)
+
+
+def cannot_take(*pairs):
+    """Skips a test under the named pairs (e.g. "js"), with the reason
+    ../skips.txt gives for it; a skip the list does not name fails."""
+    def mark(test):
+        def run(self, *args, **kwargs):
+            if XET_PAIR not in pairs:
+                return test(self, *args, **kwargs)
+            reason = listed_skips().get((ctest_name(), test.__name__))
+            if reason is None:
+                self.fail("%s %s skips under XET_PAIR=%s, but %s does not list it" % (
+                    ctest_name(), test.__name__, XET_PAIR, os.path.normpath(SKIPS)))
+            self.skipTest(reason)
+        run.__name__, run.__doc__ = test.__name__, test.__doc__
+        return run
+    return mark
 
 
 def require_client():
     """Exits 77 (skipped) or 1 (CI) when the real client cannot run here."""
+    if is_js():
+        return require_js_client()
     why = None
     if not os.path.exists(pair_requirements()):
         print("XET_PAIR=%s: no %s" % (XET_PAIR, pair_requirements()), file=sys.stderr)
@@ -143,11 +242,33 @@ def require_client():
             print("XET_PAIR=%s wants %s; %s has %s" % (XET_PAIR, pair_pins(), XET_PYTHON, r.stdout.strip()),
                   file=sys.stderr)
             sys.exit(1)
+    client_missing(why)
+
+
+def client_missing(why):
+    """Returns when `why` is None; else skips the whole run (exit 77), or
+    fails it under DEDUPD_XET_REQUIRED=1 (CI)."""
     if why is None:
         return
     banner = "*" * 72
     print("%s\nREAL XET CLIENT TESTS NOT RUN: %s\n%s" % (banner, why, banner), file=sys.stderr)
     sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
+
+
+def require_js_client():
+    why = None
+    package = os.path.join(XET_JS_MODULES, "@huggingface", "hub", "package.json")
+    if not shutil.which("node"):
+        why = "no node (Node.js) on PATH"
+    elif not os.path.exists(package):
+        why = "no @huggingface/hub at %r (./dev test installs it)" % XET_JS_MODULES
+    else:
+        with open(package) as f:
+            have = {"@huggingface/hub": json.load(f)["version"]}
+        if have != pair_pins():
+            print("XET_PAIR=js wants %s; %s has %s" % (pair_pins(), XET_JS_MODULES, have), file=sys.stderr)
+            sys.exit(1)
+    client_missing(why)
 
 
 def wait_for(what, predicate, timeout=30.0, interval=0.05):
@@ -374,6 +495,11 @@ class HubStandin:
                 "--port-file", port_file]
         if dedupd_socket:
             args += ["--dedupd-socket", dedupd_socket]
+        if is_js():
+            # huggingface_hub puts HF_ENDPOINT in place of the Hub's own URL
+            # in a Link header; @huggingface/hub takes it as it is, and the
+            # Hub's own URL must then be one it can reach.
+            args += ["--public-url", "self"]
         self.proc = Proc(args, os.path.join(root, "standin.log"))
         wait_for("the Hub stand-in to listen", lambda: os.path.exists(port_file), timeout=20)
         with open(port_file) as f:
@@ -398,6 +524,18 @@ class HubStandin:
 
     def reset(self):
         self._call(self.cas_port, "POST", "/_standin/reset")
+
+    def requests(self):
+        """The CAS's request log (cas_standin's)."""
+        with open(os.path.join(self.root, "requests.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    def hold_queries(self, n):
+        """The CAS holds its answers to the next n chunk queries (release)."""
+        self._call(self.cas_port, "POST", "/_standin/hold-queries", str(n).encode())
+
+    def release(self):
+        self._call(self.cas_port, "POST", "/_standin/release")
 
     def forget_xorbs(self, hashes):
         """The CAS loses these xorbs: a shard naming one is refused (400)."""
@@ -605,7 +743,9 @@ class HubClient:
     """huggingface_hub (and its `hf` command) with hf_xet, as a user runs
     them: HF_ENDPOINT, HF_TOKEN, its own HF_HOME and Xet cache, and the test
     CA as the only trusted one (SSL_CERT_FILE, which both httpx2 and hf_xet
-    honour). No proxy from the environment; no telemetry."""
+    honour). No proxy from the environment; no telemetry. Under XET_PAIR=js
+    the same calls are @huggingface/hub's (js_client.mjs, and its `hfjs`
+    command for `hf`), the test CA added by NODE_EXTRA_CA_CERTS."""
 
     def __init__(self, home, endpoint, token, ca):
         self.home = home
@@ -615,9 +755,29 @@ class HubClient:
                         HF_TOKEN=token, SSL_CERT_FILE=ca, HF_HUB_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1",
                         HF_XET_TELEMETRY_ENABLED="false", HF_HUB_DISABLE_PROGRESS_BARS="1",
                         HF_HUB_DISABLE_UPDATE_CHECK="1", NO_COLOR="1")
+        if is_js():
+            self.env.update(NODE_EXTRA_CA_CERTS=ca, XET_JS_MODULES=XET_JS_MODULES)
+
+    def command(self):
+        """The program that makes the client's calls (verbs of hub_client.py)."""
+        if is_js():
+            return ["node", os.path.join(HERE, "js_client.mjs")]
+        return [XET_PYTHON, os.path.join(HERE, "hub_client.py")]
+
+    def held_upload(self, repo, first, *rest):
+        """@huggingface/hub: one commit of `first` and `rest` whose second
+        global-dedup query waits; returns the process once its first query
+        is answered. Write a line to its stdin to go on, then communicate()."""
+        p = subprocess.Popen(self.command() + ["held-upload", repo, first, *rest], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+        line = p.stdout.readline()
+        if line.strip() != "HALF":
+            p.kill()
+            raise AssertionError("held upload did not start: %r %s" % (line, p.stderr.read()[-2000:]))
+        return p
 
     def run(self, *args, check=True):
-        r = subprocess.run([XET_PYTHON, os.path.join(HERE, "hub_client.py"), *args], capture_output=True,
+        r = subprocess.run(self.command() + list(args), capture_output=True,
                            text=True, env=self.env, timeout=600)
         if r.returncode != 0 and args[0] == "upload-file" and "No such file or directory (os error 2)" in r.stderr:
             # hf_xet 1.8.0's start_upload_file failed with a local ENOENT in
@@ -627,7 +787,7 @@ class HubClient:
             # second failure still fails the test.
             print("harness: hf_xet upload-file failed with a local ENOENT; trying once more:\n" + r.stderr[-1500:],
                   file=sys.stderr)
-            r = subprocess.run([XET_PYTHON, os.path.join(HERE, "hub_client.py"), *args], capture_output=True,
+            r = subprocess.run(self.command() + list(args), capture_output=True,
                                text=True, env=self.env, timeout=600)
         if check and r.returncode != 0:
             raise AssertionError("hub client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
@@ -635,9 +795,17 @@ class HubClient:
         return json.loads(r.stdout) if r.returncode == 0 else r
 
     def hf(self, *args, check=True):
-        """The `hf` command of the virtualenv."""
-        r = subprocess.run([os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args], capture_output=True,
-                           text=True, env=self.env, timeout=600)
+        """The `hf` command of the virtualenv; under XET_PAIR=js, `hf upload
+        REPO FILE NAME` is `hfjs upload REPO FILE` (which names the file in
+        the repository after its own name)."""
+        command = [os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args]
+        if is_js():
+            verb, repo, src, name = args
+            if verb != "upload" or os.path.basename(src) != name:
+                raise AssertionError("hfjs runs only `upload REPO FILE NAME` with NAME the file's: %s" % (args,))
+            command = ["node", os.path.join(XET_JS_MODULES, "@huggingface", "hub", "dist", "cli.js"),
+                       "upload", repo, src, "--quiet"]
+        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600)
         if check and r.returncode != 0:
             raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
                                                                    r.stderr[-3000:]))
@@ -694,6 +862,9 @@ class Client:
 
 
 def hf_xet_version():
+    """hf_xet's version, or "js" under XET_PAIR=js."""
+    if is_js():
+        return "js"
     r = subprocess.run([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "version"], capture_output=True,
                        text=True)
     return json.loads(r.stdout)["hf_xet"] if r.returncode == 0 else "unknown"
@@ -806,7 +977,7 @@ class RealClientTest(unittest.TestCase):
 
 def main():
     require_client()
-    unittest.main(verbosity=2)
+    unittest.main(verbosity=2, testLoader=PairLoader())
 
 
 class EndpointTest(RealClientTest):

@@ -19,7 +19,9 @@ CAS are two hosts:
     GET  /api/{type}s/{repo}/xet-{read,write}-token/{rev}   CAS URL + token
     POST /api/{type}s/{repo}/commit/{rev}                   ndjson commit
     HEAD/GET /[{type}s/]{repo}/resolve/{rev}/{path}         file metadata
-    POST /[{type}s/]{repo}.git/info/lfs/objects/batch       answers "xet"
+    POST /[{type}s/]{repo}.git/info/lfs/objects/batch       answers "xet", with
+                                        each object's upload action (CAS URL
+                                        and token in its headers)
     GET  /api/{type}s/{repo}[/revision/{rev}]               repo info
 
 Every Hub route but repo creation wants `Authorization: Bearer <--token>`;
@@ -200,11 +202,40 @@ def make_hub_handler(hub, store, args, log):
             if m:
                 # huggingface_hub 0.x asks here first, offering "xet" among
                 # its transfers when hf_xet is installed, and uploads through
-                # hf_xet on this answer (without hf_xet it cannot use it).
-                # 1.x and 2.x never ask: counted, so a test sees which did.
+                # hf_xet on this answer (without hf_xet it cannot use it);
+                # @huggingface/hub and git-xet (a git-lfs transfer agent)
+                # take the CAS URL and token from each object's upload
+                # action. 1.x and 2.x never ask: counted, so a test sees
+                # which did.
                 hub.count("lfs-batch")
-                return self.reply(200, {"transfer": "xet", "objects": []}, "application/vnd.git-lfs+json")
+                repo = self.authorized_repo({"type": m["type"] or "models", "repo": m["repo"]})
+                if repo is None:
+                    return
+                doc = json.loads(data)
+                if "xet" not in doc.get("transfers", []):
+                    return self.reply(422, {"message": "the stand-in speaks only the xet transfer"})
+                return self.reply(200, {"transfer": "xet", "hash_algo": "sha256",
+                                        "objects": [self.lfs_object(m, o, doc) for o in doc["objects"]]},
+                                  "application/vnd.git-lfs+json")
             return self.reply(404, {"error": "no route"})
+
+        def lfs_object(self, m, obj, doc):
+            """One object of an LFS batch answer, as the Hub writes it for
+            the xet transfer: nothing to do for a file the CAS has; else an
+            upload action whose href is the write-token route (to refresh
+            the token) and whose headers carry the CAS URL and a token."""
+            out = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
+            with store.lock:
+                known = obj["oid"] in store.sha256
+            if known:
+                return out
+            rev = (doc.get("ref") or {}).get("name", "main").replace("refs/heads/", "")
+            exp = int(time.time()) + 3600
+            out["actions"] = {"upload": {
+                "href": "%s/api/%s/%s/xet-write-token/%s" % (self.hub_url(), m["type"] or "models", m["repo"], rev),
+                "header": {"X-Xet-Cas-Url": hub.cas_url, "X-Xet-Access-Token": hub.access_token,
+                           "X-Xet-Token-Expiration": str(exp), "X-Xet-Session-Id": "standin-%d" % exp}}}
+            return out
 
         def do_HEAD(self):
             self.resolve_file()
@@ -262,8 +293,17 @@ def make_hub_handler(hub, store, args, log):
             headers.update({"X-Linked-Etag": '"%s"' % entry["sha256"], "X-Linked-Size": str(entry["size"]),
                             "X-Xet-Hash": entry["xet"],
                             "Link": '<%s/api/%s/%s/xet-read-token/%s>; rel="xet-auth"' % (
-                                self.hub_url(), m["type"] or "models", m["repo"], sha),
-                            "Location": "https://localhost:%d/_standin/not-served/%s" % (args.cas_port, entry["xet"])})
+                                self.hub_url(), m["type"] or "models", m["repo"], sha)})
+            if "application/vnd.xet-fileinfo+json" in self.headers.get("Accept", ""):
+                # @huggingface/hub asks for the Xet file info instead of the
+                # redirect: the same headers, and the CAS's reconstruction
+                # route in the Link header (the CAS itself, not the client's
+                # endpoint: this download does not pass through it).
+                headers["Link"] += ', <%s/v1/reconstructions/%s>; rel="xet-reconstruction-info"' % (
+                    hub.cas_url, entry["xet"])
+                return self.reply(200, {"hash": entry["xet"], "size": entry["size"]},
+                                  "application/vnd.xet-fileinfo+json", headers)
+            headers["Location"] = "https://localhost:%d/_standin/not-served/%s" % (args.cas_port, entry["xet"])
             return self.reply(302, b"", "text/plain", headers)
 
     return HubHandler
@@ -324,7 +364,8 @@ def main():
     p.add_argument("--token", required=True, help="the Hub token clients must send")
     p.add_argument("--access-token", required=True, help="the CAS token the Hub hands out")
     p.add_argument("--public-url", default="https://huggingface.co",
-                   help="the URL the Hub names itself by in Link headers (a name only: never connected to)")
+                   help="the URL the Hub names itself by in Link headers (a name only: never connected to); "
+                        "'self': its own https://127.0.0.1:<port>, for a client that takes it as it is")
     p.add_argument("--port-file", required=True, help='where {"hub": port, "cas": port} is written')
     args = p.parse_args()
     store = cas_standin.Store(args.store, args.dedupctl)
@@ -334,6 +375,8 @@ def main():
     args.cas_port = cas.server_address[1]
     hub = Hub(store, args.token, args.access_token, "https://127.0.0.1:%d" % args.cas_port)
     hub_server = serve_tls(make_hub_handler(hub, store, args, hub_log), args.cert, args.key)
+    if args.public_url == "self":
+        args.public_url = "https://127.0.0.1:%d" % hub_server.server_address[1]
     with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(args.port_file)),
                                      delete=False) as f:
         json.dump({"hub": hub_server.server_address[1], "cas": cas.server_address[1]}, f)

@@ -9,8 +9,10 @@ the endpoint."""
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
+import threading
 import time
 import harness
 
@@ -58,6 +60,19 @@ class Learning(harness.EndpointTest):
     def user(self, host, ep):
         return harness.HubClient(self.path(host), ep.endpoint, TOKEN, self.tls["ca"])
 
+    def again(self, name, data):
+        """A file of `data` for a host to upload again, and how many bytes
+        that may send when dedupd answers it. huggingface_hub (with hf_xet)
+        uploads a file the Hub already has: the bytes themselves, 0 to send.
+        @huggingface/hub sends nothing at all for a file the Hub lists by its
+        sha256 (its LFS batch says so, and the CAS hears nothing, dedupd
+        neither): for it a 4 KiB tail makes the file new to the Hub, and what
+        it may send is that tail and the last chunk it joins (up to 128 KiB)."""
+        if not harness.is_js():
+            return harness.write(self.path("src", name), data), 0
+        tail = harness.random_bytes(4096, sum(name.encode()))
+        return harness.write(self.path("src", name), data + tail), 128 * 1024 + len(tail)
+
     def learning(self):
         return self.dedupd.json("/v1/status")["xet_endpoint"]["learning"]
 
@@ -99,15 +114,22 @@ class Learning(harness.EndpointTest):
             self.assertEqual((status, upstream), ("404", False) if route == "/v2/shards" else ("200", True), route)
         self.assertNotIn("/v2/shards", [e["path"] for e in self.cas_log(hub)])
         # `dedupctl scan` now finds all of it: known to dedupd, not only to A.
-        self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"], 0)
+        if harness.chunks_like_xet_core():
+            self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", src).stdout)["total"]["new_bytes"], 0)
 
         # Host B, empty cache: the same file sends nothing, and its queries
         # never reach the upstream.
         hub.reset()
         b = self.user("host-b", ep)
-        b.run("upload-file", REPO, "copy.bin", src)
+        if harness.is_js():  # (the Hub knows it by its sha256: no upload at all)
+            t0 = time.time()
+            b.run("upload-file", REPO, "copy.bin", src)
+            self.assertEqual([e for e in self.cas_log(hub) if e["t"] >= t0 and not e["path"].startswith("/_standin/")],
+                             [])
+        copy, most = self.again("copy.bin", data)
+        b.run("upload-file", REPO, "copy.bin", copy)
         state = hub.state()
-        self.assertEqual(state["xorb_chunk_bytes"], 0)
+        self.assertLessEqual(state["xorb_chunk_bytes"], most)
         self.assertEqual(state["chunk_queries"], [], "queries dedupd could answer went upstream")
         self.assertEqual(state["rejected"], [])
         # An edited copy sends about the edit.
@@ -118,8 +140,10 @@ class Learning(harness.EndpointTest):
         hub.reset()
         self.user("host-c", ep).run("upload-file", REPO, "edited.bin", edited_src)
         state = hub.state()
-        self.assertEqual(state["xorb_chunk_bytes"], predicted)
-        self.assertLess(predicted, 400 * 1024)
+        if harness.chunks_like_xet_core():
+            self.assertEqual(state["xorb_chunk_bytes"], predicted)
+            self.assertLess(predicted, 400 * 1024)
+        self.assertLess(state["xorb_chunk_bytes"], 400 * 1024)
         self.assertEqual(state["rejected"], [])
         self.wait_learned(2)  # the edit's shard too (B's shard brought nothing new)
         doc = self.learning()
@@ -128,7 +152,6 @@ class Learning(harness.EndpointTest):
         self.assertGreaterEqual(doc["accepted"], 3)
         self.assertIn("shards learned", self.dedupd.ctl("status").stdout)
 
-    @harness.newest_pair_only("dedupd's scopes, whichever client asks")
     def test_a_file_known_only_on_another_cas_goes_up_whole_and_its_shard_is_accepted(self):
         self.start()
         hub1 = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN, name="hub1")
@@ -186,7 +209,8 @@ class Learning(harness.EndpointTest):
         # G's session: the same file and one of its own, so that the shard
         # its retry has accepted differs from A's (the one set aside).
         folder = self.path("host-g", "upload")
-        harness.write(os.path.join(folder, "lost.bin"), data)
+        os.makedirs(folder)
+        shutil.copy(self.again("lost-g.bin", data)[0], folder)
         if own_file:
             harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 82))
         g = self.user("host-g", ep)
@@ -195,17 +219,20 @@ class Learning(harness.EndpointTest):
         self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
         harness.wait_for("the refusal", lambda: self.learning()["refused"] >= 1, timeout=20)
         self.assertEqual(self.learning()["set_aside"], 1)
+        # (@huggingface/hub sends a shard per file: G's own file's was taken)
+        learned_before = 1 + (1 if own_file and harness.is_js() else 0)
         info = self.dedupd.json("/v1/shard/" + learned)
         self.assertIsNotNone(info["set_aside"])
         self.assertIn("refused shard", info["set_aside"]["reason"])
         self.assertIn("set aside", self.dedupd.ctl("shards").stdout)
-        self.assertEqual(self.learning()["learned"], 1, "the refused shard was learned")
+        self.assertEqual(self.learning()["learned"], learned_before, "the refused shard was learned")
         # What G kept of the failed session: the answer, keyed, expired.
-        saved = harness.Client(cache_g).shard_files()
+        # (@huggingface/hub keeps nothing: its next process asks anew.)
+        saved = harness.Client(cache_g).shard_files() if harness.has_shard_cache() else []
         docs = {f: self.dedupd.ctl("inspect", "--json", f) for f in saved}
         docs = {f: json.loads(r.stdout) for f, r in docs.items() if r.returncode == 0}  # (the steward may delete)
         replies = [f for f, d in docs.items() if d["keyed"]]
-        if not steward:
+        if not steward and harness.has_shard_cache():
             self.assertEqual(len(replies), 1, saved)
         for f in replies:
             self.assertTrue(docs[f]["footer"]["expired"],
@@ -235,14 +262,15 @@ class Learning(harness.EndpointTest):
         # Learned again: G's accepted shard holds the bytes the CAS has now,
         # and answers the next host, which sends nothing.
         if own_file:
-            harness.wait_for("G's shard learned", lambda: self.learning()["learned"] >= 2, timeout=20)
+            harness.wait_for("G's shard learned", lambda: self.learning()["learned"] > learned_before, timeout=20)
         else:
             harness.wait_for("A's shard answering again", lambda: self.learning()["restored"] >= 1, timeout=20)
             self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
         hub.reset()
-        self.user("host-h", ep).run("upload-file", REPO, "lost-h.bin", src)
+        h_file, most = self.again("lost-h.bin", data)
+        self.user("host-h", ep).run("upload-file", REPO, "lost-h.bin", h_file)
         state = hub.state()
-        self.assertEqual(state["xorb_chunk_bytes"], 0)
+        self.assertLessEqual(state["xorb_chunk_bytes"], most)
         self.assertEqual(state["chunk_queries"], [], "a query dedupd could answer went upstream")
         self.assertEqual(state["rejected"], [])
         self.assertEqual(self.learning()["refused"], 1)
@@ -260,9 +288,11 @@ class Learning(harness.EndpointTest):
         self.assertIn("answers global-dedup queries again", out)
         self.assertIsNone(self.dedupd.json("/v1/shard/" + learned)["set_aside"])
 
+    @harness.cannot_take("js")
     def test_a_lost_xorb_with_the_cache_under_the_steward_costs_one_failed_upload_too(self):
         self.lost_xorb(steward=True)
 
+    @harness.cannot_take("js")
     def test_a_set_aside_shard_the_cas_accepts_again_answers_again(self):
         # Never a loop, and never out for good: no admin step.
         self.lost_xorb(steward=False, own_file=False)
@@ -309,13 +339,16 @@ class Learning(harness.EndpointTest):
         # no query reaches the CAS (through 0.2.0 the fleet's answers to the
         # endpoint, made expired as all of its answers are, were dropped).
         hub.reset()
-        self.user("host-2p", ep2).run("upload-file", REPO, "known-2.bin", src)
+        known, most = self.again("known-2.bin", data)
+        self.user("host-2p", ep2).run("upload-file", REPO, "known-2.bin", known)
         state = hub.state()
-        self.assertEqual((state["xorb_chunk_bytes"], state["chunk_queries"], state["rejected"]), (0, [], []))
+        self.assertEqual((state["chunk_queries"], state["rejected"]), ([], []))
+        self.assertLessEqual(state["xorb_chunk_bytes"], most)
 
         hub.forget_xorbs(xorbs)
         folder = self.path("host-1g", "upload")
-        harness.write(os.path.join(folder, "lost.bin"), data)
+        os.makedirs(folder)
+        shutil.copy(self.again("lost-1g.bin", data)[0], folder)
         harness.write(os.path.join(folder, "own.bin"), harness.random_bytes(MIB, 92))
         failed = self.user("host-1g", ep1).run("upload-folder", REPO, folder, check=False)
         self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
@@ -329,17 +362,36 @@ class Learning(harness.EndpointTest):
             self.assertEqual(fleet["set_aside_marks"], 1, fleet)
             self.assertEqual(fleet["this_host"]["set_aside"]["marks"], 1, fleet)
 
-        # The file on hosts 2 and 3, each a new client with an empty cache:
-        # both succeed the first time, and the lost bytes go up again.
+        # The file on hosts 2 and 3, each a new client with an empty cache,
+        # at once: both succeed the first time, each sending the lost bytes
+        # itself. The CAS holds the answers to the first two queries that
+        # reach it: both hosts' (their dedupds, the shard set aside, did not
+        # answer), so neither host's upload could lean on the other's.
         hub.reset()
-        two = self.user("host-2a", ep2).run("upload-file", REPO, "lost-2.bin", src, check=False)
-        self.assertTrue(isinstance(two, dict), "host 2's upload failed: %s" % getattr(two, "stderr", "")[-2000:])
+        hub.hold_queries(2)
+        uploads = {}
+
+        def upload(n, ep):
+            uploads[n] = self.user("host-%da" % n, ep).run("upload-file", REPO, "lost-%d.bin" % n,
+                                                          self.again("lost-%d.bin" % n, data)[0], check=False)
+        threads = [threading.Thread(target=upload, args=(n, ep)) for n, ep in ((2, ep2), (3, ep3))]
+        for t in threads:
+            t.start()
+        try:
+            harness.wait_for("both hosts' queries at the CAS", lambda: len(hub.state()["held"]) == 2, timeout=120)
+        finally:
+            hub.release()
+            for t in threads:
+                t.join()
+        for n in (2, 3):
+            self.assertTrue(isinstance(uploads[n], dict),
+                            "host %d's upload failed: %s" % (n, getattr(uploads[n], "stderr", "")[-2000:]))
         state = hub.state()
         self.assertEqual(state["rejected"], [])
-        self.assertGreaterEqual(state["xorb_chunk_bytes"], len(data), "host 2 did not upload the lost bytes")
-        three = self.user("host-3a", ep3).run("upload-file", REPO, "lost-3.bin", src, check=False)
-        self.assertTrue(isinstance(three, dict), "host 3's upload failed: %s" % getattr(three, "stderr", "")[-2000:])
-        self.assertEqual(hub.state()["rejected"], [])
+        self.assertGreaterEqual(state["xorb_chunk_bytes"], len(data), "the lost bytes did not go up again")
+        for n, ep in ((2, ep2), (3, ep3)):
+            sent = sum(int(l[5]) for l in ep.access_log() if harness.is_xorb_upload(l[3]) and l[4] == "200")
+            self.assertGreaterEqual(sent, len(data), "host %d did not send the lost file's bytes itself" % n)
         for d in (d1, d2, d3):
             self.assertEqual(d.json("/v1/status")["xet_endpoint"]["learning"]["refused"], 1 if d is d1 else 0)
 
@@ -348,22 +400,25 @@ class Learning(harness.EndpointTest):
         # shard of one file, without a footer, is its bytes). The CAS holds
         # its xorb again: the fleet's mark goes, host 1's copy answers again,
         # and the next client on any host sends nothing.
-        harness.wait_for("host 2 to learn the shard again", lambda: learned in {s["hash"] for s in d2.shards()},
-                         timeout=20)
-        harness.wait_for("the fleet's mark to go", lambda: d1.json("/v1/fleet/status")["set_aside_marks"] == 0,
-                         timeout=20)
-        harness.wait_for("host 1's copy to answer again",
-                         lambda: d1.json("/v1/shard/" + learned)["set_aside"] is None, timeout=20)
+        # (@huggingface/hub writes its shards' creation time, and uploads no
+        # file the Hub has: no shard of its is ever host 1's again.)
+        if not harness.is_js():
+            harness.wait_for("host 2 to learn the shard again", lambda: learned in {s["hash"] for s in d2.shards()},
+                             timeout=20)
+            harness.wait_for("the fleet's mark to go", lambda: d1.json("/v1/fleet/status")["set_aside_marks"] == 0,
+                             timeout=20)
+            harness.wait_for("host 1's copy to answer again",
+                             lambda: d1.json("/v1/shard/" + learned)["set_aside"] is None, timeout=20)
         for n, (d, ep) in enumerate(hosts, 1):
             harness.wait_for("host %d to answer" % n, lambda: answers(d), timeout=20)
             hub.reset()
-            self.user("host-%db" % n, ep).run("upload-file", REPO, "lost-%db.bin" % n, src)
+            again, most = self.again("lost-%db.bin" % n, data)
+            self.user("host-%db" % n, ep).run("upload-file", REPO, "lost-%db.bin" % n, again)
             state = hub.state()
-            self.assertEqual(state["xorb_chunk_bytes"], 0, "host %d" % n)
+            self.assertLessEqual(state["xorb_chunk_bytes"], most, "host %d" % n)
             self.assertEqual(state["rejected"], [], "host %d" % n)
         self.assertEqual(self.learning()["refused"], 1)
 
-    @harness.newest_pair_only("nginx's mirror failing, whichever client uploads")
     def test_dedupd_stopped_during_an_upload_costs_only_that_learning(self):
         self.start()
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
@@ -382,7 +437,11 @@ class Learning(harness.EndpointTest):
         self.assertEqual(len(self.shards_of(hub.cas_url)), 1, "what was learned before is kept")
         self.assertEqual(self.learning()["learned"], 0)
         self.assertGreater(json.loads(self.dedupd.ctl("scan", "--json", second).stdout)["total"]["new_bytes"], 0)
-        self.assertEqual(json.loads(self.dedupd.ctl("scan", "--json", first).stdout)["total"]["new_bytes"], 0)
+        known_first = json.loads(self.dedupd.ctl("scan", "--json", first).stdout)["total"]["known_bytes"]
+        if harness.chunks_like_xet_core():
+            self.assertEqual(known_first, 2 * MIB)
+        else:  # (most of its chunks: harness.chunks_like_xet_core)
+            self.assertGreater(known_first, MIB)
 
     def cas_request(self, ep, method, path, body=None):
         """(status, body) of a request on the endpoint's CAS port, with the
@@ -413,7 +472,7 @@ class Learning(harness.EndpointTest):
         finally:
             s.close()
 
-    @harness.newest_pair_only("plain requests in each release's form: hf_xet 1.1.0-1.1.9 has no pair")
+    @harness.once("plain requests in each release's form")
     def test_every_releases_routes_reach_dedupd_and_v2_shards_is_answered_by_nginx(self):
         self.start()
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
@@ -468,7 +527,7 @@ class Learning(harness.EndpointTest):
         self.assertEqual(r.status, 200)
         self.assertEqual(frames[-1]["type"], "error", frames)
 
-    @harness.newest_pair_only("no client runs for the reports")
+    @harness.once("the client only uploads the shards; the reports are written by hand")
     def test_refusals_that_relied_on_no_answer_name_another_cas_or_come_in_a_burst_set_nothing_wrong_aside(self):
         self.start()
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
@@ -528,7 +587,7 @@ class Learning(harness.EndpointTest):
         self.assertEqual(aside, [learned], self.dedupd.shards())
         self.assertIn("set aside", self.dedupd.ctl("shards").stdout)
 
-    @harness.newest_pair_only("no client runs")
+    @harness.once("plain requests to dedupd")
     def test_bad_input_on_the_learning_path_teaches_nothing_and_dedupd_stays_up(self):
         self.start("limits:\n  max_body_bytes: 1M\n")
         hub = self.hub_standin(self.tls, TOKEN, ACCESS_TOKEN)
