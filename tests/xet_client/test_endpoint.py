@@ -262,6 +262,126 @@ class ThroughTheEndpoint(harness.EndpointTest):
         self.assertEqual(self.hub.state()["xorb_chunk_bytes"], 3 * 64 * MIB)
         self.assertLess(ep.worker_peak_rss_kib(), 32 * 1024)
 
+    def hub_post(self, ep, path, doc, token=TOKEN):
+        """(status, JSON answer) of a git-lfs batch request on the Hub port."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", ep.hub_port, timeout=30)
+        try:
+            conn.request("POST", path, body=json.dumps(doc).encode(),
+                         headers={"Authorization": "Bearer " + token, "Accept": "application/vnd.git-lfs+json",
+                                  "Content-Type": "application/vnd.git-lfs+json"})
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            conn.close()
+
+    def cas_call(self, port, method, path, body=None, headers=None):
+        """(status, headers, body) of a request with the CAS token on `port`."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=dict({"Authorization": "Bearer " + ACCESS_TOKEN},
+                                                               **(headers or {})))
+            r = conn.getresponse()
+            return r.status, r.headers, r.read()
+        finally:
+            conn.close()
+
+    @harness.once("requests written by hand, as git-lfs asks for git-xet (in no registry these machines reach)")
+    def test_the_lfs_batch_answer_names_the_endpoint_as_cas_as_git_xet_reads_it(self):
+        # git-xet is git-lfs's custom transfer agent "xet": git-lfs asks the
+        # batch API, and git-xet uploads to the X-Xet-Cas-Url of each
+        # object's upload action (git_xet/src/app/xet_agent.rs), with the
+        # X-Xet-Access-Token beside it, and asks the action's href (the
+        # write-token route) only for a fresh token.
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        known = harness.write(self.path("src", "known.bin"), harness.random_bytes(2 * MIB, 57))
+        a.run("upload-file", REPO, "known.bin", known)
+        new = harness.random_bytes(MIB, 58)
+        batch = "/%s.git/info/lfs/objects/batch" % REPO
+        request = {"operation": "upload", "transfers": ["basic", "lfs-standalone-file", "xet"],
+                   "ref": {"name": "refs/heads/main"}, "hash_algo": "sha256",
+                   "objects": [{"oid": hashlib.sha256(new).hexdigest(), "size": len(new)},
+                               {"oid": sha256_of(known), "size": 2 * MIB}]}
+        status, answer = self.hub_post(ep, batch, request)
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(answer["transfer"], "xet")
+        upload, present = answer["objects"]
+        self.assertNotIn("actions", present)  # the Hub has it: nothing to send
+        action = upload["actions"]["upload"]
+        self.assertEqual(action["header"]["X-Xet-Cas-Url"], ep.cas_url)
+        self.assertEqual(action["header"]["X-Xet-Access-Token"], ACCESS_TOKEN)
+        # The href is the Hub's, as it wrote it: only a token comes from it.
+        self.assertEqual(action["href"], "https://huggingface.co/api/models/%s/xet-write-token/main" % REPO)
+        # What git-xet then asks at that CAS URL reaches dedupd: the known
+        # file's first chunk is answered here, with no query upstream.
+        body_path = os.path.join(self.hub.root, "shards", "0001.mdb")
+        chunk = json.loads(self.dedupd.ctl("inspect", "--json", body_path).stdout)["xorbs"][0]["chunk_hashes"][0]
+        harness.wait_for("the known file learned", lambda: self.dedupd.shards(), timeout=20)
+        self.hub.reset()
+        status, _, body = self.cas_call(ep.cas_port, "GET", "/v1/chunks/default/" + chunk)
+        self.assertEqual((status, body[:14]), (200, b"HFRepoMetaData"))
+        self.assertEqual(self.hub.state()["chunk_queries"], [])
+        # An endpoint configured for another CAS leaves this one's URL alone.
+        other = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"], name="endpoint-other",
+                                  cas_upstream="https://127.0.0.1:%d" % harness.free_port())
+        status, answer = self.hub_post(other, batch, request)
+        self.assertEqual(answer["objects"][0]["actions"]["upload"]["header"]["X-Xet-Cas-Url"], self.hub.cas_url)
+        # No token in the endpoint's logs.
+        self.assertEqual(files_containing(ep.root, [TOKEN.encode(), ACCESS_TOKEN.encode()]), [])
+
+    @harness.once("requests written by hand on the CAS port")
+    def test_telemetry_v2_reconstructions_and_file_chunk_hashes_pass_through_untouched(self):
+        # What the newer clients ask that the endpoint does not read: each
+        # goes to the upstream CAS as it came (path, query, headers, body),
+        # its answer comes back as the CAS gave it, and dedupd hears of none.
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        src = harness.write(self.path("src", "file.bin"), harness.random_bytes(3 * MIB, 59))
+        a.run("upload-file", REPO, "file.bin", src)
+        file_hash = self.hub.state()["files"][0]
+        harness.wait_for("the file learned", lambda: self.dedupd.shards(), timeout=20)
+        before = self.dedupd.json("/v1/status")["xet_endpoint"]
+        self.hub.reset()
+        # POST /v1/telemetry (hf_xet's usage reports): the body reaches the CAS.
+        report = json.dumps({"events": [{"name": "upload", "bytes": 3 * MIB}]}).encode()
+        status, _, body = self.cas_call(ep.cas_port, "POST", "/v1/telemetry", report,
+                                        {"Content-Type": "application/json"})
+        self.assertEqual((status, json.loads(body)), (200, {}))
+        self.assertEqual(self.hub.state()["telemetry"], [{"bytes": len(report), "content_type": "application/json"}])
+        # GET /v2/reconstructions/<file>: the CAS's answer, byte for byte (its
+        # fetch URLs name the CAS itself: the xorb bytes do not pass here).
+        via = self.cas_call(ep.cas_port, "GET", "/v2/reconstructions/" + file_hash)
+        import http.client
+        import ssl
+        conn = http.client.HTTPSConnection("127.0.0.1", self.hub.cas_port, timeout=30,
+                                           context=ssl.create_default_context(cafile=self.tls["ca"]))
+        conn.request("GET", "/v2/reconstructions/" + file_hash, headers={"Authorization": "Bearer " + ACCESS_TOKEN})
+        direct = conn.getresponse()
+        direct_body = direct.read()
+        conn.close()
+        self.assertEqual((via[0], via[2]), (200, direct_body))
+        self.assertTrue(all(u["url"].startswith(self.hub.cas_url + "/") for x in json.loads(via[2])["xorbs"].values()
+                            for u in x), via[2])
+        # GET /v2/file-chunk-hashes/<file> (hf_xet 1.6.0 on, editing a file in
+        # place): its query and X-Range-Dirty header arrive unchanged, and
+        # the CAS's answer (the stand-in's 501) comes back unchanged.
+        status, _, body = self.cas_call(ep.cas_port, "GET", "/v2/file-chunk-hashes/%s?x=1" % file_hash,
+                                        headers={"X-Range-Dirty": "bytes=0-99,4096-8191"})
+        self.assertEqual(status, 501)
+        self.assertEqual(json.loads(body), {"error": "not served by the stand-in", "file": file_hash,
+                                            "x_range_dirty": "bytes=0-99,4096-8191", "query": "?x=1"})
+        # All three went upstream, none to dedupd: its counts are unchanged.
+        logged = ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and l[3].strip('"').startswith(
+            ("/v1/telemetry", "/v2/reconstructions/", "/v2/file-chunk-hashes/")), 3)
+        self.assertTrue(all("upstream=127.0.0.1:%d" % self.hub.cas_port in " ".join(l) for l in logged), logged)
+        after = self.dedupd.json("/v1/status")["xet_endpoint"]
+        self.assertEqual((after["local"], after["forwarded"], after["learning"]["accepted"]),
+                         (before["local"], before["forwarded"], before["learning"]["accepted"]))
+
     @harness.once("no request at all")
     def test_it_listens_on_loopback_only(self):
         ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
