@@ -60,13 +60,17 @@ def has_shard_cache():
 
 def chunks_like_xet_core():
     """Whether the client cuts a file into the chunks dedupd and `dedupctl
-    scan` cut it into. @huggingface/hub 2.17.5 does not always: it also cuts
-    where Node's 64 KiB reads of the file end (chunks of 8,128 bytes, under
-    xet-core's 8 KiB minimum, among others), so a file it uploads shares most
-    but not all of its chunks with the same file from hf_xet, and scan's
-    prediction of what it sends is only a bound; the same file from two of
-    its hosts shares every chunk."""
-    return not is_js()
+    scan` cut it into. hf_xet up to 1.1.9 and @huggingface/hub 2.17.5 do
+    not always: their chunker can end a chunk before the 8 KiB minimum, on
+    what the rolling hash kept from before the chunk (xet-core fixed it in
+    1.1.10, "eliminate spurious boundary triggering"); chunks of 8,128
+    bytes show it. So a file they upload shares most but not all of its
+    chunks with the same file from a newer hf_xet, and scan's prediction of
+    what they send is only a bound; the same file from two hosts of the same
+    client shares every chunk."""
+    if is_js():
+        return False
+    return tuple(int(x) for x in pair_pins()["hf_xet"].split(".")[:3]) >= (1, 1, 10)
 
 
 def pair_requirements(pair=None):
@@ -792,7 +796,13 @@ class HubClient:
         if check and r.returncode != 0:
             raise AssertionError("hub client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
                                                                           r.stderr[-3000:]))
-        return json.loads(r.stdout) if r.returncode == 0 else r
+        if r.returncode != 0:
+            return r
+        try:
+            return json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AssertionError("hub client %s printed no JSON document:\n%r\n%s" % (
+                args[0], r.stdout[-3000:], r.stderr[-3000:]))
 
     def hf(self, *args, check=True):
         """The `hf` command of the virtualenv; under XET_PAIR=js, `hf upload
@@ -827,7 +837,7 @@ class Client:
         if r.returncode != 0:
             raise AssertionError("xet client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
                                                                           r.stderr[-3000:]))
-        return json.loads(r.stdout)
+        return json.loads(r.stdout.strip().splitlines()[-1])
 
     def upload(self, endpoint, *paths):
         return self.run("upload", endpoint, *paths)

@@ -50,7 +50,9 @@ def main(argv):
         out = {"path": path, "sha256": sha256_of(path), "size": size}
     else:
         raise SystemExit("unknown verb " + verb)
-    json.dump(out, sys.stdout)
+    # On a line of its own, the last: what the client may print before it
+    # (hf_xet 1.1.9 once did, under load) is not read.
+    sys.stdout.write("\n" + json.dumps(out) + "\n")
     return 0
 
 

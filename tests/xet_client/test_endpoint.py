@@ -442,7 +442,7 @@ class ThroughTheEndpoint(harness.EndpointTest):
         go_on()
         out, err = p.communicate(timeout=600)
         self.assertEqual(p.returncode, 0, err[-3000:])
-        self.assertEqual([f["size"] for f in json.loads(out)["files"]], [8 * MIB, 8 * MIB])
+        self.assertEqual([f["size"] for f in json.loads(out.strip().splitlines()[-1])["files"]], [8 * MIB, 8 * MIB])
 
         def queries():
             return [" ".join(l) for l in ep.access_log() if harness.is_chunk_query(l[3])]

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import harness
@@ -129,6 +130,7 @@ class Learning(harness.EndpointTest):
         copy, most = self.again("copy.bin", data)
         b.run("upload-file", REPO, "copy.bin", copy)
         state = hub.state()
+        print("host B sent %d bytes of %d" % (state["xorb_chunk_bytes"], os.path.getsize(copy)), file=sys.stderr)
         self.assertLessEqual(state["xorb_chunk_bytes"], most)
         self.assertEqual(state["chunk_queries"], [], "queries dedupd could answer went upstream")
         self.assertEqual(state["rejected"], [])

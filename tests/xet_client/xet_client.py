@@ -141,7 +141,9 @@ def main(argv):
         out = {"hf_xet": version_of_hf_xet()}
     else:
         raise SystemExit("unknown verb " + verb)
-    json.dump(out, sys.stdout)
+    # On a line of its own, the last: what the client may print before it
+    # (hf_xet 1.1.9 once did, under load) is not read.
+    sys.stdout.write("\n" + json.dumps(out) + "\n")
     return 0
 
 
