@@ -453,7 +453,8 @@ def make_handler(store, args, log):
             m = re.fullmatch(r"/v2/file-chunk-hashes/(%s)" % HASH, path)
             if m:
                 return self.reply(501, {"error": "not served by the stand-in", "file": m.group(1),
-                                        "x_range_dirty": self.headers.get("X-Range-Dirty"), "query": self.path[len(path):]})
+                                        "x_range_dirty": self.headers.get("X-Range-Dirty"),
+                                        "query": self.path[len(path):]})
             if path == "/_standin/state":
                 return self.reply(200, store.state())
             return self.reply(404, {"error": "no route"})

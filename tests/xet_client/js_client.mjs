@@ -75,7 +75,8 @@ async function main(argv) {
     const [pathInRepo, file] = rest;
     const tStart = Date.now() / 1000;
     const t0 = performance.now();
-    const out = await hub.uploadFile({ repo, file: { path: pathInRepo, content: pathToFileURL(file) }, ...credentials });
+    const content = pathToFileURL(file);
+    const out = await hub.uploadFile({ repo, file: { path: pathInRepo, content }, ...credentials });
     return {
       commit: out.commit.oid,
       seconds: (performance.now() - t0) / 1000,

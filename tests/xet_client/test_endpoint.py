@@ -287,6 +287,16 @@ class ThroughTheEndpoint(harness.EndpointTest):
         finally:
             conn.close()
 
+    def endpoint_with_a_file(self, name, size, seed):
+        """An endpoint through which host A uploaded `name` (`size` random
+        bytes from `seed`): (the endpoint, the file's path)."""
+        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
+        a = self.user("host-a", ep)
+        a.run("create-repo", REPO)
+        src = harness.write(self.path("src", name), harness.random_bytes(size, seed))
+        a.run("upload-file", REPO, name, src)
+        return ep, src
+
     @harness.once("requests written by hand, as git-lfs asks for git-xet (in no registry these machines reach)")
     def test_the_lfs_batch_answer_names_the_endpoint_as_cas_as_git_xet_reads_it(self):
         # git-xet is git-lfs's custom transfer agent "xet": git-lfs asks the
@@ -294,11 +304,7 @@ class ThroughTheEndpoint(harness.EndpointTest):
         # object's upload action (git_xet/src/app/xet_agent.rs), with the
         # X-Xet-Access-Token beside it, and asks the action's href (the
         # write-token route) only for a fresh token.
-        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
-        a = self.user("host-a", ep)
-        a.run("create-repo", REPO)
-        known = harness.write(self.path("src", "known.bin"), harness.random_bytes(2 * MIB, 57))
-        a.run("upload-file", REPO, "known.bin", known)
+        ep, known = self.endpoint_with_a_file("known.bin", 2 * MIB, 57)
         new = harness.random_bytes(MIB, 58)
         batch = "/%s.git/info/lfs/objects/batch" % REPO
         request = {"operation": "upload", "transfers": ["basic", "lfs-standalone-file", "xet"],
@@ -337,11 +343,7 @@ class ThroughTheEndpoint(harness.EndpointTest):
         # What the newer clients ask that the endpoint does not read: each
         # goes to the upstream CAS as it came (path, query, headers, body),
         # its answer comes back as the CAS gave it, and dedupd hears of none.
-        ep = self.xet_endpoint(self.hub, self.dedupd.socket, self.tls["ca"])
-        a = self.user("host-a", ep)
-        a.run("create-repo", REPO)
-        src = harness.write(self.path("src", "file.bin"), harness.random_bytes(3 * MIB, 59))
-        a.run("upload-file", REPO, "file.bin", src)
+        ep = self.endpoint_with_a_file("file.bin", 3 * MIB, 59)[0]
         file_hash = self.hub.state()["files"][0]
         harness.wait_for("the file learned", lambda: self.dedupd.shards(), timeout=20)
         before = self.dedupd.json("/v1/status")["xet_endpoint"]
