@@ -2,12 +2,16 @@
 
 namespace dedupd::daemon::learn {
 
+// nginx's status for a request whose client hung up before the answer
+// (its log writes 499 where no status was sent): the CAS said nothing.
+constexpr unsigned kClientClosed = 499;
+
 Settled PendingShards::settle(Pending p, unsigned status) {
   Settled s;
   if (status >= 200 && status < 300) {
     s.kind = Settled::Kind::accepted;
     ++stats_.accepted;
-  } else if (status >= 400 && status < 500) {
+  } else if (status >= 400 && status < 500 && status != kClientClosed) {
     s.kind = Settled::Kind::refused;
     ++stats_.refused;
   } else {

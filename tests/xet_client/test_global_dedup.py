@@ -30,9 +30,11 @@ class GlobalDedupThroughDedupd(harness.RealClientTest):
         answered = [q for q in state["chunk_queries"] if q["status"] == 200]
         self.assertTrue(answered, "no chunk query answered: %s" % state["chunk_queries"])
         # Only the new megabyte (and the chunk it changed at the seam) went up,
-        # exactly what scan said before the upload.
-        self.assertEqual(state["xorb_chunk_bytes"], predicted)
-        self.assertLess(predicted, 1024 * 1024 + 140 * 1024)
+        # exactly what scan said before the upload (a bound for a client that
+        # chunks otherwise: harness.chunks_like_xet_core).
+        if harness.chunks_like_xet_core():
+            self.assertEqual(state["xorb_chunk_bytes"], predicted)
+        self.assertLess(state["xorb_chunk_bytes"], 1024 * 1024 + 140 * 1024)
         self.assertEqual(state["rejected"], [])
 
         # The reply is in B's cache byte for byte, under its hash.

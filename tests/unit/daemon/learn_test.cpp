@@ -78,6 +78,20 @@ TEST(PendingShards, AServerErrorForgetsTheBody) {
   EXPECT_EQ(p.stats().failed, 1u);
 }
 
+TEST(PendingShards, AClientThatHungUpIsNoRefusal) {
+  // @huggingface/hub, its upload failed on one shard, hung up on the other
+  // mid-request: nginx logs 499, and the CAS never answered.
+  PendingShards p;
+  auto t = Clock::now();
+  std::optional<Settled> now;
+  ASSERT_TRUE(p.hold(kId, body(10), t, now));
+  Settled f = p.confirm(kId, 499, t);
+  EXPECT_EQ(f.kind, Kind::failed);
+  EXPECT_FALSE(f.pending);
+  EXPECT_EQ(p.stats().refused, 0u);
+  EXPECT_EQ(p.stats().failed, 1u);
+}
+
 TEST(PendingShards, AConfirmationForNothingWaitsForItsBodyThenExpires) {
   PendingShards p(1 << 20, std::chrono::seconds(60));
   auto t = Clock::now();
