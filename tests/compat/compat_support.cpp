@@ -84,6 +84,15 @@ void start_host(FleetHost& h, const Release& r) {
       << h.log_text();
 }
 
+void expect_index_opened_in_place(const FleetHost& h, const std::string& who) {
+  const std::string log = h.log_text();
+  for (const char* sign : {"damaged", "moved aside", "rebuil"})
+    EXPECT_EQ(log.find(sign), std::string::npos) << who << "'s log says \"" << sign << "\":\n" << log;
+  for (const auto& e : fs::directory_iterator(h.dir / "state"))
+    EXPECT_EQ(e.path().filename().string().find("damaged"), std::string::npos)
+        << who << ": the index was moved aside: " << e.path().string();
+}
+
 void add_expected(std::vector<Expected>& out, const itest::MadeShard& s, const std::string& origin,
                   const std::string& holder) {
   const std::size_t per_xorb = s.raw_chunks.size() / s.xorbs.size();

@@ -46,6 +46,11 @@ std::string check_config(const Release& r, const fs::path& config);
 // (fails the test with its log when it does not answer).
 void start_host(itest::FleetHost& h, const Release& r);
 
+// h's dedupd (its log since the last start) opened the index in its state
+// dir in place: it found nothing damaged, moved nothing aside, rebuilt
+// nothing.
+void expect_index_opened_in_place(const itest::FleetHost& h, const std::string& who);
+
 // A chunk a lookup must find: its raw hash, where it lives, who answers.
 struct Expected {
   std::string hash, xorb;

@@ -11,7 +11,6 @@
 // Tests wait for progress (what the fleet or a host answers), never for time.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -23,6 +22,7 @@
 
 #include "compat_support.hpp"
 #include "fleet/fleet.hpp"
+#include "fleet_members.hpp"
 #include "harness/eventually.hpp"
 #include "harness/fleet_host.hpp"
 #include "harness/program_run.hpp"
@@ -37,23 +37,6 @@ using fleet::test::fleet_holds;
 using itest::eventually;
 using itest::FleetHost;
 using itest::MadeShard;
-using nlohmann::json;
-
-std::string hold_of(const FleetHost& h, const MadeShard& s) { return h.name + ":" + s.file_hash.to_hex_bytes(); }
-
-// The fleet's schema version as v0.1.0 reads it (dedupd.schema_version's
-// `version`: its publisher and its lookups refuse any other than 6); 0
-// before a host made the schema.
-int fleet_schema_version(Admin& admin) {
-  if (admin.one("SELECT to_regclass('dedupd.schema_version') IS NOT NULL") != "t") return 0;
-  return std::atoi(admin.one("SELECT version FROM dedupd.schema_version").c_str());
-}
-
-// The whole row, whatever columns this release added, for the log.
-std::string schema_row(Admin& admin) {
-  if (admin.one("SELECT to_regclass('dedupd.schema_version') IS NOT NULL") != "t") return "(no schema)";
-  return admin.one("SELECT row_to_json(s)::text FROM dedupd.schema_version s");
-}
 
 // The schema's shape: its tables' columns with their types, its indexes,
 // and the version row without its time.
@@ -102,76 +85,20 @@ class Droppers {
   std::thread thread_;
 };
 
-struct Member {
-  FleetHost* host;
-  const Release* release;
-  bool running = false;
-};
-
 enum class Order { old_first, new_first };
 
 class RollingUpgrade : public itest::FleetHostsTest, public ::testing::WithParamInterface<Order> {
  protected:
   RollingUpgrade() : FleetHostsTest("compat-fleet") {}
 
-  // The shards each member dropped that the fleet holds for it now.
-  std::vector<std::pair<const Member*, MadeShard>> published(Admin& admin) {
-    const std::set<std::string> holds = fleet_holds(admin);
-    std::vector<std::pair<const Member*, MadeShard>> out;
-    for (const Member& m : members)
-      for (MadeShard& s : m.host->dropped())
-        if (holds.count(hold_of(*m.host, s))) out.emplace_back(&m, std::move(s));
-    return out;
-  }
-
-  // Every shard the fleet holds now is answered by every running member,
-  // through the dedupctl of either release: its own from its index, the
-  // others' from the fleet with their holder. Returns how many shards.
+  // Every shard the fleet holds now is answered by every running member
+  // (its own from its index, the others' from the fleet with their holder),
+  // v0.1.0 is not refused, and the schema is still one v0.1.0 uses.
   std::size_t expect_answered(Admin& admin, const std::string& when) {
-    const auto shards = published(admin);
-    for (const Member& asked : members) {
-      if (!asked.running) continue;
-      std::vector<Expected> want;
-      for (const auto& [holder, s] : shards)
-        add_expected(want, s, holder == &asked ? "local" : "fleet", holder->host->name);
-      for (const Release* ctl : {&old_release(), &new_release()}) {
-        StreamAnswer last;
-        EXPECT_TRUE(eventually(
-            [&] {
-              return (last = stream_query(*ctl, asked.host->socket, want, asked.host->dir)).all_right(want.size());
-            },
-            std::chrono::seconds(60)))
-            << when << ": " << asked.host->name << " (" << asked.release->name << ") through " << ctl->name
-            << "'s dedupctl, " << shards.size() << " shards: " << last.describe();
-      }
-    }
-    expect_old_not_refused(when);
+    const std::size_t n = compat::expect_answered(admin, members, when);
+    expect_old_not_refused(members[old_at], when);
     EXPECT_EQ(fleet_schema_version(admin), kOldFleetSchema) << when << ": " << schema_row(admin);
-    return shards.size();
-  }
-
-  // v0.1.0's fleet link: never refused for the schema, by its log or status.
-  void expect_old_not_refused(const std::string& when) {
-    Member& m = members[old_at];
-    if (!m.running) return;
-    const std::string log = m.host->log_text();
-    // ("fleet.schema" alone is no refusal: a lookup before any host made the
-    // schema says so.)
-    for (const char* refusal : {"fleet.schema_newer", "newer than version"})
-      EXPECT_EQ(log.find(refusal), std::string::npos) << when << ": v0.1.0's log says \"" << refusal << "\"";
-    const json link = m.host->fleet_link();
-    const std::string error = link["last_error"].is_string() ? link["last_error"].get<std::string>() : "";
-    EXPECT_EQ(error.find("newer"), std::string::npos) << when << ": v0.1.0's fleet status: " << link.dump();
-  }
-
-  // Waits until `m`'s shards held in the fleet are at least `n`.
-  bool published_at_least(Admin& admin, const Member& m, std::size_t n) {
-    return eventually(
-        [&] {
-          auto all = published(admin);
-          return std::size_t(std::count_if(all.begin(), all.end(), [&](const auto& p) { return p.first == &m; })) >= n;
-        },
-        std::chrono::seconds(120));
+    return n;
   }
 
   std::vector<Member> members;  // [0] starts first
@@ -229,7 +156,7 @@ TEST_P(RollingUpgrade, TwoReleasesOnOneFleet) {
   first.running = true;
   Droppers droppers(std::chrono::milliseconds(150));
   droppers.add(*first.host, old_first ? 10'000 : 20'000);
-  ASSERT_TRUE(published_at_least(admin, first, 3)) << first.host->log_text();
+  ASSERT_TRUE(published_at_least(admin, members, first, 3)) << first.host->log_text();
   EXPECT_EQ(fleet_schema_version(admin), kOldFleetSchema)
       << first.release->name << " made a schema v0.1.0 cannot use: " << schema_row(admin);
   const std::string first_row = schema_row(admin);
@@ -241,7 +168,7 @@ TEST_P(RollingUpgrade, TwoReleasesOnOneFleet) {
 
   // The second joins while the first goes on publishing: the new one
   // migrates what v0.1.0 made, or v0.1.0 takes what the new one made.
-  const std::size_t first_before = published(admin).size();
+  const std::size_t first_before = published(admin, members).size();
   ASSERT_NO_FATAL_FAILURE(start_host(*second.host, *second.release));
   second.running = true;
   droppers.add(*second.host, old_first ? 20'000 : 10'000);
@@ -249,8 +176,8 @@ TEST_P(RollingUpgrade, TwoReleasesOnOneFleet) {
   // Both publishing: each round waits for more of each one's shards, then
   // asks both hosts for everything the fleet holds.
   for (std::size_t round = 1; round <= 3; ++round) {
-    ASSERT_TRUE(published_at_least(admin, first, first_before + 3 * round)) << first.host->log_text();
-    ASSERT_TRUE(published_at_least(admin, second, 3 * round)) << second.host->log_text();
+    ASSERT_TRUE(published_at_least(admin, members, first, first_before + 3 * round)) << first.host->log_text();
+    ASSERT_TRUE(published_at_least(admin, members, second, 3 * round)) << second.host->log_text();
     // This build has published: it migrated v0.1.0's schema as far as it
     // makes one (old first), and v0.1.0 changed nothing of its (new first).
     EXPECT_EQ(schema_shape(admin), reference) << "round " << round << "; the first host alone made " << first_shape;
