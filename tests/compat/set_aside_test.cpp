@@ -80,6 +80,20 @@ class SetAsideMarks : public itest::FleetHostsTest {
     return h.http().get("/v1/shard/" + s.file_hash.to_string()).json()["set_aside"];
   }
 
+  // dedupd.set_aside holds a mark for kCas by `by` on each of `shards`, and
+  // nothing else.
+  void expect_marks(Admin& admin, const std::vector<const MadeShard*>& shards, const FleetHost& by,
+                    const std::string& when) {
+    std::set<std::string> want;
+    for (const MadeShard* s : shards) want.insert(s->file_hash.to_hex_bytes() + " " + kCas + " " + by.name);
+    std::string expected;
+    for (const std::string& m : want) expected += (expected.empty() ? "" : ", ") + m;
+    EXPECT_EQ(admin.one("SELECT string_agg(encode(m.shard, 'hex') || ' ' || m.cas || ' ' || h.name, ', ' ORDER BY "
+                        "encode(m.shard, 'hex')) FROM dedupd.set_aside m JOIN dedupd.host h ON h.id = m.host_id"),
+              expected)
+        << when;
+  }
+
   std::vector<Member> members;
 };
 
@@ -159,17 +173,23 @@ TEST_F(SetAsideMarks, AnOldHostNeitherReadsNorWritesThemAndGoesOnPublishing) {
   ASSERT_TRUE(eventually([&] { return fleet_holds(admin).count(hold_of(old_host, later)) == 1; }))
       << old_host.log_text();
   EXPECT_EQ(global_dedup(marker, later), kFromFleet);
-  std::set<std::string> marks_written;
-  for (const MadeShard* s : {&both, &fleet_only})
-    marks_written.insert(s->file_hash.to_hex_bytes() + " " + kCas + " " + marker.name);
-  std::string expected_marks;
-  for (const std::string& m : marks_written) expected_marks += (expected_marks.empty() ? "" : ", ") + m;
-  EXPECT_EQ(admin.one("SELECT string_agg(encode(m.shard, 'hex') || ' ' || m.cas || ' ' || h.name, ', ' ORDER BY "
-                      "encode(m.shard, 'hex')) FROM dedupd.set_aside m JOIN dedupd.host h ON h.id = m.host_id"),
-            expected_marks)
-      << "the marks as the marker wrote them";
   EXPECT_EQ(global_dedup(marker, olds), kFromFleet);
   EXPECT_EQ(global_dedup(witness, olds), kFromFleet);
+  expect_marks(admin, {&both, &fleet_only}, marker, "after v0.1.0's refusals");
+
+  // Nor does a host of this build mark a shard it has only from the fleet
+  // (here v0.1.0's): its learner sets aside the copies in its own index, and
+  // it has none, so its refusal sets nothing aside anywhere.
+  refuse_upload_relying_on(marker, olds, kCas, "0123456789abcdef0123456789ab7406");
+  ASSERT_TRUE(eventually([&] {
+    return marker.log_text().find("(request 0123456789abcdef0123456789ab7406)") != std::string::npos;
+  })) << marker.log_text();
+  const MadeShard after = make_shard({.seed = 7407, .xorbs = 1, .chunks_per_xorb = 3});
+  drop(marker, after);
+  ASSERT_TRUE(eventually([&] { return fleet_holds(admin).count(hold_of(marker, after)) == 1; })) << marker.log_text();
+  EXPECT_EQ(global_dedup(marker, olds), kFromFleet);
+  EXPECT_EQ(global_dedup(witness, olds), kFromFleet);
+  expect_marks(admin, {&both, &fleet_only}, marker, "after this build's refusal relying on v0.1.0's shard");
   for (Member& m : members) expect_old_not_refused(m, "beside the marks");
 
   for (Member& m : members) EXPECT_EQ(m.host->process.stop(), 0) << m.host->name;
