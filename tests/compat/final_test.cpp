@@ -58,15 +58,11 @@ class FinalMigration : public itest::FleetHostsTest {
  protected:
   FinalMigration() : FleetHostsTest("compat-final") {}
 
-  // Stops m (when it runs) and starts release r on its config and state dir,
-  // logging to a file of its own.
+  // Stops m (when it runs) and starts release r on its config and state dir.
   void restart(Member& m, const Release& r) {
     if (m.running) EXPECT_EQ(m.host->process.stop(), 0) << m.host->name << " (" << m.release->name << ")";
     m.running = false;
-    m.host->log = m.host->dir / ("dedupd-" + std::to_string(++starts) + ".log");
-    m.release = &r;
-    ASSERT_NO_FATAL_FAILURE(start_host(*m.host, r));
-    m.running = true;
+    ASSERT_NO_FATAL_FAILURE(start_member(m, r));
   }
 
   // m's fleet link is down for `rule` (its status says why), m answers
@@ -90,7 +86,6 @@ class FinalMigration : public itest::FleetHostsTest {
   }
 
   std::vector<Member> members;
-  int starts = 0;
 };
 
 TEST_F(FinalMigration, ANonAdditiveMigrationWaitsForFinalThenTheFleetHasNoWayBack) {
@@ -179,9 +174,7 @@ TEST_F(FinalMigration, ANonAdditiveMigrationWaitsForFinalThenTheFleetHasNoWayBac
   FleetHost& old_host = keep(std::make_unique<FleetHost>(root, "host-old"));
   write_old_config(old_host, url, "10s");
   Member old_member{&old_host, &old, false};
-  old_host.log = old_host.dir / "dedupd.log";
-  ASSERT_NO_FATAL_FAILURE(start_host(old_host, old));
-  old_member.running = true;
+  ASSERT_NO_FATAL_FAILURE(start_member(old_member, old));
   old_host.drop(seed++);
   expect_answering_locally(old_member, "newer than version 6", 1, "v0.1.0 after --final");
   EXPECT_EQ(schema_numbers(admin), "version " + later + " applied " + later) << "a refused host changed the schema";

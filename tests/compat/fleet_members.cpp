@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,14 @@ using fleet::test::fleet_holds;
 using itest::eventually;
 using itest::MadeShard;
 using nlohmann::json;
+
+void start_member(Member& m, const Release& r) {
+  static std::atomic<int> starts{0};
+  m.host->log = m.host->dir / ("dedupd-" + std::to_string(++starts) + ".log");
+  m.release = &r;
+  ASSERT_NO_FATAL_FAILURE(start_host(*m.host, r));
+  m.running = true;
+}
 
 std::string hold_of(const itest::FleetHost& h, const MadeShard& s) { return h.name + ":" + s.file_hash.to_hex_bytes(); }
 

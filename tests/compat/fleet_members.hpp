@@ -23,6 +23,12 @@ struct Member {
   bool running = false;
 };
 
+// Starts m's dedupd from release r on its config and state dir (in place
+// of whatever ran there before), logging to a file of its own
+// (dedupd-<n>.log; a failure prints the last one). Fails the test when it
+// does not answer.
+void start_member(Member& m, const Release& r);
+
 // "host:shard hash", as fleet::test::fleet_holds lists a hold.
 std::string hold_of(const itest::FleetHost& h, const itest::MadeShard& s);
 // Every hold the members' dropped shards should make.

@@ -11,9 +11,9 @@
 // outbox, and more shards are dropped into its watched dir while no dedupd
 // runs there. The dedupd started next must show those entries queued
 // (the outbox v0.1.0 wrote, or this build did), find the shards dropped
-// meanwhile, and publish both once the fleet takes writes again. Between restarts every
-// host publishes and every host, of either release, answers every shard:
-// its own from its index, the others' from the fleet.
+// meanwhile, and publish both once the fleet takes writes again. Between
+// restarts every host publishes and every host, of either release, answers
+// every shard: its own from its index, the others' from the fleet.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -51,15 +51,6 @@ class InPlace : public itest::FleetHostsTest {
 
   void drop_into(Member& m, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) m.host->drop(next_seed++);
-  }
-
-  // Starts m's dedupd from release r on its config and state dir, logging to
-  // a file of its own (a failure prints the last one).
-  void start(Member& m, const Release& r) {
-    m.host->log = m.host->dir / ("dedupd-" + std::to_string(++starts) + ".log");
-    m.release = &r;
-    ASSERT_NO_FATAL_FAILURE(start_host(*m.host, r));
-    m.running = true;
   }
 
   // Every running host publishes shards of its own; all of them reach the
@@ -103,7 +94,7 @@ class InPlace : public itest::FleetHostsTest {
     m.running = false;
     drop_into(m, kPerStep);
 
-    ASSERT_NO_FATAL_FAILURE(start(m, r));
+    ASSERT_NO_FATAL_FAILURE(start_member(m, r));
     // What was queued at the stop is queued still, with what it found in its
     // watched dir at the start; its index answers every shard it was given.
     std::size_t depth = 0;
@@ -138,7 +129,6 @@ class InPlace : public itest::FleetHostsTest {
 
   std::vector<Member> members;
   std::uint64_t next_seed = 40'000;
-  int starts = 0;
 };
 
 TEST_F(InPlace, ThreeHostsUpgradedOneAtATimeOnTheirStateDirsThenOneRolledBack) {
@@ -165,7 +155,7 @@ TEST_F(InPlace, ThreeHostsUpgradedOneAtATimeOnTheirStateDirsThenOneRolledBack) {
     ASSERT_EQ(check_config(now, h.config), "") << "this dedupd refuses v0.1.0's config";
     members.push_back({&h, &old, false});
   }
-  for (Member& m : members) ASSERT_NO_FATAL_FAILURE(start(m, old));
+  for (Member& m : members) ASSERT_NO_FATAL_FAILURE(start_member(m, old));
   ASSERT_NO_FATAL_FAILURE(publish_and_answer(admin, "three hosts on v0.1.0"));
   EXPECT_EQ(schema_row(admin).find("applied"), std::string::npos) << "v0.1.0 made " << schema_row(admin);
 

@@ -68,8 +68,8 @@ class SetAsideMarks : public itest::FleetHostsTest {
                          .log_level = "debug",
                          .extra = ""});
     EXPECT_EQ(check_config(r, h.config), "") << r.name << " refuses the config it is given";
-    EXPECT_NO_FATAL_FAILURE(start_host(h, r));
-    members.push_back({&h, &r, true});
+    members.push_back({&h, &r, false});
+    EXPECT_NO_FATAL_FAILURE(start_member(members.back(), r));
     return h;
   }
 
