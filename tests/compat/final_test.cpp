@@ -60,7 +60,9 @@ class FinalMigration : public itest::FleetHostsTest {
 
   // Stops m (when it runs) and starts release r on its config and state dir.
   void restart(Member& m, const Release& r) {
-    if (m.running) EXPECT_EQ(m.host->process.stop(), 0) << m.host->name << " (" << m.release->name << ")";
+    if (m.running) {
+      EXPECT_EQ(m.host->process.stop(), 0) << m.host->name << " (" << m.release->name << ")";
+    }
     m.running = false;
     ASSERT_NO_FATAL_FAILURE(start_member(m, r));
   }
