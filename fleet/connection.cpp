@@ -29,10 +29,11 @@ std::string trimmed(const char* message) {
   return s;
 }
 
-// Waits for the socket until the deadline; false when it passed. The end is
+// Waits for the socket until the deadline; false when it passed or
+// `interrupt` became readable (interrupted then says which). The end is
 // asked again each time a wait runs out: a patient deadline moves on while
 // the server is seen answering (fleet/deadline.hpp).
-bool wait_socket(PGconn* c, bool for_write, const Deadline& deadline) {
+bool wait_socket(PGconn* c, bool for_write, const Deadline& deadline, int interrupt, bool& interrupted) {
   int fd = PQsocket(c);
   if (fd < 0) return true;  // libpq reports the failure on the next call
   for (;;) {
@@ -43,8 +44,12 @@ bool wait_socket(PGconn* c, bool for_write, const Deadline& deadline) {
       if (left <= 0) return false;
       timeout_ms = int(std::min<long long>(left, 1 << 30));
     }
-    pollfd p{fd, short(for_write ? POLLOUT : POLLIN), 0};
-    int n = ::poll(&p, 1, timeout_ms);
+    pollfd p[2] = {{fd, short(for_write ? POLLOUT : POLLIN), 0}, {interrupt, POLLIN, 0}};
+    int n = ::poll(p, interrupt >= 0 ? 2 : 1, timeout_ms);
+    if (n > 0 && interrupt >= 0 && (p[1].revents & POLLIN)) {
+      interrupted = true;
+      return false;
+    }
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) return true;
   }
@@ -58,7 +63,7 @@ std::uint64_t Rows::affected() const {
 }
 
 Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& url, Role role,
-                                                           Clock::time_point deadline) {
+                                                           Clock::time_point deadline, int interrupt) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now()).count();
   PGconn* c = start(url, role, std::to_string(std::max<long long>(2, left + 1)), true);
   if (!c) {
@@ -66,15 +71,17 @@ Result<std::unique_ptr<Connection>> Connection::open_until(const std::string& ur
     return make_error(kRuleConnect, unloaded ? std::string("cannot connect: ") + unloaded
                                              : std::string("out of memory starting a connection"));
   }
-  std::unique_ptr<Connection> conn(new Connection(c));
+  std::unique_ptr<Connection> conn(new Connection(c, interrupt));
   if (PQstatus(c) == CONNECTION_BAD) return make_error(kRuleConnect, "cannot connect: " + trimmed(PQerrorMessage(c)));
   PostgresPollingStatusType st = PGRES_POLLING_WRITING;
   for (;;) {
     if (st == PGRES_POLLING_OK) break;
     if (st == PGRES_POLLING_FAILED)
       return make_error(kRuleConnect, "cannot connect to the fleet database: " + trimmed(PQerrorMessage(c)));
-    if (!wait_socket(c, st == PGRES_POLLING_WRITING, deadline))
-      return make_error(kRuleTimeout, "connecting to the fleet database took longer than the deadline");
+    if (!conn->wait(st == PGRES_POLLING_WRITING, deadline))
+      return make_error(kRuleTimeout, conn->interrupted_
+                                          ? "stopped while connecting to the fleet database"
+                                          : "connecting to the fleet database took longer than the deadline");
     st = PQconnectPoll(c);
   }
   if (PQsetnonblocking(c, 1) != 0) return make_error(kRuleConnect, "cannot make the connection non-blocking");
@@ -94,13 +101,17 @@ std::string Connection::server() const {
   return std::string(host ? host : "") + ":" + (port ? port : "");
 }
 
+bool Connection::wait(bool for_write, const Deadline& deadline) {
+  return wait_socket(c_, for_write, deadline, interrupt_, interrupted_);
+}
+
 Error Connection::timed_out(const char* what) {
   // Closed at once: the server aborts the statement's transaction when it
   // next reads, and nothing can be read from a connection mid-answer.
   poisoned_ = true;
   PQfinish(c_);
   c_ = nullptr;
-  return make_error(kRuleTimeout, what);
+  return make_error(kRuleTimeout, interrupted_ ? "stopped while waiting for the fleet database" : what);
 }
 
 Error Connection::fail(const char* rule, std::string_view what, const PGresult* r) {
@@ -168,7 +179,7 @@ Result<Rows> Connection::finish_until(const Deadline& deadline) {
     int f = PQflush(c_);
     if (f < 0) return fail(kRuleConnect, "cannot send the statement", nullptr);
     if (f == 0) break;
-    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not answer in time");
+    if (!wait(true, deadline)) return timed_out("the fleet database did not answer in time");
     if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
   }
   Rows keep;
@@ -176,7 +187,7 @@ Result<Rows> Connection::finish_until(const Deadline& deadline) {
   Error error = make_error(kRuleQuery, "");
   for (;;) {
     while (PQisBusy(c_)) {
-      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
+      if (!wait(false, deadline)) return timed_out("the fleet database did not answer in time");
       if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
     PGresult* r = PQgetResult(c_);
@@ -200,7 +211,7 @@ Result<Ok> Connection::copy_in(const char* copy_sql, std::span<const std::uint8_
   if (!PQsendQuery(c_, copy_sql)) return fail(kRuleConnect, "cannot send COPY", nullptr);
   for (;;) {  // wait for the server to enter COPY IN
     while (PQisBusy(c_)) {
-      if (!wait_socket(c_, false, deadline)) return timed_out("the fleet database did not answer in time");
+      if (!wait(false, deadline)) return timed_out("the fleet database did not answer in time");
       if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
     }
     PGresult* r = PQgetResult(c_);
@@ -221,14 +232,14 @@ Result<Ok> Connection::copy_in(const char* copy_sql, std::span<const std::uint8_
       off += n;
       continue;
     }
-    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+    if (!wait(true, deadline)) return timed_out("the fleet database did not take COPY data in time");
     if (!PQconsumeInput(c_)) return fail(kRuleConnect, "lost the connection", nullptr);
   }
   for (;;) {
     int end = PQputCopyEnd(c_, nullptr);
     if (end < 0) return fail(kRuleConnect, "COPY end not sent", nullptr);
     if (end == 1) break;
-    if (!wait_socket(c_, true, deadline)) return timed_out("the fleet database did not take COPY data in time");
+    if (!wait(true, deadline)) return timed_out("the fleet database did not take COPY data in time");
   }
   auto r = finish_until(deadline);
   if (!r) return r.error();

@@ -66,8 +66,12 @@ enum class Role : std::uint8_t { primary, prefer_standby };
 class Connection {
  public:
   // Non-blocking connect polled until the deadline (the reader).
+  // `interrupt`: a descriptor that, once readable, ends every wait of this
+  // connection at once, as a deadline would (-1: none): its owner's stop, so
+  // that a stalled server or a lock costs a stop nothing.
   static Result<std::unique_ptr<Connection>> open_until(const std::string& url, Role role,
-                                                        std::chrono::steady_clock::time_point deadline);
+                                                        std::chrono::steady_clock::time_point deadline,
+                                                        int interrupt = -1);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -99,16 +103,22 @@ class Connection {
   const std::string& last_sqlstate() const { return sqlstate_; }
 
  private:
-  explicit Connection(PGconn* c) : c_(c) {}
+  Connection(PGconn* c, int interrupt) : c_(c), interrupt_(interrupt) {}
   Error fail(const char* rule, std::string_view what, const PGresult* r);
-  // Marks the connection unusable (mid-statement) and names the timeout.
+  // Marks the connection unusable (mid-statement) and names the timeout, or
+  // the interruption that came first.
   Error timed_out(const char* what);
+  // Waits for the socket until the deadline; false when it passed or the
+  // owner interrupted.
+  bool wait(bool for_write, const Deadline& deadline);
   // Sends what libpq holds and reads every result of the statement sent.
   Result<Rows> finish_until(const Deadline& deadline);
   std::chrono::steady_clock::time_point statement_deadline() const;
   PGconn* c_;
   std::string sqlstate_;
   std::chrono::milliseconds statement_timeout_{0};
+  int interrupt_ = -1;
+  bool interrupted_ = false;
   bool poisoned_ = false;
 };
 

@@ -42,6 +42,11 @@ struct ConnectOptions {
   // Bounds each statement of a Writer (a whole shard's COPY included), so a
   // stopped primary costs the publisher this long, not forever. 0: unbounded.
   std::chrono::milliseconds statement_timeout{60000};
+  // A descriptor the Writer's waits also poll: readable, the statement or
+  // connect in flight is abandoned at once, as past its bound (the
+  // publisher's stop: a lock or a stalled primary must not hold up a
+  // `systemctl stop` for the statement timeout, past TimeoutStopSec). -1: none.
+  int interrupt_fd = -1;
   // The Reader keeps a filter of the prefixes stored under each live key and
   // asks only for the keyed forms it may hold (docs/FLEET.md, "Key
   // filters"). Off: every form of every query is asked (tests compare both).

@@ -187,7 +187,7 @@ Result<Ok> Writer::ensure_connected() {
   if (conn_ && !conn_->broken()) return Ok{};
   conn_.reset();
   auto c = Connection::open_until(options_.url, detail::Role::primary,
-                                  std::chrono::steady_clock::now() + options_.connect_timeout);
+                                  std::chrono::steady_clock::now() + options_.connect_timeout, options_.interrupt_fd);
   if (!c) return c.error();
   (*c)->set_statement_timeout(options_.statement_timeout);
   auto m = schema::migrate(**c);

@@ -49,6 +49,7 @@ Publisher::~Publisher() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  stop_.post();
   wake_.post();
   thread_.join();
 }
@@ -171,6 +172,7 @@ bool Publisher::connect() {
     o = options_;
     reconfigured_ = false;
   }
+  o.interrupt_fd = stop_.fd();
   auto w = fleet::Writer::connect(o);
   if (!w) {
     failed(w.error(), "connecting to the fleet primary");

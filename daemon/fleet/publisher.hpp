@@ -124,6 +124,10 @@ class Publisher {
 
   index::Index& index_;
   WakeFd& wake_;
+  // Posted once, at the stop: every wait of the Writer's ends then
+  // (fleet::ConnectOptions::interrupt_fd). Not wake_, which each commit
+  // posts and which must not cut a statement short.
+  WakeFd stop_;
   mutable std::mutex mu_;
   fleet::ConnectOptions options_;  // under mu_
   ReconcileOptions reconcile_;     // under mu_

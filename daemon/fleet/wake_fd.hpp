@@ -20,6 +20,8 @@ class WakeFd {
   // Returns early when posted (consuming the posts); a negative or zero
   // duration only consumes what was posted.
   void wait(std::chrono::steady_clock::duration d);
+  // For a poll of one's own: readable while a post is not consumed.
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

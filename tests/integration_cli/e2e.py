@@ -191,7 +191,8 @@ def run_checks(ctl, daemon, state, fixture):
         check(ctl.run("remove", shard_hash)[0] == 1, "remove again exits 1")
 
     code, _, err = ctl.run("status", socket=os.path.join(state, "none.sock"))
-    check(code == 69 and "dev run" in err, "a missing socket exits 69 and says how to start dedupd")
+    check(code == 69 and "no socket at " + os.path.join(state, "none.sock") in err and "DEDUPD_SOCKET" in err,
+          "a missing socket exits 69, names it and says how to point at another")
 
 
 if __name__ == "__main__":
