@@ -1,6 +1,7 @@
-// YAML -> Config. Every problem names the key (dotted path, e.g.
-// "expiry.delete_after" or "watch[2].path") and its line, and loading keeps
-// going so one run reports every error in the file.
+// YAML -> Config, the keys found in the key table (config/key_table.hpp).
+// Every problem names the key (dotted path, e.g. "expiry.delete_after" or
+// "watch[2].path") and its line, and loading keeps going so one run
+// reports every error in the file.
 #pragma once
 
 #include <filesystem>
@@ -9,17 +10,9 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/config/config_error.hpp"
 
 namespace dedupd::daemon {
-
-struct ConfigError {
-  std::string key;  // empty for whole-document problems (syntax, not a map)
-  int line = 0;     // 1-based; 0 when unknown
-  std::string message;
-
-  // "<file>:<line>: <key>: <message>"
-  std::string to_string(const std::string& file) const;
-};
 
 using ConfigResult = std::variant<Config, std::vector<ConfigError>>;
 
