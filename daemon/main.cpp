@@ -1,4 +1,4 @@
-// dedupd: command line, then --check-config, --check or the service itself,
+// dedupd: command line, then --check-config, --config-table, --check or the service itself,
 // where the daemon core and its HTTP layer meet.
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -14,6 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/config/key_docs.hpp"
 #include "daemon/config/load.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/fleet/migrate.hpp"
@@ -38,11 +39,13 @@ using namespace dedupd::daemon;
 constexpr const char* kUsage =
     "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate [--final]]\n"
     "       dedupd --check INDEX_DIR\n"
+    "       dedupd --config-table\n"
     "\n"
     "  --config PATH    read the configuration from PATH (YAML); SIGHUP re-reads it\n"
     "  --state-dir DIR  no config file: index in DIR/index, watch DIR/incoming,\n"
     "                   socket DIR/dedupd.sock (default DIR: ./local)\n"
     "  --check-config   validate the configuration, print \"ok\" or every error, exit 0/1\n"
+    "  --config-table   print every configuration key, its default and meaning (markdown)\n"
     "  --fleet-migrate  create or upgrade the fleet schema (the fleet section's url), then exit;\n"
     "                   additive migrations only: older dedupd keep working on the result\n"
     "  --final          with --fleet-migrate: also the migrations older dedupd cannot use\n"
@@ -93,6 +96,9 @@ std::optional<Args> parse_args(int argc, char** argv) {
       auto v = value("--check");
       if (!v) return std::nullopt;
       a.check_index = *v;
+    } else if (arg == "--config-table") {
+      std::fputs(config_table_markdown().c_str(), stdout);
+      std::exit(0);
     } else if (arg == "--version") {
       std::printf("dedupd %s\n", DEDUPD_VERSION);
       std::exit(0);
