@@ -17,6 +17,7 @@
 
 #include "daemon/clock.hpp"
 #include "daemon/config/load.hpp"
+#include "daemon/config/reload_keys.hpp"
 #include "daemon/config/units.hpp"
 #include "daemon/config/xet_endpoint.hpp"
 #include "daemon/log/logging.hpp"
@@ -715,40 +716,22 @@ shard::Result<ReloadResult> Daemon::reload_config() {
 }
 
 std::vector<std::string> Daemon::apply_config(const Config& next, bool initial) {
+  // The key table says which keys wait for a restart (config/key_table.cpp).
   std::vector<std::string> not_applied;
-  if (!initial) {
-    auto keep = [&](bool changed, const std::string& key, const std::string& stays) {
-      if (!changed) return;
-      not_applied.push_back(key + " (stays " + stays + ")");
-      spdlog::warn("{} changes only with a restart; it stays {}", key, stays);
-    };
-    const LimitsConfig& a = next.limits;
-    const LimitsConfig& b = config_.limits;
-    keep(next.state_dir != config_.state_dir, "state_dir", config_.state_dir.native());
-    keep(next.socket != config_.socket, "socket", config_.socket.native());
-    keep(a.max_body_bytes != b.max_body_bytes || a.max_query_body_bytes != b.max_query_body_bytes ||
-             a.max_body_memory != b.max_body_memory || a.max_connections != b.max_connections ||
-             a.header_timeout != b.header_timeout,
-         "limits (but request_timeout)", "as it was");
-    // The TCP listener is bound once, at start (daemon/wiring/api_frontend).
-    keep(next.metrics != config_.metrics, "metrics.listen",
-         config_.metrics.enabled() ? config_.metrics.listen : std::string("off"));
-  }
+  if (!initial) not_applied = changes_waiting_for_restart(config_, next);
+  for (const auto& k : not_applied) spdlog::warn("not applied until a restart: {}", k);
   set_log_level(next.log_level);
   bool watch_changed = initial || next.watch != config_.watch;
+  const std::optional<std::chrono::seconds> scrub_was = config_.index.scrub_interval;
   {
     std::lock_guard lock(config_mutex_);
-    Config applied = next;
-    if (!initial) {  // keep what needs a restart as it is running
-      applied.state_dir = config_.state_dir;
-      applied.socket = config_.socket;
-      applied.metrics = config_.metrics;
-      // All limits but request_timeout (read per admin call) are the server's.
-      std::chrono::seconds request_timeout = applied.limits.request_timeout;
-      applied.limits = config_.limits;
-      applied.limits.request_timeout = request_timeout;
-    }
-    config_ = std::move(applied);
+    config_ = initial ? next : as_reload_applies(config_, next);
+  }
+  if (!initial && start_queue_drained_ && scrub_was != config_.index.scrub_interval) {
+    next_scrub_pass_ = next_scrub_pass_after_reload(next_scrub_pass_, scrub_was, config_.index.scrub_interval,
+                                                    std::chrono::steady_clock::now());
+    std::lock_guard lock(health_mu_);
+    health_.scrub_enabled = config_.index.scrub_interval.has_value();
   }
   ingester_->set_quarantine_dir(config_.quarantine_dir);
   cas_scopes_.configure(config_.watch, config_.xet_endpoint.config);

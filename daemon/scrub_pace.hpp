@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <optional>
 
 namespace dedupd::daemon {
 
@@ -23,6 +24,21 @@ inline constexpr int kScrubRestPerWork = 4;
 constexpr std::chrono::steady_clock::time_point next_scrub_slice(std::chrono::steady_clock::time_point started,
                                                                  std::chrono::steady_clock::time_point ended) {
   return std::max(started + kScrubSliceEvery, ended + kScrubRestPerWork * (ended - started));
+}
+
+// When the next pass is due after a reload changed index.scrub_interval
+// from `was` to `every`, the next pass having been due at `next` (nullopt:
+// none). A pass under way (due already) goes on to its end, which takes the
+// new interval; "never" then starts no other. Otherwise the next pass is
+// the new interval after the last one's end, or, with none before (the
+// scrub was off), starts now as it would at start.
+inline std::optional<std::chrono::steady_clock::time_point> next_scrub_pass_after_reload(
+    std::optional<std::chrono::steady_clock::time_point> next, std::optional<std::chrono::seconds> was,
+    std::optional<std::chrono::seconds> every, std::chrono::steady_clock::time_point now) {
+  if (next && *next <= now) return next;
+  if (!every) return std::nullopt;
+  if (next && was) return *next - *was + *every;
+  return now;
 }
 
 }  // namespace dedupd::daemon

@@ -137,7 +137,7 @@ TEST_F(Lifecycle, ReloadThroughTheSocketSaysWhatWaitsAndRefusesABrokenFile) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = nlohmann::json::parse(r.body);
   EXPECT_EQ(doc["config"], config.string());
-  EXPECT_EQ(doc["not_applied"], nlohmann::json::array({"limits (but request_timeout) (stays as it was)"}));
+  EXPECT_EQ(doc["not_applied"], nlohmann::json::array({"limits.max_connections (stays 2048)"}));
   EXPECT_EQ(get_json("/v1/status")["watch"][0], (dir / "second").string());
 
   std::ofstream(config) << "watch: [\n";
@@ -146,6 +146,29 @@ TEST_F(Lifecycle, ReloadThroughTheSocketSaysWhatWaitsAndRefusesABrokenFile) {
   EXPECT_NE(r.body.find("bad_config"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find("dedupd.yaml:"), std::string::npos) << r.body;
   EXPECT_EQ(get_json("/v1/status")["watch"][0], (dir / "second").string());
+}
+
+// The index opened with its filter bound: a reload says a new one waits
+// for a restart. The scrub's interval applies at once, and the status says
+// whether the scrub is on.
+TEST_F(Lifecycle, ReloadKeepsTheFilterBoundAndAppliesTheScrubInterval) {
+  start();
+  auto scrub_enabled = [&] { return get_json("/v1/status")["index_health"]["scrub_enabled"]; };
+  ASSERT_TRUE(eventually([&] { return scrub_enabled() == true; })) << get_json("/v1/status").dump();
+  auto reload = [&] {
+    auto r = http().post("/v1/admin/reload", "");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return nlohmann::json::parse(r.body)["not_applied"];
+  };
+  write_config("index:\n  filter_memory: 1G\n  scrub_interval: never\n");
+  EXPECT_EQ(reload(), nlohmann::json::array({"index.filter_memory (stays 512M)"}));
+  EXPECT_EQ(scrub_enabled(), false);
+  EXPECT_TRUE(eventually([&] {
+    return daemon_log().find("not applied until a restart: index.filter_memory (stays 512M)") != std::string::npos;
+  })) << daemon_log();
+  write_config("index:\n  scrub_interval: 1h\n");
+  EXPECT_EQ(reload(), nlohmann::json::array());
+  EXPECT_EQ(scrub_enabled(), true);
 }
 
 TEST_F(Lifecycle, CheckConfigSaysOkOrNamesKeyAndLine) {

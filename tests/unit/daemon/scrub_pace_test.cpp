@@ -29,5 +29,28 @@ TEST(ScrubPace, ASlowSliceRestsFourTimesAsLongAsItWorked) {
   }
 }
 
+// A reload that changes index.scrub_interval: the next pass is timed from
+// the end of the last; "never" stops them; a pass under way finishes.
+TEST(ScrubPace, AReloadTimesTheNextPassFromTheLastEnd) {
+  const Clock::time_point now{100'000s};
+  const Clock::time_point last_end = now - 2h;
+  const std::optional<std::chrono::seconds> day = 24h, six_hours = 6h, never;
+  EXPECT_EQ(next_scrub_pass_after_reload(last_end + 24h, day, six_hours, now), last_end + 6h);
+  EXPECT_EQ(next_scrub_pass_after_reload(last_end + 6h, six_hours, std::chrono::seconds(1h), now), last_end + 1h)
+      << "due already: it starts at once";
+  EXPECT_EQ(next_scrub_pass_after_reload(last_end + 24h, day, never, now), std::nullopt);
+  EXPECT_EQ(next_scrub_pass_after_reload(std::nullopt, never, six_hours, now), now)
+      << "the scrub was off: a pass starts, as at start";
+  EXPECT_EQ(next_scrub_pass_after_reload(std::nullopt, never, never, now), std::nullopt);
+}
+
+TEST(ScrubPace, APassUnderWayFinishesWhateverTheReloadSays) {
+  const Clock::time_point now{100'000s};
+  const Clock::time_point started = now - 1min;
+  for (std::optional<std::chrono::seconds> every :
+       {std::optional<std::chrono::seconds>(6h), std::optional<std::chrono::seconds>()})
+    EXPECT_EQ(next_scrub_pass_after_reload(started, std::chrono::seconds(24h), every, now), started);
+}
+
 }  // namespace
 }  // namespace dedupd::daemon
