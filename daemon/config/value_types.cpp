@@ -8,6 +8,29 @@
 
 namespace dedupd::daemon {
 
+namespace {
+
+// A scalar as `parse` (units.hpp) reads it, refused below `min`, which the
+// message spells as `format` does.
+template <class T>
+std::optional<T> parse_at_least(YamlReader& r, const std::string& key, const YAML::Node& v, const char* what,
+                                Parsed<T> (*parse)(std::string_view), T min, std::string (*format)(T)) {
+  std::string s;
+  if (!r.scalar(key, v, what, s)) return std::nullopt;
+  auto got = parse(s);
+  if (auto* e = std::get_if<ParseError>(&got)) {
+    r.fail(key, v, e->message);
+    return std::nullopt;
+  }
+  if (std::get<T>(got) < min) {
+    r.fail(key, v, "must be at least " + format(min));
+    return std::nullopt;
+  }
+  return std::get<T>(got);
+}
+
+}  // namespace
+
 bool fleet_host_name_ok(const std::string& s) {
   if (s.empty() || s.size() > 253) return false;
   for (char ch : s)
@@ -77,18 +100,8 @@ template struct CountValue<std::uint64_t>;
 
 std::optional<std::chrono::seconds> DurationValue::parse(YamlReader& r, const std::string& key,
                                                          const YAML::Node& v) const {
-  std::string s;
-  if (!r.scalar(key, v, "a duration such as \"30s\" or \"7d\"", s)) return std::nullopt;
-  auto d = parse_duration(s);
-  if (auto* e = std::get_if<ParseError>(&d)) {
-    r.fail(key, v, e->message);
-    return std::nullopt;
-  }
-  if (std::get<std::chrono::seconds>(d) < min) {
-    r.fail(key, v, "must be at least " + format_duration(min));
-    return std::nullopt;
-  }
-  return std::get<std::chrono::seconds>(d);
+  return parse_at_least<std::chrono::seconds>(r, key, v, "a duration such as \"30s\" or \"7d\"", parse_duration, min,
+                                              format_duration);
 }
 
 std::string DurationValue::show(Value d) const { return format_duration(d); }
@@ -143,18 +156,7 @@ std::string MillisecondsValue::show(Value ms) const {
 }
 
 std::optional<std::uint64_t> SizeValue::parse(YamlReader& r, const std::string& key, const YAML::Node& v) const {
-  std::string s;
-  if (!r.scalar(key, v, "a size such as \"16G\"", s)) return std::nullopt;
-  auto n = parse_size(s);
-  if (auto* e = std::get_if<ParseError>(&n)) {
-    r.fail(key, v, e->message);
-    return std::nullopt;
-  }
-  if (std::get<std::uint64_t>(n) < min) {
-    r.fail(key, v, "must be at least " + format_size(min));
-    return std::nullopt;
-  }
-  return std::get<std::uint64_t>(n);
+  return parse_at_least<std::uint64_t>(r, key, v, "a size such as \"16G\"", parse_size, min, format_size);
 }
 
 std::string SizeValue::show(Value bytes) const {

@@ -49,18 +49,19 @@ struct SecretTextValue : TextValue {
   std::string show(const Value& s) const { return s.empty() ? "" : "(set, not shown)"; }
 };
 
-struct LogLevelValue {
+// A word from a fixed rule, shown as written, with no bounds.
+struct WordKind {
   using Value = std::string;
-  std::optional<Value> parse(YamlReader& r, const std::string& key, const YAML::Node& v) const;
   std::string show(const Value& s) const { return s; }
   std::string bounds() const { return ""; }
 };
 
-struct HostNameValue {
-  using Value = std::string;
+struct LogLevelValue : WordKind {
   std::optional<Value> parse(YamlReader& r, const std::string& key, const YAML::Node& v) const;
-  std::string show(const Value& s) const { return s; }
-  std::string bounds() const { return ""; }
+};
+
+struct HostNameValue : WordKind {
+  std::optional<Value> parse(YamlReader& r, const std::string& key, const YAML::Node& v) const;
 };
 
 template <class T>
@@ -105,11 +106,9 @@ struct SizeValue {
   std::string bounds() const;
 };
 
-struct CasUrlValue {
-  using Value = std::string;
+// Normalized (xetcache/cas_url.hpp), as the index keeps it.
+struct CasUrlValue : WordKind {
   std::optional<Value> parse(YamlReader& r, const std::string& key, const YAML::Node& v) const;
-  std::string show(const Value& s) const { return s; }
-  std::string bounds() const { return ""; }
 };
 
 struct ManageValue {
