@@ -1,0 +1,220 @@
+// `dedupctl status` on what the daemon's own status route says of faults:
+// the real /v1/status rendering (daemon/api) over a real socket, from the
+// StatusInfo the daemon's core fills, read by the real client verb. Each
+// fault line (the damaged index, the full disk, the files waiting) is
+// checked whole, with its colour, and --json is the document the socket
+// served.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/output.hpp"
+#include "support.hpp"
+#include "tests/unit/api/api_test_support.hpp"
+
+namespace dedupd::daemon::testing {
+namespace {
+
+using ::testing::Return;
+using Line = std::pair<std::string, std::string>;  // label, value
+
+// A status text's lines as (label, value): a label is followed by two
+// spaces at least (one space may sit inside it, as in "Kept at"), and every
+// value starts at the same column, which this checks.
+std::vector<Line> lines_of(const std::string& text) {
+  std::vector<Line> out;
+  std::size_t column = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t gap = line.find("  ");
+    if (gap == std::string::npos) {
+      out.emplace_back(line, "");  // a label with an empty value
+      continue;
+    }
+    const std::size_t value = line.find_first_not_of(' ', gap);
+    if (column == 0) column = value;
+    EXPECT_EQ(value, column) << "not aligned: " << line;
+    out.emplace_back(line.substr(0, gap), line.substr(value));
+  }
+  return out;
+}
+
+// The lines add_fault_fields wrote: all that follows the index's counts
+// (their last line is the chunk filter's) when no fleet and no Xet endpoint
+// is configured, as here. ("Index" labels a line of the counts too.)
+std::vector<Line> fault_lines(const std::string& text) {
+  const std::vector<Line> all = lines_of(text);
+  auto last_count = std::find_if(all.begin(), all.end(), [](const Line& l) { return l.first == "Chunk filter"; });
+  EXPECT_NE(last_count, all.end()) << text;
+  if (last_count == all.end()) return {};
+  return {last_count + 1, all.end()};
+}
+
+std::string red(const std::string& s) { return dedupctl::Style{true}.paint(s, dedupctl::Color::red); }
+std::string yellow(const std::string& s) { return dedupctl::Style{true}.paint(s, dedupctl::Color::yellow); }
+
+class StatusTextTest : public ApiTest {
+ protected:
+  void SetUp() override {
+    ApiTest::SetUp();
+    status_ = StatusInfo{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a"}, {}, std::nullopt};
+    status_.state_dir_space = {true, std::uint64_t{5} << 30, std::uint64_t{40} << 30, false};
+  }
+
+  // `dedupctl [--json] status` against the daemon's route, serving status_.
+  dedupctl::testing::Outcome status_text(bool tty = false, bool json = false) {
+    ON_CALL(service_, status()).WillByDefault(Return(status_));
+    std::vector<std::string> args = {"--socket", socket_path_};
+    if (json) args.push_back("--json");
+    args.push_back("status");
+    dedupctl::testing::RunOptions o;
+    o.tty = tty;
+    auto r = dedupctl::testing::run_cli(args, o);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r;
+  }
+
+  StatusInfo status_;
+};
+
+TEST_F(StatusTextTest, NothingWrongShowsOnlyTheFreeSpace) {
+  auto r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Free space", "5.0 GiB of 40.0 GiB"}})) << r.out;
+}
+
+TEST_F(StatusTextTest, ARebuildUnderWaySaysDamagedWithItsProgress) {
+  status_.index_health.state = "rebuilding";
+  status_.index_health.damage = "the scrub found chunk entry of xorb id 7 #12 does not match the stored hash";
+  status_.index_health.moved_to = "/var/lib/dedupd/index.damaged-20261201T000000Z";
+  status_.index_health.rebuild_files_total = 1234;
+  status_.index_health.rebuild_files_done = 56;
+  auto r = status_text();
+  EXPECT_EQ(
+      fault_lines(r.out),
+      (std::vector<Line>{{"Index", "DAMAGED, rebuilding from the shards (56 of 1,234 files)"},
+                         {"Damage", "the scrub found chunk entry of xorb id 7 #12 does not match the stored hash"},
+                         {"Kept at", "/var/lib/dedupd/index.damaged-20261201T000000Z"},
+                         {"Free space", "5.0 GiB of 40.0 GiB"}}))
+      << r.out;
+  auto tty = status_text(true);
+  EXPECT_NE(tty.out.find(red("DAMAGED, rebuilding from the shards (56 of 1,234 files)") + "\n"), std::string::npos)
+      << tty.out;
+}
+
+TEST_F(StatusTextTest, ARebuiltIndexSaysWhatWasFoundAndWhereItIsKept) {
+  status_.index_health.state = "rebuilt";
+  status_.index_health.damage = "data.mdb is 100 bytes: too short for a meta page";
+  status_.index_health.moved_to = "/s/index.damaged-20261201T000000Z-1";
+  status_.index_health.rebuild_files_total = 4;
+  status_.index_health.rebuild_files_done = 4;
+  auto r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index", "rebuilt after damage (4 of 4 files)"},
+                                                   {"Damage", "data.mdb is 100 bytes: too short for a meta page"},
+                                                   {"Kept at", "/s/index.damaged-20261201T000000Z-1"},
+                                                   {"Free space", "5.0 GiB of 40.0 GiB"}}))
+      << r.out;
+  EXPECT_NE(status_text(true).out.find(yellow("rebuilt after damage (4 of 4 files)") + "\n"), std::string::npos);
+  // An operator's rebuild moves nothing aside: no "Kept at" line.
+  status_.index_health.damage = "asked by an operator (dedupctl index rebuild)";
+  status_.index_health.moved_to.clear();
+  r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index", "rebuilt after damage (4 of 4 files)"},
+                                                   {"Damage", "asked by an operator (dedupctl index rebuild)"},
+                                                   {"Free space", "5.0 GiB of 40.0 GiB"}}))
+      << r.out;
+}
+
+TEST_F(StatusTextTest, AFullDiskIsSaidBesideItsFreeSpace) {
+  status_.state_dir_space = {true, 4096, 1u << 30, true};
+  auto r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Free space", "4.0 KiB of 1.0 GiB: DISK FULL, index writes fail"}}))
+      << r.out;
+  EXPECT_NE(status_text(true).out.find(red("4.0 KiB of 1.0 GiB: DISK FULL, index writes fail") + "\n"),
+            std::string::npos);
+  // statvfs failed: the space is null in the document, the fault still shows.
+  status_.state_dir_space = {false, 0, 0, true};
+  r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Free space", "DISK FULL, index writes fail"}})) << r.out;
+  // Neither known nor full: nothing to say.
+  status_.state_dir_space = {false, 0, 0, false};
+  r = status_text();
+  EXPECT_EQ(fault_lines(r.out), std::vector<Line>{}) << r.out;
+}
+
+TEST_F(StatusTextTest, WaitingFilesAreCountedAndTheOldestNamed) {
+  status_.waiting.count = 1;
+  status_.waiting.files.push_back(
+      {"/watch/a/x.mdb", "index.no_space", "No space left on device", 1'000'000, 3725, 9, 30});
+  auto r = status_text();
+  EXPECT_EQ(fault_lines(r.out),
+            (std::vector<Line>{{"Free space", "5.0 GiB of 40.0 GiB"},
+                               {"Waiting", "1 file not indexed yet, retried by themselves"},
+                               {"Oldest", "/watch/a/x.mdb: index.no_space for 1h 2m, 9 attempt(s)"}}))
+      << r.out;
+  EXPECT_NE(status_text(true).out.find(yellow("1 file not indexed yet, retried by themselves") + "\n"),
+            std::string::npos);
+  // More than the list holds: the count says all of them.
+  status_.waiting.count = 1500;
+  status_.waiting.files.front().age_s = 42;
+  r = status_text();
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Free space", "5.0 GiB of 40.0 GiB"},
+                                                   {"Waiting", "1,500 files not indexed yet, retried by themselves"},
+                                                   {"Oldest", "/watch/a/x.mdb: index.no_space for 42s, 9 attempt(s)"}}))
+      << r.out;
+}
+
+// Every fault at once, in add_fault_fields' order; --json prints the
+// document the socket serves, faults and all.
+TEST_F(StatusTextTest, AllFaultsAtOnceAndAsJson) {
+  status_.index_health.state = "rebuilding";
+  status_.index_health.damage = "LMDB: mdb.c:6788: Assertion 'IS_LEAF(mp)' failed in mdb_cursor_next()";
+  status_.index_health.moved_to = "/s/index.damaged-20261201T000000Z";
+  status_.index_health.rebuild_files_total = 3;
+  status_.index_health.rebuild_files_done = 0;
+  status_.state_dir_space = {true, 0, 1u << 20, true};
+  status_.waiting.count = 2;
+  status_.waiting.files.push_back({"/watch/a/y.mdb", "index.io", "short write", 1'000'000, 59, 1, 2});
+  auto r = status_text();
+  EXPECT_EQ(fault_lines(r.out),
+            (std::vector<Line>{{"Index", "DAMAGED, rebuilding from the shards (0 of 3 files)"},
+                               {"Damage", "LMDB: mdb.c:6788: Assertion 'IS_LEAF(mp)' failed in mdb_cursor_next()"},
+                               {"Kept at", "/s/index.damaged-20261201T000000Z"},
+                               {"Free space", "0 B of 1.0 MiB: DISK FULL, index writes fail"},
+                               {"Waiting", "2 files not indexed yet, retried by themselves"},
+                               {"Oldest", "/watch/a/y.mdb: index.io for 59s, 1 attempt(s)"}}))
+      << r.out;
+
+  auto j = status_text(false, true);
+  const nlohmann::json printed = nlohmann::json::parse(j.out);
+  EXPECT_EQ(printed, client_->get("/v1/status").json());
+  EXPECT_EQ(printed["index_health"]["state"], "rebuilding");
+  EXPECT_EQ(printed["index_health"]["damage"], status_.index_health.damage);
+  EXPECT_EQ(printed["index_health"]["moved_to"], "/s/index.damaged-20261201T000000Z");
+  EXPECT_EQ(printed["index_health"]["rebuild"], (nlohmann::json{{"files_total", 3}, {"files_done", 0}}));
+  EXPECT_EQ(printed["state_dir_space"],
+            (nlohmann::json{{"free_bytes", 0}, {"size_bytes", 1 << 20}, {"disk_full", true}}));
+  EXPECT_EQ(printed["waiting"]["count"], 2);
+  ASSERT_EQ(printed["waiting"]["files"].size(), 1u);
+  EXPECT_EQ(printed["waiting"]["files"][0], (nlohmann::json{{"path", "/watch/a/y.mdb"},
+                                                            {"rule", "index.io"},
+                                                            {"why", "short write"},
+                                                            {"since", 1'000'000},
+                                                            {"age_s", 59},
+                                                            {"attempts", 1},
+                                                            {"next_retry_s", 2}}));
+  // Space unknown: null in the document, as the text leaves the size out.
+  status_.state_dir_space = {false, 0, 0, true};
+  j = status_text(false, true);
+  EXPECT_EQ(nlohmann::json::parse(j.out)["state_dir_space"],
+            (nlohmann::json{{"free_bytes", nullptr}, {"size_bytes", nullptr}, {"disk_full", true}}));
+}
+
+}  // namespace
+}  // namespace dedupd::daemon::testing
