@@ -23,7 +23,7 @@ constexpr std::uint64_t kInvalidPage = ~std::uint64_t(0);
 // MDB_meta's fields, from the start of the meta (after the page header).
 constexpr std::size_t kMetaMagic = 0, kMetaVersion = 4, kMetaMapSize = 16;
 constexpr std::size_t kMetaFreeDb = 24, kMetaMainDb = 72;  // MDB_db: pad/psize (4), flags (2), depth (2), 5 x 8
-constexpr std::size_t kDbRoot = 40;
+constexpr std::size_t kDbFlags = 4, kDbRoot = 40;
 constexpr std::size_t kMetaLastPage = 120, kMetaTxnid = 128, kMetaEnd = 136;
 constexpr std::uint32_t kMinPage = 512, kMaxPage = 65536;
 
@@ -47,6 +47,7 @@ struct Meta {
   std::uint32_t page_size = 0;
   std::uint64_t map_size = 0, last_page = 0, txnid = 0;
   std::uint64_t free_root = kInvalidPage, main_root = kInvalidPage;
+  std::uint16_t main_flags = 0;
 };
 
 // One meta page's own consistency; nullopt with `why` when it has none.
@@ -75,6 +76,7 @@ std::optional<Meta> read_meta(const std::uint8_t* page, std::string& why) {
   meta.txnid = u64(m + kMetaTxnid);
   meta.free_root = u64(m + kMetaFreeDb + kDbRoot);
   meta.main_root = u64(m + kMetaMainDb + kDbRoot);
+  meta.main_flags = u16(m + kMetaMainDb + kDbFlags);
   if (meta.last_page < 1) {
     why = "last page " + std::to_string(meta.last_page) + " is inside the meta pages";
     return std::nullopt;
@@ -161,6 +163,9 @@ DataFileCheck check_data_image(std::uint64_t file_size, const ReadAt& read) {
   c.page_size = meta.page_size;
   c.last_page = meta.last_page;
   c.txnid = meta.txnid;
+  c.free_root = meta.free_root;
+  c.main_root = meta.main_root;
+  c.main_flags = meta.main_flags;
   const std::uint64_t needed = (meta.last_page + 1) * std::uint64_t(meta.page_size);
   if (meta.last_page > (~std::uint64_t(0) / meta.page_size) - 1 || file_size < needed)
     return damaged(c, "data.mdb is " + std::to_string(file_size) + " bytes, but its newest meta page (transaction " +
@@ -194,7 +199,10 @@ DataFileCheck check_data_image(std::uint64_t file_size, const ReadAt& read) {
   return c;
 }
 
-DataFileCheck check_data_file(const std::string& dir) {
+DataFileCheck check_data_file(const std::string& dir) { return check_data_file_with(dir, &check_data_image); }
+
+DataFileCheck check_data_file_with(const std::string& dir,
+                                   DataFileCheck (*check)(std::uint64_t file_size, const ReadAt& read)) {
   DataFileCheck c;
   const std::string path = dir + "/data.mdb";
   struct stat st {};
@@ -219,7 +227,7 @@ DataFileCheck check_data_file(const std::string& dir) {
     return c;
   }
   int read_errno = 0;
-  c = check_data_image(std::uint64_t(st.st_size), [&](std::uint64_t offset, std::span<std::uint8_t> out) {
+  c = check(std::uint64_t(st.st_size), [&](std::uint64_t offset, std::span<std::uint8_t> out) {
     std::size_t done = 0;
     while (done < out.size()) {
       ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(offset + done));

@@ -29,6 +29,11 @@ struct DataFileCheck {
   std::uint32_t page_size = 0;
   std::uint64_t last_page = 0;  // of the newest valid meta
   std::uint64_t txnid = 0;
+  // The newest valid meta's two trees (~0: empty), for page_check.hpp,
+  // and what its walk counted.
+  std::uint64_t free_root = ~std::uint64_t(0), main_root = ~std::uint64_t(0);
+  std::uint16_t main_flags = 0;
+  std::uint64_t pages_in_use = 0, pages_free = 0;
 };
 
 // Reads `size` bytes at `offset` into `out`; false when it cannot.
@@ -40,6 +45,11 @@ DataFileCheck check_data_image(std::uint64_t file_size, const ReadAt& read);
 
 // The checks over `dir`/data.mdb.
 DataFileCheck check_data_file(const std::string& dir);
+
+// `check` over `dir`/data.mdb, read with pread: what check_data_file
+// does, for another check of the image (page_check.hpp).
+DataFileCheck check_data_file_with(const std::string& dir,
+                                   DataFileCheck (*check)(std::uint64_t file_size, const ReadAt& read));
 
 const char* to_string(DataFileCheck::Verdict v);
 
