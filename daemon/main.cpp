@@ -24,6 +24,7 @@
 #include "daemon/wiring/api_frontend.hpp"
 #include "index/file_check.hpp"
 #include "index/index.hpp"
+#include "index/page_check.hpp"
 #include "index/schema.hpp"
 #include "index/status.hpp"
 
@@ -197,34 +198,42 @@ int check_invariants_in_child(const fs::path& dir, std::string& out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : kCheckDamaged;
 }
 
+// What a check made before LMDB reads the file means for --check: its
+// exit code, or nullopt to go on.
+std::optional<int> check_exit(const fs::path& dir, const dedupd::index::DataFileCheck& c) {
+  using Verdict = dedupd::index::DataFileCheck::Verdict;
+  switch (c.verdict) {
+    case Verdict::absent:
+      std::fprintf(stderr, "dedupd: %s: no index here (no data.mdb)\n", dir.c_str());
+      return kCheckUnreadable;
+    case Verdict::unreadable:
+      std::fprintf(stderr, "dedupd: %s: cannot read the index: %s\n", dir.c_str(), c.problem.c_str());
+      return kCheckUnreadable;
+    case Verdict::damaged:
+      std::printf("%s: damaged: %s\n", dir.c_str(), c.problem.c_str());
+      std::fprintf(stderr, "dedupd: %s\n", kDamageAdvice);
+      return kCheckDamaged;
+    case Verdict::ok:
+      if (!c.problem.empty()) std::printf("%s: note: %s\n", dir.c_str(), c.problem.c_str());
+      break;
+  }
+  return std::nullopt;
+}
+
 // --check: the data file's meta pages and size first (before anything maps
-// it), then every invariant Index::check_invariants knows, on an index that
-// exists already, opened read-only: it writes nothing, not even the upgrade
-// of an older schema (dedupd does that when it opens the index). Safe next
-// to a running daemon: LMDB readers never wait for its writer.
+// it), then every page of every tree (before LMDB follows any), then every
+// invariant Index::check_invariants knows, on an index that exists
+// already, opened read-only: it writes nothing, not even the upgrade of an
+// older schema (dedupd does that when it opens the index). Safe next to a
+// running daemon: LMDB readers never wait for its writer.
 int check_index(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     std::fprintf(stderr, "dedupd: %s: not a directory%s\n", dir.c_str(), ec ? (": " + ec.message()).c_str() : "");
     return kCheckUnreadable;
   }
-  const dedupd::index::DataFileCheck file = dedupd::index::check_data_file(dir.string());
-  using Verdict = dedupd::index::DataFileCheck::Verdict;
-  switch (file.verdict) {
-    case Verdict::absent:
-      std::fprintf(stderr, "dedupd: %s: no index here (no data.mdb)\n", dir.c_str());
-      return kCheckUnreadable;
-    case Verdict::unreadable:
-      std::fprintf(stderr, "dedupd: %s: cannot read the index: %s\n", dir.c_str(), file.problem.c_str());
-      return kCheckUnreadable;
-    case Verdict::damaged:
-      std::printf("%s: damaged: %s\n", dir.c_str(), file.problem.c_str());
-      std::fprintf(stderr, "dedupd: %s\n", kDamageAdvice);
-      return kCheckDamaged;
-    case Verdict::ok:
-      if (!file.problem.empty()) std::printf("%s: note: %s\n", dir.c_str(), file.problem.c_str());
-      break;
-  }
+  if (auto rc = check_exit(dir, dedupd::index::check_data_file(dir.string()))) return *rc;
+  if (auto rc = check_exit(dir, dedupd::index::check_index_pages(dir.string()))) return *rc;
   std::string out;
   const int rc = check_invariants_in_child(dir, out);
   std::size_t at = 0;
