@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,21 +78,6 @@ ChunkGroup find_group(const fs::path& index_dir, const char* table) {
   if (txn) mdb_txn_abort(txn);
   mdb_env_close(env);
   return g;
-}
-
-// The value of the last `dedupctl status` line with `label`: what follows
-// the label and the spaces that align the values; nullopt without one.
-// The last: "Index" labels the counts too, and the fault lines follow them.
-std::optional<std::string> field(const std::string& text, const std::string& label) {
-  std::optional<std::string> value;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.starts_with(label + "  ")) value = line.substr(line.find_first_not_of(' ', label.size()));
-  }
-  return value;
 }
 
 class ScrubTest : public itest::DaemonTest {
@@ -197,9 +181,9 @@ TEST_F(ScrubTest, DamageUnderARunningDaemonIsFoundByTheScrubAndRebuilt) {
   itest::ProgramRun text = itest::run_program(DEDUPCTL_BINARY, {"--socket", socket.string(), "status"});
   EXPECT_EQ(text.code, 0) << text.out;
   const std::string files = std::to_string(shards_.size());
-  EXPECT_EQ(field(text.out, "Index"), "rebuilt after damage (" + files + " of " + files + " files)") << text.out;
-  EXPECT_EQ(field(text.out, "Damage"), damage) << text.out;
-  EXPECT_EQ(field(text.out, "Kept at"), kept.string()) << text.out;
+  EXPECT_EQ(status_field(text.out, "Index"), "rebuilt after damage (" + files + " of " + files + " files)") << text.out;
+  EXPECT_EQ(status_field(text.out, "Damage"), damage) << text.out;
+  EXPECT_EQ(status_field(text.out, "Kept at"), kept.string()) << text.out;
   itest::ProgramRun as_json = itest::run_program(DEDUPCTL_BINARY, {"--socket", socket.string(), "--json", "status"});
   ASSERT_EQ(as_json.code, 0) << as_json.out;
   const json printed = json::parse(as_json.out)["index_health"];

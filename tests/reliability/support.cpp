@@ -137,6 +137,18 @@ std::string read_response(int fd, int timeout_ms) {
   return out;
 }
 
+std::optional<std::string> status_field(const std::string& text, const std::string& label) {
+  std::optional<std::string> value;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.starts_with(label + "  ")) value = line.substr(line.find_first_not_of(' ', label.size()));
+  }
+  return value;
+}
+
 int status_of(std::string_view reply) {
   if (reply.size() < 12 || reply.substr(0, 5) != "HTTP/") return 0;
   auto sp = reply.find(' ');

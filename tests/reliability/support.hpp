@@ -40,6 +40,12 @@ IndexReport inspect_index(const std::filesystem::path& index_dir, const std::vec
 // Integer from the environment, or `fallback`.
 long env_long(const char* name, long fallback);
 
+// The value of the last line of `dedupctl status` text with `label`: what
+// follows the label and the spaces that align the values; nullopt without
+// one. The last: "Index" labels the counts too, and the fault lines
+// follow them.
+std::optional<std::string> status_field(const std::string& text, const std::string& label);
+
 // ---- raw sockets --------------------------------------------------------------
 int connect_unix(const std::filesystem::path& path);  // blocking; -1 on failure
 bool send_all(int fd, std::string_view data);         // MSG_NOSIGNAL
