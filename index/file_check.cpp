@@ -10,43 +10,26 @@
 #include <optional>
 #include <vector>
 
+#include "index/lmdb_layout.hpp"
+
 namespace dedupd::index {
 
 namespace {
 
-// LMDB 0.9, 64-bit (mdb.c): facts of the format, not code.
+using namespace lmdb_layout;
+
+// MDB_meta's fields, from the start of the meta (after the page header).
 constexpr std::uint32_t kMagic = 0xBEEFC0DE;
 constexpr std::uint32_t kDataVersion = 1;
-constexpr std::size_t kPageHeader = 16;  // pgno (8), pad (2), flags (2), lower/upper (4)
-constexpr std::uint16_t kPageBranch = 0x01, kPageLeaf = 0x02, kPageMeta = 0x08;
-constexpr std::uint64_t kInvalidPage = ~std::uint64_t(0);
-// MDB_meta's fields, from the start of the meta (after the page header).
 constexpr std::size_t kMetaMagic = 0, kMetaVersion = 4, kMetaMapSize = 16;
-constexpr std::size_t kMetaFreeDb = 24, kMetaMainDb = 72;  // MDB_db: pad/psize (4), flags (2), depth (2), 5 x 8
-constexpr std::size_t kDbFlags = 4, kDbRoot = 40;
+constexpr std::size_t kMetaFreeDb = 24, kMetaMainDb = 72;  // the two trees' MDB_db
 constexpr std::size_t kMetaLastPage = 120, kMetaTxnid = 128, kMetaEnd = 136;
 constexpr std::uint32_t kMinPage = 512, kMaxPage = 65536;
-
-std::uint64_t u64(const std::uint8_t* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-std::uint32_t u32(const std::uint8_t* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-std::uint16_t u16(const std::uint8_t* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
 
 struct Meta {
   std::uint32_t page_size = 0;
   std::uint64_t map_size = 0, last_page = 0, txnid = 0;
-  std::uint64_t free_root = kInvalidPage, main_root = kInvalidPage;
+  std::uint64_t free_root = kNoPage, main_root = kNoPage;
   std::uint16_t main_flags = 0;
 };
 
@@ -82,7 +65,7 @@ std::optional<Meta> read_meta(const std::uint8_t* page, std::string& why) {
     return std::nullopt;
   }
   for (std::uint64_t root : {meta.free_root, meta.main_root})
-    if (root != kInvalidPage && (root < 2 || root > meta.last_page)) {
+    if (root != kNoPage && (root < 2 || root > meta.last_page)) {
       why = "a root page (" + std::to_string(root) + ") outside pages 2.." + std::to_string(meta.last_page);
       return std::nullopt;
     }
@@ -173,7 +156,7 @@ DataFileCheck check_data_image(std::uint64_t file_size, const ReadAt& read) {
                           ", which end at byte " + std::to_string(needed) + ": the file was truncated");
   // The roots must be the pages they say they are.
   for (auto [root, name] : {std::pair{meta.main_root, "main"}, std::pair{meta.free_root, "free-page"}}) {
-    if (root == kInvalidPage) continue;
+    if (root == kNoPage) continue;
     std::array<std::uint8_t, kPageHeader> h{};
     if (!read(root * meta.page_size, h)) {
       c.verdict = DataFileCheck::Verdict::unreadable;

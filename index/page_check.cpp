@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "index/lmdb_layout.hpp"
+
 namespace dedupd::index {
 
 // Named, so that a unity batch with file_check.cpp (the same facts of the
@@ -18,41 +20,19 @@ namespace dedupd::index {
 namespace page_walk {
 namespace {
 
-// LMDB 0.9, 64-bit (mdb.c): facts of the format, not code. A page: its
-// number (8), pad (2, a LEAF2 page's key size), flags (2), then the lower
-// and upper bounds of its free space (2 + 2; an overflow page's count of
-// pages, 4), then a 2-byte offset per node. A node: data size or child
-// page (lo, hi, and flags as the top 16 bits of a child page number),
-// flags, key size (2 each), then the key and the data.
-constexpr std::size_t kHeader = 16;
-constexpr std::uint16_t kBranch = 0x01, kLeaf = 0x02, kOverflow = 0x04, kDirty = 0x10, kLeaf2 = 0x20, kSubPage = 0x40;
+using namespace lmdb_layout;
+
+// A node: data size or child page (lo, hi, and flags as the top 16 bits
+// of a child page number), flags, key size (2 each), then the key and the
+// data.
 constexpr std::size_t kNode = 8;
 constexpr std::uint16_t kBigData = 0x01, kSubData = 0x02, kDupData = 0x04;
-// MDB_db: pad (4), flags (2), depth (2), branch, leaf, overflow pages,
-// entries, root (8 each).
-constexpr std::size_t kDbRecord = 48, kDbPad = 0, kDbFlags = 4, kDbRoot = 40;
+// A tree's flags (MDB_db's).
 constexpr std::uint16_t kReverseKey = 0x02, kDupSort = 0x04, kIntegerKey = 0x08, kDupFixed = 0x10, kIntegerDup = 0x20,
                         kReverseDup = 0x40;
 constexpr std::uint16_t kPersistentFlags = kReverseKey | kDupSort | kIntegerKey | kDupFixed | kIntegerDup | kReverseDup;
 constexpr std::size_t kMaxKey = 511;   // MDB_MAXKEYSIZE
 constexpr unsigned kCursorStack = 32;  // pages a cursor holds, root to leaf
-constexpr std::uint64_t kNoPage = ~std::uint64_t(0);
-
-std::uint16_t u16(const std::uint8_t* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-std::uint32_t u32(const std::uint8_t* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-std::uint64_t u64(const std::uint8_t* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
 
 using Key = std::span<const std::uint8_t>;
 
@@ -174,10 +154,10 @@ class Walker {
     Level level(*this);
     Page& page = level.page;
     if (!take(pgno, t, page)) return false;
-    const std::uint16_t flags = u16(page.data() + 10) & ~kDirty;
+    const std::uint16_t flags = u16(page.data() + 10) & ~kPageDirty;
     const bool fixed_leaf = t.kind == Tree::Kind::dups && t.fixed != 0;
-    if (flags == kBranch) return branch(pgno, page, t, depth, bounds, leaf_depth);
-    if (flags != (fixed_leaf ? (kLeaf | kLeaf2) : kLeaf))
+    if (flags == kPageBranch) return branch(pgno, page, t, depth, bounds, leaf_depth);
+    if (flags != (fixed_leaf ? (kPageLeaf | kPageLeaf2) : kPageLeaf))
       return fail(at(pgno, t) + " is not a " + (fixed_leaf ? "LEAF2 " : "") + "leaf or branch page (flags 0x" +
                   hex(u16(page.data() + 10)) + ")");
     if (leaf_depth == 0) leaf_depth = depth;
@@ -197,17 +177,17 @@ class Walker {
   // header, on a node offset, and not past upper, which is inside `size`.
   bool bounds_of(const std::uint8_t* p, std::size_t size, const std::string& where, std::size_t& n) {
     const std::size_t lower = u16(p + 12), upper = u16(p + 14);
-    if (lower < kHeader || (lower - kHeader) % 2 != 0 || lower > upper || upper > size)
+    if (lower < kPageHeader || (lower - kPageHeader) % 2 != 0 || lower > upper || upper > size)
       return fail(where + ": free space from " + std::to_string(lower) + " to " + std::to_string(upper) +
                   " is not inside its " + std::to_string(size) + " bytes");
-    n = (lower - kHeader) / 2;
+    n = (lower - kPageHeader) / 2;
     if (n == 0) return fail(where + " holds no node");
     return true;
   }
 
   // Node `i`: its header and key inside [upper, size), 2-byte aligned.
   bool node_at(const std::uint8_t* p, std::size_t size, std::size_t i, const std::string& where, std::size_t& off) {
-    off = u16(p + kHeader + 2 * i);
+    off = u16(p + kPageHeader + 2 * i);
     const std::size_t upper = u16(p + 14);
     if (off < upper || off % 2 != 0 || off + kNode > size || off + kNode + u16(p + off + 6) > size)
       return fail(where + ": node " + std::to_string(i) + " at offset " + std::to_string(off) +
@@ -284,11 +264,11 @@ class Walker {
     if (!bounds_of(p, size, where, n)) return false;
     if (t.kind == Tree::Kind::dups && t.fixed != 0) {
       // LEAF2: the keys side by side after the header.
-      if (kHeader + n * std::size_t(t.fixed) > size)
+      if (kPageHeader + n * std::size_t(t.fixed) > size)
         return fail(where + ": " + std::to_string(n) + " keys of " + std::to_string(t.fixed) + " bytes overrun it");
       std::optional<Key> previous;
       for (std::size_t i = 0; i < n; ++i) {
-        const Key key(p + kHeader + i * t.fixed, t.fixed);
+        const Key key(p + kPageHeader + i * t.fixed, t.fixed);
         if (!in_order(t, key, previous, bounds, where, i)) return false;
         previous = key;
       }
@@ -360,11 +340,11 @@ class Walker {
 
   bool sub_page(std::uint64_t pgno, const std::uint8_t* p, std::size_t size, Tree dups, const std::string& where,
                 std::size_t i) {
-    if (size < kHeader)
+    if (size < kPageHeader)
       return fail(where + ": node " + std::to_string(i) + " has a sub-page of " + std::to_string(size) + " bytes");
-    const std::uint16_t flags = u16(p + 10) & ~kDirty;
+    const std::uint16_t flags = u16(p + 10) & ~kPageDirty;
     const bool fixed = dups.flags & kDupFixed;
-    if (flags != (kSubPage | kLeaf | (fixed ? kLeaf2 : 0)))
+    if (flags != (kPageSub | kPageLeaf | (fixed ? kPageLeaf2 : 0)))
       return fail(where + ": node " + std::to_string(i) + " has a sub-page with flags 0x" + hex(u16(p + 10)));
     if (fixed) {
       dups.fixed = u16(p + 8);
@@ -392,13 +372,13 @@ class Walker {
 
   // Data on a run of overflow pages.
   bool overflow(std::uint64_t first, std::uint64_t dsize, const Tree& t, const std::string& where, std::size_t i) {
-    std::array<std::uint8_t, kHeader> page{};
+    std::array<std::uint8_t, kPageHeader> page{};
     if (!take(first, t, page)) return false;
-    if (!(u16(page.data() + 10) & kOverflow))
+    if (!(u16(page.data() + 10) & kPageOverflow))
       return fail(where + ": node " + std::to_string(i) + "'s overflow page " + std::to_string(first) +
                   " is not one (flags 0x" + hex(u16(page.data() + 10)) + ")");
     const std::uint64_t pages = u32(page.data() + 12);
-    if (pages == 0 || pages - 1 > last_ - first || dsize + kHeader > pages * psize_)
+    if (pages == 0 || pages - 1 > last_ - first || dsize + kPageHeader > pages * psize_)
       return fail(where + ": node " + std::to_string(i) + " has " + std::to_string(dsize) + " bytes on " +
                   std::to_string(pages) + " overflow pages from page " + std::to_string(first));
     for (std::uint64_t p = first + 1; p < first + pages; ++p) {
@@ -409,7 +389,7 @@ class Walker {
     }
     if (t.kind != Tree::Kind::free_list) return true;
     std::vector<std::uint8_t> data(dsize);
-    if (!read_(first * psize_ + kHeader, data)) return fail("cannot read page " + std::to_string(first));
+    if (!read_(first * psize_ + kPageHeader, data)) return fail("cannot read page " + std::to_string(first));
     return free_list_entry(data.data(), dsize, where, i);
   }
 
