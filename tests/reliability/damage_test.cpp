@@ -68,18 +68,7 @@ class DamageTest : public itest::DaemonTest {
   void expect_rebuilt(const std::string& what) {
     start();
     nlohmann::json h;
-    ASSERT_TRUE(eventually(
-        [&] {
-          if (!daemon.running()) return true;
-          // While dedupd starts again in its process the socket refuses.
-          auto r = http().get("/v1/status");
-          if (r.status != 200) return false;
-          h = r.json()["index_health"];
-          return h["state"] == "rebuilt";
-        },
-        60s))
-        << what << ": " << h.dump() << "\n"
-        << daemon_log();
+    ASSERT_TRUE(until_rebuilt(daemon, http(), h, 60s)) << what << ": " << h.dump() << "\n" << daemon_log();
     ASSERT_TRUE(daemon.running()) << what << ": dedupd stopped\n" << daemon_log();
     EXPECT_FALSE(h["damage"].get<std::string>().empty()) << what;
     const fs::path kept = h["moved_to"].get<std::string>();

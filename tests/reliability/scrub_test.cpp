@@ -146,17 +146,7 @@ TEST_F(ScrubTest, DamageUnderARunningDaemonIsFoundByTheScrubAndRebuilt) {
 
   // The scrub's next pass finds it; dedupd starts again in its process and
   // rebuilds (the socket refuses meanwhile).
-  ASSERT_TRUE(eventually(
-      [&] {
-        if (!daemon.running()) return true;
-        auto r = http().get("/v1/status");
-        if (r.status != 200) return false;
-        h = r.json()["index_health"];
-        return h["state"] == "rebuilt";
-      },
-      120s))
-      << h.dump() << "\n"
-      << daemon_log();
+  ASSERT_TRUE(until_rebuilt(daemon, http(), h, 120s)) << h.dump() << "\n" << daemon_log();
   ASSERT_TRUE(daemon.running()) << daemon_log();
   // It was the scrub: its words, naming the first entry damaged, in status
   // and in the log line it wrote before the restart.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "harness/eventually.hpp"
 #include "index/index.hpp"
 #include "shard/reader.hpp"
 
@@ -135,6 +136,19 @@ std::string read_response(int fd, int timeout_ms) {
     out.append(buf, std::size_t(n));
   }
   return out;
+}
+
+bool until_rebuilt(itest::DaemonProcess& daemon, itest::HttpClient& http, nlohmann::json& health,
+                   std::chrono::seconds timeout) {
+  return itest::eventually(
+      [&] {
+        if (!daemon.running()) return true;
+        auto r = http.get("/v1/status");
+        if (r.status != 200) return false;
+        health = r.json()["index_health"];
+        return health["state"] == "rebuilt";
+      },
+      timeout);
 }
 
 std::optional<std::string> status_field(const std::string& text, const std::string& label) {

@@ -3,6 +3,7 @@
 // socket helpers for clients curl will not imitate, and timing summaries.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/daemon_process.hpp"
+#include "harness/http_client.hpp"
 #include "harness/make_shard.hpp"
 #include "shard/hash.hpp"
 
@@ -39,6 +42,13 @@ IndexReport inspect_index(const std::filesystem::path& index_dir, const std::vec
 
 // Integer from the environment, or `fallback`.
 long env_long(const char* name, long fallback);
+
+// Polls `http`'s /v1/status until index_health says "rebuilt" or `daemon`
+// has stopped (false only when neither came within `timeout`), keeping
+// the last index_health seen in `health`. While dedupd starts again in its
+// process to rebuild, the socket refuses.
+bool until_rebuilt(itest::DaemonProcess& daemon, itest::HttpClient& http, nlohmann::json& health,
+                   std::chrono::seconds timeout);
 
 // The value of the last line of `dedupctl status` text with `label`: what
 // follows the label and the spaces that align the values; nullopt without

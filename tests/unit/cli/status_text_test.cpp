@@ -81,6 +81,18 @@ class StatusTextTest : public ApiTest {
     return r;
   }
 
+  // The index found damaged (`state` rebuilding or rebuilt) with `damage`,
+  // kept at `moved_to`, `done` of `total` files taken in again.
+  void damaged(const char* state, const std::string& damage, const std::string& moved_to, std::uint64_t done,
+               std::uint64_t total) {
+    IndexHealth& h = status_.index_health;
+    h.state = state;
+    h.damage = damage;
+    h.moved_to = moved_to;
+    h.rebuild_files_done = done;
+    h.rebuild_files_total = total;
+  }
+
   StatusInfo status_;
 };
 
@@ -90,11 +102,8 @@ TEST_F(StatusTextTest, NothingWrongShowsOnlyTheFreeSpace) {
 }
 
 TEST_F(StatusTextTest, ARebuildUnderWaySaysDamagedWithItsProgress) {
-  status_.index_health.state = "rebuilding";
-  status_.index_health.damage = "the scrub found chunk entry of xorb id 7 #12 does not match the stored hash";
-  status_.index_health.moved_to = "/var/lib/dedupd/index.damaged-20261201T000000Z";
-  status_.index_health.rebuild_files_total = 1234;
-  status_.index_health.rebuild_files_done = 56;
+  damaged("rebuilding", "the scrub found chunk entry of xorb id 7 #12 does not match the stored hash",
+          "/var/lib/dedupd/index.damaged-20261201T000000Z", 56, 1234);
   auto r = status_text();
   EXPECT_EQ(
       fault_lines(r.out),
@@ -109,11 +118,7 @@ TEST_F(StatusTextTest, ARebuildUnderWaySaysDamagedWithItsProgress) {
 }
 
 TEST_F(StatusTextTest, ARebuiltIndexSaysWhatWasFoundAndWhereItIsKept) {
-  status_.index_health.state = "rebuilt";
-  status_.index_health.damage = "data.mdb is 100 bytes: too short for a meta page";
-  status_.index_health.moved_to = "/s/index.damaged-20261201T000000Z-1";
-  status_.index_health.rebuild_files_total = 4;
-  status_.index_health.rebuild_files_done = 4;
+  damaged("rebuilt", "data.mdb is 100 bytes: too short for a meta page", "/s/index.damaged-20261201T000000Z-1", 4, 4);
   auto r = status_text();
   EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index", "rebuilt after damage (4 of 4 files)"},
                                                    {"Damage", "data.mdb is 100 bytes: too short for a meta page"},
@@ -173,11 +178,8 @@ TEST_F(StatusTextTest, WaitingFilesAreCountedAndTheOldestNamed) {
 // Every fault at once, in add_fault_fields' order; --json prints the
 // document the socket serves, faults and all.
 TEST_F(StatusTextTest, AllFaultsAtOnceAndAsJson) {
-  status_.index_health.state = "rebuilding";
-  status_.index_health.damage = "LMDB: mdb.c:6788: Assertion 'IS_LEAF(mp)' failed in mdb_cursor_next()";
-  status_.index_health.moved_to = "/s/index.damaged-20261201T000000Z";
-  status_.index_health.rebuild_files_total = 3;
-  status_.index_health.rebuild_files_done = 0;
+  damaged("rebuilding", "LMDB: mdb.c:6788: Assertion 'IS_LEAF(mp)' failed in mdb_cursor_next()",
+          "/s/index.damaged-20261201T000000Z", 0, 3);
   status_.state_dir_space = {true, 0, 1u << 20, true};
   status_.waiting.count = 2;
   status_.waiting.files.push_back({"/watch/a/y.mdb", "index.io", "short write", 1'000'000, 59, 1, 2});
