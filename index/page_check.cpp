@@ -2,12 +2,14 @@
 
 #include <lmdb.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,13 +95,13 @@ class Walker {
       if (state_[p] == kUnseen)
         return fail("page " + std::to_string(p) + " is neither in a tree nor free (pages up to " +
                     std::to_string(last_) + " are in use)");
-      (state_[p] == kFree ? free_ : in_use_)++;
+      (state_[p] == kFree ? pages_free : pages_in_use)++;
     }
     return true;
   }
 
   std::string problem;
-  std::uint64_t in_use_ = 0, free_ = 0;
+  std::uint64_t pages_in_use = 0, pages_free = 0;
 
  private:
   enum : std::uint8_t { kUnseen, kUsed, kFree };
@@ -434,8 +436,8 @@ DataFileCheck check_data_pages(std::uint64_t file_size, const ReadAt& read) {
     c.problem = w.problem;
     return c;
   }
-  c.pages_in_use = w.in_use_;
-  c.pages_free = w.free_;
+  c.pages_in_use = w.pages_in_use;
+  c.pages_free = w.pages_free;
   return c;
 }
 

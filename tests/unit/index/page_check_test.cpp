@@ -59,9 +59,13 @@ void fill_with_history(const std::string& dir) {
     auto r = (*idx)->ingest(*s.view, SourceInfo{.path = "/w/" + std::to_string(i) + ".mdb"}, IngestOptions{});
     ASSERT_TRUE(r) << r.error().to_string();
     shards.push_back(r->shard);
-    if (i == 5) ASSERT_TRUE((*idx)->merge_recent());
+    if (i == 5) {
+      ASSERT_TRUE((*idx)->merge_recent());
+    }
   }
-  for (std::size_t i : {0u, 3u, 7u}) ASSERT_TRUE((*idx)->remove(shards[i]));
+  for (std::size_t i : {0u, 3u, 7u}) {
+    ASSERT_TRUE((*idx)->remove(shards[i]));
+  }
   ASSERT_TRUE((*idx)->expire(1760000000));
 }
 
