@@ -199,14 +199,19 @@ int Daemon::run() {
   ingester_ = std::make_unique<Ingester>(*index_, counters_, cas_scopes_);
   learner_ = std::make_unique<learn::Learner>(*index_, loop_);
   learner_->set_copies(&learned_copies_);
-  learner_->set_events({[this](const shard::Hash& h, const std::string& cas, const std::string& why) {
-                          std::lock_guard lock(fleet_mu_);
-                          if (publisher_) publisher_->mark_set_aside(h, cas, why);
-                        },
-                        [this](const shard::Hash& h, const std::string& cas) {
-                          std::lock_guard lock(fleet_mu_);
-                          if (publisher_) publisher_->accepted_again(h, cas);
-                        }});
+  learner_->set_events(
+      {[this](const shard::Hash& h, const std::string& cas, const std::string& why) {
+         std::lock_guard lock(fleet_mu_);
+         if (publisher_) publisher_->mark_set_aside(h, cas, why);
+       },
+       [this](const shard::Hash& h, const std::string& cas) {
+         std::lock_guard lock(fleet_mu_);
+         if (publisher_) publisher_->accepted_again(h, cas);
+       },
+       [this](const std::vector<shard::Hash>& xorbs, const std::string& cas, bool unknown_too, const std::string& why) {
+         std::lock_guard lock(fleet_mu_);
+         if (publisher_) publisher_->mark_holders_set_aside(xorbs, cas, unknown_too, why);
+       }});
   expiry_ = std::make_unique<expiry::Runner>(*index_, watcher_, counters_);
   steward_ = std::make_unique<CacheSteward>(*index_, StewardOptions{.state_dir = config_.state_dir.native()});
   if (!take_activated_sockets()) return 1;

@@ -285,6 +285,13 @@ class Writer {
   // relied on `shard`; every host leaves it out of answers for that CAS.
   // The first mark of a (shard, CAS) stays: false when there was one.
   Result<bool> mark_set_aside(const Hash& shard, std::string_view cas, std::string_view reason);
+  // The same for every fleet shard that holds one of `xorbs` and belongs to
+  // `cas` (or to no known CAS, when `unknown_too`: those answered that CAS's
+  // clients too): the shards a refused upload may have relied on when this
+  // host answered from the fleet, not from copies of its own. Returns the
+  // shards marked now.
+  Result<std::vector<Hash>> mark_holders_set_aside(std::span<const Hash> xorbs, std::string_view cas, bool unknown_too,
+                                                   std::string_view reason);
   // Deletes the shard's marks: every one (an admin's restore), or those of
   // one CAS (that CAS accepted the shard's very bytes again, so it holds
   // every xorb they name). Returns how many were deleted.

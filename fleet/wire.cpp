@@ -41,6 +41,7 @@ Params& Params::bytea(std::span<const std::uint8_t> v) {
 }
 
 Params& Params::text(std::string_view v) { return add(kOidText, std::string(v)); }
+Params& Params::boolean(bool v) { return add(kOidBool, std::string(1, v ? '\1' : '\0')); }
 
 Params& Params::null(unsigned oid) {
   add(oid, {});

@@ -47,6 +47,7 @@ class Params {
   Params& int4(std::int32_t v);
   Params& bytea(std::span<const std::uint8_t> v);
   Params& text(std::string_view v);
+  Params& boolean(bool v);
   Params& null(unsigned oid);
   Params& int8_array(std::span<const std::int64_t> v);
   Params& int4_array(std::span<const std::int32_t> v);

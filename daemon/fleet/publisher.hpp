@@ -75,6 +75,10 @@ class Publisher {
   // the publisher's, in order, retried while the process lives (anti-
   // entropy sends what a restart lost).
   void mark_set_aside(const shard::Hash& shard, std::string cas, std::string reason);
+  // Every fleet shard of `cas` (and of no known CAS when `unknown_too`)
+  // holding one of `xorbs`: those a refused upload relied on, answered
+  // from the fleet rather than from this host's own copies.
+  void mark_holders_set_aside(std::vector<shard::Hash> xorbs, std::string cas, bool unknown_too, std::string reason);
   void unmark_set_aside(const shard::Hash& shard);
   // `cas` accepted an upload of this very shard: its mark for that CAS, if
   // the fleet has one, goes (the CAS holds every xorb the shard names), and
@@ -136,13 +140,16 @@ class Publisher {
   PublisherState state_;           // under mu_ (outbox fields filled by state())
   struct MarkOp {
     enum class Kind {
-      mark,        // mark the shard set aside for cas, saying reason
-      unmark_all,  // an admin restored it: every CAS's mark goes
-      unmark_one,  // cas accepted its bytes again: that CAS's mark goes
+      mark,          // mark the shard set aside for cas, saying reason
+      mark_holders,  // mark the fleet's shards of cas holding one of xorbs
+      unmark_all,    // an admin restored it: every CAS's mark goes
+      unmark_one,    // cas accepted its bytes again: that CAS's mark goes
     };
     shard::Hash shard;
     Kind kind = Kind::mark;
     std::string cas, reason;
+    std::vector<shard::Hash> xorbs{};  // mark_holders
+    bool unknown_too = false;          // mark_holders
   };
   std::deque<MarkOp> mark_ops_;  // under mu_
   std::shared_ptr<SetAsideMarks> marks_;

@@ -26,6 +26,17 @@ void Publisher::mark_set_aside(const shard::Hash& shard, std::string cas, std::s
   wake_.post();
 }
 
+void Publisher::mark_holders_set_aside(std::vector<shard::Hash> xorbs, std::string cas, bool unknown_too,
+                                       std::string reason) {
+  if (xorbs.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    mark_ops_.push_back(
+        {{}, MarkOp::Kind::mark_holders, std::move(cas), std::move(reason), std::move(xorbs), unknown_too});
+  }
+  wake_.post();
+}
+
 void Publisher::unmark_set_aside(const shard::Hash& shard) {
   {
     std::lock_guard lock(mu_);
@@ -60,6 +71,14 @@ bool Publisher::sync_marks() {
         return false;
       }
       if (*r) spdlog::info("fleet: shard {} marked set aside for {}: no host answers with it there", op.shard, op.cas);
+    } else if (op.kind == MarkOp::Kind::mark_holders) {
+      auto r = writer_->mark_holders_set_aside(op.xorbs, op.cas, op.unknown_too, op.reason);
+      if (!r) {
+        failed(r.error(), "marking the fleet's shards a refused upload relied on set aside");
+        return false;
+      }
+      for (const shard::Hash& h : *r)
+        spdlog::info("fleet: shard {} marked set aside for {}: a refused upload relied on one of its xorbs", h, op.cas);
     } else {
       auto r = writer_->unmark_set_aside(op.shard, one_cas ? std::optional<std::string_view>(op.cas) : std::nullopt);
       if (!r) {

@@ -170,9 +170,10 @@ void Learner::settle(const std::string& id, Settled s) {
     return;
   }
   set_aside_ += healed->set_aside.size();
+  const std::string why = "the CAS refused shard " + hash + ", which relied on xorbs this shard holds";
   if (events_.set_aside)
-    for (const shard::Hash& h : healed->set_aside)
-      events_.set_aside(h, cas, "the CAS refused shard " + hash + ", which relied on xorbs this shard holds");
+    for (const shard::Hash& h : healed->set_aside) events_.set_aside(h, cas, why);
+  if (events_.relied_on) events_.relied_on(xorbs_named_not_carried(*view), cas, unknown_cas_answers_, why);
   spdlog::warn("{} refused shard {} (request {}); {} of the {} xorbs it relied on are in shards set aside now: {}", cas,
                hash, id, healed->set_aside.size(), healed->xorbs_named, [&] {
                  std::string list;

@@ -54,6 +54,13 @@ class Learner {
     std::function<void(const shard::Hash& shard, const std::string& cas, const std::string& why)> set_aside;
     // Every shard the CAS accepted, new here or not.
     std::function<void(const shard::Hash& shard, const std::string& cas)> accepted;
+    // A refusal: the xorbs the refused shard relied on (named, not
+    // carried), for the fleet's shards holding them, which this host may
+    // have answered with though it holds no copy (`unknown_too`: shards of
+    // no known CAS answered that CAS's clients too).
+    std::function<void(const std::vector<shard::Hash>& xorbs, const std::string& cas, bool unknown_too,
+                       const std::string& why)>
+        relied_on;
   };
   void set_events(Events events) { events_ = std::move(events); }
 

@@ -177,19 +177,21 @@ TEST_F(SetAsideMarks, AnOldHostNeitherReadsNorWritesThemAndGoesOnPublishing) {
   EXPECT_EQ(global_dedup(witness, olds), kFromFleet);
   expect_marks(admin, {&both, &fleet_only}, marker, "after v0.1.0's refusals");
 
-  // Nor does a host of this build mark a shard it has only from the fleet
-  // (here v0.1.0's): its learner sets aside the copies in its own index, and
-  // it has none, so its refusal sets nothing aside anywhere.
+  // A host of this build marks a shard it has only from the fleet (here
+  // v0.1.0's): its answers came from the fleet, so the fleet's shards
+  // holding the xorbs the refused upload relied on are marked, and no host
+  // of this build answers with them for that CAS any more. v0.1.0 reads no
+  // marks: it goes on answering with its own copy.
   refuse_upload_relying_on(marker, olds, kCas, "0123456789abcdef0123456789ab7406");
   ASSERT_TRUE(eventually([&] {
     return marker.log_text().find("(request 0123456789abcdef0123456789ab7406)") != std::string::npos;
   })) << marker.log_text();
-  const MadeShard after = make_shard({.seed = 7407, .xorbs = 1, .chunks_per_xorb = 3});
-  drop(marker, after);
-  ASSERT_TRUE(eventually([&] { return fleet_holds(admin).count(hold_of(marker, after)) == 1; })) << marker.log_text();
-  EXPECT_EQ(global_dedup(marker, olds), kFromFleet);
-  EXPECT_EQ(global_dedup(witness, olds), kFromFleet);
-  expect_marks(admin, {&both, &fleet_only}, marker, "after this build's refusal relying on v0.1.0's shard");
+  ASSERT_TRUE(eventually([&] {
+    return global_dedup(marker, olds) == kNowhere && global_dedup(witness, olds) == kNowhere;
+  })) << marker.log_text()
+      << witness.log_text();
+  expect_marks(admin, {&both, &fleet_only, &olds}, marker, "after this build's refusal relying on v0.1.0's shard");
+  EXPECT_EQ(global_dedup(old_host, olds), kNowhere);  // set aside by its own refusal above
   for (Member& m : members) expect_old_not_refused(m, "beside the marks");
 
   for (Member& m : members) EXPECT_EQ(m.host->process.stop(), 0) << m.host->name;

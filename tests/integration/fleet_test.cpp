@@ -774,6 +774,50 @@ TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
   EXPECT_NE(c.log_text().find("answers again"), std::string::npos);
 }
 
+// The host whose CAS refused holds no copy of the shard its answer came
+// from: it answered from the fleet. It marks the fleet's shards holding the
+// xorbs the refused upload relied on, so no host answers with them for that
+// CAS any more, its own fleet answers included: one failed upload, not one
+// per attempt until someone restores it.
+TEST_F(Fleet, ARefusalRelyingOnAShardOnlyInTheFleetMarksItThere) {
+  Cluster& pg = Cluster::shared();
+  std::string url = pg.primary_url(pg.new_database());
+  const std::string cas = "https://cas-a.example";
+  std::vector<Host*> two;
+  for (const char* name : {"host-a", "host-b"}) {
+    Host& h = add_host(name, url);
+    h.incoming_cas = cas;
+    h.write_config(url, {.lookup_timeout = "200ms",
+                         .fleet_extra = "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n",
+                         .log_level = "debug",
+                         .extra = ""});
+    h.start();
+    two.push_back(&h);
+  }
+  Host &a = *two[0], &b = *two[1];
+  MadeShard sa = make_shard({.seed = 1531, .xorbs = 2, .chunks_per_xorb = 4});
+  drop_file(a.incoming, sa.file_name(), sa.bytes);
+  const std::string gd = "/v1/chunks/default/" + sa.raw_chunks[1].to_string();
+  auto answer = [&](Host& h) {
+    auto [status, fleet] = status_and_fleet_header(h, gd, "X-Dedupd-Cas: " + cas);
+    return &h == &b && fleet != "ok" ? 0 : status;
+  };
+  const int found = 200, not_found = 404;
+  ASSERT_TRUE(eventually([&] { return answer(a) == found && answer(b) == found && a.outbox_depth() == 0; }))
+      << answer(a) << " " << answer(b);
+  EXPECT_EQ(b.http().get("/v1/shard/" + sa.file_hash.to_string()).status, 404);  // B has no copy
+
+  refuse_upload_relying_on(b, sa, cas, "00112233445566778899aabbccddee21");
+  ASSERT_TRUE(eventually([&] { return answer(b) == not_found && answer(a) == not_found; }))
+      << b.log_text() << a.log_text();
+  Admin admin(url);
+  EXPECT_EQ(admin.one("SELECT m.cas || ' ' || h.name FROM dedupd.set_aside m JOIN dedupd.host h ON h.id = m.host_id"),
+            cas + " host-b");
+  json shard_a = a.http().get("/v1/shard/" + sa.file_hash.to_string()).json();
+  EXPECT_EQ(shard_a["set_aside"]["reason"].get<std::string>().rfind("fleet: host-b saw " + cas, 0), 0u)
+      << shard_a.dump();
+}
+
 // libpq and the libraries it brings (Kerberos, LDAP, SASL) are opened at the
 // first fleet connection, never at start: a host without a fleet never reads
 // them from disk (fleet/libpq_on_demand.cpp).

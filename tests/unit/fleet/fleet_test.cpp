@@ -203,6 +203,39 @@ TEST_F(FleetTest, SetAsideMarksAreOnePerShardAndCasAndGoTogether) {
   EXPECT_EQ(a->set_aside_marks()->size(), 1u);
 }
 
+// A refusal relying on answers from the fleet marks the fleet's shards that
+// hold the xorbs it relied on: those of the refusing CAS, and those of no
+// known CAS only when they answered that CAS too; a shard of another CAS,
+// or one without the xorbs, is left alone. Marking twice marks nothing new.
+TEST_F(FleetTest, TheHoldersOfTheXorbsARefusalReliedOnAreMarked) {
+  auto w = writer(url_, "host-m");
+  ASSERT_TRUE(w);
+  GenXorb lost = index::gen::gen_xorb(9161, 4), kept = index::gen::gen_xorb(9162, 4);
+  auto of_cas = make_shard({&lost}, 81), of_other = make_shard({&lost}, 82), of_none = make_shard({&lost}, 83),
+       without = make_shard({&kept}, 84);
+  ASSERT_EQ(publish(*w, of_cas, "https://cas-a.example").result, PublishResult::added);
+  ASSERT_EQ(publish(*w, of_other, "https://cas-b.example").result, PublishResult::added);
+  ASSERT_EQ(publish(*w, of_none).result, PublishResult::added);
+  ASSERT_EQ(publish(*w, without, "https://cas-a.example").result, PublishResult::added);
+  const std::vector<Hash> relied_on = {lost.hash};
+  auto scoped = w->mark_holders_set_aside(relied_on, "https://cas-a.example", false, "refused");
+  ASSERT_TRUE(scoped) << scoped.error().to_string();
+  EXPECT_EQ(*scoped, std::vector<Hash>{of_cas.hash});
+  auto with_unknown = w->mark_holders_set_aside(relied_on, "https://cas-a.example", true, "refused");
+  ASSERT_TRUE(with_unknown);
+  EXPECT_EQ(*with_unknown, std::vector<Hash>{of_none.hash});  // of_cas is marked already
+  auto marks = w->set_aside_marks();
+  ASSERT_TRUE(marks);
+  std::vector<std::string> seen;
+  for (const auto& m : *marks) seen.push_back(m.shard.to_string() + " " + m.cas + " " + m.host);
+  std::vector<std::string> want = {of_cas.hash.to_string() + " https://cas-a.example host-m",
+                                   of_none.hash.to_string() + " https://cas-a.example host-m"};
+  std::sort(seen.begin(), seen.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(seen, want);
+  EXPECT_TRUE(w->mark_holders_set_aside(std::vector<Hash>{}, "https://cas-a.example", true, "none")->empty());
+}
+
 TEST_F(FleetTest, TheMigrateCommandReportsWhatItDid) {
   auto first = migrate(options(url_, "unused"));
   ASSERT_TRUE(first) << first.error().to_string();
