@@ -15,14 +15,14 @@
 #include <ctime>
 #include <fstream>
 
-#include "daemon/clock.hpp"
 #include "daemon/config/load.hpp"
 #include "daemon/config/reload_keys.hpp"
 #include "daemon/config/units.hpp"
 #include "daemon/config/xet_endpoint.hpp"
+#include "daemon/core/clock.hpp"
+#include "daemon/core/scrub_pace.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/restart.hpp"
-#include "daemon/scrub_pace.hpp"
 #include "daemon/systemd/listen_fds.hpp"
 #include "daemon/systemd/notify.hpp"
 #include "index/file_check.hpp"

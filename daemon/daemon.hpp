@@ -1,5 +1,5 @@
 // The running service: opens the index, watches, ingests, expires, and
-// talks to systemd; a Frontend (daemon/frontend.hpp, the HTTP one from main)
+// talks to systemd; a Frontend (daemon/core/frontend.hpp, the HTTP one from main)
 // serves the socket. One work thread (the caller of run()) does every index
 // write; HTTP threads read the index directly and post the admin actions of
 // Operations to the work loop.
@@ -16,13 +16,15 @@
 #include <unordered_set>
 
 #include "daemon/config/config.hpp"
-#include "daemon/counters.hpp"
+#include "daemon/core/counters.hpp"
+#include "daemon/core/frontend.hpp"
+#include "daemon/core/index_log.hpp"
+#include "daemon/core/operations.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/expiry/runner.hpp"
 #include "daemon/filter_builder.hpp"
 #include "daemon/fleet/lookup.hpp"
 #include "daemon/fleet/publisher.hpp"
-#include "daemon/frontend.hpp"
-#include "daemon/index_log.hpp"
 #include "daemon/ingest/ingester.hpp"
 #include "daemon/ingest/waiting.hpp"
 #include "daemon/keys/global_dedup_key.hpp"
@@ -30,8 +32,6 @@
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/loop/timer.hpp"
-#include "daemon/operations.hpp"
-#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "daemon/xetcache/steward.hpp"
 #include "index/index.hpp"

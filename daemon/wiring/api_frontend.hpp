@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "daemon/frontend.hpp"
+#include "daemon/core/frontend.hpp"
 
 namespace dedupd::daemon {
 

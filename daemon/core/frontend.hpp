@@ -10,14 +10,14 @@
 #include <optional>
 
 #include "daemon/config/config.hpp"
-#include "daemon/counters.hpp"
+#include "daemon/core/counters.hpp"
+#include "daemon/core/operations.hpp"
 #include "daemon/fleet/lookup.hpp"
 #include "daemon/learn/learner.hpp"
 #include "daemon/loop/event_loop.hpp"
-#include "daemon/operations.hpp"
 #include "index/index.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::inline core {
 
 // What the service behind the socket may use; all outlive the Frontend's
 // start() to stop().
@@ -51,4 +51,4 @@ class Frontend {
   virtual void stop() = 0;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::inline core

@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/errors.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/fleet/state.hpp"
-#include "daemon/seam_errors.hpp"
-#include "daemon/status.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/hash.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::inline core {
 
 class Operations {
  public:
@@ -58,4 +58,4 @@ class Operations {
   virtual UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) = 0;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::inline core

@@ -4,9 +4,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "daemon/status.hpp"
+#include "daemon/core/status.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::inline core {
 
 struct Counters {
   std::atomic<std::uint64_t> shards_ingested{0};
@@ -32,4 +32,4 @@ struct Counters {
   }
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::inline core
