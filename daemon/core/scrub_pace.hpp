@@ -1,4 +1,4 @@
-// How fast the background scrub walks the index (Daemon::scrub_step). A
+// How fast the background scrub walks the index (daemon/jobs/scrub). A
 // slice checks at most kScrubSliceItems items and works at most
 // kScrubSliceTime; the next one waits four times as long as the last took,
 // and starts kScrubSliceEvery after it at the soonest. So the scrub takes at

@@ -1,14 +1,14 @@
 // Starting dedupd again in its own process (execv of /proc/self/exe with the
 // same arguments): how a damaged index is rebuilt while the service stays
 // the same unit, pid and journal stream. The start that follows finds the
-// mark beside the index and moves the index aside (Daemon::open_index).
+// mark beside the index and moves the index aside (supervisor/index_opening.hpp).
 // Set up once by main (the arguments) and by the Daemon (the mark's path,
 // the socket systemd passed); then any thread may restart.
 #pragma once
 
 #include <string>
 
-namespace dedupd::daemon::restart {
+namespace dedupd::daemon::supervisor::restart {
 
 // The process's own arguments, kept for execv (argv outlives main's frames).
 void set_arguments(char** argv);
@@ -26,4 +26,4 @@ void rebuild_now(const char* why);
 // Starts dedupd again (the mark written already); returns only on failure.
 void exec_self();
 
-}  // namespace dedupd::daemon::restart
+}  // namespace dedupd::daemon::supervisor::restart

@@ -1,4 +1,4 @@
-#include "daemon/filter_builder.hpp"
+#include "daemon/jobs/filter_build.hpp"
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -6,9 +6,10 @@
 
 #include <chrono>
 
+#include "daemon/log/logging.hpp"
 #include "index/index.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::jobs {
 
 FilterBuilder::FilterBuilder(index::Index& index) : index_(index), thread_([this] { run(); }) {}
 
@@ -57,4 +58,19 @@ void FilterBuilder::run() {
   }
 }
 
-}  // namespace dedupd::daemon
+void FilterBuildJob::start() {
+  builder_ = std::make_unique<FilterBuilder>(index_);
+  builder_->request();
+}
+
+std::optional<std::chrono::milliseconds> FilterBuildJob::due_in() {
+  if (!wanted_) return std::nullopt;
+  return std::chrono::milliseconds(0);
+}
+
+void FilterBuildJob::run() {
+  wanted_ = false;
+  if (index_.chunk_filter_due()) builder_->request();
+}
+
+}  // namespace dedupd::daemon::jobs

@@ -1,4 +1,4 @@
-#include "daemon/restart.hpp"
+#include "daemon/supervisor/restart.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace dedupd::daemon::restart {
+namespace dedupd::daemon::supervisor::restart {
 
 namespace {
 // Plain globals, set before any thread runs: rebuild_now is called from
@@ -85,4 +85,4 @@ void rebuild_now(const char* why) {
   write_all(2, "\n");
 }
 
-}  // namespace dedupd::daemon::restart
+}  // namespace dedupd::daemon::supervisor::restart
