@@ -9,13 +9,22 @@
 #include <atomic>
 #include <optional>
 
-#include "daemon/config/config.hpp"
 #include "daemon/core/counters.hpp"
 #include "daemon/core/operations.hpp"
-#include "daemon/fleet/lookup.hpp"
-#include "daemon/learn/learner.hpp"
-#include "daemon/loop/event_loop.hpp"
 #include "index/index.hpp"
+
+// The rooms' parts are named here, not included: the core includes no room
+// of the daemon; whoever builds the parts or uses them includes theirs.
+namespace dedupd::daemon {
+struct Config;
+class EventLoop;
+namespace learn {
+class Learner;
+}
+namespace fleet_link {
+class FleetLookup;
+}
+}  // namespace dedupd::daemon
 
 namespace dedupd::daemon::inline core {
 

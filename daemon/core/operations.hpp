@@ -1,7 +1,8 @@
 // What the daemon does when its socket asks: the admin actions and the
-// values derived from the live configuration. Daemon implements it; the
-// service behind the socket (daemon/wiring/) is handed it, so the API side
-// never sees the Daemon class and the core never sees the API.
+// values derived from the live configuration. The supervisor implements it
+// (daemon/supervisor/daemon_operations.hpp); the service behind the socket
+// (daemon/wiring/) is handed it, so the API side never sees the Daemon
+// class and the core never sees the API.
 #pragma once
 
 #include <chrono>
@@ -12,11 +13,16 @@
 
 #include "daemon/core/errors.hpp"
 #include "daemon/core/status.hpp"
-#include "daemon/fleet/state.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/hash.hpp"
 #include "shard/result.hpp"
+
+// A value of the fleet's room (daemon/fleet/state.hpp), named, not
+// included: the core includes no room of the daemon.
+namespace dedupd::daemon::fleet_link {
+struct PublisherState;
+}
 
 namespace dedupd::daemon::inline core {
 

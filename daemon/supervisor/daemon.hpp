@@ -24,7 +24,7 @@
 #include "daemon/loop/event_loop.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/supervisor/daemon_operations.hpp"
-#include "daemon/core/index_log.hpp"
+#include "daemon/supervisor/index_log.hpp"
 #include "daemon/supervisor/live_config.hpp"
 #include "daemon/supervisor/parts.hpp"
 #include "daemon/watch/watcher.hpp"

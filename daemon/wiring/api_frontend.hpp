@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/frontend.hpp"
 
 namespace dedupd::daemon {

@@ -6,6 +6,9 @@
 
 #include "daemon/api/service.hpp"
 #include "daemon/core/frontend.hpp"
+#include "daemon/fleet/lookup.hpp"
+#include "daemon/learn/learner.hpp"
+#include "daemon/loop/event_loop.hpp"
 
 namespace dedupd::daemon {
 

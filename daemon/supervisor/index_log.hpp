@@ -14,7 +14,7 @@
 #include "daemon/systemd/notify.hpp"
 #include "index/observer.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::supervisor {
 
 class IndexLog final : public index::Observer {
  public:
@@ -47,4 +47,4 @@ class IndexLog final : public index::Observer {
   std::chrono::steady_clock::time_point last_progress_{};
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::supervisor
