@@ -16,11 +16,11 @@
 
 #include "daemon/config/key_docs.hpp"
 #include "daemon/config/load.hpp"
-#include "daemon/daemon.hpp"
 #include "daemon/fleet/migrate.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
-#include "daemon/restart.hpp"
+#include "daemon/supervisor/daemon.hpp"
+#include "daemon/supervisor/restart.hpp"
 #include "daemon/wiring/api_frontend.hpp"
 #include "index/file_check.hpp"
 #include "index/index.hpp"
@@ -36,6 +36,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace dedupd::daemon;
+using supervisor::Daemon;
+using supervisor::DaemonOptions;
+namespace restart = supervisor::restart;
 
 constexpr const char* kUsage =
     "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate [--final]]\n"

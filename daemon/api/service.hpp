@@ -1,12 +1,12 @@
 // The seam between the HTTP API and the rest of the daemon: what the routes
-// need from it, in the daemon's own types (daemon/status.hpp). Routes read the
+// need from it, in the daemon's own types (daemon/core/status.hpp). Routes read the
 // index directly (LMDB readers never wait for the writer); everything else
 // (status, admin actions, the global-dedup key) goes through this interface,
 // which the running daemon implements (daemon/wiring/service_impl.hpp). Admin
 // methods are called from HTTP worker threads and block until the daemon's
 // work loop has done the job, so the index keeps exactly one writer.
 // Failures are values: a shard::Error whose rule ("daemon.*" in
-// daemon/seam_errors.hpp, "index.*", "fleet.*") the HTTP layer answers with
+// daemon/core/errors.hpp, "index.*", "fleet.*") the HTTP layer answers with
 // its status (daemon/api/render/failure.hpp); nothing here throws.
 #pragma once
 
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/errors.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/fleet/answers.hpp"
 #include "daemon/fleet/state.hpp"
-#include "daemon/seam_errors.hpp"
-#include "daemon/status.hpp"
 #include "index/index.hpp"
 #include "shard/cas_scope.hpp"
 #include "shard/hash.hpp"

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
-#include "daemon/counters.hpp"
+#include "daemon/core/counters.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/expiry/policy.hpp"
-#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "daemon/clock.hpp"
+#include "daemon/core/clock.hpp"
 #include "daemon/log/logging.hpp"
 #include "index/index.hpp"
 

@@ -10,7 +10,7 @@
 // while this host was away answers again.
 #include <spdlog/spdlog.h>
 
-#include "daemon/clock.hpp"
+#include "daemon/core/clock.hpp"
 #include "daemon/fleet/publisher.hpp"
 #include "daemon/log/logging.hpp"
 #include "index/index.hpp"

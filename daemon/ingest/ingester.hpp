@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
-#include "daemon/counters.hpp"
+#include "daemon/core/counters.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/ingest/cas_scope.hpp"
-#include "daemon/status.hpp"
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 

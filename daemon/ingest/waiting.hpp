@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/status.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/watch/watcher.hpp"
 
 namespace dedupd::daemon {

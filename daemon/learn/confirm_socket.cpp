@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "daemon/process_groups.hpp"
+#include "daemon/core/process_groups.hpp"
 
 namespace dedupd::daemon::learn {
 

@@ -1,7 +1,8 @@
 // The bytes of every shard the endpoint taught the index, kept in
 // state_dir/learned/<the client's cache name of its CAS>/<hash>.mdb with the
 // CAS URL in a file `cas` beside them: the index is not the only place they
-// are, so a damaged index is rebuilt with them too (Daemon::open_index).
+// are, so a damaged index is rebuilt with them too (daemon/supervisor, at
+// start).
 // They cost what the client's upload shards cost: a 48-byte CAS entry a
 // chunk and a few per file, some 0.1 % of the bytes uploaded through the
 // endpoint at the client's 64 KiB chunks.

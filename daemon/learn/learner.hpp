@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/status.hpp"
 #include "daemon/learn/confirm_socket.hpp"
 #include "daemon/learn/copies.hpp"
 #include "daemon/learn/pending.hpp"
 #include "daemon/learn/report.hpp"
 #include "daemon/loop/event_loop.hpp"
-#include "daemon/status.hpp"
 #include "index/index.hpp"
 
 namespace dedupd::daemon::learn {

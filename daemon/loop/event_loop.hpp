@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/seam_errors.hpp"
+#include "daemon/core/errors.hpp"
 #include "shard/result.hpp"
 
 namespace dedupd::daemon {

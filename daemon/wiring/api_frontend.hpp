@@ -7,7 +7,8 @@
 
 #include <memory>
 
-#include "daemon/frontend.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/core/frontend.hpp"
 
 namespace dedupd::daemon {
 

@@ -1,11 +1,14 @@
 // The daemon's side of the API seam (daemon/api/service.hpp), made of the
-// parts the core hands over (daemon/frontend.hpp), never of the Daemon
+// parts the core hands over (daemon/core/frontend.hpp), never of the Daemon
 // itself: reads answer from any thread, admin actions run on the work loop
 // while the calling HTTP thread waits, bounded by the request timeout.
 #pragma once
 
 #include "daemon/api/service.hpp"
-#include "daemon/frontend.hpp"
+#include "daemon/core/frontend.hpp"
+#include "daemon/fleet/lookup.hpp"
+#include "daemon/learn/learner.hpp"
+#include "daemon/loop/event_loop.hpp"
 
 namespace dedupd::daemon {
 

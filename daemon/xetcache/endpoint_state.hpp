@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/status.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/xetcache/set_aside.hpp"
 #include "xetcache/shards.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
-#include "daemon/status.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/xetcache/endpoint_state.hpp"
 #include "daemon/xetcache/probes.hpp"
 #include "daemon/xetcache/set_aside.hpp"

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
-#include "daemon/status.hpp"
+#include "daemon/core/status.hpp"
 #include "daemon/xetcache/cache_lock.hpp"
 #include "daemon/xetcache/endpoint_state.hpp"
 #include "daemon/xetcache/liveness.hpp"

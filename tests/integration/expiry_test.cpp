@@ -81,9 +81,9 @@ TEST_F(Expiry, AShardExpiredWhenFoundIsNotIndexedAndKeptWithGraceNever) {
 
 // The daemon's wall clock, standing still wherever the test puts it: a
 // file libfaketime reads at every call (FAKETIME_TIMESTAMP_FILE, no cache).
-// Monotonic time stays real (DONT_FAKE_MONOTONIC): the timer's delay is a
-// CLOCK_MONOTONIC timerfd armed from the wall clock (daemon/loop/timer.hpp),
-// which passes on however long the machine takes. So do files' times
+// Monotonic time stays real (DONT_FAKE_MONOTONIC): the work loop's wait for
+// the next expiry is a relative epoll timeout computed from the wall clock
+// (daemon/jobs/expiry), which passes on however long the machine takes. So do files' times
 // (NO_FAKE_STAT): libfaketime would shift them by where the clock stands,
 // and a file read at one time and stat'ed for deletion at another would
 // look changed.
@@ -115,8 +115,8 @@ class StandingClock {
 
 // Not paced by this machine's speed: the daemon's clock stands before the
 // shard's expiry until the shard is indexed and seen to answer, however
-// long that takes, and only then is moved to the expiry. The timer (armed
-// for the expiry, then for every check while the clock stands) takes it out
+// long that takes, and only then is moved to the expiry. The expiry job (due
+// at the expiry, looked at again while the clock stands) takes it out
 // with no request, no restart and no safety scan (an hour away).
 TEST_F(Expiry, TheTimerTakesAShardOutAtItsExpiryWhileRunning) {
   if (libfaketime().empty()) DEDUPD_CANNOT_RUN("libfaketime is not installed");

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <string>
 
-#include "daemon/process_groups.hpp"
+#include "daemon/core/process_groups.hpp"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59  // Linux 4.13; older headers lack the name

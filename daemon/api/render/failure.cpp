@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "daemon/seam_errors.hpp"
+#include "daemon/core/errors.hpp"
 #include "fleet/errors.hpp"
 #include "index/status.hpp"
 

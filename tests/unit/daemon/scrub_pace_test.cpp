@@ -1,7 +1,7 @@
-// The scrub's pace (daemon/scrub_pace.hpp): a slice that took little waits
+// The scrub's pace (daemon/core/scrub_pace.hpp): a slice that took little waits
 // for its period; one that waited on cold pages rests four times as long
 // as it worked, so the scrub never takes more than a fifth of the loop.
-#include "daemon/scrub_pace.hpp"
+#include "daemon/core/scrub_pace.hpp"
 
 #include <gtest/gtest.h>
 

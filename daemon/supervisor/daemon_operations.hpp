@@ -1,0 +1,57 @@
+// The Daemon's side of what its socket asks (daemon/core/operations.hpp):
+// status and the values of the live configuration for any thread, and the
+// admin actions, which run on the work loop's thread, each through the part
+// it concerns. Reload is the Daemon's own, handed in.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "daemon/core/index_health_board.hpp"
+#include "daemon/core/operations.hpp"
+#include "daemon/supervisor/live_config.hpp"
+#include "daemon/supervisor/parts.hpp"
+
+namespace dedupd::daemon::supervisor {
+
+class DaemonOperations final : public Operations {
+ public:
+  using Reload = std::function<shard::Result<ReloadResult>()>;
+
+  DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index, Counters& counters, Watcher& watcher,
+                   const learn::LearnedCopies& learned_copies, const IndexHealthBoard& health, Reload reload);
+
+  // ---- any thread -------------------------------------------------------------
+  StatusInfo status() const override;
+  GlobalDedupKey global_dedup_key() const override;
+  std::chrono::milliseconds admin_timeout() const override;
+  bool index_rebuilding() const override { return health_.rebuilding(); }
+  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override;
+  bool fleet_enabled() const override;
+  bool fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const override;
+  fleet::ConnectOptions fleet_options() const override;
+  std::optional<fleet_link::PublisherState> fleet_state() const override;
+  shard::Result<std::uint64_t> fleet_retry() override;
+
+  // ---- the work loop's thread -------------------------------------------------
+  RescanResult rescan() override;
+  shard::Result<ReloadResult> reload_config() override { return reload_(); }
+  shard::Result<IndexHealth> rebuild_index() override { return parts_.rebuild.soon(); }
+  shard::Result<PurgeResult> purge(bool dry_run) override { return parts_.expiry.purge(dry_run); }
+  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
+  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
+  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) override;
+
+ private:
+  const LiveConfig& config_;
+  Parts& parts_;
+  index::Index& index_;
+  Counters& counters_;
+  Watcher& watcher_;
+  const learn::LearnedCopies& learned_copies_;
+  const IndexHealthBoard& health_;
+  const Reload reload_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace dedupd::daemon::supervisor
