@@ -25,13 +25,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-class StaticService : public daemon::Service {
+class StaticService : public daemon::Service, public daemon::answers::Sources {
  public:
   explicit StaticService(const index::Index* idx) : idx_(idx) {}
   const index::Index* index() const override { return idx_; }
   daemon::StatusInfo status() const override { return {}; }
   daemon::DaemonCounters counters() const override { return {}; }
+  daemon::answers::Sources& answers() override { return *this; }
   daemon::GlobalDedupKey global_dedup_key() const override { return {}; }
+  daemon::answers::FleetPort& fleet() override { return no_fleet_; }
   shard::Result<daemon::RescanResult> rescan() override { return daemon::RescanResult{}; }
   shard::Result<daemon::PurgeResult> purge(bool) override { return daemon::PurgeResult{}; }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
@@ -39,6 +41,7 @@ class StaticService : public daemon::Service {
 
  private:
   const index::Index* idx_;
+  daemon::answers::NoFleet no_fleet_;
 };
 
 std::size_t sink(char*, std::size_t s, std::size_t n, void* out) {
