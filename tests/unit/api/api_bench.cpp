@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& r : daemon::http::api_routes()) names.emplace_back(r.name);
     daemon::http::Metrics metrics(names);
-    daemon::http::Context ctx{service, metrics};
+    daemon::http::Context ctx{service, service.answers(), metrics};
     daemon::http::Request req;
     req.body.assign(body.begin(), body.end());
     double h0 = thread_cpu();
