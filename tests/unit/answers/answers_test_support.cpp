@@ -4,6 +4,35 @@
 
 namespace dedupd::daemon::answers::testing {
 
+std::unique_ptr<index::Index> open_test_index(const std::string& dir) {
+  index::Options o;
+  o.dir = dir + "/index";
+  o.map_size = 64ull << 20;
+  o.no_sync_for_benchmarks = true;
+  auto opened = index::Index::open(o);
+  EXPECT_TRUE(opened.ok()) << opened.error().to_string();
+  return opened.ok() ? std::move(*opened) : nullptr;
+}
+
+shard::Hash ingest_xorbs(index::Index& index, const std::vector<shard::testing::TestXorb>& xorbs,
+                         const TestShard& how) {
+  shard::ShardWriter w;
+  for (const auto& x : xorbs) w.add_xorb(x.record);
+  shard::WriteOptions options;
+  options.footer.creation_timestamp = how.created;
+  options.footer.chunk_hash_key = how.key;
+  options.footer.key_expiry = how.expiry.value_or(shard::kNoExpiry);
+  auto bytes = w.write(options);
+  auto view = shard::ShardView::parse(bytes);
+  EXPECT_TRUE(view.ok()) << view.error().to_string();
+  index::IngestOptions io;
+  io.now = kNow;
+  io.cas = how.cas;
+  auto r = index.ingest(*view, index::SourceInfo{}, io);
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  return r.ok() ? r->shard : shard::Hash{};
+}
+
 fleet::ChunkLocation fleet_location_of(const shard::Hash& raw) {
   fleet::ChunkLocation loc;
   loc.xorb = raw;
@@ -86,33 +115,9 @@ Reach FakeFleet::source_shard(const shard::Hash&, const fleet::ShardXorbBounds& 
 }
 
 void AnswersTest::SetUp() {
-  index::Options o;
-  o.dir = dir_.path() + "/index";
-  o.map_size = 64ull << 20;
-  o.no_sync_for_benchmarks = true;  // tests: speed over machine-crash safety
-  auto opened = index::Index::open(o);
-  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
-  index_ = std::move(*opened);
+  index_ = open_test_index(dir_.path());
+  ASSERT_TRUE(index_);
   sources_.open_index = index_.get();
-}
-
-shard::Hash AnswersTest::ingest(const std::vector<shard::testing::TestXorb>& xorbs, const std::string& cas,
-                                std::optional<std::uint64_t> expiry, const shard::Key& key) {
-  shard::ShardWriter w;
-  for (const auto& x : xorbs) w.add_xorb(x.record);
-  shard::WriteOptions options;
-  options.footer.creation_timestamp = kNow - 100;
-  options.footer.chunk_hash_key = key;
-  options.footer.key_expiry = expiry.value_or(shard::kNoExpiry);
-  auto bytes = w.write(options);
-  auto view = shard::ShardView::parse(bytes);
-  EXPECT_TRUE(view.ok()) << view.error().to_string();
-  index::IngestOptions io;
-  io.now = kNow;
-  io.cas = cas;
-  auto r = index_->ingest(*view, index::SourceInfo{}, io);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? r->shard : shard::Hash{};
 }
 
 Lookups AnswersTest::lookups(Lookups::Scope scope) {

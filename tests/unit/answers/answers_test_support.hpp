@@ -23,6 +23,21 @@ namespace dedupd::daemon::answers::testing {
 
 inline constexpr std::uint64_t kNow = 1'760'000'000;
 
+// A real index under `dir` (index/), kept without fsync: tests want speed
+// over machine-crash safety.
+std::unique_ptr<index::Index> open_test_index(const std::string& dir);
+
+// How a test shard is written and taken in (at kNow).
+struct TestShard {
+  shard::Key key{};                       // zero: raw
+  std::optional<std::uint64_t> expiry{};  // the footer's key expiry; nullopt: never
+  std::uint64_t created = kNow - 100;     // the footer's creation time
+  std::string cas{};                      // the CAS it belongs to; empty: unknown
+};
+// A shard of `xorbs` ingested into `index`; its hash.
+shard::Hash ingest_xorbs(index::Index& index, const std::vector<shard::testing::TestXorb>& xorbs,
+                         const TestShard& how = {});
+
 // The fleet location it gives a raw hash: chunk 7 of a xorb named after it.
 fleet::ChunkLocation fleet_location_of(const shard::Hash& raw);
 
@@ -87,7 +102,9 @@ class AnswersTest : public ::testing::Test {
 
   // Ingests a shard of `xorbs`; returns its hash.
   shard::Hash ingest(const std::vector<shard::testing::TestXorb>& xorbs, const std::string& cas = "",
-                     std::optional<std::uint64_t> expiry = std::nullopt, const shard::Key& key = shard::Key{});
+                     std::optional<std::uint64_t> expiry = std::nullopt, const shard::Key& key = shard::Key{}) {
+    return ingest_xorbs(*index_, xorbs, {key, expiry, kNow - 100, cas});
+  }
   Lookups lookups(Lookups::Scope scope = Lookups::Scope::with_fleet);
 
   tests::TempDir dir_{"answers"};

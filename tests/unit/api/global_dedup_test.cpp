@@ -12,6 +12,7 @@
 
 #include "api_test_support.hpp"
 #include "shard/reader.hpp"
+#include "tests/unit/answers/answers_test_support.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
 namespace dedupd::daemon::http {
@@ -62,13 +63,8 @@ struct Upload {
 class GlobalDedupReply : public ::testing::Test {
  protected:
   void SetUp() override {
-    index::Options o;
-    o.dir = dir_.path() + "/index";
-    o.map_size = 64ull << 20;
-    o.no_sync_for_benchmarks = true;
-    auto opened = index::Index::open(o);
-    ASSERT_TRUE(opened.ok()) << opened.error().to_string();
-    index_ = std::move(*opened);
+    index_ = answers::testing::open_test_index(dir_.path());
+    ASSERT_TRUE(index_);
   }
 
   // One shard of xorbs made from `seeds` (`chunks` each), as an upload
@@ -77,24 +73,8 @@ class GlobalDedupReply : public ::testing::Test {
                    std::optional<std::uint64_t> expiry = std::nullopt, std::uint64_t created = kNow - 100,
                    const std::string& cas = "") {
     Upload u;
-    shard::ShardWriter w;
-    for (std::uint64_t seed : seeds) {
-      u.xorbs.push_back(st::make_xorb(seed, chunks, key));
-      w.add_xorb(u.xorbs.back().record);
-    }
-    shard::WriteOptions options;
-    options.footer.creation_timestamp = created;
-    options.footer.chunk_hash_key = key;
-    options.footer.key_expiry = expiry.value_or(shard::kNoExpiry);
-    auto bytes = w.write(options);
-    auto view = ShardView::parse(bytes);
-    EXPECT_TRUE(view.ok()) << view.error().to_string();
-    index::IngestOptions io;
-    io.now = kNow;
-    io.cas = cas;
-    auto r = index_->ingest(*view, index::SourceInfo{}, io);
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    u.shard = r->shard;
+    for (std::uint64_t seed : seeds) u.xorbs.push_back(st::make_xorb(seed, chunks, key));
+    u.shard = answers::testing::ingest_xorbs(*index_, u.xorbs, {key, expiry, created, cas});
     return u;
   }
 
