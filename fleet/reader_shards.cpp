@@ -1,5 +1,5 @@
 // Reader::shard_xorbs: a fleet shard's xorbs for a global-dedup reply, taken
-// as a local reply takes a live shard's (daemon/api/render/global_dedup.hpp). Of
+// as a local reply takes a live shard's (daemon/answers/global_dedup_plan.hpp). Of
 // the shards holding the queried chunk, the one a local reply would prefer
 // answers: raw first (the caller re-keys it), then the one whose key
 // expires last. Its xorbs come with the asked one first, then those after

@@ -1,13 +1,9 @@
-// The fleet half of an answer as the service hands it to the HTTP layer:
-// plain values (fleet/fleet.hpp's types), no connection.
+// How the fleet half of an answer went, as the answer layer
+// (daemon/answers/) and the HTTP layer see it: plain values, no connection.
 #pragma once
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <span>
-#include <vector>
-
-#include "fleet/fleet.hpp"
 
 namespace dedupd::daemon::fleet_link {
 
@@ -33,22 +29,5 @@ inline const char* to_string(Reach r) {
   }
   return "unknown";
 }
-
-// The fleet's locations of the chunks a batch did not find locally.
-struct FleetMisses {
-  Reach reach = Reach::off;
-  std::vector<std::uint32_t> queries{};  // indexes into the batch, ascending
-  fleet::ChunkAnswers answers{};         // answers.of(j) belongs to queries[j]
-
-  // The fleet locations of query i (empty when it was found locally or not asked).
-  std::span<const fleet::ChunkLocation> of(std::uint32_t i) const {
-    if (reach != Reach::answered) return {};
-    // Every query up to i asked (a block missed locally): no search.
-    if (i < queries.size() && queries[i] == i) return answers.of(i);
-    auto it = std::lower_bound(queries.begin(), queries.end(), i);
-    if (it == queries.end() || *it != i) return {};
-    return answers.of(std::size_t(it - queries.begin()));
-  }
-};
 
 }  // namespace dedupd::daemon::fleet_link

@@ -8,7 +8,6 @@ const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
 StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
 bool ServiceImpl::index_rebuilding() const { return parts_.ops.index_rebuilding(); }
 DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
-GlobalDedupKey ServiceImpl::global_dedup_key() const { return parts_.ops.global_dedup_key(); }
 
 LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::string& cas,
                                   std::vector<std::uint8_t> bytes) {

@@ -107,8 +107,8 @@ std::vector<std::uint8_t> make_shard(std::uint64_t seed, int xorbs, const shard:
 }
 
 // The daemon side of the seam: canned answers, no writes, so every input
-// sees the same index.
-class FakeService : public Service {
+// sees the same index; lookups answered from it, without a fleet.
+class FakeService : public Service, public answers::Sources {
  public:
   const index::Index* idx = nullptr;
   std::vector<shard::Hash> shards;
@@ -118,7 +118,9 @@ class FakeService : public Service {
     return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", state_dir, {"/a \"quoted\" dir\\"}, {}, {}};
   }
   DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
+  answers::Sources& answers() override { return *this; }
   GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
+  answers::FleetPort& fleet() override { return no_fleet; }
   shard::Result<RescanResult> rescan() override { return RescanResult{3, 2, 1}; }
   shard::Result<PurgeResult> purge(bool) override { return PurgeResult{shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}}; }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& h) override {
@@ -130,6 +132,7 @@ class FakeService : public Service {
     if (bytes.size() < 8) return shard::Error{"header.magic", 0, "too short"};
     return std::vector<IngestedShard>{{shards.empty() ? shard::Hash{} : shards[0], bytes.size() % 2 == 0, 1, 4, 0}};
   }
+  answers::NoFleet no_fleet;
 };
 
 struct World {
@@ -173,7 +176,8 @@ World& the_world() {
   std::vector<std::string> names;
   for (const auto& r : world->router.routes()) names.emplace_back(r.name);
   world->metrics = std::make_unique<http::Metrics>(names);
-  world->context = std::make_unique<http::Context>(http::Context{world->service, *world->metrics});
+  world->context =
+      std::make_unique<http::Context>(http::Context{world->service, world->service.answers(), *world->metrics});
   return *world;
 }
 

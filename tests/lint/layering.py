@@ -4,7 +4,10 @@ the libraries never include a program's headers; no two modules of daemon/
 (a .hpp and its .cpp) include each other's headers; daemon/fleet reaches
 nothing of the API layer, even through other headers; the daemon's core
 never includes the API layer, which it meets only in wiring/ and main.cpp;
-and the API's HTTP machinery knows neither the routes nor the rendering.
+the API's HTTP machinery knows neither the routes nor the rendering; the
+rendering formats answers, it neither asks for them nor reads a request;
+and the answer layer (daemon/answers) uses only the core's values, never
+code of the rest of the core (its library links none).
 Prints each break of a rule and exits 1."""
 import os, re, subprocess, sys
 from collections import defaultdict
@@ -28,6 +31,11 @@ for a, bs in medges.items():
         if a < b and a in medges.get(b, ()) and a.startswith("daemon/"):
             problems.append(f"{a} and {b} include each other's headers")
 libraries = ("api/", "chunk/", "fleet/", "index/", "shard/", "swh/", "xetcache/")
+# What asks for an answer or reads a request: the Service, the handlers'
+# Context, the answer layer's sources and lookups, the request parameters.
+asking = {"daemon/api/service.hpp", "daemon/api/http/context.hpp", "daemon/answers/sources.hpp",
+          "daemon/answers/lookups.hpp", "api/routes.hpp"}
+modules_with_code = {f for f in files if f.endswith(".cpp")}
 for f, hs in edges.items():
     for h in hs:
         if f.startswith(libraries) and h.startswith(("daemon/", "cli/")):
@@ -39,6 +47,11 @@ for f, hs in edges.items():
             problems.append(f"{f}: the HTTP machinery includes {h}")
         if f.startswith("daemon/api/render/") and h.startswith("daemon/api/routes/"):
             problems.append(f"{f}: the rendering includes the routes' {h}")
+        if f.startswith("daemon/api/render/") and h in asking:
+            problems.append(f"{f}: the rendering asks for answers or reads a request: {h}")
+        if (f.startswith("daemon/answers/") and h.startswith("daemon/") and not h.startswith("daemon/answers/")
+                and module(h) + ".cpp" in modules_with_code):
+            problems.append(f"{f}: the answer layer includes the core's code {h} (only its values)")
 def reach(f, seen=None):
     seen = set() if seen is None else seen
     for h in edges.get(f, ()):

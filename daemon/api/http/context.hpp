@@ -1,8 +1,10 @@
-// What every route handler gets: the daemon behind the seam, the metrics
-// registry, and the reply settings. One per server, shared by all threads
-// (everything in it is thread-safe).
+// What every route handler gets: the daemon behind the seam (status and
+// admin), what lookups are answered from (daemon/answers/), and the metrics
+// registry. One per server, shared by all threads (everything in it is
+// thread-safe).
 #pragma once
 
+#include "daemon/answers/sources.hpp"
 #include "daemon/api/service.hpp"
 
 namespace dedupd::daemon::http {
@@ -11,6 +13,7 @@ class Metrics;
 
 struct Context {
   Service& service;
+  answers::Sources& answers;  // service.answers()
   Metrics& metrics;
 };
 

@@ -41,6 +41,7 @@
 #include "daemon/api/http/mhd_connections.hpp"
 #include "daemon/api/http/router.hpp"
 #include "daemon/api/http/unix_listener.hpp"
+#include "daemon/fleet/answers.hpp"
 
 namespace dedupd::daemon {
 
@@ -166,7 +167,7 @@ struct ApiServer::Impl {
         options(std::move(o)),
         router(std::move(routes)),
         metrics(route_names(router.routes())),
-        context{service, metrics},
+        context{service, service.answers(), metrics},
         bodies(options.max_body_memory, options.max_body_bytes) {
     set_admin_gid(options.admin_gid);
     set_endpoint_gid(options.endpoint_gid);
@@ -502,7 +503,7 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   http::JobQueue* jobs = nullptr;
   if (st.entry->access == http::Access::admin) jobs = admin_jobs.get();
   else if (st.entry->wait == http::Wait::work ||
-           (st.entry->wait == http::Wait::fleet && context.service.fleet_configured()))
+           (st.entry->wait == http::Wait::fleet && context.answers.fleet().configured()))
     jobs = read_jobs.get();
   if (!jobs) return respond(conn, st, run_handler(*st.entry, st.request));
 

@@ -1,6 +1,5 @@
 #include "daemon/api/render/fleet_json.hpp"
 
-#include "api/routes.hpp"
 #include "shard/format.hpp"
 #include "shard/reader.hpp"
 
@@ -104,11 +103,6 @@ Json fleet_file_json(const fleet::FileAnswer& f) {
   }
   doc["shards"] = fleet_shard_refs_json(f.shards);
   return doc;
-}
-
-bool local_only(const Request& req) {
-  auto v = req.query_value(::dedupd::api::kLocalOnly);
-  return v && (v->empty() || *v == "1" || *v == "true" || *v == "yes");
 }
 
 Json publisher_json(const fleet_link::PublisherState& s) {

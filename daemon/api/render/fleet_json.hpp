@@ -4,11 +4,11 @@
 // Without a fleet nothing here is written and answers are as before.
 #pragma once
 
-#include "daemon/api/http/http.hpp"
 #include "daemon/api/render/json_out.hpp"
 #include "daemon/api/render/json_shapes.hpp"
 #include "daemon/fleet/answers.hpp"
 #include "daemon/fleet/state.hpp"
+#include "fleet/fleet.hpp"
 
 namespace dedupd::daemon::http {
 
@@ -28,9 +28,6 @@ Json fleet_shard_refs_json(const std::vector<fleet::FleetShardRef>& shards);
 // One stored form of a xorb as the fleet keeps it, shaped as xorb_json.
 Json fleet_xorb_json(const fleet::XorbAnswer& answer, const fleet::XorbForm& form);
 Json fleet_file_json(const fleet::FileAnswer& file);
-
-// ?local_only=1 (or a bare ?local_only): answer from this host's index alone.
-bool local_only(const Request& req);
 
 // The publisher's state for /v1/status and dedupctl status.
 Json publisher_json(const fleet_link::PublisherState& s);

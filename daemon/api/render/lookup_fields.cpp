@@ -1,62 +1,11 @@
 #include "daemon/api/render/lookup_fields.hpp"
 
-#include <fmt/format.h>
-
-#include <array>
-#include <utility>
+#include <string_view>
 
 #include "daemon/api/render/fleet_json.hpp"
 #include "daemon/api/render/json_shapes.hpp"
 
 namespace dedupd::daemon::http {
-
-namespace {
-
-constexpr std::array<std::pair<std::string_view, std::uint8_t>, 8> kLocationFields{{
-    {"xorb", LookupFields::kXorb},
-    {"chunk_index", LookupFields::kChunkIndex},
-    {"byte_start", LookupFields::kByteStart},
-    {"byte_end", LookupFields::kByteEnd},
-    {"unpacked_bytes", LookupFields::kUnpackedBytes},
-    {"flags", LookupFields::kFlags},
-    {"shards", LookupFields::kShards},
-    {"origin", LookupFields::kOrigin},
-}};
-
-}  // namespace
-
-std::variant<LookupFields, std::string> LookupFields::parse(std::string_view list) {
-  LookupFields f;
-  f.hash = f.found = false;
-  f.location = 0;
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    std::string_view name = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    if (name.empty()) continue;
-    if (name == "hash") {
-      f.hash = true;
-    } else if (name == "found") {
-      f.found = true;
-    } else if (name == "locations") {
-      f.location = kAll;
-    } else {
-      bool known = false;
-      for (const auto& [n, bit] : kLocationFields)
-        if (n == name) {
-          f.location |= bit;
-          known = true;
-        }
-      if (!known)
-        return fmt::format(
-            "unknown field '{}' in fields: choose from hash, found, locations, xorb, chunk_index, byte_start, "
-            "byte_end, unpacked_bytes, flags, shards, origin",
-            name.substr(0, 40));
-    }
-  }
-  if (!f.hash && !f.found && !f.location) return std::string("fields names none: give at least one");
-  return f;
-}
 
 namespace {
 

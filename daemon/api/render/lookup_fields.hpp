@@ -1,17 +1,15 @@
-// Which fields a chunk lookup answer carries (POST /v1/chunk?fields=...), and
-// the writer of one result with them. A presence check asks for
-// hash,found and gets no locations; the writer appends straight to the
-// answer's buffer (no document per hash, no allocation once it has grown).
+// Which fields a chunk lookup answer carries (POST /v1/chunk?fields=...,
+// read by routes/lookup_params), and the writer of one result with them. A
+// presence check asks for hash,found and gets no locations; the writer
+// appends straight to the answer's buffer (no document per hash, no
+// allocation once it has grown).
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
-#include <variant>
 
+#include "daemon/answers/fleet_misses.hpp"
 #include "daemon/api/render/json_out.hpp"
-#include "daemon/fleet/answers.hpp"
 #include "index/types.hpp"
 
 namespace dedupd::daemon::http {
@@ -31,15 +29,12 @@ struct LookupFields {
   bool hash = true;
   bool found = true;
   std::uint8_t location = kAll;  // 0: no "locations" at all
-
-  // "hash,found,xorb,..." (docs/API.md); a message for a 400 otherwise.
-  static std::variant<LookupFields, std::string> parse(std::string_view list);
 };
 
 // What the fleet answered for the local misses of one block of hashes;
 // `query` is the hash's index in that block.
 struct FleetPart {
-  const fleet_link::FleetMisses& misses;
+  const answers::FleetMisses& misses;
   std::uint32_t query;
 };
 

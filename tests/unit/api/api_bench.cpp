@@ -25,13 +25,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-class StaticService : public daemon::Service {
+class StaticService : public daemon::Service, public daemon::answers::Sources {
  public:
   explicit StaticService(const index::Index* idx) : idx_(idx) {}
   const index::Index* index() const override { return idx_; }
   daemon::StatusInfo status() const override { return {}; }
   daemon::DaemonCounters counters() const override { return {}; }
+  daemon::answers::Sources& answers() override { return *this; }
   daemon::GlobalDedupKey global_dedup_key() const override { return {}; }
+  daemon::answers::FleetPort& fleet() override { return no_fleet_; }
   shard::Result<daemon::RescanResult> rescan() override { return daemon::RescanResult{}; }
   shard::Result<daemon::PurgeResult> purge(bool) override { return daemon::PurgeResult{}; }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
@@ -39,6 +41,7 @@ class StaticService : public daemon::Service {
 
  private:
   const index::Index* idx_;
+  daemon::answers::NoFleet no_fleet_;
 };
 
 std::size_t sink(char*, std::size_t s, std::size_t n, void* out) {
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& r : daemon::http::api_routes()) names.emplace_back(r.name);
     daemon::http::Metrics metrics(names);
-    daemon::http::Context ctx{service, metrics};
+    daemon::http::Context ctx{service, service.answers(), metrics};
     daemon::http::Request req;
     req.body.assign(body.begin(), body.end());
     double h0 = thread_cpu();

@@ -14,6 +14,8 @@
 
 #include <filesystem>
 
+#include "tests/unit/answers/answers_test_support.hpp"
+
 namespace dedupd::daemon::testing {
 
 namespace {
@@ -129,13 +131,8 @@ std::string read_reply(int fd, int timeout_ms) {
 void ApiTest::SetUp() {
   using ::testing::Return;
   socket_path_ = dir_.path() + "/api.sock";
-  index::Options o;
-  o.dir = dir_.path() + "/index";
-  o.map_size = 64ull << 20;
-  o.no_sync_for_benchmarks = true;  // tests: speed over machine-crash safety
-  auto opened = index::Index::open(o);
-  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
-  index_ = std::move(*opened);
+  index_ = answers::testing::open_test_index(dir_.path());
+  ASSERT_TRUE(index_);
 
   ON_CALL(service_, index()).WillByDefault(Return(index_.get()));
   XetCacheStatus cache;

@@ -1,5 +1,6 @@
 // A real ApiServer on a socket in a temp dir, over a real index filled with
-// writer-made shards, behind a mocked Service; and a libcurl client.
+// writer-made shards, behind a mocked Service whose answer sources are its
+// own index() and global_dedup_key() and no fleet; and a libcurl client.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -19,12 +20,14 @@
 
 namespace dedupd::daemon::testing {
 
-class MockService : public Service {
+class MockService : public Service, public answers::Sources {
  public:
-  MOCK_METHOD(const index::Index*, index, (), (const, override));
+  MOCK_METHOD(const index::Index*, index, (), (const, override));  // both the Service's and the answers'
   MOCK_METHOD(StatusInfo, status, (), (const, override));
   MOCK_METHOD(DaemonCounters, counters, (), (const, override));
+  answers::Sources& answers() override { return *this; }
   MOCK_METHOD(GlobalDedupKey, global_dedup_key, (), (const, override));
+  answers::FleetPort& fleet() override { return no_fleet_; }
   MOCK_METHOD(shard::Result<RescanResult>, rescan, (), (override));
   MOCK_METHOD(shard::Result<PurgeResult>, purge, (bool dry_run), (override));
   MOCK_METHOD(shard::Result<index::RemoveOutcome>, remove, (const shard::Hash& shard), (override));
@@ -32,6 +35,9 @@ class MockService : public Service {
   MOCK_METHOD(std::optional<fleet_link::PublisherState>, fleet_state, (), (const, override));
   MOCK_METHOD(shard::Result<fleet::Status>, fleet_status, (), (override));
   MOCK_METHOD(shard::Result<bool>, fleet_forget_host, (const std::string& name), (override));
+
+ private:
+  answers::NoFleet no_fleet_;
 };
 
 struct HttpReply {

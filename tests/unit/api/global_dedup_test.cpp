@@ -1,7 +1,9 @@
-// The global-dedup reply, built from a real index: it must parse as the shard
-// a Xet client expects from the Hugging Face server (footer, no files, chunk
-// hashes keyed by the footer key, an expiry) and carry the chunk's source
-// shard, own xorb first, within the configured bounds.
+// The global-dedup reply, built from a real index (daemon/answers/
+// global_dedup) and written as the route writes it (render/global_dedup):
+// it must parse as the shard a Xet client expects from the Hugging Face
+// server (footer, no files, chunk hashes keyed by the footer key, an expiry)
+// and carry the chunk's source shard, own xorb first, within the configured
+// bounds.
 #include "daemon/api/render/global_dedup.hpp"
 
 #include <gtest/gtest.h>
@@ -10,15 +12,41 @@
 
 #include "api_test_support.hpp"
 #include "shard/reader.hpp"
+#include "tests/unit/answers/answers_test_support.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
 namespace dedupd::daemon::http {
 namespace {
 
+using answers::kFleetReplyMaxBlockBytes;
+using answers::kReplyFramingBytes;
+using answers::ReplyBounds;
+using answers::ReplySettings;
+using answers::xorb_block_bytes;
 using shard::Hash;
 using shard::Key;
 using shard::ShardView;
 namespace st = shard::testing;
+
+// A reply's bytes from this index, as the route makes them; nullopt when no
+// live shard holds the chunk.
+shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
+                                                                                 const Hash& raw_chunk,
+                                                                                 const ReplySettings& settings) {
+  using Out = std::optional<std::vector<std::uint8_t>>;
+  auto reply = answers::local_reply(idx, raw_chunk, settings);
+  if (!reply) return reply.error();
+  if (!*reply) return Out();
+  return Out(global_dedup_reply_bytes(std::move(**reply)));
+}
+
+// The same from the fleet shard the chunk came from.
+std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fleet::ShardXorbs& source,
+                                                                        const ReplySettings& settings) {
+  auto reply = answers::fleet_reply(source, settings);
+  if (!reply) return std::nullopt;
+  return global_dedup_reply_bytes(std::move(*reply));
+}
 
 constexpr std::uint64_t kNow = 1'760'000'000;
 constexpr std::uint64_t kLifetime = 7 * 24 * 3600;
@@ -35,13 +63,8 @@ struct Upload {
 class GlobalDedupReply : public ::testing::Test {
  protected:
   void SetUp() override {
-    index::Options o;
-    o.dir = dir_.path() + "/index";
-    o.map_size = 64ull << 20;
-    o.no_sync_for_benchmarks = true;
-    auto opened = index::Index::open(o);
-    ASSERT_TRUE(opened.ok()) << opened.error().to_string();
-    index_ = std::move(*opened);
+    index_ = answers::testing::open_test_index(dir_.path());
+    ASSERT_TRUE(index_);
   }
 
   // One shard of xorbs made from `seeds` (`chunks` each), as an upload
@@ -50,24 +73,8 @@ class GlobalDedupReply : public ::testing::Test {
                    std::optional<std::uint64_t> expiry = std::nullopt, std::uint64_t created = kNow - 100,
                    const std::string& cas = "") {
     Upload u;
-    shard::ShardWriter w;
-    for (std::uint64_t seed : seeds) {
-      u.xorbs.push_back(st::make_xorb(seed, chunks, key));
-      w.add_xorb(u.xorbs.back().record);
-    }
-    shard::WriteOptions options;
-    options.footer.creation_timestamp = created;
-    options.footer.chunk_hash_key = key;
-    options.footer.key_expiry = expiry.value_or(shard::kNoExpiry);
-    auto bytes = w.write(options);
-    auto view = ShardView::parse(bytes);
-    EXPECT_TRUE(view.ok()) << view.error().to_string();
-    index::IngestOptions io;
-    io.now = kNow;
-    io.cas = cas;
-    auto r = index_->ingest(*view, index::SourceInfo{}, io);
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    u.shard = r->shard;
+    for (std::uint64_t seed : seeds) u.xorbs.push_back(st::make_xorb(seed, chunks, key));
+    u.shard = answers::testing::ingest_xorbs(*index_, u.xorbs, {key, expiry, created, cas});
     return u;
   }
 
@@ -338,39 +345,6 @@ TEST_F(GlobalDedupReply, RealServerShardAsKeyedSource) {
   EXPECT_EQ(view->expiry(), src->expiry());
 }
 
-// ---- the pure parts ----------------------------------------------------------
-
-TEST(GlobalDedupPlan, XorbOrderStartsAtTheChunksXorbAndWraps) {
-  EXPECT_EQ(xorb_order(5, 2), (std::vector<std::size_t>{2, 3, 4, 0, 1}));
-  EXPECT_EQ(xorb_order(3, 0), (std::vector<std::size_t>{0, 1, 2}));
-  EXPECT_EQ(xorb_order(3, 7), (std::vector<std::size_t>{0, 1, 2}));  // not found: shard order
-  EXPECT_TRUE(xorb_order(0, 0).empty());
-}
-
-TEST(GlobalDedupPlan, KeyedShardsOfTheReplyKeyJoinOnlyWhenTheyDoNotShortenIt) {
-  auto keyed = [](std::uint64_t seed, const Key& key, std::optional<std::uint64_t> expiry) {
-    return SourceShard{{st::seeded_hash(seed), expiry, true, key}, st::seeded_hash(seed + 1)};
-  };
-  const Key k = key_of(20);
-  std::vector<SourceShard> holders = {keyed(1, k, kNow + 100), keyed(3, k, kNow + 900), keyed(5, key_of(21), kNow + 50),
-                                      keyed(7, k, std::nullopt)};
-  auto plan = plan_reply(holders, settings(key_of(1)));
-  ASSERT_TRUE(plan);
-  EXPECT_FALSE(plan->rekey);
-  EXPECT_EQ(plan->key, k);
-  EXPECT_EQ(plan->expiry, kNow + kLifetime);  // the never-expiring one
-  ASSERT_EQ(plan->sources.size(), 1u);
-  EXPECT_EQ(plan->sources[0].shard.shard, st::seeded_hash(7));
-
-  // Expiring alike (past the reply lifetime): all of the same key join.
-  holders = {keyed(1, k, kNow + 2 * kLifetime), keyed(3, k, kNow + 3 * kLifetime), keyed(5, key_of(21), kNow + 50)};
-  plan = plan_reply(holders, settings(key_of(1)));
-  ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->sources.size(), 2u);
-  EXPECT_EQ(plan->sources[0].shard.shard, st::seeded_hash(3));  // stays in the index longest
-  EXPECT_FALSE(plan_reply({}, settings(key_of(1))).has_value());
-}
-
 // ---- a chunk answered from the fleet's stored CAS blocks -------------------
 
 std::vector<std::uint8_t> cas_block_of(const shard::XorbRecord& rec) {
@@ -412,10 +386,10 @@ TEST(GlobalDedupFleetReply, ARawSourceShardIsRekeyedWithTheReplyKeyInTheFleetsOr
   ASSERT_TRUE(one_view.ok());
   EXPECT_EQ(xorb_hashes(*one_view), (std::vector<Hash>{own.record.header.xorb_hash}));
   ReplyBounds two_blocks{.max_xorbs = 10, .max_bytes = kReplyFramingBytes + xorb_block_bytes(5) + xorb_block_bytes(3)};
-  EXPECT_EQ(fleet_source_bounds(two_blocks).max_block_bytes, xorb_block_bytes(5) + xorb_block_bytes(3));
-  EXPECT_EQ(fleet_source_bounds(ReplyBounds{}).max_block_bytes, kFleetReplyMaxBlockBytes)
+  EXPECT_EQ(answers::fleet_source_bounds(two_blocks).max_block_bytes, xorb_block_bytes(5) + xorb_block_bytes(3));
+  EXPECT_EQ(answers::fleet_source_bounds(ReplyBounds{}).max_block_bytes, kFleetReplyMaxBlockBytes)
       << "what crosses the network within the fleet bound";
-  EXPECT_EQ(fleet_source_bounds(ReplyBounds{}).max_xorbs, ReplyBounds{}.max_xorbs);
+  EXPECT_EQ(answers::fleet_source_bounds(ReplyBounds{}).max_xorbs, ReplyBounds{}.max_xorbs);
   auto two = build_fleet_global_dedup_reply(source, settings(key, two_blocks));
   ASSERT_TRUE(two);
   EXPECT_EQ(two->size(), two_blocks.max_bytes);

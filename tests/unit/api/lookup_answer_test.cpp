@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/api/render/chunk_answer.hpp"
 #include "daemon/api/render/json_out.hpp"
 #include "daemon/api/render/lookup_fields.hpp"
+#include "daemon/api/routes/lookup_params.hpp"
 
 namespace dedupd::daemon::http {
 namespace {
@@ -47,7 +47,7 @@ json write(const LookupFields& f, std::size_t i) {
 }
 
 LookupFields fields(std::string_view list) {
-  auto parsed = LookupFields::parse(list);
+  auto parsed = parse_lookup_fields(list);
   EXPECT_TRUE(std::holds_alternative<LookupFields>(parsed))
       << (std::holds_alternative<std::string>(parsed) ? std::get<std::string>(parsed) : "");
   return std::holds_alternative<LookupFields>(parsed) ? std::get<LookupFields>(parsed) : LookupFields{};
@@ -95,10 +95,10 @@ TEST(LookupAnswer, FieldsPickWhatIsWritten) {
 }
 
 TEST(LookupAnswer, BadFieldListsAreRefused) {
-  auto bad = LookupFields::parse("hash,sizes");
+  auto bad = parse_lookup_fields("hash,sizes");
   ASSERT_TRUE(std::holds_alternative<std::string>(bad));
   EXPECT_NE(std::get<std::string>(bad).find("unknown field 'sizes'"), std::string::npos);
-  EXPECT_TRUE(std::holds_alternative<std::string>(LookupFields::parse(",")));
+  EXPECT_TRUE(std::holds_alternative<std::string>(parse_lookup_fields(",")));
 }
 
 }  // namespace
