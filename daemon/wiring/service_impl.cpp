@@ -2,6 +2,9 @@
 
 #include <memory>
 
+#include "daemon/learn/learner.hpp"
+#include "daemon/loop/event_loop.hpp"
+
 namespace dedupd::daemon {
 
 const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
