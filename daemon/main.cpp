@@ -16,7 +16,7 @@
 
 #include "daemon/config/key_docs.hpp"
 #include "daemon/config/load.hpp"
-#include "daemon/fleet/migrate.hpp"
+#include "daemon/fleet_link/migrate.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/loop/signals.hpp"
 #include "daemon/supervisor/daemon.hpp"

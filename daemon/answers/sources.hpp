@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/fleet/answers.hpp"
 #include "daemon/core/status.hpp"
+#include "daemon/fleet_link/answers.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/cas_scope.hpp"

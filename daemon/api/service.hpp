@@ -19,7 +19,7 @@
 #include "daemon/answers/sources.hpp"
 #include "daemon/core/errors.hpp"
 #include "daemon/core/status.hpp"
-#include "daemon/fleet/state.hpp"
+#include "daemon/fleet_link/state.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/hash.hpp"
@@ -83,7 +83,7 @@ class Service {
     return std::vector<XetCachePlan>{};
   }
 
-  // ---- the fleet (daemon/fleet/): what a daemon without one answers ----------
+  // ---- the fleet (daemon/fleet_link/): what a daemon without one answers ----------
   // The publisher's state; nullopt without a fleet.
   virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
   // The whole fleet as the database sees it (a longer bound: an operator

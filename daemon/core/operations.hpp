@@ -18,7 +18,7 @@
 #include "shard/hash.hpp"
 #include "shard/result.hpp"
 
-// A value of the fleet's room (daemon/fleet/state.hpp), named, not
+// A value of the fleet's room (daemon/fleet_link/state.hpp), named, not
 // included: the core includes no room of the daemon.
 namespace dedupd::daemon::fleet_link {
 struct PublisherState;

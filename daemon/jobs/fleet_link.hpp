@@ -13,10 +13,10 @@
 #include <optional>
 #include <string>
 
-#include "daemon/fleet/lookup.hpp"
-#include "daemon/fleet/publisher.hpp"
-#include "daemon/fleet/set_aside_marks.hpp"
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/publisher.hpp"
+#include "daemon/fleet_link/reader_pool.hpp"
+#include "daemon/fleet_link/set_aside_marks.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "daemon/jobs/job.hpp"
 #include "daemon/learn/learner.hpp"
 #include "index/index.hpp"
@@ -24,7 +24,7 @@
 namespace dedupd::daemon::jobs {
 
 // Beside the index: the fleet's key filters, kept across restarts
-// (daemon/fleet/kept_filters.hpp).
+// (daemon/fleet_link/kept_filters.hpp).
 inline constexpr const char* kKeptKeyFiltersFile = "fleet-key-filters";
 
 // How dedupd connects to its fleet as `config` says (the url may carry a

@@ -18,7 +18,7 @@
 #include "daemon/core/counters.hpp"
 #include "daemon/core/frontend.hpp"
 #include "daemon/core/index_health_board.hpp"
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "daemon/ingest/cas_scope.hpp"
 #include "daemon/learn/copies.hpp"
 #include "daemon/loop/event_loop.hpp"

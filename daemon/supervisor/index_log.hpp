@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string>
 
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/systemd/notify.hpp"
 #include "index/observer.hpp"

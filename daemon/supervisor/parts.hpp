@@ -12,7 +12,7 @@
 #include "daemon/core/counters.hpp"
 #include "daemon/core/index_health_board.hpp"
 #include "daemon/expiry/runner.hpp"
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "daemon/ingest/cas_scope.hpp"
 #include "daemon/ingest/ingest_queue.hpp"
 #include "daemon/ingest/ingester.hpp"

@@ -6,8 +6,8 @@
 #include <atomic>
 
 #include "daemon/answers/sources.hpp"
-#include "daemon/fleet/lookup.hpp"
 #include "daemon/core/operations.hpp"
+#include "daemon/fleet_link/reader_pool.hpp"
 
 namespace dedupd::daemon {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The include rules ARCHITECTURE.md states, checked on every ./dev lint:
 the libraries never include a program's headers; no two modules of daemon/
-(a .hpp and its .cpp) include each other's headers; daemon/fleet reaches
+(a .hpp and its .cpp) include each other's headers; daemon/fleet_link reaches
 nothing of the API layer, even through other headers; the daemon's core
 never includes the API layer, which it meets only in wiring/ and main.cpp;
 the API's HTTP machinery knows neither the routes nor the rendering; the
@@ -59,11 +59,11 @@ def reach(f, seen=None):
             seen.add(h)
             reach(h, seen)
     return seen
-# Through other headers too: daemon/fleet knows nothing of the API layer.
+# Through other headers too: daemon/fleet_link knows nothing of the API layer.
 for f in files:
-    if f.startswith("daemon/fleet/"):
+    if f.startswith("daemon/fleet_link/"):
         for h in sorted(reach(f)):
             if h.startswith("daemon/api/"):
-                problems.append(f"{f}: daemon/fleet reaches the API layer's {h}")
+                problems.append(f"{f}: daemon/fleet_link reaches the API layer's {h}")
 for p in sorted(set(problems)): print("== layering:", p, file=sys.stderr)
 sys.exit(1 if problems else 0)

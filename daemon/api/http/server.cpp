@@ -41,7 +41,7 @@
 #include "daemon/api/http/mhd_connections.hpp"
 #include "daemon/api/http/router.hpp"
 #include "daemon/api/http/unix_listener.hpp"
-#include "daemon/fleet/answers.hpp"
+#include "daemon/fleet_link/answers.hpp"
 
 namespace dedupd::daemon {
 

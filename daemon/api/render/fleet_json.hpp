@@ -6,8 +6,8 @@
 
 #include "daemon/api/render/json_out.hpp"
 #include "daemon/api/render/json_shapes.hpp"
-#include "daemon/fleet/answers.hpp"
-#include "daemon/fleet/state.hpp"
+#include "daemon/fleet_link/answers.hpp"
+#include "daemon/fleet_link/state.hpp"
 #include "fleet/fleet.hpp"
 
 namespace dedupd::daemon::http {

@@ -1,7 +1,7 @@
 // When the keeper writes its file of key filters: at once when the set
 // holds more filters than the file, else not before kSaveEvery, at stop
 // whenever anything changed, and never when nothing did.
-#include "daemon/fleet/kept_filters.hpp"
+#include "daemon/fleet_link/kept_filters.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

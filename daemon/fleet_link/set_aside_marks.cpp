@@ -1,4 +1,4 @@
-#include "daemon/fleet/set_aside_marks.hpp"
+#include "daemon/fleet_link/set_aside_marks.hpp"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "daemon/fleet/lookup.hpp"
+#include "daemon/fleet_link/reader_pool.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "daemon/fleet/kept_filters.hpp"
+#include "daemon/fleet_link/kept_filters.hpp"
 #include "fleet/key_filters.hpp"
 
 namespace dedupd::daemon::fleet_link {

@@ -35,9 +35,9 @@
 #include <set>
 #include <thread>
 
-#include "daemon/fleet/set_aside_marks.hpp"
-#include "daemon/fleet/state.hpp"
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/set_aside_marks.hpp"
+#include "daemon/fleet_link/state.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "fleet/fleet.hpp"
 #include "index/outbox.hpp"
 #include "index/status.hpp"

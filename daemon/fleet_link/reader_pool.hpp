@@ -49,9 +49,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/fleet/answers.hpp"
-#include "daemon/fleet/state.hpp"
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/answers.hpp"
+#include "daemon/fleet_link/state.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/xorb_cache.hpp"
 #include "shard/cas_scope.hpp"
@@ -70,7 +70,7 @@ class FleetLookup {
  public:
   // An empty url: no fleet; nothing connects until configure() gives one.
   // `kept_filters`: the file that keeps the key filters across restarts
-  // (daemon/fleet/kept_filters.hpp; empty: none).
+  // (daemon/fleet_link/kept_filters.hpp; empty: none).
   FleetLookup(fleet::ConnectOptions options, std::chrono::milliseconds timeout, LookupMemory memory = {},
               std::filesystem::path kept_filters = {});
   ~FleetLookup();  // stops the connector and the keeper (at most one connect_timeout)

@@ -1,4 +1,4 @@
-#include "daemon/fleet/kept_filters.hpp"
+#include "daemon/fleet_link/kept_filters.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/fleet/publisher.hpp"
+#include "daemon/fleet_link/publisher.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/core/clock.hpp"
-#include "daemon/fleet/publisher.hpp"
+#include "daemon/fleet_link/publisher.hpp"
 #include "daemon/log/logging.hpp"
 #include "index/index.hpp"
 #include "shard/cas_scope.hpp"

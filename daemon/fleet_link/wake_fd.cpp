@@ -1,4 +1,4 @@
-#include "daemon/fleet/wake_fd.hpp"
+#include "daemon/fleet_link/wake_fd.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-#include "daemon/fleet/migrate.hpp"
+#include "daemon/fleet_link/migrate.hpp"
 
 #include <cstdio>
 
