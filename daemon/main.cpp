@@ -101,7 +101,7 @@ std::optional<Args> parse_args(int argc, char** argv) {
       if (!v) return std::nullopt;
       a.check_index = *v;
     } else if (arg == "--config-table") {
-      std::fputs(config_table_markdown().c_str(), stdout);
+      std::fputs(config::config_table_markdown().c_str(), stdout);
       std::exit(0);
     } else if (arg == "--version") {
       std::printf("dedupd %s\n", DEDUPD_VERSION);
@@ -258,7 +258,7 @@ int check_index(const fs::path& dir) {
 
 int main(int argc, char** argv) {
   // Before any thread exists, so only the work loop's signalfd sees them.
-  block_daemon_signals();
+  loop::block_daemon_signals();
 
   auto args = parse_args(argc, argv);
   if (!args) return 2;
@@ -266,15 +266,15 @@ int main(int argc, char** argv) {
 
   DaemonOptions options;
   if (args->config) {
-    auto loaded = load_config_file(*args->config);
-    if (auto* errors = std::get_if<std::vector<ConfigError>>(&loaded)) {
+    auto loaded = config::load_config_file(*args->config);
+    if (auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
       for (const auto& e : *errors) std::fprintf(stderr, "%s\n", e.to_string(args->config->native()).c_str());
       return 1;
     }
-    options.config = std::get<Config>(loaded);
+    options.config = std::get<config::Config>(loaded);
     options.config_file = fs::absolute(*args->config);
   } else {
-    options.config = local_defaults(args->state_dir.value_or("local"));
+    options.config = config::local_defaults(args->state_dir.value_or("local"));
     options.create_watch_dirs = true;
   }
   if (args->check) {
@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   }
   if (args->fleet_migrate) return fleet_link::run_fleet_migrate(options.config, args->final_migration);
 
-  setup_logging(options.config.log_level);
+  log::setup_logging(options.config.log_level);
   // A page LMDB meets in the wrong shape deep in a read would abort():
   // dedupd marks its index and starts again, which rebuilds it.
   restart::set_arguments(argv);
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   try {
     // Core and HTTP layer meet here: the daemon serves its socket through
     // the frontend it is handed, and stops it before it goes.
-    ApiFrontend api;
+    wiring::ApiFrontend api;
     Daemon daemon(std::move(options), api);
     rc = daemon.run();
     restart = daemon.restart_requested();

@@ -89,7 +89,7 @@ std::optional<GlobalDedupReply> fleet_reply(const fleet::ShardXorbs& source, con
 
 shard::Result<GlobalDedupAnswer> answer_global_dedup(const Lookups& lookups, const GlobalDedupQuestion& question,
                                                      std::uint64_t now) {
-  const GlobalDedupKey key = lookups.global_dedup_key();
+  const core::GlobalDedupKey key = lookups.global_dedup_key();
   // The endpoint's clients keep what they get until a process finds it
   // expired: theirs expires soon (xet_endpoint.reply_expiry), so an answer
   // the CAS has since refused is asked again, not reused.

@@ -27,7 +27,7 @@ class Lookups {
   const index::Index& index() const { return *index_; }
   // Where a miss is asked next; nullptr: this host's index alone.
   FleetPort* fleet() const { return fleet_; }
-  GlobalDedupKey global_dedup_key() const { return sources_->global_dedup_key(); }
+  core::GlobalDedupKey global_dedup_key() const { return sources_->global_dedup_key(); }
 
  private:
   Lookups(Sources& sources, const index::Index& index, FleetPort* fleet)

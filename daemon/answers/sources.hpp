@@ -73,7 +73,7 @@ class Sources {
   // or stopping). What it points to stays valid until the HTTP server stops.
   virtual const index::Index* index() const = 0;
   // The key and settings global-dedup replies are made with.
-  virtual GlobalDedupKey global_dedup_key() const = 0;
+  virtual core::GlobalDedupKey global_dedup_key() const = 0;
   virtual FleetPort& fleet() = 0;
 };
 

@@ -24,7 +24,7 @@
 #include "index/index.hpp"
 #include "shard/hash.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::api {
 
 class Service {
  public:
@@ -34,35 +34,36 @@ class Service {
   // The pointer stays valid until the ApiServer is stopped.
   virtual const index::Index* index() const = 0;
 
-  virtual StatusInfo status() const = 0;
+  virtual core::StatusInfo status() const = 0;
   // While a damaged index is rebuilt every answer carries
   // "X-Dedupd-Index: rebuilding": a "not found" may be wrong until it ends.
   virtual bool index_rebuilding() const { return false; }
-  virtual DaemonCounters counters() const = 0;
+  virtual core::DaemonCounters counters() const = 0;
   // What lookups are answered from: the index, the global-dedup key, the
   // fleet. Lives as long as the Service.
   virtual answers::Sources& answers() = 0;
 
   // The learning path of the local Xet endpoint (daemon/learn/): a mirrored
   // shard body, held until the CAS's status for it; and its counts.
-  virtual LearnHold learn_hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) {
+  virtual core::LearnHold learn_hold(const std::string& request_id, const std::string& cas,
+                                     std::vector<std::uint8_t> bytes) {
     (void)request_id, (void)cas, (void)bytes;
     return {};
   }
-  virtual LearnStats learn_stats() const { return {}; }
+  virtual core::LearnStats learn_stats() const { return {}; }
 
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").
-  [[nodiscard]] virtual shard::Result<RescanResult> rescan() = 0;
+  [[nodiscard]] virtual shard::Result<core::RescanResult> rescan() = 0;
   // POST /v1/admin/reload.
-  [[nodiscard]] virtual shard::Result<ReloadResult> reload() {
+  [[nodiscard]] virtual shard::Result<core::ReloadResult> reload() {
     return shard::Error{"daemon.internal", 0, "not supported", false};
   }
   // POST /v1/admin/index/rebuild: the index moved aside and rebuilt.
-  [[nodiscard]] virtual shard::Result<IndexHealth> rebuild_index() {
+  [[nodiscard]] virtual shard::Result<core::IndexHealth> rebuild_index() {
     return shard::Error{"daemon.internal", 0, "not supported", false};
   }
-  [[nodiscard]] virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
+  [[nodiscard]] virtual shard::Result<core::PurgeResult> purge(bool dry_run) = 0;
   // POST /v1/admin/restore/<hash>: the shard after; nullopt: not known.
   [[nodiscard]] virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) {
     (void)shard;
@@ -74,13 +75,13 @@ class Service {
   // bundle (".caf") from a shard and names the source in logs and records.
   // A shard that fails validation is an error with the parser's rule and
   // offset; the daemon's own failures carry their "daemon."/"index." rule.
-  [[nodiscard]] virtual UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) = 0;
+  [[nodiscard]] virtual core::UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) = 0;
 
   // The next pass of the Xet cache steward as a dry run over the caches
   // under `root` (all when empty); nullopt while a pass is under way.
-  virtual std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) {
+  virtual std::optional<std::vector<core::XetCachePlan>> xet_cache_plan(const std::string& root) {
     (void)root;
-    return std::vector<XetCachePlan>{};
+    return std::vector<core::XetCachePlan>{};
   }
 
   // ---- the fleet (daemon/fleet_link/): what a daemon without one answers ----------
@@ -89,19 +90,19 @@ class Service {
   // The whole fleet as the database sees it (a longer bound: an operator
   // asks). "daemon.no_fleet" without a fleet; "fleet.*" when it is out of reach.
   [[nodiscard]] virtual shard::Result<fleet::Status> fleet_status() {
-    return seam_error(kRuleNoFleet, "no fleet configured");
+    return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }
   // Admin: drops every hold of a host that is gone for good. True when the
   // host was known; "fleet.*" when the primary cannot be reached.
   // Queues every parked outbox entry again; how many. "daemon.no_fleet"
   // without a fleet.
   [[nodiscard]] virtual shard::Result<std::uint64_t> fleet_retry() {
-    return seam_error(kRuleNoFleet, "no fleet configured");
+    return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }
   [[nodiscard]] virtual shard::Result<bool> fleet_forget_host(const std::string& name) {
     (void)name;
-    return seam_error(kRuleNoFleet, "no fleet configured");
+    return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::api

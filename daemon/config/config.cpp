@@ -1,6 +1,6 @@
 #include "daemon/config/config.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 Config installed_defaults() {
   Config c;
@@ -29,4 +29,4 @@ Config local_defaults(const std::filesystem::path& dir) {
   return c;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

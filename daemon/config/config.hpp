@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 // What dedupd may do in a watched tree beyond indexing and expiring it.
 enum class Manage : std::uint8_t {
@@ -203,4 +203,4 @@ std::filesystem::path clean_path(const std::filesystem::path& p);
 // DIR/dedupd.sock. DIR is made absolute so later chdirs do not matter.
 Config local_defaults(const std::filesystem::path& dir);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

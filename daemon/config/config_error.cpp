@@ -1,6 +1,6 @@
 #include "daemon/config/config_error.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 std::string ConfigError::to_string(const std::string& file) const {
   std::string out = file;
@@ -10,4 +10,4 @@ std::string ConfigError::to_string(const std::string& file) const {
   return out + message;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 struct ConfigError {
   std::string key;  // empty for whole-document problems (syntax, not a map)
@@ -16,4 +16,4 @@ struct ConfigError {
   std::string to_string(const std::string& file) const;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

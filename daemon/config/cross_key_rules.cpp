@@ -5,7 +5,7 @@
 #include "daemon/config/units.hpp"
 #include "daemon/config/value_types.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -67,4 +67,4 @@ void check_quarantine_outside_watch(YamlReader& r, Config& c) {
   }
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

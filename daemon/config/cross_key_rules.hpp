@@ -6,7 +6,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/config/yaml_reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 // limits: one upload of the largest size must fit beside a batch query.
 void check_body_memory(YamlReader& r, Config& c);
@@ -17,4 +17,4 @@ void settle_cache_entry_cap(YamlReader& r, Config& c);
 // quarantine_dir: outside every watched tree.
 void check_quarantine_outside_watch(YamlReader& r, Config& c);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -3,7 +3,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/config/key_table.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 std::string config_table_markdown() {
   const Config defaults = installed_defaults();
@@ -19,4 +19,4 @@ std::string config_table_markdown() {
          ". It applies every other key.\n";
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

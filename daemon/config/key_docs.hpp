@@ -7,8 +7,8 @@
 
 #include <string>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 std::string config_table_markdown();
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

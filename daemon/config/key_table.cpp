@@ -7,7 +7,7 @@
 #include "daemon/config/value_types.hpp"
 #include "daemon/config/watch_list.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -269,4 +269,4 @@ std::string config_names_under(std::string_view section) {
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -18,7 +18,7 @@ namespace YAML {
 class Node;
 }
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 class YamlReader;
 
@@ -73,4 +73,4 @@ const ConfigSection* find_config_section(std::string_view name);
 // "delete_after, max_bytes, check_interval".
 std::string config_names_under(std::string_view section);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -6,7 +6,7 @@
 #include "daemon/config/key_table.hpp"
 #include "daemon/config/yaml_reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -75,4 +75,4 @@ ConfigResult load_config_file(const fs::path& file) {
   return load_config_text(text.str(), base);
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -12,7 +12,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/config/config_error.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 using ConfigResult = std::variant<Config, std::vector<ConfigError>>;
 
@@ -20,4 +20,4 @@ using ConfigResult = std::variant<Config, std::vector<ConfigError>>;
 ConfigResult load_config_file(const std::filesystem::path& file);
 ConfigResult load_config_text(const std::string& yaml, const std::filesystem::path& base_dir);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -2,7 +2,7 @@
 
 #include "daemon/config/key_table.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 std::vector<std::string> changes_waiting_for_restart(const Config& running, const Config& next) {
   std::vector<std::string> out;
@@ -18,4 +18,4 @@ Config as_reload_applies(const Config& running, Config next) {
   return next;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

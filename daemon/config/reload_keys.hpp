@@ -8,7 +8,7 @@
 
 #include "daemon/config/config.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 // The restart keys `next` changes, each as "key (stays VALUE)", VALUE the
 // running one, in the table's order.
@@ -17,4 +17,4 @@ std::vector<std::string> changes_waiting_for_restart(const Config& running, cons
 // `next` with every restart key as `running` has it: what a reload applies.
 Config as_reload_applies(const Config& running, Config next);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

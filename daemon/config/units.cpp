@@ -5,7 +5,7 @@
 #include <charconv>
 #include <limits>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -142,4 +142,4 @@ Parsed<ListenAddress> parse_listen_address(std::string_view text) {
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

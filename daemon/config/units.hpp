@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 struct ParseError {
   std::string message;
@@ -49,4 +49,4 @@ std::string format_duration(std::chrono::seconds d);
 // file would spell it (for messages).
 std::string format_size(std::uint64_t bytes);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

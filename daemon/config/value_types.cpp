@@ -6,7 +6,7 @@
 #include "daemon/config/units.hpp"
 #include "xetcache/cas_url.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -171,7 +171,7 @@ std::string SizeValue::bounds() const { return min > 0 ? "at least `" + format_s
 std::optional<std::string> CasUrlValue::parse(YamlReader& r, const std::string& key, const YAML::Node& v) const {
   std::string s;
   if (!r.scalar(key, v, "a CAS URL such as https://cas-server.xethub.hf.co", s)) return std::nullopt;
-  auto normal = xetcache::normalize_cas_url(s);
+  auto normal = dedupd::xetcache::normalize_cas_url(s);
   if (!normal) {
     r.fail(key, v, "\"" + s + "\" is not a CAS URL (http:// or https://, a host, no query)");
     return std::nullopt;
@@ -202,4 +202,4 @@ std::optional<MetricsConfig> ListenValue::parse(YamlReader& r, const std::string
   return MetricsConfig{s, l.host, l.port};
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

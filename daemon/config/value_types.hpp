@@ -15,7 +15,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/config/yaml_reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 // The rule fleet::valid_host_name checks (fleet/host_name.hpp).
 bool fleet_host_name_ok(const std::string& s);
@@ -143,4 +143,4 @@ struct OptionalValue {
   std::string bounds() const { return inner.bounds(); }
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

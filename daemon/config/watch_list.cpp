@@ -6,7 +6,7 @@
 
 #include "daemon/config/value_types.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -112,4 +112,4 @@ std::string WatchListValue::show(const Value& dirs) const {
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -10,7 +10,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/config/yaml_reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 struct WatchListValue {
   using Value = std::vector<WatchDir>;
@@ -20,4 +20,4 @@ struct WatchListValue {
   std::string bounds() const { return ""; }
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

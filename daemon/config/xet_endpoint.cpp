@@ -5,7 +5,7 @@
 #include <cstring>
 #include <fstream>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 namespace {
 
@@ -62,4 +62,4 @@ XetEndpointSettings read_xet_endpoint_settings(const std::filesystem::path& file
   return s;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

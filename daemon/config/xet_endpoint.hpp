@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 struct XetEndpointSettings {
   bool present = false;  // a missing file means every default, as for the script
@@ -22,4 +22,4 @@ struct XetEndpointSettings {
 
 XetEndpointSettings read_xet_endpoint_settings(const std::filesystem::path& file);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -1,6 +1,6 @@
 #include "daemon/config/yaml_reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
@@ -45,4 +45,4 @@ bool YamlReader::scalar(const std::string& key, const YAML::Node& v, const std::
   return true;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

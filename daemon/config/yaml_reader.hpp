@@ -14,7 +14,7 @@
 
 #include "daemon/config/config_error.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 
 int line_of(const YAML::Node& n);
 
@@ -55,4 +55,4 @@ class YamlReader {
   std::size_t section_start_ = 0;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

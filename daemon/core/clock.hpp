@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 inline std::uint64_t unix_now() {
   auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
@@ -18,4 +18,4 @@ inline std::uint64_t unix_now_ms() {
   return ms.count() < 0 ? 0 : std::uint64_t(ms.count());
 }
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

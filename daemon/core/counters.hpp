@@ -6,7 +6,7 @@
 
 #include "daemon/core/status.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 struct Counters {
   std::atomic<std::uint64_t> shards_ingested{0};
@@ -32,4 +32,4 @@ struct Counters {
   }
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

@@ -8,7 +8,7 @@
 
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 // The work loop did not finish an admin action within the admin timeout: it
 // is queued and still runs, so repeating it is the caller's decision.
@@ -25,4 +25,4 @@ inline shard::Error seam_error(const char* rule, std::string message) {
   return shard::Error{rule, 0, std::move(message), /*has_offset=*/false};
 }
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

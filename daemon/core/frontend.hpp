@@ -15,25 +15,27 @@
 
 // The rooms' parts are named here, not included: the core includes no room
 // of the daemon; whoever builds the parts or uses them includes theirs.
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 struct Config;
+}
+namespace dedupd::daemon::loop {
 class EventLoop;
-namespace learn {
+}
+namespace dedupd::daemon::learn {
 class Learner;
 }
-namespace fleet_link {
+namespace dedupd::daemon::fleet_link {
 class FleetLookup;
 }
-}  // namespace dedupd::daemon
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 // What the service behind the socket may use; all outlive the Frontend's
 // start() to stop().
 struct ServiceParts {
   Operations& ops;
   // Admin actions run on this loop's thread (EventLoop::call).
-  EventLoop& loop;
+  loop::EventLoop& loop;
   // The open index; nullptr once the daemon is stopping.
   const std::atomic<const index::Index*>& index;
   const Counters& counters;
@@ -53,11 +55,12 @@ class Frontend {
  public:
   virtual ~Frontend() = default;
   // Listens and serves; false (logged) when it cannot, and the daemon exits.
-  [[nodiscard]] virtual bool start(const ServiceParts& parts, const Config& config, const ListenSettings& listen) = 0;
+  [[nodiscard]] virtual bool start(const ServiceParts& parts, const config::Config& config,
+                                   const ListenSettings& listen) = 0;
   // SIGHUP: who may call the admin and the endpoint routes.
   virtual void set_access(std::optional<gid_t> admin_gid, std::optional<gid_t> endpoint_gid) = 0;
   // Lets running requests end; idempotent, harmless before start().
   virtual void stop() = 0;
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

@@ -8,7 +8,7 @@
 #include "index/status.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 inline bool says_damaged(const shard::Error& e) {
   if (e.rule == index::kRuleCorrupt) return true;
@@ -18,4 +18,4 @@ inline bool says_damaged(const shard::Error& e) {
   return false;
 }
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

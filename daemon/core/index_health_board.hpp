@@ -10,7 +10,7 @@
 
 #include "daemon/core/status.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 class IndexHealthBoard {
  public:
@@ -35,4 +35,4 @@ class IndexHealthBoard {
   std::atomic<bool> rebuilding_{false};
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

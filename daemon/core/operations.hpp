@@ -24,7 +24,7 @@ namespace dedupd::daemon::fleet_link {
 struct PublisherState;
 }
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 class Operations {
  public:
@@ -64,4 +64,4 @@ class Operations {
   virtual UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) = 0;
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

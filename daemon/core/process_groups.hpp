@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 // nullopt when the process is gone or its status has no groups line.
 inline std::optional<std::vector<gid_t>> process_groups(pid_t pid) {
@@ -29,4 +29,4 @@ inline std::optional<std::vector<gid_t>> process_groups(pid_t pid) {
   return std::nullopt;
 }
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <optional>
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 inline constexpr std::size_t kScrubSliceItems = 16384;
 inline constexpr std::chrono::milliseconds kScrubSliceTime{4};
@@ -41,4 +41,4 @@ inline std::optional<std::chrono::steady_clock::time_point> next_scrub_pass_afte
   return now;
 }
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

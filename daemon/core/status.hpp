@@ -14,7 +14,7 @@
 #include "shard/keys.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::inline core {
+namespace dedupd::daemon::core {
 
 // GET /v1/status, minus the stats (the route reads those from the index).
 // One endpoint directory of a managed Xet cache (`manage: xet-cache`), as
@@ -230,4 +230,4 @@ struct GlobalDedupKey {
   std::uint64_t endpoint_reply_lifetime_s = 0;
 };
 
-}  // namespace dedupd::daemon::inline core
+}  // namespace dedupd::daemon::core

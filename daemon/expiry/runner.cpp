@@ -44,8 +44,8 @@ shard::Result<std::vector<ShardRecord>> Runner::expired_records(std::vector<shar
   return out;
 }
 
-shard::Result<PurgeResult> Runner::run(std::uint64_t now, bool dry_run) {
-  PurgeResult out;
+shard::Result<core::PurgeResult> Runner::run(std::uint64_t now, bool dry_run) {
+  core::PurgeResult out;
   if (dry_run) {
     auto due = index_.due(now);
     if (!due) return failed("listing due shards", due.error());
@@ -102,7 +102,7 @@ bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool
   return true;
 }
 
-shard::Result<std::monostate> Runner::enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out) {
+shard::Result<std::monostate> Runner::enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out) {
   std::vector<index::ShardInfo> shards;
   for (auto state : {index::ShardState::live, index::ShardState::expired}) {
     auto listed = index_.shards(state);

@@ -20,14 +20,14 @@ namespace dedupd::daemon::expiry {
 
 class Runner {
  public:
-  Runner(index::Index& index, const Watcher& watcher, Counters& counters)
+  Runner(index::Index& index, const watch::Watcher& watcher, core::Counters& counters)
       : index_(index), watcher_(watcher), counters_(counters) {}
 
-  void set_config(const ExpiryConfig& c) { config_ = c; }
+  void set_config(const config::ExpiryConfig& c) { config_ = c; }
 
   // Does (or, dry_run, only reports) everything due at `now`. An index
   // failure stops the pass where it happened (what was done stays done).
-  [[nodiscard]] shard::Result<PurgeResult> run(std::uint64_t now, bool dry_run);
+  [[nodiscard]] shard::Result<core::PurgeResult> run(std::uint64_t now, bool dry_run);
 
   // The earliest moment something becomes due after the last run: an index
   // expiry or a file's end of grace.
@@ -37,12 +37,12 @@ class Runner {
   shard::Result<std::vector<ShardRecord>> expired_records(std::vector<shard::Hash> also_due) const;
   // Checks and, unless dry_run, deletes one file; true when it is (or would be) gone.
   bool delete_file(const shard::Hash& shard, const std::string& path, bool dry_run);
-  [[nodiscard]] shard::Result<std::monostate> enforce_cap(std::uint64_t now, bool dry_run, PurgeResult& out);
+  [[nodiscard]] shard::Result<std::monostate> enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out);
 
   index::Index& index_;
-  const Watcher& watcher_;
-  Counters& counters_;
-  ExpiryConfig config_;
+  const watch::Watcher& watcher_;
+  core::Counters& counters_;
+  config::ExpiryConfig config_;
   std::optional<std::uint64_t> next_deletion_;
 };
 

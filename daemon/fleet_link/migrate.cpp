@@ -6,7 +6,7 @@
 
 namespace dedupd::daemon::fleet_link {
 
-int run_fleet_migrate(const Config& config, bool final) {
+int run_fleet_migrate(const config::Config& config, bool final) {
   if (!config.fleet.enabled()) {
     std::fprintf(stderr, "dedupd: --fleet-migrate: the configuration has no fleet section with a url\n");
     return 2;

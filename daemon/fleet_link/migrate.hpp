@@ -10,6 +10,6 @@ namespace dedupd::daemon::fleet_link {
 // Prints what happened on stdout, a problem on stderr; returns the exit code
 // (0 done, 1 failed, 2 no fleet configured).
 // `final`: the migrations that older dedupd cannot use run too.
-int run_fleet_migrate(const Config& config, bool final = false);
+int run_fleet_migrate(const config::Config& config, bool final = false);
 
 }  // namespace dedupd::daemon::fleet_link

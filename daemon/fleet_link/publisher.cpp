@@ -76,7 +76,7 @@ PublisherState Publisher::state() const {
   if (auto ob = index_.outbox_stats(); ob) {
     s.outbox_depth = ob->depth;
     if (ob->oldest_queued) {
-      std::uint64_t now = unix_now();
+      std::uint64_t now = core::unix_now();
       s.outbox_oldest_age_s = now > *ob->oldest_queued ? now - *ob->oldest_queued : 0;
     }
     s.parked = ob->parked;
@@ -90,13 +90,13 @@ PublisherState Publisher::state() const {
 }
 
 index::Result<std::uint64_t> Publisher::retry_parked() {
-  auto n = index_.outbox_retry_parked(unix_now());
+  auto n = index_.outbox_retry_parked(core::unix_now());
   if (n && *n) spdlog::info("fleet: {} parked outbox entr{} queued again", *n, *n == 1 ? "y" : "ies");
   return n;
 }
 
 bool Publisher::park(const index::OutboxEntry& e, const std::string& why) {
-  if (auto r = index_.outbox_park(e, why, unix_now()); !r) {
+  if (auto r = index_.outbox_park(e, why, core::unix_now()); !r) {
     // Still queued, so nothing after it may be acknowledged: tried again at the next round.
     spdlog::error("fleet: parking the {} of shard {}: {}", index::to_string(e.op), e.shard, r.error());
     return false;
@@ -137,7 +137,7 @@ void Publisher::failed(const fleet::Error& e, const char* doing) {
     state_.state = LinkState::unavailable;
     state_.failures++;
     state_.last_error = text;
-    state_.last_error_at = unix_now();
+    state_.last_error_at = core::unix_now();
   }
   // Once per outage at warn level; the retries go to debug.
   if (first) spdlog::warn("fleet: {}; the outbox keeps what is not published, retrying", text);
@@ -151,14 +151,14 @@ void Publisher::succeeded() {
   if (state_.state != LinkState::connected && state_.state != LinkState::connecting)
     spdlog::info("fleet: the primary answers again");
   state_.state = LinkState::connected;
-  state_.last_contact = unix_now();
+  state_.last_contact = core::unix_now();
   // Another server answering the same url is a failover (or a switchover):
   // nothing else tells this host, and the operator wants to know when.
   if (!server.empty() && server != state_.primary) {
     if (!state_.primary.empty()) {
       spdlog::warn("fleet: writes now go to {} instead of {}: the fleet database failed over", server, state_.primary);
       state_.failovers++;
-      state_.last_failover = unix_now();
+      state_.last_failover = core::unix_now();
       state_.last_failover_from = state_.primary;
     }
     state_.primary = server;
@@ -273,7 +273,7 @@ bool Publisher::periodic() {
     next_heartbeat_ = now + kHeartbeatEvery;
   }
   if (now >= next_expire_) {
-    auto r = writer_->expire(unix_now());
+    auto r = writer_->expire(core::unix_now());
     if (!r) {
       failed(r.error(), "expiring fleet shards");
       return false;
@@ -310,7 +310,8 @@ bool Publisher::reconcile(bool& ran) {
     return false;
   }
   ran = true;
-  auto round = index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, unix_now(), held_cas);
+  auto round =
+      index_.outbox_reconcile(reconcile_after_, *held, held->size() == o.batch, o.batch, core::unix_now(), held_cas);
   if (!round) {
     spdlog::error("fleet: anti-entropy: {}", round.error());
     next_reconcile_ = now + o.interval;
@@ -337,7 +338,7 @@ bool Publisher::reconcile(bool& ran) {
     state_.reconcile_passes++;
     state_.reconciled_publish += pass_publish_;
     state_.reconciled_drop += pass_drop_;
-    state_.last_reconcile = unix_now();
+    state_.last_reconcile = core::unix_now();
   }
   pass_publish_ = pass_drop_ = 0;
   in_pass_ = false;

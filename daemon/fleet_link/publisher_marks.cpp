@@ -115,7 +115,7 @@ bool Publisher::sync_marks() {
 }
 
 void Publisher::apply_marks(const std::vector<fleet::SetAsideMark>& marks, bool compare_all) {
-  const std::uint64_t now = unix_now();
+  const std::uint64_t now = core::unix_now();
   std::set<shard::Hash> marked;
   std::uint64_t applied = 0, restored = 0;
   for (const fleet::SetAsideMark& m : marks) {

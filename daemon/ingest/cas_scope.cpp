@@ -6,7 +6,7 @@
 #include "daemon/config/xet_endpoint.hpp"
 #include "xetcache/cas_url.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 namespace {
 
@@ -39,12 +39,13 @@ std::string cache_dir_name(const std::string& path) {
 
 }  // namespace
 
-void CasScopes::configure(const std::vector<WatchDir>& watch, const std::filesystem::path& endpoint_settings) {
+void CasScopes::configure(const std::vector<config::WatchDir>& watch, const std::filesystem::path& endpoint_settings) {
   std::lock_guard lock(mu_);
   watch_ = watch;
   // The longest path first: a nested entry's word wins over its parent's.
-  std::sort(watch_.begin(), watch_.end(),
-            [](const WatchDir& a, const WatchDir& b) { return a.path.string().size() > b.path.string().size(); });
+  std::sort(watch_.begin(), watch_.end(), [](const config::WatchDir& a, const config::WatchDir& b) {
+    return a.path.string().size() > b.path.string().size();
+  });
   settings_ = endpoint_settings;
   settings_read_ = false;
   refresh_endpoint();
@@ -63,11 +64,12 @@ void CasScopes::refresh_endpoint() {
   // handed; their directory names computed once, not at each shard found.
   auto add = [&](const std::string& spelled, const std::string& cas) {
     if (spelled.empty() || cas.empty()) return;
-    for (const std::string& s : {spelled, spelled + "/"}) known_.push_back({xetcache::client_cache_dir_name(s), cas});
+    for (const std::string& s : {spelled, spelled + "/"})
+      known_.push_back({dedupd::xetcache::client_cache_dir_name(s), cas});
   };
   if (!settings_.empty()) {
-    XetEndpointSettings s = read_xet_endpoint_settings(settings_);
-    endpoint_cas_ = xetcache::normalize_cas_url(s.cas_upstream).value_or("");
+    config::XetEndpointSettings s = config::read_xet_endpoint_settings(settings_);
+    endpoint_cas_ = dedupd::xetcache::normalize_cas_url(s.cas_upstream).value_or("");
     // The client is handed the endpoint's CAS port (token replies name it):
     // its cache is named after that URL, and holds the upstream's shards.
     for (const char* host : {"127.0.0.1", "localhost"})
@@ -75,7 +77,7 @@ void CasScopes::refresh_endpoint() {
     add(endpoint_cas_, endpoint_cas_);
     add(s.cas_upstream, endpoint_cas_);
   }
-  for (const WatchDir& w : watch_) add(w.cas, w.cas);
+  for (const config::WatchDir& w : watch_) add(w.cas, w.cas);
   add(kHubCas, kHubCas);
 }
 
@@ -88,7 +90,7 @@ std::string CasScopes::of_path(const std::string& path) {
   std::lock_guard lock(mu_);
   if (override_)
     if (auto cas = override_(path)) return *cas;
-  for (const WatchDir& w : watch_)
+  for (const config::WatchDir& w : watch_)
     if (!w.cas.empty() && under(path, w.path)) return w.cas;
   std::string name = cache_dir_name(path);
   if (name.empty()) return "";
@@ -104,4 +106,4 @@ std::string CasScopes::endpoint_cas() {
   return endpoint_cas_;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

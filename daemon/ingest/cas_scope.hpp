@@ -15,13 +15,13 @@
 
 #include "daemon/config/config.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 class CasScopes {
  public:
   // The watch entries and the endpoint's settings file (read again when it
   // changes: the endpoint's ports and upstream are its to say).
-  void configure(const std::vector<WatchDir>& watch, const std::filesystem::path& endpoint_settings);
+  void configure(const std::vector<config::WatchDir>& watch, const std::filesystem::path& endpoint_settings);
 
   // The normalized CAS of a shard found at `path`; "" when unknown.
   std::string of_path(const std::string& path);
@@ -43,7 +43,7 @@ class CasScopes {
   void refresh_endpoint();  // under mu_
 
   std::mutex mu_;  // the work loop and the upgrade at start ask; reloads change it
-  std::vector<WatchDir> watch_;
+  std::vector<config::WatchDir> watch_;
   std::filesystem::path settings_;
   std::filesystem::file_time_type settings_mtime_{};
   bool settings_read_ = false;
@@ -52,4 +52,4 @@ class CasScopes {
   Override override_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

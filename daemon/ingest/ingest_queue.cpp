@@ -10,12 +10,12 @@
 #include "daemon/core/clock.hpp"
 #include "daemon/log/logging.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 namespace fs = std::filesystem;
 
-StateDirSpace space_of(const fs::path& dir) {
-  StateDirSpace s;
+core::StateDirSpace space_of(const fs::path& dir) {
+  core::StateDirSpace s;
   struct statvfs v {};
   if (::statvfs(dir.c_str(), &v) != 0) return s;
   s.known = true;
@@ -24,10 +24,10 @@ StateDirSpace space_of(const fs::path& dir) {
   return s;
 }
 
-IngestQueue::IngestQueue(Ingester& ingester, fs::path state_dir, IndexHealthBoard& health, SpaceProbe space)
+IngestQueue::IngestQueue(Ingester& ingester, fs::path state_dir, core::IndexHealthBoard& health, SpaceProbe space)
     : ingester_(ingester), state_dir_(std::move(state_dir)), health_(health), space_(std::move(space)) {}
 
-void IngestQueue::add(std::vector<Candidate> files) {
+void IngestQueue::add(std::vector<watch::Candidate> files) {
   for (auto& f : files)
     if (pending_paths_.insert(f.path.native()).second) pending_.push_back(std::move(f));
 }
@@ -36,7 +36,7 @@ void IngestQueue::ingest(std::chrono::milliseconds budget) {
   if (pending_.empty()) return;
   const auto deadline = Clock::now() + budget;
   while (!pending_.empty() && Clock::now() < deadline) {
-    Candidate c = std::move(pending_.front());
+    watch::Candidate c = std::move(pending_.front());
     pending_.pop_front();
     pending_paths_.erase(c.path.native());
     const auto t0 = Clock::now();
@@ -58,10 +58,10 @@ void IngestQueue::ingest(std::chrono::milliseconds budget) {
   note_rebuild_progress();
 }
 
-FileOutcome IngestQueue::ingest_one(const Candidate& c) {
+FileOutcome IngestQueue::ingest_one(const watch::Candidate& c) {
   FileOutcome o = FileOutcome::failed;
   try {
-    o = ingester_.ingest_file(c, unix_now());
+    o = ingester_.ingest_file(c, core::unix_now());
   } catch (const std::exception& e) {
     // Whatever went wrong with one file, the daemon keeps serving.
     spdlog::error("ingesting {}: {}", c.path, e.what());
@@ -73,7 +73,7 @@ FileOutcome IngestQueue::ingest_one(const Candidate& c) {
     const shard::Error& why = ingester_.last_failure();
     if (is_passing_failure(why.rule)) {
       if (waiting_.empty()) last_free_bytes_ = space_(state_dir_).free_bytes;
-      waiting_.wait(c, why.rule, why.message, unix_now(), now);
+      waiting_.wait(c, why.rule, why.message, core::unix_now(), now);
     }
   } else {
     waiting_.settled(c.path.native());
@@ -87,7 +87,7 @@ void IngestQueue::retry_waiting(Clock::time_point now) {
   if (waiting_.empty()) return;
   if (now >= next_space_check_) {
     next_space_check_ = now + kSpaceCheckEvery;
-    const StateDirSpace space = space_(state_dir_);
+    const core::StateDirSpace space = space_(state_dir_);
     if (space.known) {
       if (last_free_bytes_ && space.free_bytes >= *last_free_bytes_ + kSpaceReturned && waiting_.out_of_space()) {
         spdlog::info("{} free under {} (was {}): trying the {} waiting file(s) again", space.free_bytes, state_dir_,
@@ -100,8 +100,8 @@ void IngestQueue::retry_waiting(Clock::time_point now) {
   add(waiting_.due(now));
 }
 
-RescanResult IngestQueue::ingest_now(const std::vector<Candidate>& files) {
-  RescanResult r;
+core::RescanResult IngestQueue::ingest_now(const std::vector<watch::Candidate>& files) {
+  core::RescanResult r;
   r.scanned = files.size();
   for (const auto& f : files) {
     pending_paths_.erase(f.path.native());  // done now rather than later
@@ -110,7 +110,7 @@ RescanResult IngestQueue::ingest_now(const std::vector<Candidate>& files) {
     if (o == FileOutcome::rejected) r.rejected++;
     if (events_.between_files) events_.between_files();
   }
-  std::erase_if(pending_, [&](const Candidate& c) { return !pending_paths_.contains(c.path.native()); });
+  std::erase_if(pending_, [&](const watch::Candidate& c) { return !pending_paths_.contains(c.path.native()); });
   note_rebuild_progress();
   return r;
 }
@@ -120,14 +120,14 @@ void IngestQueue::space_freed(Clock::time_point now) {
 }
 
 void IngestQueue::track_rebuild() {
-  health_.update([&](IndexHealth& h) { h.rebuild_files_total = pending_.size(); });
+  health_.update([&](core::IndexHealth& h) { h.rebuild_files_total = pending_.size(); });
   note_rebuild_progress();
 }
 
 void IngestQueue::note_rebuild_progress() {
   if (!health_.rebuilding()) return;
   const std::uint64_t left = pending_.size() + waiting_.size();
-  health_.update([&](IndexHealth& h) {
+  health_.update([&](core::IndexHealth& h) {
     h.rebuild_files_done = h.rebuild_files_total > left ? h.rebuild_files_total - left : 0;
     if (left != 0) return;
     h.state = "rebuilt";
@@ -142,12 +142,12 @@ std::optional<IngestQueue::Clock::time_point> IngestQueue::next_retry() const {
   return next_space_check_;
 }
 
-WaitingStatus IngestQueue::waiting_status(std::uint64_t unix_now) const { return waiting_.status(unix_now); }
+core::WaitingStatus IngestQueue::waiting_status(std::uint64_t unix_now) const { return waiting_.status(unix_now); }
 
-StateDirSpace IngestQueue::state_dir_space() const {
-  StateDirSpace s = space_(state_dir_);
+core::StateDirSpace IngestQueue::state_dir_space() const {
+  core::StateDirSpace s = space_(state_dir_);
   s.full = waiting_.out_of_space();
   return s;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -24,16 +24,16 @@
 #include "daemon/ingest/waiting.hpp"
 #include "daemon/watch/watcher.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 // What the file system under `dir` has free for dedupd (f_bavail: root's
 // reserve is not ours when the unit runs as its own user).
-StateDirSpace space_of(const std::filesystem::path& dir);
+core::StateDirSpace space_of(const std::filesystem::path& dir);
 
 class IngestQueue {
  public:
   using Clock = std::chrono::steady_clock;
-  using SpaceProbe = std::function<StateDirSpace(const std::filesystem::path&)>;
+  using SpaceProbe = std::function<core::StateDirSpace(const std::filesystem::path&)>;
 
   // What the loop's other parts learn from an ingest.
   struct Events {
@@ -50,12 +50,12 @@ class IngestQueue {
   // One file's ingest worth a warning: a third of the unit's WatchdogSec.
   static constexpr auto kSlowIngest = std::chrono::seconds(10);
 
-  IngestQueue(Ingester& ingester, std::filesystem::path state_dir, IndexHealthBoard& health,
+  IngestQueue(Ingester& ingester, std::filesystem::path state_dir, core::IndexHealthBoard& health,
               SpaceProbe space = space_of);
   void set_events(Events events) { events_ = std::move(events); }
 
   // Queues the files not queued already.
-  void add(std::vector<Candidate> files);
+  void add(std::vector<watch::Candidate> files);
   // Ingests queued files, oldest first, until the queue is empty or
   // `budget` has passed.
   void ingest(std::chrono::milliseconds budget);
@@ -64,7 +64,7 @@ class IngestQueue {
   void retry_waiting(Clock::time_point now);
   // Ingests `files` now, before anything queued (the admin's rescan); a
   // file queued already leaves the queue.
-  RescanResult ingest_now(const std::vector<Candidate>& files);
+  core::RescanResult ingest_now(const std::vector<watch::Candidate>& files);
   // Expiry or a removal gave pages back to the index: every waiting file
   // may fit now.
   void space_freed(Clock::time_point now);
@@ -80,24 +80,24 @@ class IngestQueue {
   // nullopt while none waits.
   std::optional<Clock::time_point> next_retry() const;
   std::size_t waiting() const { return waiting_.size(); }
-  bool out_of_space() const { return waiting_.out_of_space(); }  // any thread
-  WaitingStatus waiting_status(std::uint64_t unix_now) const;    // any thread
-  StateDirSpace state_dir_space() const;                         // any thread
+  bool out_of_space() const { return waiting_.out_of_space(); }      // any thread
+  core::WaitingStatus waiting_status(std::uint64_t unix_now) const;  // any thread
+  core::StateDirSpace state_dir_space() const;                       // any thread
 
  private:
-  FileOutcome ingest_one(const Candidate& c);
+  FileOutcome ingest_one(const watch::Candidate& c);
   void note_rebuild_progress();
 
   Ingester& ingester_;
   const std::filesystem::path state_dir_;
-  IndexHealthBoard& health_;
+  core::IndexHealthBoard& health_;
   const SpaceProbe space_;
   Events events_;
-  std::deque<Candidate> pending_;
+  std::deque<watch::Candidate> pending_;
   std::unordered_set<std::string> pending_paths_;  // no file queued twice
   WaitingFiles waiting_;                           // failed for a reason that passes
   Clock::time_point next_space_check_;
   std::optional<std::uint64_t> last_free_bytes_;  // state_dir's, at the last check
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

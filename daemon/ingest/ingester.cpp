@@ -16,7 +16,7 @@
 #include "shard/caf.hpp"
 #include "shard/mapped_file.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 namespace fs = std::filesystem;
 
@@ -56,7 +56,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-FileOutcome Ingester::ingest_file(const Candidate& file, std::uint64_t now) {
+FileOutcome Ingester::ingest_file(const watch::Candidate& file, std::uint64_t now) {
   struct stat st {};
   if (::lstat(file.path.c_str(), &st) != 0) {
     spdlog::debug("{} vanished before it could be read", file.path);
@@ -75,8 +75,8 @@ FileOutcome Ingester::ingest_file(const Candidate& file, std::uint64_t now) {
   if (known && *known && (*known)->size == source.size && (*known)->mtime_ns == source.mtime_ns)
     return FileOutcome::unchanged;
 
-  return file.kind == FileKind::bundle ? ingest_bundle_file(file.path, source, now)
-                                       : ingest_shard_file(file.path, source, now);
+  return file.kind == watch::FileKind::bundle ? ingest_bundle_file(file.path, source, now)
+                                              : ingest_shard_file(file.path, source, now);
 }
 
 FileOutcome Ingester::still_being_written(const fs::path& path) {
@@ -230,7 +230,8 @@ FileOutcome Ingester::record(const index::IngestResult& r, const fs::path& path,
   return FileOutcome::failed;
 }
 
-UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now) {
+core::UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name,
+                                           std::uint64_t now) {
   // The shards of the body: the body itself, or a bundle's *.mdb members.
   struct Part {
     std::string name;
@@ -258,7 +259,7 @@ UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const 
     }
     valid.push_back(std::move(v).value());
   }
-  std::vector<IngestedShard> out;
+  std::vector<core::IngestedShard> out;
   for (std::size_t i = 0; i < valid.size(); ++i) {
     index::IngestOptions options;
     options.now = now;
@@ -279,4 +280,4 @@ UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, const 
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -16,7 +16,7 @@
 #include "daemon/watch/watcher.hpp"
 #include "index/index.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 enum class FileOutcome {
   added,            // new shard, now queryable
@@ -32,18 +32,18 @@ const char* to_string(FileOutcome o);
 
 class Ingester {
  public:
-  Ingester(index::Index& index, Counters& counters, CasScopes& scopes)
+  Ingester(index::Index& index, core::Counters& counters, CasScopes& scopes)
       : index_(index), counters_(counters), scopes_(scopes) {}
 
   void set_quarantine_dir(std::optional<std::filesystem::path> dir) { quarantine_ = std::move(dir); }
 
-  FileOutcome ingest_file(const Candidate& file, std::uint64_t now);
+  FileOutcome ingest_file(const watch::Candidate& file, std::uint64_t now);
   // Why the last ingest_file() that returned `failed` failed.
   const shard::Error& last_failure() const { return last_failure_; }
 
   // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
   // An explicit upload brings back a shard removed earlier (unless expired).
-  UploadResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now);
+  core::UploadResult ingest_upload(std::span<const std::uint8_t> bytes, const std::string& name, std::uint64_t now);
 
  private:
   FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
@@ -55,10 +55,10 @@ class Ingester {
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
 
   index::Index& index_;
-  Counters& counters_;
+  core::Counters& counters_;
   CasScopes& scopes_;
   std::optional<std::filesystem::path> quarantine_;
   shard::Error last_failure_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

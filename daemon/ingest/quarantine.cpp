@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <system_error>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 namespace fs = std::filesystem;
 
@@ -27,4 +27,4 @@ std::variant<fs::path, std::string> move_to_quarantine(const fs::path& file, con
   return target;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

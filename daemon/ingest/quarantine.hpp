@@ -6,7 +6,7 @@
 #include <string>
 #include <variant>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 // Moves `file` into `dir` (created if missing) under its own name, or
 // "<name>.1", "<name>.2", ... when taken. Works across file systems.
@@ -14,4 +14,4 @@ namespace dedupd::daemon {
 std::variant<std::filesystem::path, std::string> move_to_quarantine(const std::filesystem::path& file,
                                                                     const std::filesystem::path& dir);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

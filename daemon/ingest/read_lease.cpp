@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 ReadLease::ReadLease(const std::filesystem::path& file) {
   fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -26,4 +26,4 @@ ReadLease::~ReadLease() {
   ::close(fd_);
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

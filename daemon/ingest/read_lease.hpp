@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 class ReadLease {
  public:
@@ -29,4 +29,4 @@ class ReadLease {
   State state_ = State::unsupported;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

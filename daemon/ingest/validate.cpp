@@ -2,7 +2,7 @@
 
 #include "shard/integrity.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name) {
   auto view = shard::ShardView::parse(bytes);
@@ -22,4 +22,4 @@ shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, st
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -11,7 +11,7 @@
 #include "shard/reader.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 struct ValidShard {
   shard::ShardView view;
@@ -23,4 +23,4 @@ struct ValidShard {
 // `name` is the file path or upload name (only its last component matters).
 shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -4,15 +4,15 @@
 
 #include "index/status.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 bool is_passing_failure(const std::string& rule) {
   return rule == index::kRuleNoSpace || rule == index::kRuleMapFull || rule == index::kRuleIo ||
          rule == kRuleStillWritten || rule == kRuleReadIo;
 }
 
-void WaitingFiles::wait(const Candidate& file, const std::string& rule, const std::string& why, std::uint64_t unix_now,
-                        Clock::time_point now) {
+void WaitingFiles::wait(const watch::Candidate& file, const std::string& rule, const std::string& why,
+                        std::uint64_t unix_now, Clock::time_point now) {
   std::lock_guard lock(mu_);
   auto [it, fresh] = entries_.try_emplace(file.path.native());
   Entry& e = it->second;
@@ -35,9 +35,9 @@ void WaitingFiles::settled(const std::string& path) {
   entries_.erase(path);
 }
 
-std::vector<Candidate> WaitingFiles::due(Clock::time_point now) {
+std::vector<watch::Candidate> WaitingFiles::due(Clock::time_point now) {
   std::lock_guard lock(mu_);
-  std::vector<Candidate> out;
+  std::vector<watch::Candidate> out;
   for (auto& [path, e] : entries_)
     if (!e.in_retry && e.next_try <= now) {
       e.in_retry = true;
@@ -69,9 +69,9 @@ bool WaitingFiles::out_of_space() const {
   });
 }
 
-WaitingStatus WaitingFiles::status(std::uint64_t unix_now, std::size_t max_listed) const {
+core::WaitingStatus WaitingFiles::status(std::uint64_t unix_now, std::size_t max_listed) const {
   std::lock_guard lock(mu_);
-  WaitingStatus s;
+  core::WaitingStatus s;
   s.count = entries_.size();
   std::vector<const Entry*> by_age;
   for (const auto& [path, e] : entries_) by_age.push_back(&e);
@@ -80,7 +80,7 @@ WaitingStatus WaitingFiles::status(std::uint64_t unix_now, std::size_t max_liste
   auto now = Clock::now();
   for (const Entry* e : by_age) {
     if (s.files.size() >= max_listed) break;
-    WaitingFile f;
+    core::WaitingFile f;
     f.path = e->file.path.native();
     f.rule = e->rule;
     f.why = e->why;
@@ -95,4 +95,4 @@ WaitingStatus WaitingFiles::status(std::uint64_t unix_now, std::size_t max_liste
   return s;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -15,7 +15,7 @@
 #include "daemon/core/status.hpp"
 #include "daemon/watch/watcher.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 
 // The reasons of the daemon's own that pass, besides the index's
 // (index.no_space, index.map_full, index.io): a watched file still open
@@ -34,13 +34,13 @@ class WaitingFiles {
   static constexpr std::chrono::seconds kMaxRetry{60};
 
   // `rule` is the error's rule ("index.no_space"), `why` its message.
-  void wait(const Candidate& file, const std::string& rule, const std::string& why, std::uint64_t unix_now,
+  void wait(const watch::Candidate& file, const std::string& rule, const std::string& why, std::uint64_t unix_now,
             Clock::time_point now);
   // It went in, or is no longer the index's to take (gone, rejected).
   void settled(const std::string& path);
   // The files whose retry is due, taken out of their wait (they come back
   // with wait() if they fail again, keeping their first reason's time).
-  std::vector<Candidate> due(Clock::time_point now);
+  std::vector<watch::Candidate> due(Clock::time_point now);
   // Space came back, or a write went through: every file is due now.
   void all_due_now(Clock::time_point now);
 
@@ -49,11 +49,11 @@ class WaitingFiles {
   // True while the last failure of some waiting file was the disk or the
   // map being full.
   bool out_of_space() const;
-  WaitingStatus status(std::uint64_t unix_now, std::size_t max_listed = 20) const;
+  core::WaitingStatus status(std::uint64_t unix_now, std::size_t max_listed = 20) const;
 
  private:
   struct Entry {
-    Candidate file;
+    watch::Candidate file;
     std::string rule, why;
     std::uint64_t since = 0;  // unix s of the first failure
     std::uint64_t attempts = 0;
@@ -69,4 +69,4 @@ class WaitingFiles {
 // or final, and goes the usual way.
 bool is_passing_failure(const std::string& rule);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -13,21 +13,21 @@ namespace dedupd::daemon::jobs {
 std::optional<std::chrono::milliseconds> ExpiryJob::due_in() {
   if (pass_wanted_) return std::chrono::milliseconds(0);
   if (reschedule_wanted_) schedule();
-  return expiry::delay_until(wake_, unix_now_ms());
+  return expiry::delay_until(wake_, core::unix_now_ms());
 }
 
 void ExpiryJob::run() {
   pass_wanted_ = false;
   const std::uint64_t expired_before = counters_.shards_expired;
-  if (auto r = runner_.run(unix_now(), false); !r) spdlog::error("expiry: {}", r.error());
+  if (auto r = runner_.run(core::unix_now(), false); !r) spdlog::error("expiry: {}", r.error());
   // Expiry gave pages back to the index: waiting files may fit in them.
   if (counters_.shards_expired != expired_before) queue_.space_freed(std::chrono::steady_clock::now());
   schedule();
   after_pass_();
 }
 
-shard::Result<PurgeResult> ExpiryJob::purge(bool dry_run) {
-  auto r = runner_.run(unix_now(), dry_run);
+shard::Result<core::PurgeResult> ExpiryJob::purge(bool dry_run) {
+  auto r = runner_.run(core::unix_now(), dry_run);
   if (!dry_run) schedule();
   if (!r) {
     shard::Error e = r.error();
@@ -37,7 +37,7 @@ shard::Result<PurgeResult> ExpiryJob::purge(bool dry_run) {
   return std::move(r).value();
 }
 
-void ExpiryJob::configure(const Config& config, Apply when) {
+void ExpiryJob::configure(const config::Config& config, Apply when) {
   runner_.set_config(config.expiry);
   check_interval_ = config.expiry.check_interval;
   // A shorter grace or a cap may make files due now.
@@ -48,7 +48,7 @@ void ExpiryJob::configure(const Config& config, Apply when) {
 // check_interval from now.
 void ExpiryJob::schedule() {
   reschedule_wanted_ = false;
-  const std::uint64_t now = unix_now();
+  const std::uint64_t now = core::unix_now();
   std::optional<std::uint64_t> due;
   try {
     due = runner_.next_due(now);

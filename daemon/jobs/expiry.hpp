@@ -20,7 +20,8 @@ namespace dedupd::daemon::jobs {
 class ExpiryJob final : public Job {
  public:
   // `after_pass` runs after each pass (the service's status goes out).
-  ExpiryJob(expiry::Runner& runner, const Counters& counters, IngestQueue& queue, std::function<void()> after_pass)
+  ExpiryJob(expiry::Runner& runner, const core::Counters& counters, ingest::IngestQueue& queue,
+            std::function<void()> after_pass)
       : runner_(runner), counters_(counters), queue_(queue), after_pass_(std::move(after_pass)) {}
 
   // A pass at the next step.
@@ -29,19 +30,19 @@ class ExpiryJob final : public Job {
   // before the loop next waits.
   void reschedule() { reschedule_wanted_ = true; }
   // POST /v1/admin/purge: a pass now, or (dry_run) what one would do.
-  shard::Result<PurgeResult> purge(bool dry_run);
+  shard::Result<core::PurgeResult> purge(bool dry_run);
 
   const char* name() const override { return "expiry"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
   void schedule();
 
   expiry::Runner& runner_;
-  const Counters& counters_;
-  IngestQueue& queue_;
+  const core::Counters& counters_;
+  ingest::IngestQueue& queue_;
   const std::function<void()> after_pass_;
   std::chrono::seconds check_interval_{300};
   bool pass_wanted_ = false;

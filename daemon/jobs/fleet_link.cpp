@@ -17,21 +17,21 @@ namespace dedupd::daemon::jobs {
 
 namespace {
 
-static_assert(FleetConfig::kDefaultKeyFilterMemory == std::uint64_t(fleet::kDefaultKeyFilterBytes),
+static_assert(config::FleetConfig::kDefaultKeyFilterMemory == std::uint64_t(fleet::kDefaultKeyFilterBytes),
               "dedupd.yaml's default is the library's");
 
-fleet_link::LookupMemory lookup_memory(const FleetConfig& f) {
+fleet_link::LookupMemory lookup_memory(const config::FleetConfig& f) {
   auto bytes = [](std::uint64_t v) { return std::int64_t(std::min<std::uint64_t>(v, std::uint64_t(INT64_MAX))); };
   return {.xorb_cache = bytes(f.lookup_cache), .key_filters = bytes(f.key_filter_memory)};
 }
 
-fleet_link::ReconcileOptions reconcile_options(const FleetConfig& f) {
+fleet_link::ReconcileOptions reconcile_options(const config::FleetConfig& f) {
   return {f.reconcile_interval, f.reconcile_batch};
 }
 
 }  // namespace
 
-fleet::ConnectOptions fleet_connect_options(const Config& config) {
+fleet::ConnectOptions fleet_connect_options(const config::Config& config) {
   fleet::ConnectOptions o;
   o.url = config.fleet.url;
   o.host_name = config.fleet.host;
@@ -39,7 +39,7 @@ fleet::ConnectOptions fleet_connect_options(const Config& config) {
   return o;
 }
 
-FleetLink::FleetLink(index::Index& index, fleet_link::WakeFd& outbox_wake, const Config& config)
+FleetLink::FleetLink(index::Index& index, fleet_link::WakeFd& outbox_wake, const config::Config& config)
     : index_(index),
       outbox_wake_(outbox_wake),
       lookup_(std::make_unique<fleet_link::FleetLookup>(fleet_connect_options(config), config.fleet.lookup_timeout,
@@ -63,7 +63,7 @@ std::optional<fleet_link::PublisherState> FleetLink::state() const {
 
 shard::Result<std::uint64_t> FleetLink::retry_parked() {
   std::lock_guard lock(mu_);
-  if (!publisher_) return seam_error(kRuleNoFleet, "no fleet configured");
+  if (!publisher_) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   return publisher_->retry_parked();
 }
 
@@ -73,23 +73,23 @@ void FleetLink::restored(const shard::Hash& shard) {
 }
 
 learn::Learner::Events FleetLink::learner_events() {
-  return {[this](const shard::Hash& h, const std::string& cas, const std::string& why) {
-            std::lock_guard lock(mu_);
-            if (publisher_) publisher_->mark_set_aside(h, cas, why);
-          },
-          [this](const shard::Hash& h, const std::string& cas) {
-            std::lock_guard lock(mu_);
-            if (publisher_) publisher_->accepted_again(h, cas);
-          },
-          [this](const std::vector<shard::Hash>& xorbs, const std::string& cas, bool unknown_too,
-                 const std::string& why) {
-            std::lock_guard lock(mu_);
-            if (publisher_) publisher_->mark_holders_set_aside(xorbs, cas, unknown_too, why);
-          }};
+  return {
+      [this](const shard::Hash& h, const std::string& cas, const std::string& why) {
+        std::lock_guard lock(mu_);
+        if (publisher_) publisher_->mark_set_aside(h, cas, why);
+      },
+      [this](const shard::Hash& h, const std::string& cas) {
+        std::lock_guard lock(mu_);
+        if (publisher_) publisher_->accepted_again(h, cas);
+      },
+      [this](const std::vector<shard::Hash>& xorbs, const std::string& cas, bool unknown_too, const std::string& why) {
+        std::lock_guard lock(mu_);
+        if (publisher_) publisher_->mark_holders_set_aside(xorbs, cas, unknown_too, why);
+      }};
 }
 
 // Loop thread. Never logs the url: it may carry a password.
-void FleetLink::configure(const Config& config, Apply when) {
+void FleetLink::configure(const config::Config& config, Apply when) {
   const bool initial = when == Apply::at_start;
   fleet::ConnectOptions o = fleet_connect_options(config);
   lookup_->configure(o, config.fleet.lookup_timeout, lookup_memory(config.fleet));
@@ -98,12 +98,12 @@ void FleetLink::configure(const Config& config, Apply when) {
     if (!publisher_ && !initial) return;
     publisher_.reset();
     // Nobody drains the outbox now; a later fleet starts from every live shard.
-    if (auto r = index_.set_outbox(false, unix_now()); !r)
+    if (auto r = index_.set_outbox(false, core::unix_now()); !r)
       spdlog::error("fleet: turning the outbox off: {}", r.error());
     if (!initial) spdlog::info("fleet: off");
     return;
   }
-  if (auto r = index_.set_outbox(true, unix_now()); !r) {
+  if (auto r = index_.set_outbox(true, core::unix_now()); !r) {
     spdlog::error("fleet: turning the outbox on: {}; not publishing", r.error());
     return;
   }

@@ -29,12 +29,12 @@ inline constexpr const char* kKeptKeyFiltersFile = "fleet-key-filters";
 
 // How dedupd connects to its fleet as `config` says (the url may carry a
 // password: never logged).
-fleet::ConnectOptions fleet_connect_options(const Config& config);
+fleet::ConnectOptions fleet_connect_options(const config::Config& config);
 
 class FleetLink final : public Job {
  public:
   // `outbox_wake` is posted by the index's commits; it outlives the link.
-  FleetLink(index::Index& index, fleet_link::WakeFd& outbox_wake, const Config& config);
+  FleetLink(index::Index& index, fleet_link::WakeFd& outbox_wake, const config::Config& config);
   ~FleetLink() override;
   FleetLink(const FleetLink&) = delete;
   FleetLink& operator=(const FleetLink&) = delete;
@@ -62,7 +62,7 @@ class FleetLink final : public Job {
   void run() override {}
   // Turns the outbox and the publisher on or off, and hands the lookups and
   // the publisher a changed url, host or bound.
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
   index::Index& index_;

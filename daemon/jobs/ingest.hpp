@@ -16,14 +16,14 @@ class IngestJob final : public Job {
   // events again.
   static constexpr auto kBudget = std::chrono::milliseconds(200);
 
-  explicit IngestJob(IngestQueue& queue) : queue_(queue) {}
+  explicit IngestJob(ingest::IngestQueue& queue) : queue_(queue) {}
 
   const char* name() const override { return "ingest"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
 
  private:
-  IngestQueue& queue_;
+  ingest::IngestQueue& queue_;
 };
 
 }  // namespace dedupd::daemon::jobs

@@ -32,7 +32,7 @@ class Job {
   virtual void run() = 0;
   // The job's part of the configuration: at start, before the loop runs,
   // and again at each reload.
-  virtual void configure(const Config& /*config*/, Apply /*when*/) {}
+  virtual void configure(const config::Config& /*config*/, Apply /*when*/) {}
 };
 
 // The time from `now` until `at`, never less than zero.

@@ -9,14 +9,16 @@
 namespace dedupd::daemon::jobs {
 
 std::optional<std::chrono::milliseconds> KeyRotationJob::due_in() {
-  return expiry::delay_until(keys_.next_rotation(), unix_now_ms());
+  return expiry::delay_until(keys_.next_rotation(), core::unix_now_ms());
 }
 
 void KeyRotationJob::run() {
-  if (auto rotated = keys_.rotate_if_due(unix_now()); !rotated)
+  if (auto rotated = keys_.rotate_if_due(core::unix_now()); !rotated)
     spdlog::error("global-dedup key rotation (the old key stays): {}", rotated.error());
 }
 
-void KeyRotationJob::configure(const Config& config, Apply) { keys_.set_rotation(config.global_dedup.key_rotation); }
+void KeyRotationJob::configure(const config::Config& config, Apply) {
+  keys_.set_rotation(config.global_dedup.key_rotation);
+}
 
 }  // namespace dedupd::daemon::jobs

@@ -10,15 +10,15 @@ namespace dedupd::daemon::jobs {
 
 class KeyRotationJob final : public Job {
  public:
-  explicit KeyRotationJob(GlobalDedupKeyStore& keys) : keys_(keys) {}
+  explicit KeyRotationJob(keys::GlobalDedupKeyStore& keys) : keys_(keys) {}
 
   const char* name() const override { return "key rotation"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
-  GlobalDedupKeyStore& keys_;
+  keys::GlobalDedupKeyStore& keys_;
 };
 
 }  // namespace dedupd::daemon::jobs

@@ -23,10 +23,10 @@ void RebuildRestart::now(const std::string& why) {
   stop_();
 }
 
-shard::Result<IndexHealth> RebuildRestart::soon() {
-  if (requested_) return seam_error(kRuleBusy, "a rebuild is starting already");
+shard::Result<core::IndexHealth> RebuildRestart::soon() {
+  if (requested_) return core::seam_error(core::kRuleBusy, "a rebuild is starting already");
   due_ = Clock::now() + kOperatorDelay;
-  IndexHealth h;
+  core::IndexHealth h;
   h.state = "rebuilding";
   h.damage = "asked by an operator";
   spdlog::warn("an operator asked for the index to be rebuilt: dedupd starts again in 300 ms and rebuilds it");

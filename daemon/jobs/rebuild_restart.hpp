@@ -28,7 +28,7 @@ class RebuildRestart final : public Job {
   static constexpr auto kOperatorDelay = std::chrono::milliseconds(300);
 
   // `index_dir` gets the mark; `stop` ends the work loop.
-  RebuildRestart(std::filesystem::path index_dir, IndexHealthBoard& health, std::function<void()> stop)
+  RebuildRestart(std::filesystem::path index_dir, core::IndexHealthBoard& health, std::function<void()> stop)
       : index_dir_(std::move(index_dir)), health_(health), stop_(std::move(stop)) {}
 
   // Marks the index and stops the loop; when the mark cannot be written,
@@ -36,7 +36,7 @@ class RebuildRestart final : public Job {
   void now(const std::string& why);
   // An operator's request: the restart kOperatorDelay from now; what the
   // index's health will be, or daemon.busy when a restart is under way.
-  shard::Result<IndexHealth> soon();
+  shard::Result<core::IndexHealth> soon();
   // The loop ended for a restart: main starts dedupd again.
   bool requested() const { return requested_; }
 
@@ -46,7 +46,7 @@ class RebuildRestart final : public Job {
 
  private:
   const std::filesystem::path index_dir_;
-  IndexHealthBoard& health_;
+  core::IndexHealthBoard& health_;
   const std::function<void()> stop_;
   bool requested_ = false;
   std::optional<Clock::time_point> due_;

@@ -16,17 +16,17 @@ namespace dedupd::daemon::jobs {
 
 class SafetyScanJob final : public Job {
  public:
-  SafetyScanJob(Watcher& watcher, IngestQueue& queue) : watcher_(watcher), queue_(queue) {}
+  SafetyScanJob(watch::Watcher& watcher, ingest::IngestQueue& queue) : watcher_(watcher), queue_(queue) {}
 
   const char* name() const override { return "safety scan"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
   // The next scan one check_interval from now.
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
-  Watcher& watcher_;
-  IngestQueue& queue_;
+  watch::Watcher& watcher_;
+  ingest::IngestQueue& queue_;
   std::chrono::seconds interval_{300};
   std::uint64_t next_ = 0;  // unix s
 };

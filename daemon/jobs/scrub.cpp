@@ -25,17 +25,17 @@ void ScrubJob::run() {
 void ScrubJob::start() {
   started_ = true;
   if (interval_) next_pass_ = Clock::now();
-  health_.update([&](IndexHealth& h) { h.scrub_enabled = interval_.has_value(); });
+  health_.update([&](core::IndexHealth& h) { h.scrub_enabled = interval_.has_value(); });
 }
 
 void ScrubJob::slice() {
   const auto now = Clock::now();
-  auto found = index_.scrub(pos_, kScrubSliceItems, kScrubSliceTime);
-  next_slice_ = next_scrub_slice(now, Clock::now());
+  auto found = index_.scrub(pos_, core::kScrubSliceItems, core::kScrubSliceTime);
+  next_slice_ = core::next_scrub_slice(now, Clock::now());
   std::string damage;
   if (!found) {
     damage = found.error().to_string();
-    if (!says_damaged(found.error())) {
+    if (!core::says_damaged(found.error())) {
       // Not the index's pages (EIO, memory): said, and tried again next pass.
       spdlog::error("scrub: {}", damage);
       damage.clear();
@@ -45,12 +45,12 @@ void ScrubJob::slice() {
     damage = "the scrub found " + found->front() +
              (found->size() > 1 ? fmt::format(" (and {} more)", found->size() - 1) : "");
   }
-  health_.update([&](IndexHealth& h) {
+  health_.update([&](core::IndexHealth& h) {
     h.scrub_running = !pos_.done && damage.empty();
     h.scrub_items = pos_.items;
     if (pos_.done || !damage.empty()) {
       h.scrub_passes += damage.empty() ? 1 : 0;
-      h.scrub_last_end = unix_now();
+      h.scrub_last_end = core::unix_now();
       h.scrub_last_result = damage.empty() ? "clean" : damage;
     }
   });
@@ -66,12 +66,12 @@ void ScrubJob::slice() {
   }
 }
 
-void ScrubJob::configure(const Config& config, Apply when) {
+void ScrubJob::configure(const config::Config& config, Apply when) {
   const std::optional<std::chrono::seconds> was = interval_;
   interval_ = config.index.scrub_interval;
   if (when == Apply::at_start || !started_ || was == interval_) return;
-  next_pass_ = next_scrub_pass_after_reload(next_pass_, was, interval_, Clock::now());
-  health_.update([&](IndexHealth& h) { h.scrub_enabled = interval_.has_value(); });
+  next_pass_ = core::next_scrub_pass_after_reload(next_pass_, was, interval_, Clock::now());
+  health_.update([&](core::IndexHealth& h) { h.scrub_enabled = interval_.has_value(); });
 }
 
 }  // namespace dedupd::daemon::jobs

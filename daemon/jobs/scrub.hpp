@@ -22,22 +22,22 @@ class ScrubJob final : public Job {
  public:
   using Clock = std::chrono::steady_clock;
 
-  ScrubJob(const index::Index& index, const IngestQueue& queue, IndexHealthBoard& health,
+  ScrubJob(const index::Index& index, const ingest::IngestQueue& queue, core::IndexHealthBoard& health,
            std::function<void(const std::string& damage)> damaged)
       : index_(index), queue_(queue), health_(health), damaged_(std::move(damaged)) {}
 
   const char* name() const override { return "scrub"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
   void start();
   void slice();
 
   const index::Index& index_;
-  const IngestQueue& queue_;
-  IndexHealthBoard& health_;
+  const ingest::IngestQueue& queue_;
+  core::IndexHealthBoard& health_;
   std::function<void(const std::string&)> damaged_;
   std::optional<std::chrono::seconds> interval_;
   // Where it is, when its next slice and pass may run.

@@ -16,17 +16,17 @@ namespace dedupd::daemon::jobs {
 
 class StewardJob final : public Job {
  public:
-  StewardJob(CacheSteward& steward, const IngestQueue& queue) : steward_(steward), queue_(queue) {}
+  StewardJob(xetcache::CacheSteward& steward, const ingest::IngestQueue& queue) : steward_(steward), queue_(queue) {}
 
   const char* name() const override { return "xet-cache steward"; }
   std::optional<std::chrono::milliseconds> due_in() override;
   void run() override;
   // The managed roots of the watch list, and a pass at once.
-  void configure(const Config& config, Apply when) override;
+  void configure(const config::Config& config, Apply when) override;
 
  private:
-  CacheSteward& steward_;
-  const IngestQueue& queue_;
+  xetcache::CacheSteward& steward_;
+  const ingest::IngestQueue& queue_;
   std::chrono::seconds interval_{0};
   std::uint64_t next_pass_ = 0;  // unix s
 };

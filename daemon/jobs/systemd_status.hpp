@@ -17,7 +17,7 @@ class SystemdStatusJob final : public Job {
   using Clock = std::chrono::steady_clock;
   static constexpr auto kEvery = std::chrono::seconds(2);
 
-  SystemdStatusJob(const index::Index& index, const IngestQueue& queue) : index_(index), queue_(queue) {}
+  SystemdStatusJob(const index::Index& index, const ingest::IngestQueue& queue) : index_(index), queue_(queue) {}
 
   std::string line() const;
   // Sends the line when it changed; `force`: whenever it is, not only
@@ -30,7 +30,7 @@ class SystemdStatusJob final : public Job {
 
  private:
   const index::Index& index_;
-  const IngestQueue& queue_;
+  const ingest::IngestQueue& queue_;
   Clock::time_point next_;
   std::string last_;
 };

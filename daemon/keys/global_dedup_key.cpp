@@ -11,7 +11,7 @@
 
 #include "daemon/log/logging.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::keys {
 
 namespace fs = std::filesystem;
 
@@ -94,4 +94,4 @@ shard::Key GlobalDedupKeyStore::current() const {
   return key_;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::keys

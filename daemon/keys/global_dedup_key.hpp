@@ -13,7 +13,7 @@
 #include "shard/keys.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::keys {
 
 // No random bytes, or no key file written: rule "global_dedup.key", naming the file.
 inline constexpr const char* kRuleKeyStore = "global_dedup.key";
@@ -44,4 +44,4 @@ class GlobalDedupKeyStore {
   std::uint64_t created_ = 0;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::keys

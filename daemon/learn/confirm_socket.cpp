@@ -27,7 +27,7 @@ bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid) {
   if (s.uid == 0 || s.uid == geteuid()) return true;
   if (!endpoint_gid) return false;
   if (s.gid == *endpoint_gid) return true;
-  const auto groups = process_groups(s.pid);
+  const auto groups = core::process_groups(s.pid);
   return groups && std::find(groups->begin(), groups->end(), *endpoint_gid) != groups->end();
 }
 

@@ -66,7 +66,7 @@ std::string read_cas(const fs::path& dir) {
 shard::Result<fs::path> LearnedCopies::keep(std::span<const std::uint8_t> bytes, const std::string& shard_hash,
                                             const std::string& cas) {
   if (root_.empty()) return copy_error("no folder for learned shards");
-  const fs::path dir = root_ / xetcache::client_cache_dir_name(cas);
+  const fs::path dir = root_ / dedupd::xetcache::client_cache_dir_name(cas);
   const fs::path target = dir / (shard_hash + ".mdb");
   std::error_code ec;
   if (fs::file_size(target, ec) == bytes.size() && !ec) return target;

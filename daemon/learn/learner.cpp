@@ -62,21 +62,21 @@ shard::Result<bool> Learner::adopt(int fd) {
 void Learner::set_endpoint_gid(std::optional<gid_t> gid) { endpoint_gid_ = gid ? std::int64_t(*gid) : -1; }
 void Learner::set_unknown_cas_answers(bool on) { unknown_cas_answers_ = on; }
 
-LearnHold Learner::hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) {
-  LearnHold out;
+core::LearnHold Learner::hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) {
+  core::LearnHold out;
   if (!listening_) return out;  // off: no endpoint configured
   if (!is_request_id(request_id)) {
-    out.outcome = LearnHold::Outcome::bad_id;
+    out.outcome = core::LearnHold::Outcome::bad_id;
     return out;
   }
-  auto normal = xetcache::normalize_cas_url(cas);
+  auto normal = dedupd::xetcache::normalize_cas_url(cas);
   if (!normal) {
-    out.outcome = LearnHold::Outcome::bad_cas;
+    out.outcome = core::LearnHold::Outcome::bad_cas;
     return out;
   }
   // Checked now, on the HTTP thread: the work loop later takes only a shard.
-  if (auto valid = validate_shard(bytes, ""); !valid) {
-    out.outcome = LearnHold::Outcome::not_a_shard;
+  if (auto valid = ingest::validate_shard(bytes, ""); !valid) {
+    out.outcome = core::LearnHold::Outcome::not_a_shard;
     out.error = valid.error();
     return out;
   }
@@ -85,17 +85,17 @@ LearnHold Learner::hold(const std::string& request_id, const std::string& cas, s
   std::optional<Settled> settled;
   bool held = pending_.hold(request_id, Pending{std::move(bytes), *normal}, now, settled);
   if (settled && settled->kind == Settled::Kind::duplicate) {
-    out.outcome = LearnHold::Outcome::duplicate;
+    out.outcome = core::LearnHold::Outcome::duplicate;
     return out;
   }
   if (!held) {
     ++not_learned_;
-    out.outcome = LearnHold::Outcome::full;
+    out.outcome = core::LearnHold::Outcome::full;
     return out;
   }
   if (settled)  // its status came first
     loop_.post([this, request_id, s = std::move(*settled)]() mutable { settle(request_id, std::move(s)); });
-  out.outcome = LearnHold::Outcome::held;
+  out.outcome = core::LearnHold::Outcome::held;
   return out;
 }
 
@@ -182,9 +182,9 @@ void Learner::settle(const std::string& id, Settled s) {
                }());
 }
 
-LearnStats Learner::stats() const {
+core::LearnStats Learner::stats() const {
   PendingStats p = pending_.stats();
-  LearnStats s;
+  core::LearnStats s;
   s.listening = listening_;
   s.held = p.held;
   s.held_bytes = p.held_bytes;

@@ -31,7 +31,7 @@ namespace dedupd::daemon::learn {
 
 class Learner {
  public:
-  Learner(index::Index& index, EventLoop& loop) : index_(index), loop_(loop) {}
+  Learner(index::Index& index, loop::EventLoop& loop) : index_(index), loop_(loop) {}
   ~Learner();
 
   // Listens on the learning socket at `path` (empty: stops listening).
@@ -65,9 +65,9 @@ class Learner {
   void set_events(Events events) { events_ = std::move(events); }
 
   // A body the endpoint mirrored; `cas` as the endpoint named it.
-  LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
+  core::LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
 
-  LearnStats stats() const;
+  core::LearnStats stats() const;
 
  private:
   void on_readable();                             // work loop
@@ -76,7 +76,7 @@ class Learner {
   LearnedCopies* copies_ = nullptr;
   Events events_;
   index::Index& index_;
-  EventLoop& loop_;
+  loop::EventLoop& loop_;
   PendingShards pending_;
   std::optional<ConfirmSocket> socket_;  // work loop only
   std::atomic<bool> listening_{false};   // what HTTP threads may read of it

@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::log {
 
 bool started_by_systemd() {
   return std::getenv("JOURNAL_STREAM") != nullptr || std::getenv("INVOCATION_ID") != nullptr;
@@ -38,4 +38,4 @@ bool set_log_level(const std::string& level) {
   return true;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::log

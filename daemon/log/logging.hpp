@@ -11,7 +11,7 @@
 #include "shard/hash.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::log {
 
 // True when stderr is connected to the journal or we run as a unit
 // (JOURNAL_STREAM or INVOCATION_ID set by systemd).
@@ -21,7 +21,7 @@ void setup_logging(const std::string& level);
 // Returns false for an unknown level name (the config already validated it).
 bool set_log_level(const std::string& level);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::log
 
 // fmt (used by spdlog 1.10) formats only types it has a formatter for.
 template <>

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <system_error>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::loop {
 
 namespace {
 [[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
@@ -83,4 +83,4 @@ void EventLoop::drain_tasks() {
   for (auto& t : batch) t();
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::loop

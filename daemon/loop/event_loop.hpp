@@ -15,7 +15,7 @@
 #include "daemon/core/errors.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::loop {
 
 class EventLoop {
  public:
@@ -65,15 +65,15 @@ shard::Result<T> EventLoop::call(std::function<shard::Result<T>()> fn, std::chro
     try {
       promise->set_value(fn());
     } catch (const std::exception& e) {
-      promise->set_value(seam_error(kRuleInternal, std::string("on the work loop: ") + e.what()));
+      promise->set_value(core::seam_error(core::kRuleInternal, std::string("on the work loop: ") + e.what()));
     } catch (...) {
-      promise->set_value(seam_error(kRuleInternal, "on the work loop: an exception of unknown type"));
+      promise->set_value(core::seam_error(core::kRuleInternal, "on the work loop: an exception of unknown type"));
     }
   });
   if (future.wait_for(timeout) != std::future_status::ready)
-    return seam_error(kRuleBusy, "the daemon's work loop did not get to it within " + std::to_string(timeout.count()) +
-                                     " ms; try again");
+    return core::seam_error(core::kRuleBusy, "the daemon's work loop did not get to it within " +
+                                                 std::to_string(timeout.count()) + " ms; try again");
   return future.get();
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::loop

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <system_error>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::loop {
 
 namespace {
 sigset_t daemon_signals() {
@@ -50,4 +50,4 @@ std::vector<int> SignalFd::read_pending() {
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::loop

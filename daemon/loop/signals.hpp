@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::loop {
 
 // Blocks the signals in the calling thread. Call first thing in main, before
 // any thread starts, so every thread inherits the mask and only the signalfd
@@ -28,4 +28,4 @@ class SignalFd {
   int fd_ = -1;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::loop

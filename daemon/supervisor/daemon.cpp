@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 // latency and the writes take the time left over.
 constexpr int kWriterNice = 5;
 
-Daemon::Daemon(DaemonOptions options, Frontend& frontend)
+Daemon::Daemon(DaemonOptions options, core::Frontend& frontend)
     : options_(std::move(options)), frontend_(frontend), config_(options_.config) {}
 
 Daemon::~Daemon() {
@@ -41,7 +41,7 @@ int Daemon::run() {
   const auto t0 = std::chrono::steady_clock::now();
   if (!start()) return 1;
   parts_->watchdog.start();
-  const Config& c = config_.loop();
+  const config::Config& c = config_.loop();
   const std::string status = parts_->status.line();
   const auto ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   systemd::notify_ready(status);
@@ -59,8 +59,8 @@ int Daemon::run() {
   if (health_.rebuilding()) {
     // The shards learned at the endpoint, from their copies: the watched
     // directories do not hold them.
-    std::vector<Candidate> learned;
-    for (const auto& copy : learned_copies_.all()) learned.push_back({copy.path, FileKind::shard});
+    std::vector<watch::Candidate> learned;
+    for (const auto& copy : learned_copies_.all()) learned.push_back({copy.path, watch::FileKind::shard});
     parts_->queue.add(std::move(learned));
     parts_->queue.track_rebuild();
   }
@@ -72,7 +72,7 @@ int Daemon::run() {
 }
 
 bool Daemon::start() {
-  const Config& c = config_.loop();
+  const config::Config& c = config_.loop();
   std::error_code ec;
   fs::create_directories(c.state_dir, ec);
   if (ec) {
@@ -85,7 +85,7 @@ bool Daemon::start() {
   if (!open_index()) return false;
   parts_ = std::make_unique<Parts>(Ground{*index_, c, counters_, loop_, watcher_, cas_scopes_, learned_copies_, health_,
                                           outbox_wake_, [this] { stopping_ = true; }});
-  if (auto loaded = parts_->keys.load_or_create(unix_now()); !loaded) {
+  if (auto loaded = parts_->keys.load_or_create(core::unix_now()); !loaded) {
     spdlog::critical("{}", loaded.error());
     return false;
   }
@@ -104,7 +104,7 @@ bool Daemon::start() {
 }
 
 bool Daemon::open_index() {
-  const Config& c = config_.loop();
+  const config::Config& c = config_.loop();
   cas_scopes_.configure(c.watch, c.xet_endpoint.config);
   learned_copies_ = learn::LearnedCopies(c.state_dir / "learned");
   cas_scopes_.set_override([this](const std::string& path) { return learned_copies_.cas_of(path); });
@@ -127,13 +127,14 @@ bool Daemon::open_index() {
 }
 
 bool Daemon::start_server(int listen_fd) {
-  const Config& c = config_.loop();
-  const ListenSettings listen{listen_fd, admin_gid_of(c.admin_group), endpoint_gid_of(c.xet_endpoint)};
+  const config::Config& c = config_.loop();
+  const core::ListenSettings listen{listen_fd, admin_gid_of(c.admin_group), endpoint_gid_of(c.xet_endpoint)};
   if (listen.listen_fd < 0) {
     std::error_code ec;
     fs::create_directories(c.socket.parent_path(), ec);
   }
-  const ServiceParts service{*operations_, loop_, index_ready_, counters_, parts_->learner, parts_->fleet.lookup()};
+  const core::ServiceParts service{*operations_, loop_,           index_ready_,
+                                   counters_,    parts_->learner, parts_->fleet.lookup()};
   if (!frontend_.start(service, c, listen)) return false;
   serving_ = true;
   return true;
@@ -177,7 +178,7 @@ void Daemon::on_signals() {
 }
 
 void Daemon::on_watch_events() {
-  WatchBatch batch = watcher_.read_events();
+  watch::WatchBatch batch = watcher_.read_events();
   if (batch.overflow) {
     // Events were lost: only a walk of every tree can tell what arrived.
     spdlog::warn("inotify queue overflowed; rescanning the watched directories");
@@ -188,17 +189,17 @@ void Daemon::on_watch_events() {
 
 // ---- reload -----------------------------------------------------------------
 
-shard::Result<ReloadResult> Daemon::reload_config() {
+shard::Result<core::ReloadResult> Daemon::reload_config() {
   systemd::notify_reloading();
-  ReloadResult out;
+  core::ReloadResult out;
   if (!options_.config_file) {
     spdlog::info("reload: running on local defaults, nothing to reload");
     systemd::notify_ready(parts_->status.line());
     return out;
   }
   out.config_file = options_.config_file->native();
-  auto loaded = load_config_file(*options_.config_file);
-  if (auto* errors = std::get_if<std::vector<ConfigError>>(&loaded)) {
+  auto loaded = config::load_config_file(*options_.config_file);
+  if (auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
     std::string all;
     for (const auto& e : *errors) {
       spdlog::error("{}", e.to_string(out.config_file));
@@ -206,24 +207,24 @@ shard::Result<ReloadResult> Daemon::reload_config() {
     }
     spdlog::error("reload: configuration not reloaded; still running with the previous one");
     systemd::notify_ready(parts_->status.line());
-    return seam_error(kRuleBadConfig, all);
+    return core::seam_error(core::kRuleBadConfig, all);
   }
-  out.not_applied = apply_config(std::get<Config>(loaded), jobs::Apply::on_reload);
+  out.not_applied = apply_config(std::get<config::Config>(loaded), jobs::Apply::on_reload);
   spdlog::info("configuration reloaded from {}", out.config_file);
   systemd::notify_ready(parts_->status.line());
   return out;
 }
 
-std::vector<std::string> Daemon::apply_config(const Config& next, jobs::Apply when) {
+std::vector<std::string> Daemon::apply_config(const config::Config& next, jobs::Apply when) {
   const bool initial = when == jobs::Apply::at_start;
   // The key table says which keys wait for a restart (config/key_table.cpp).
   std::vector<std::string> not_applied;
-  if (!initial) not_applied = changes_waiting_for_restart(config_.loop(), next);
+  if (!initial) not_applied = config::changes_waiting_for_restart(config_.loop(), next);
   for (const auto& k : not_applied) spdlog::warn("not applied until a restart: {}", k);
-  set_log_level(next.log_level);
+  log::set_log_level(next.log_level);
   const bool watch_changed = initial || next.watch != config_.loop().watch;
-  config_.replace(initial ? next : as_reload_applies(config_.loop(), next));
-  const Config& c = config_.loop();
+  config_.replace(initial ? next : config::as_reload_applies(config_.loop(), next));
+  const config::Config& c = config_.loop();
   parts_->ingester.set_quarantine_dir(c.quarantine_dir);
   cas_scopes_.configure(c.watch, c.xet_endpoint.config);
   parts_->learner.set_endpoint_gid(endpoint_gid_of(c.xet_endpoint));

@@ -33,7 +33,7 @@
 namespace dedupd::daemon::supervisor {
 
 struct DaemonOptions {
-  Config config;
+  config::Config config;
   // Re-read on SIGHUP; nullopt when running on local defaults.
   std::optional<std::filesystem::path> config_file;
   // Local trial: create the watched directories (an installed service
@@ -44,7 +44,7 @@ struct DaemonOptions {
 class Daemon final {
  public:
   // `frontend` serves the socket; it outlives the Daemon.
-  Daemon(DaemonOptions options, Frontend& frontend);
+  Daemon(DaemonOptions options, core::Frontend& frontend);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -64,26 +64,26 @@ class Daemon final {
   void stop();
   void on_signals();
   void on_watch_events();
-  shard::Result<ReloadResult> reload_config();
+  shard::Result<core::ReloadResult> reload_config();
   // Applies `next`; on a reload, returns what it keeps as it runs until a
   // restart ("key (stays VALUE)"), each also logged.
-  std::vector<std::string> apply_config(const Config& next, jobs::Apply when);
+  std::vector<std::string> apply_config(const config::Config& next, jobs::Apply when);
 
   const DaemonOptions options_;
-  Frontend& frontend_;
+  core::Frontend& frontend_;
   bool serving_ = false;  // frontend_ started, so stopped when we stop
   bool stopping_ = false;
   LiveConfig config_;
-  Counters counters_;
-  EventLoop loop_;
-  SignalFd signals_;
-  Watcher watcher_;
+  core::Counters counters_;
+  loop::EventLoop loop_;
+  loop::SignalFd signals_;
+  watch::Watcher watcher_;
   // Posted by the index when a commit queued outbox entries, waited on by
   // the fleet's publisher (whichever one a reload left running).
   fleet_link::WakeFd outbox_wake_;
   IndexLog index_log_{outbox_wake_};  // outlives index_
-  IndexHealthBoard health_;
-  CasScopes cas_scopes_;                 // which CAS a shard found at a path belongs to
+  core::IndexHealthBoard health_;
+  ingest::CasScopes cas_scopes_;         // which CAS a shard found at a path belongs to
   learn::LearnedCopies learned_copies_;  // state_dir/learned
   std::unique_ptr<index::Index> index_;
   std::atomic<const index::Index*> index_ready_{nullptr};

@@ -18,9 +18,10 @@ namespace dedupd::daemon::supervisor {
 
 namespace fs = std::filesystem;
 
-DaemonOperations::DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index, Counters& counters,
-                                   Watcher& watcher, const learn::LearnedCopies& learned_copies,
-                                   const IndexHealthBoard& health, Reload reload)
+DaemonOperations::DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index,
+                                   core::Counters& counters, watch::Watcher& watcher,
+                                   const learn::LearnedCopies& learned_copies, const core::IndexHealthBoard& health,
+                                   Reload reload)
     : config_(config),
       parts_(parts),
       index_(index),
@@ -30,13 +31,13 @@ DaemonOperations::DaemonOperations(const LiveConfig& config, Parts& parts, index
       health_(health),
       reload_(std::move(reload)) {}
 
-StatusInfo DaemonOperations::status() const {
-  StatusInfo s;
+core::StatusInfo DaemonOperations::status() const {
+  core::StatusInfo s;
   s.version = DEDUPD_VERSION;
   s.pid = ::getpid();
   s.uptime_s = std::uint64_t(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
-  const fs::path endpoint_config = config_.read([&](const Config& c) {
+  const fs::path endpoint_config = config_.read([&](const config::Config& c) {
     s.socket = c.socket.native();
     s.state_dir = c.state_dir.native();
     for (const auto& w : c.watch) s.watch.push_back(w.path.native());
@@ -48,23 +49,23 @@ StatusInfo DaemonOperations::status() const {
     ++s.index_health.learned_copies;
     s.index_health.learned_copies_bytes += fs::file_size(c.path, size_ec);
   }
-  s.waiting = parts_.queue.waiting_status(unix_now());
+  s.waiting = parts_.queue.waiting_status(core::unix_now());
   s.state_dir_space = parts_.queue.state_dir_space();
   s.xet_caches = parts_.steward.status();
   if (!endpoint_config.empty()) {
     // Read at each status, outside the lock: it follows the file as the
     // endpoint's reload does, without a restart of dedupd.
-    const XetEndpointSettings e = read_xet_endpoint_settings(endpoint_config);
-    s.xet_endpoint = XetEndpointStatus{endpoint_config.native(), e.present,  e.problem, e.hub_upstream,
-                                       e.cas_upstream,           e.hub_port, e.cas_port};
+    const config::XetEndpointSettings e = config::read_xet_endpoint_settings(endpoint_config);
+    s.xet_endpoint = core::XetEndpointStatus{endpoint_config.native(), e.present,  e.problem, e.hub_upstream,
+                                             e.cas_upstream,           e.hub_port, e.cas_port};
   }
   return s;
 }
 
-GlobalDedupKey DaemonOperations::global_dedup_key() const {
-  GlobalDedupKey k;
+core::GlobalDedupKey DaemonOperations::global_dedup_key() const {
+  core::GlobalDedupKey k;
   k.key = parts_.keys.current();
-  config_.read([&](const Config& c) {
+  config_.read([&](const config::Config& c) {
     k.reply_lifetime_s = std::uint64_t(c.global_dedup.reply_expiry.count());
     k.endpoint_reply_lifetime_s = std::uint64_t(c.xet_endpoint.reply_expiry.count());
     k.reply_max_xorbs = c.global_dedup.reply_max_xorbs;
@@ -75,15 +76,15 @@ GlobalDedupKey DaemonOperations::global_dedup_key() const {
 }
 
 std::chrono::milliseconds DaemonOperations::admin_timeout() const {
-  return config_.read([](const Config& c) { return c.limits.request_timeout; });
+  return config_.read([](const config::Config& c) { return c.limits.request_timeout; });
 }
 
-std::optional<std::vector<XetCachePlan>> DaemonOperations::xet_cache_plan(const std::string& root) {
+std::optional<std::vector<core::XetCachePlan>> DaemonOperations::xet_cache_plan(const std::string& root) {
   return parts_.steward.plan(root);
 }
 
 bool DaemonOperations::fleet_enabled() const {
-  return config_.read([](const Config& c) { return c.fleet.enabled(); });
+  return config_.read([](const config::Config& c) { return c.fleet.enabled(); });
 }
 
 bool DaemonOperations::fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const {
@@ -91,20 +92,20 @@ bool DaemonOperations::fleet_set_aside(const shard::Hash& shard, const std::opti
 }
 
 fleet::ConnectOptions DaemonOperations::fleet_options() const {
-  return config_.read([](const Config& c) { return jobs::fleet_connect_options(c); });
+  return config_.read([](const config::Config& c) { return jobs::fleet_connect_options(c); });
 }
 
 std::optional<fleet_link::PublisherState> DaemonOperations::fleet_state() const { return parts_.fleet.state(); }
 
 shard::Result<std::uint64_t> DaemonOperations::fleet_retry() { return parts_.fleet.retry_parked(); }
 
-RescanResult DaemonOperations::rescan() {
+core::RescanResult DaemonOperations::rescan() {
   counters_.rescans++;
   return parts_.queue.ingest_now(watcher_.scan());
 }
 
 shard::Result<index::RemoveOutcome> DaemonOperations::remove(const shard::Hash& shard) {
-  auto r = index_.remove(shard, unix_now());
+  auto r = index_.remove(shard, core::unix_now());
   if (!r) {
     shard::Error e = r.error();
     e.message = "removing shard " + shard.to_string() + ": " + e.message;
@@ -125,8 +126,8 @@ shard::Result<std::optional<index::ShardInfo>> DaemonOperations::restore(const s
   return r;
 }
 
-UploadResult DaemonOperations::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
-  UploadResult r = parts_.ingester.ingest_upload(bytes, name, unix_now());
+core::UploadResult DaemonOperations::ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  core::UploadResult r = parts_.ingester.ingest_upload(bytes, name, core::unix_now());
   parts_.expiry.reschedule();
   return r;
 }

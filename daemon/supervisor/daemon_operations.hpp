@@ -14,19 +14,20 @@
 
 namespace dedupd::daemon::supervisor {
 
-class DaemonOperations final : public Operations {
+class DaemonOperations final : public core::Operations {
  public:
-  using Reload = std::function<shard::Result<ReloadResult>()>;
+  using Reload = std::function<shard::Result<core::ReloadResult>()>;
 
-  DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index, Counters& counters, Watcher& watcher,
-                   const learn::LearnedCopies& learned_copies, const IndexHealthBoard& health, Reload reload);
+  DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index, core::Counters& counters,
+                   watch::Watcher& watcher, const learn::LearnedCopies& learned_copies,
+                   const core::IndexHealthBoard& health, Reload reload);
 
   // ---- any thread -------------------------------------------------------------
-  StatusInfo status() const override;
-  GlobalDedupKey global_dedup_key() const override;
+  core::StatusInfo status() const override;
+  core::GlobalDedupKey global_dedup_key() const override;
   std::chrono::milliseconds admin_timeout() const override;
   bool index_rebuilding() const override { return health_.rebuilding(); }
-  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override;
+  std::optional<std::vector<core::XetCachePlan>> xet_cache_plan(const std::string& root) override;
   bool fleet_enabled() const override;
   bool fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const override;
   fleet::ConnectOptions fleet_options() const override;
@@ -34,22 +35,22 @@ class DaemonOperations final : public Operations {
   shard::Result<std::uint64_t> fleet_retry() override;
 
   // ---- the work loop's thread -------------------------------------------------
-  RescanResult rescan() override;
-  shard::Result<ReloadResult> reload_config() override { return reload_(); }
-  shard::Result<IndexHealth> rebuild_index() override { return parts_.rebuild.soon(); }
-  shard::Result<PurgeResult> purge(bool dry_run) override { return parts_.expiry.purge(dry_run); }
+  core::RescanResult rescan() override;
+  shard::Result<core::ReloadResult> reload_config() override { return reload_(); }
+  shard::Result<core::IndexHealth> rebuild_index() override { return parts_.rebuild.soon(); }
+  shard::Result<core::PurgeResult> purge(bool dry_run) override { return parts_.expiry.purge(dry_run); }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
-  UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) override;
+  core::UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) override;
 
  private:
   const LiveConfig& config_;
   Parts& parts_;
   index::Index& index_;
-  Counters& counters_;
-  Watcher& watcher_;
+  core::Counters& counters_;
+  watch::Watcher& watcher_;
   const learn::LearnedCopies& learned_copies_;
-  const IndexHealthBoard& health_;
+  const core::IndexHealthBoard& health_;
   const Reload reload_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

@@ -30,8 +30,8 @@ std::string utc_stamp(std::uint64_t t) {
 }
 
 // Renames the index beside itself; false when it cannot be.
-bool move_aside(const fs::path& dir, const std::string& damage, IndexHealthBoard& health) {
-  const std::uint64_t now = unix_now();
+bool move_aside(const fs::path& dir, const std::string& damage, core::IndexHealthBoard& health) {
+  const std::uint64_t now = core::unix_now();
   fs::path aside = dir;
   aside += ".damaged-" + utc_stamp(now);
   for (int i = 1; fs::exists(aside); ++i) {
@@ -49,8 +49,8 @@ bool move_aside(const fs::path& dir, const std::string& damage, IndexHealthBoard
       "the index in {} is damaged: {}. It is kept as {} for an admin, and a new index is rebuilt from the shards of "
       "the watched directories; answers say \"X-Dedupd-Index: rebuilding\" until it is done",
       dir, damage, aside);
-  health.update([&](IndexHealth& h) {
-    h = IndexHealth{};
+  health.update([&](core::IndexHealth& h) {
+    h = core::IndexHealth{};
     h.state = "rebuilding";
     h.damage = damage;
     h.moved_to = aside.native();
@@ -62,7 +62,7 @@ bool move_aside(const fs::path& dir, const std::string& damage, IndexHealthBoard
 
 }  // namespace
 
-std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, IndexHealthBoard& health) {
+std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, core::IndexHealthBoard& health) {
   const fs::path dir = options.dir;
   const index::DataFileCheck file = index::check_data_file(options.dir);
   const fs::path mark_path = dir / jobs::kDamagedMark;
@@ -80,7 +80,7 @@ std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, 
     spdlog::warn("{}", file.problem);
   }
   auto opened = index::Index::open(options);
-  if (!opened && says_damaged(opened.error()) && !health.rebuilding()) {
+  if (!opened && core::says_damaged(opened.error()) && !health.rebuilding()) {
     if (!move_aside(dir, opened.error().to_string(), health)) return nullptr;
     opened = index::Index::open(options);
   }

@@ -15,6 +15,6 @@
 namespace dedupd::daemon::supervisor {
 
 // nullptr (logged) when the index can neither be opened nor moved aside.
-std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, IndexHealthBoard& health);
+std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, core::IndexHealthBoard& health);
 
 }  // namespace dedupd::daemon::supervisor

@@ -11,11 +11,11 @@ namespace dedupd::daemon::supervisor {
 
 class LiveConfig {
  public:
-  explicit LiveConfig(Config config) : config_(std::move(config)) {}
+  explicit LiveConfig(config::Config config) : config_(std::move(config)) {}
 
   // Loop thread.
-  const Config& loop() const { return config_; }
-  void replace(Config next) {
+  const config::Config& loop() const { return config_; }
+  void replace(config::Config next) {
     std::lock_guard lock(mu_);
     config_ = std::move(next);
   }
@@ -28,7 +28,7 @@ class LiveConfig {
 
  private:
   mutable std::mutex mu_;
-  Config config_;
+  config::Config config_;
 };
 
 }  // namespace dedupd::daemon::supervisor

@@ -11,7 +11,7 @@ Parts::Parts(const Ground& g)
       ingester(g.index, g.counters, g.cas_scopes),
       learner(g.index, g.loop),
       expiry_runner(g.index, g.watcher, g.counters),
-      steward(g.index, StewardOptions{.state_dir = g.config.state_dir.native()}),
+      steward(g.index, xetcache::StewardOptions{.state_dir = g.config.state_dir.native()}),
       queue(ingester, g.config.state_dir, g.health),
       fleet(g.index, g.outbox_wake, g.config),
       safety_scan(g.watcher, queue),

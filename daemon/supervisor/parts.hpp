@@ -41,13 +41,13 @@ namespace dedupd::daemon::supervisor {
 // What the parts use and the Daemon keeps; all outlive the parts.
 struct Ground {
   index::Index& index;
-  const Config& config;  // as at start
-  Counters& counters;
-  EventLoop& loop;
-  Watcher& watcher;
-  CasScopes& cas_scopes;
+  const config::Config& config;  // as at start
+  core::Counters& counters;
+  loop::EventLoop& loop;
+  watch::Watcher& watcher;
+  ingest::CasScopes& cas_scopes;
   learn::LearnedCopies& learned_copies;
-  IndexHealthBoard& health;
+  core::IndexHealthBoard& health;
   fleet_link::WakeFd& outbox_wake;
   std::function<void()> stop;  // ends the work loop
 };
@@ -57,12 +57,12 @@ struct Parts {
   Parts(const Parts&) = delete;
   Parts& operator=(const Parts&) = delete;
 
-  GlobalDedupKeyStore keys;  // loaded by the Daemon, which fails the start when it cannot be
-  Ingester ingester;
+  keys::GlobalDedupKeyStore keys;  // loaded by the Daemon, which fails the start when it cannot be
+  ingest::Ingester ingester;
   learn::Learner learner;
   expiry::Runner expiry_runner;
-  CacheSteward steward;
-  IngestQueue queue;
+  xetcache::CacheSteward steward;
+  ingest::IngestQueue queue;
   // The jobs, and the one scheduler of their steps.
   jobs::FleetLink fleet;
   jobs::SafetyScanJob safety_scan;

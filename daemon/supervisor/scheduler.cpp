@@ -25,7 +25,7 @@ std::size_t Scheduler::run_due() {
   return ran;
 }
 
-void Scheduler::configure(const Config& config, jobs::Apply when) {
+void Scheduler::configure(const config::Config& config, jobs::Apply when) {
   for (jobs::Job* job : jobs_) job->configure(config, when);
 }
 

@@ -28,7 +28,7 @@ class Scheduler {
   // Runs the step of each job due now, in order; how many ran.
   std::size_t run_due();
   // Each job's part of `config`, in order.
-  void configure(const Config& config, jobs::Apply when);
+  void configure(const config::Config& config, jobs::Apply when);
 
  private:
   std::chrono::milliseconds longest_sleep_;

@@ -29,15 +29,15 @@ std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group) {
   return gid_of(group, "admin_group", "only root may use admin routes");
 }
 
-std::optional<gid_t> endpoint_gid_of(const XetEndpointConfig& e) {
+std::optional<gid_t> endpoint_gid_of(const config::XetEndpointConfig& e) {
   if (!e.group) {
-    if (const struct group* g = ::getgrnam(kPackageEndpointGroup)) return g->gr_gid;
+    if (const struct group* g = ::getgrnam(config::kPackageEndpointGroup)) return g->gr_gid;
     return std::nullopt;
   }
   return gid_of(e.group, "xet_endpoint.group", "only root and dedupd's user may teach it shards");
 }
 
-std::string learn_socket_of(const Config& c) {
+std::string learn_socket_of(const config::Config& c) {
   if (!c.xet_endpoint.enabled()) return "";
   if (!c.xet_endpoint.learn_socket.empty()) return c.xet_endpoint.learn_socket.native();
   return (c.socket.parent_path() / "dedupd-learn.sock").native();

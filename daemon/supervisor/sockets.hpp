@@ -16,12 +16,12 @@ namespace dedupd::daemon::supervisor {
 std::optional<gid_t> admin_gid_of(const std::optional<std::string>& group);
 // Unset, the group the package gives its endpoint (sysusers.d), where the
 // system has it: nothing to configure for the packaged endpoint.
-std::optional<gid_t> endpoint_gid_of(const XetEndpointConfig& endpoint);
+std::optional<gid_t> endpoint_gid_of(const config::XetEndpointConfig& endpoint);
 
 // Where the endpoint's nginx reports the CAS's statuses, when dedupd binds
 // it itself (not under systemd); "" without an endpoint configured: then
 // nothing is learned.
-std::string learn_socket_of(const Config& config);
+std::string learn_socket_of(const config::Config& config);
 
 // Takes the sockets systemd passed, before anything listens: the learner
 // adopts the learning socket now, and the API's is returned for the server

@@ -1,6 +1,6 @@
 #include "daemon/watch/file_kind.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 
 FileKind file_kind(std::string_view name) {
   // Dot-files are in-progress or hidden by convention ("." and ".." too).
@@ -11,4 +11,4 @@ FileKind file_kind(std::string_view name) {
   return FileKind::ignored;  // includes *.mdb_temp
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch

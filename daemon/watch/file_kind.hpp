@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 
 enum class FileKind {
   ignored,
@@ -15,4 +15,4 @@ enum class FileKind {
 
 FileKind file_kind(std::string_view file_name);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch

@@ -12,7 +12,7 @@
 
 #include "daemon/log/logging.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 
 namespace fs = std::filesystem;
 
@@ -54,8 +54,8 @@ void Watcher::drop_all_watches() {
   dirs_.clear();
 }
 
-void Watcher::set_roots(std::vector<WatchDir> roots) {
-  for (auto& r : roots) r.path = clean_path(fs::absolute(r.path));
+void Watcher::set_roots(std::vector<config::WatchDir> roots) {
+  for (auto& r : roots) r.path = config::clean_path(fs::absolute(r.path));
   drop_all_watches();
   roots_ = std::move(roots);
   warned_missing_.clear();
@@ -212,7 +212,7 @@ void Watcher::note_skipped(const fs::path& path, bool symlink) {
 }
 
 bool Watcher::inside_roots(const fs::path& path) const {
-  fs::path p = clean_path(fs::absolute(path));
+  fs::path p = config::clean_path(fs::absolute(path));
   for (const auto& r : roots_) {
     if (!r.recursive) {
       if (p.parent_path() == r.path) return true;
@@ -223,4 +223,4 @@ bool Watcher::inside_roots(const fs::path& path) const {
   return false;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch

@@ -13,7 +13,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/watch/file_kind.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 
 struct Candidate {
   std::filesystem::path path;
@@ -36,8 +36,8 @@ class Watcher {
 
   // Replaces the watched set (start, SIGHUP) and adds watches everywhere.
   // Nothing is scanned; call scan() for the files already there.
-  void set_roots(std::vector<WatchDir> roots);
-  const std::vector<WatchDir>& roots() const { return roots_; }
+  void set_roots(std::vector<config::WatchDir> roots);
+  const std::vector<config::WatchDir>& roots() const { return roots_; }
 
   // Walks every root: (re)adds watches on directories missing one (a root
   // created since, a lost watch) and returns every candidate file there.
@@ -70,10 +70,10 @@ class Watcher {
   void note_skipped(const std::filesystem::path& path, bool symlink);
 
   int fd_ = -1;
-  std::vector<WatchDir> roots_;
+  std::vector<config::WatchDir> roots_;
   std::unordered_map<int, Dir> dirs_;  // by watch descriptor
   std::vector<std::string> warned_missing_;
   std::unordered_set<std::string> skipped_;  // paths note_skipped has told of
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch

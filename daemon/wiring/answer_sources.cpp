@@ -3,7 +3,7 @@
 // configured bound (FleetLookup).
 #include "daemon/wiring/answer_sources.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
 using answers::Reach;
 
@@ -35,4 +35,4 @@ Reach AnswerSources::source_shard(const shard::Hash& raw_chunk, const fleet::Sha
   return lookup_.source_shard(raw_chunk, bounds, now, scope, excluded, out);
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

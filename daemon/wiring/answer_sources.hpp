@@ -9,15 +9,15 @@
 #include "daemon/core/operations.hpp"
 #include "daemon/fleet_link/reader_pool.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
 class AnswerSources final : public answers::Sources, private answers::FleetPort {
  public:
-  AnswerSources(const std::atomic<const index::Index*>& index, Operations& ops, fleet_link::FleetLookup& lookup)
+  AnswerSources(const std::atomic<const index::Index*>& index, core::Operations& ops, fleet_link::FleetLookup& lookup)
       : index_(index), ops_(ops), lookup_(lookup) {}
 
   const index::Index* index() const override { return index_.load(); }
-  GlobalDedupKey global_dedup_key() const override { return ops_.global_dedup_key(); }
+  core::GlobalDedupKey global_dedup_key() const override { return ops_.global_dedup_key(); }
   answers::FleetPort& fleet() override { return *this; }
 
  private:
@@ -35,8 +35,8 @@ class AnswerSources final : public answers::Sources, private answers::FleetPort 
   }
 
   const std::atomic<const index::Index*>& index_;
-  Operations& ops_;
+  core::Operations& ops_;
   fleet_link::FleetLookup& lookup_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

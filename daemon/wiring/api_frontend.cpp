@@ -10,14 +10,15 @@
 #include "daemon/log/logging.hpp"
 #include "daemon/wiring/service_impl.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
 ApiFrontend::ApiFrontend() = default;
 
 ApiFrontend::~ApiFrontend() { stop(); }
 
-bool ApiFrontend::start(const ServiceParts& parts, const Config& config, const ListenSettings& listen) {
-  ServerOptions so;
+bool ApiFrontend::start(const core::ServiceParts& parts, const config::Config& config,
+                        const core::ListenSettings& listen) {
+  api::http::ServerOptions so;
   so.listen_fd = listen.listen_fd;
   so.socket_path = config.socket.native();
   so.max_body_bytes = std::size_t(config.limits.max_body_bytes);
@@ -29,7 +30,7 @@ bool ApiFrontend::start(const ServiceParts& parts, const Config& config, const L
   so.admin_gid = listen.admin_gid;
   so.endpoint_gid = listen.endpoint_gid;
   service_ = std::make_unique<ServiceImpl>(parts);
-  server_ = std::make_unique<ApiServer>(*service_, so, http::api_routes());
+  server_ = std::make_unique<api::http::ApiServer>(*service_, so, api::routes::api_routes());
   if (auto started = server_->start(); !started) {
     spdlog::critical("cannot listen on {}: {}", config.socket, started.error().message);
     server_.reset();
@@ -43,16 +44,16 @@ bool ApiFrontend::start(const ServiceParts& parts, const Config& config, const L
   return true;
 }
 
-bool ApiFrontend::start_metrics(const Config& config, const ListenSettings& listen) {
-  http::MetricsListenerOptions mo;
+bool ApiFrontend::start_metrics(const config::Config& config, const core::ListenSettings& listen) {
+  api::http::MetricsListenerOptions mo;
   mo.host = config.metrics.host;
   mo.port = config.metrics.port;
   // The socket systemd passed may sit elsewhere than `socket` says; the
   // listener asks the one that actually serves.
-  mo.socket_path = listen.listen_fd >= 0 ? http::bound_path(listen.listen_fd) : std::string();
+  mo.socket_path = listen.listen_fd >= 0 ? api::http::bound_path(listen.listen_fd) : std::string();
   if (mo.socket_path.empty()) mo.socket_path = config.socket.native();
   mo.paths = {std::string(::dedupd::api::kMetrics), std::string(::dedupd::api::kHealth)};
-  metrics_ = std::make_unique<http::MetricsListener>(mo);
+  metrics_ = std::make_unique<api::http::MetricsListener>(mo);
   // An operator who asked for the listener learns at once that it is not
   // there (the unit fails to start and says why), not from a silent gap in
   // the graphs.
@@ -76,4 +77,4 @@ void ApiFrontend::stop() {
   if (server_) server_->stop();
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

@@ -10,31 +10,33 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/frontend.hpp"
 
-namespace dedupd::daemon {
-
+namespace dedupd::daemon::api::http {
 class ApiServer;
-class ServiceImpl;
-namespace http {
 class MetricsListener;
-}
+}  // namespace dedupd::daemon::api::http
 
-class ApiFrontend final : public Frontend {
+namespace dedupd::daemon::wiring {
+
+class ServiceImpl;
+
+class ApiFrontend final : public core::Frontend {
  public:
   ApiFrontend();
   ~ApiFrontend() override;
   ApiFrontend(const ApiFrontend&) = delete;
   ApiFrontend& operator=(const ApiFrontend&) = delete;
 
-  bool start(const ServiceParts& parts, const Config& config, const ListenSettings& listen) override;
+  bool start(const core::ServiceParts& parts, const config::Config& config,
+             const core::ListenSettings& listen) override;
   void set_access(std::optional<gid_t> admin_gid, std::optional<gid_t> endpoint_gid) override;
   void stop() override;
 
  private:
-  bool start_metrics(const Config& config, const ListenSettings& listen);
+  bool start_metrics(const config::Config& config, const core::ListenSettings& listen);
 
   std::unique_ptr<ServiceImpl> service_;
-  std::unique_ptr<ApiServer> server_;
-  std::unique_ptr<http::MetricsListener> metrics_;
+  std::unique_ptr<api::http::ApiServer> server_;
+  std::unique_ptr<api::http::MetricsListener> metrics_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

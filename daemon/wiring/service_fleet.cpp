@@ -4,14 +4,14 @@
 #include "daemon/wiring/service_impl.hpp"
 #include "fleet/errors.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
 using fleet_link::Reach;
 
 std::optional<fleet_link::PublisherState> ServiceImpl::fleet_state() const { return parts_.ops.fleet_state(); }
 
 shard::Result<fleet::Status> ServiceImpl::fleet_status() {
-  if (!parts_.ops.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
+  if (!parts_.ops.fleet_enabled()) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   fleet::Status out;
   std::string error;
   if (parts_.fleet_lookup.status(out, error) != Reach::answered)
@@ -22,7 +22,7 @@ shard::Result<fleet::Status> ServiceImpl::fleet_status() {
 shard::Result<std::uint64_t> ServiceImpl::fleet_retry() { return parts_.ops.fleet_retry(); }
 
 shard::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
-  if (!parts_.ops.fleet_enabled()) return seam_error(kRuleNoFleet, "no fleet configured");
+  if (!parts_.ops.fleet_enabled()) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   // Its own short-lived connection to the primary: an admin action, rare,
   // and it must not wait behind the publisher's backlog.
   auto w = fleet::Writer::connect(parts_.ops.fleet_options());
@@ -40,4 +40,4 @@ shard::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
   return *r;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

@@ -5,64 +5,64 @@
 #include "daemon/learn/learner.hpp"
 #include "daemon/loop/event_loop.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
 const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
-StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
+core::StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
 bool ServiceImpl::index_rebuilding() const { return parts_.ops.index_rebuilding(); }
-DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
+core::DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
 
-LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::string& cas,
-                                  std::vector<std::uint8_t> bytes) {
+core::LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std::string& cas,
+                                        std::vector<std::uint8_t> bytes) {
   return parts_.learner.hold(request_id, cas, std::move(bytes));
 }
 
 shard::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard::Hash& shard) {
-  Operations& ops = parts_.ops;
+  core::Operations& ops = parts_.ops;
   return parts_.loop.call<std::optional<index::ShardInfo>>([&ops, shard] { return ops.restore(shard); },
                                                            ops.admin_timeout());
 }
 
-LearnStats ServiceImpl::learn_stats() const { return parts_.learner.stats(); }
+core::LearnStats ServiceImpl::learn_stats() const { return parts_.learner.stats(); }
 
-shard::Result<RescanResult> ServiceImpl::rescan() {
-  Operations& ops = parts_.ops;
-  return parts_.loop.call<RescanResult>([&ops]() -> shard::Result<RescanResult> { return ops.rescan(); },
-                                        ops.admin_timeout());
+shard::Result<core::RescanResult> ServiceImpl::rescan() {
+  core::Operations& ops = parts_.ops;
+  return parts_.loop.call<core::RescanResult>([&ops]() -> shard::Result<core::RescanResult> { return ops.rescan(); },
+                                              ops.admin_timeout());
 }
 
-shard::Result<ReloadResult> ServiceImpl::reload() {
-  Operations& ops = parts_.ops;
-  return parts_.loop.call<ReloadResult>([&ops] { return ops.reload_config(); }, ops.admin_timeout());
+shard::Result<core::ReloadResult> ServiceImpl::reload() {
+  core::Operations& ops = parts_.ops;
+  return parts_.loop.call<core::ReloadResult>([&ops] { return ops.reload_config(); }, ops.admin_timeout());
 }
 
-shard::Result<IndexHealth> ServiceImpl::rebuild_index() {
-  Operations& ops = parts_.ops;
-  return parts_.loop.call<IndexHealth>([&ops] { return ops.rebuild_index(); }, ops.admin_timeout());
+shard::Result<core::IndexHealth> ServiceImpl::rebuild_index() {
+  core::Operations& ops = parts_.ops;
+  return parts_.loop.call<core::IndexHealth>([&ops] { return ops.rebuild_index(); }, ops.admin_timeout());
 }
 
 // On this HTTP thread, not the work loop: the steward's dry run only reads
 // the index, as its own worker does.
-std::optional<std::vector<XetCachePlan>> ServiceImpl::xet_cache_plan(const std::string& root) {
+std::optional<std::vector<core::XetCachePlan>> ServiceImpl::xet_cache_plan(const std::string& root) {
   return parts_.ops.xet_cache_plan(root);
 }
 
-shard::Result<PurgeResult> ServiceImpl::purge(bool dry_run) {
-  Operations& ops = parts_.ops;
-  return parts_.loop.call<PurgeResult>([&ops, dry_run] { return ops.purge(dry_run); }, ops.admin_timeout());
+shard::Result<core::PurgeResult> ServiceImpl::purge(bool dry_run) {
+  core::Operations& ops = parts_.ops;
+  return parts_.loop.call<core::PurgeResult>([&ops, dry_run] { return ops.purge(dry_run); }, ops.admin_timeout());
 }
 
 shard::Result<index::RemoveOutcome> ServiceImpl::remove(const shard::Hash& shard) {
-  Operations& ops = parts_.ops;
+  core::Operations& ops = parts_.ops;
   return parts_.loop.call<index::RemoveOutcome>([&ops, shard] { return ops.remove(shard); }, ops.admin_timeout());
 }
 
-UploadResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string name) {
-  Operations& ops = parts_.ops;
+core::UploadResult ServiceImpl::ingest(std::vector<std::uint8_t> bytes, std::string name) {
+  core::Operations& ops = parts_.ops;
   // Shared so a task that outlives a timed-out wait still owns its bytes.
   auto body = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
-  return parts_.loop.call<std::vector<IngestedShard>>(
+  return parts_.loop.call<std::vector<core::IngestedShard>>(
       [&ops, body, name = std::move(name)] { return ops.ingest_upload(*body, name); }, ops.admin_timeout());
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

@@ -10,29 +10,30 @@
 #include "daemon/core/frontend.hpp"
 #include "daemon/wiring/answer_sources.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::wiring {
 
-class ServiceImpl final : public Service {
+class ServiceImpl final : public api::Service {
  public:
-  explicit ServiceImpl(const ServiceParts& parts)
+  explicit ServiceImpl(const core::ServiceParts& parts)
       : parts_(parts), answers_(parts.index, parts.ops, parts.fleet_lookup) {}
 
   const index::Index* index() const override;
-  StatusInfo status() const override;
+  core::StatusInfo status() const override;
   bool index_rebuilding() const override;
-  DaemonCounters counters() const override;
+  core::DaemonCounters counters() const override;
   answers::Sources& answers() override { return answers_; }
-  LearnHold learn_hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes) override;
-  LearnStats learn_stats() const override;
+  core::LearnHold learn_hold(const std::string& request_id, const std::string& cas,
+                             std::vector<std::uint8_t> bytes) override;
+  core::LearnStats learn_stats() const override;
   shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
-  shard::Result<RescanResult> rescan() override;
-  shard::Result<ReloadResult> reload() override;
-  shard::Result<IndexHealth> rebuild_index() override;
-  shard::Result<PurgeResult> purge(bool dry_run) override;
-  std::optional<std::vector<XetCachePlan>> xet_cache_plan(const std::string& root) override;
+  shard::Result<core::RescanResult> rescan() override;
+  shard::Result<core::ReloadResult> reload() override;
+  shard::Result<core::IndexHealth> rebuild_index() override;
+  shard::Result<core::PurgeResult> purge(bool dry_run) override;
+  std::optional<std::vector<core::XetCachePlan>> xet_cache_plan(const std::string& root) override;
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
-  UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
+  core::UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
   // The fleet's status and admin (service_fleet.cpp).
   std::optional<fleet_link::PublisherState> fleet_state() const override;
@@ -41,8 +42,8 @@ class ServiceImpl final : public Service {
   shard::Result<std::uint64_t> fleet_retry() override;
 
  private:
-  ServiceParts parts_;
+  core::ServiceParts parts_;
   AnswerSources answers_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::wiring

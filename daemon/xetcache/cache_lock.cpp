@@ -11,7 +11,7 @@
 
 #include "daemon/log/logging.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
@@ -58,4 +58,4 @@ bool CacheLock::take(const std::filesystem::path& root) {
   return true;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 class CacheLock {
  public:
@@ -28,4 +28,4 @@ class CacheLock {
   std::string holder_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

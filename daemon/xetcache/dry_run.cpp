@@ -7,7 +7,7 @@
 #include "daemon/xetcache/steward.hpp"
 #include "shard/reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
@@ -17,9 +17,9 @@ class DryRunFiles final : public StewardFiles {
   Listing list_logs(const std::string& dir) override { return real_.list_logs(dir); }
   std::optional<std::string> network_fs(const std::string& path) override { return real_.network_fs(path); }
   shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override { return real_.read(path); }
-  shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes, mode_t,
-                                                    std::int64_t) override {
-    xetcache::WrittenShard w;
+  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                            mode_t, std::int64_t) override {
+    dedupd::xetcache::WrittenShard w;
     w.hash = shard::shard_file_hash(bytes);
     w.size = bytes.size();
     w.path = dir + "/" + w.hash.to_string() + ".mdb";
@@ -34,7 +34,7 @@ class DryRunFiles final : public StewardFiles {
 
 }  // namespace
 
-std::optional<std::vector<XetCachePlan>> CacheSteward::plan(const std::string& root) {
+std::optional<std::vector<core::XetCachePlan>> CacheSteward::plan(const std::string& root) {
   std::unique_lock pass(run_mu_, std::try_to_lock);
   if (!pass.owns_lock()) return std::nullopt;
   apply_configuration();
@@ -59,10 +59,10 @@ std::optional<std::vector<XetCachePlan>> CacheSteward::plan(const std::string& r
   } catch (const std::exception& e) {
     spdlog::error("xet cache: the dry run failed: {}", e.what());
   }
-  std::vector<XetCachePlan> out;
+  std::vector<core::XetCachePlan> out;
   for (const auto& st : dry_published_) {
     if (!under(st.endpoint)) continue;
-    XetCachePlan p;
+    core::XetCachePlan p;
     p.endpoint = st.endpoint;
     p.liveness_established = st.liveness_established;
     p.liveness_why = st.liveness_why;
@@ -83,4 +83,4 @@ std::optional<std::vector<XetCachePlan>> CacheSteward::plan(const std::string& r
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -11,7 +11,7 @@
 #include "daemon/xetcache/set_aside.hpp"
 #include "xetcache/shards.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 // The original of a merge, still on disk until the rules let it go.
 struct PendingDeletion {
@@ -25,11 +25,11 @@ struct PendingDeletion {
 struct DescribedFile {
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
-  xetcache::ShardDesc desc;
+  dedupd::xetcache::ShardDesc desc;
 };
 
 struct EndpointState {
-  XetCacheStatus status;
+  core::XetCacheStatus status;
   std::vector<PendingDeletion> pending;              // originals of merges, still on disk
   std::map<std::string, std::uint64_t> evicting;     // path -> since when the caps want it gone (monotonic)
   std::map<std::string, DescribedFile> described;    // by path
@@ -37,4 +37,4 @@ struct EndpointState {
   std::map<std::string, std::string> holds_removed;  // merged file -> an admin-removed original it holds
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

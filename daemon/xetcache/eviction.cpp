@@ -13,7 +13,7 @@
 #include "daemon/xetcache/pass_jobs.hpp"
 #include "xetcache/evict.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
@@ -22,25 +22,25 @@ std::uint64_t room_minus(std::uint64_t a, std::uint64_t b, std::uint64_t c) { re
 
 }  // namespace
 
-Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const xetcache::CacheUsage& before,
-                       const xetcache::CacheUsage& gone, const Coverage& coverage, const Inventory& inventory) {
+Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const dedupd::xetcache::CacheUsage& before,
+                       const dedupd::xetcache::CacheUsage& gone, const Coverage& coverage, const Inventory& inventory) {
   Eviction out;
-  std::vector<xetcache::ShardDesc> evictable;
+  std::vector<dedupd::xetcache::ShardDesc> evictable;
   for (const auto& [path, entry] : ep.described)
     if (!coverage.covered.contains(path) && !coverage.merge_targets.contains(path) &&
         !ep.set_aside.holds(path, ctx.now_mono) && !inventory.removed.contains(path))
       evictable.push_back(entry.desc);
   // Everything the client loads that is not up for eviction takes room first.
-  const xetcache::CacheUsage evictable_usage = xetcache::usage_of(evictable);
+  const dedupd::xetcache::CacheUsage evictable_usage = dedupd::xetcache::usage_of(evictable);
   out.fixed.files = room_minus(before.files, gone.files, evictable_usage.files);
   out.fixed.bytes = room_minus(before.bytes, gone.bytes, evictable_usage.bytes);
   out.fixed.chunk_entries = room_minus(before.chunk_entries, gone.chunk_entries, evictable_usage.chunk_entries);
-  const XetCacheConfig& config = ctx.config;
-  xetcache::EvictionPolicy policy;
+  const config::XetCacheConfig& config = ctx.config;
+  dedupd::xetcache::EvictionPolicy policy;
   policy.caps = {
       config.max_bytes > out.fixed.bytes ? config.max_bytes - out.fixed.bytes : 0,
       config.max_chunk_entries > out.fixed.chunk_entries ? config.max_chunk_entries - out.fixed.chunk_entries : 0};
-  auto plan = xetcache::plan_eviction(evictable, policy, ctx.now_wall);
+  auto plan = dedupd::xetcache::plan_eviction(evictable, policy, ctx.now_wall);
   std::map<std::string, std::uint64_t> evicting;
   out.left = plan.before;
   for (std::size_t i : plan.evict) {
@@ -48,13 +48,13 @@ Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const xetcache
     auto since = ep.evicting.find(d.path);
     const std::uint64_t wanted_since = since != ep.evicting.end() ? since->second : ctx.now_mono;
     const FileFacts facts = file_facts(ctx.index, d.path);
-    xetcache::DeletionFacts df;
+    dedupd::xetcache::DeletionFacts df;
     df.indexed_unchanged = facts.state == FileState::taken && facts.unchanged;
     df.removed_by_admin = facts.state == FileState::removed;
     df.now_mono = ctx.now_mono;
     df.wanted_since_mono = wanted_since;
     df.grace_seconds = ctx.grace_s();
-    const auto decision = xetcache::may_delete(df, ctx.liveness);
+    const auto decision = dedupd::xetcache::may_delete(df, ctx.liveness);
     if (!decision.allowed) {
       if (df.indexed_unchanged) evicting[d.path] = wanted_since;
       continue;
@@ -81,4 +81,4 @@ Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const xetcache
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

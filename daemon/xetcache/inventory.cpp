@@ -10,7 +10,7 @@
 #include "daemon/xetcache/pass_jobs.hpp"
 #include "shard/reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 FileFacts file_facts(const index::Index& index, const std::string& path) {
   FileFacts f;
@@ -27,8 +27,8 @@ FileFacts file_facts(const index::Index& index, const std::string& path) {
   return f;
 }
 
-xetcache::CacheUsage usage_of(const std::map<std::string, DescribedFile>& described) {
-  xetcache::CacheUsage u;
+dedupd::xetcache::CacheUsage usage_of(const std::map<std::string, DescribedFile>& described) {
+  dedupd::xetcache::CacheUsage u;
   for (const auto& [path, d] : described) {
     ++u.files;
     u.bytes += d.desc.size;
@@ -45,7 +45,7 @@ namespace {
 // they stay, and the merge is planned again. Left, each kill would leave up
 // to 64 MiB the client never loads and nothing else removes.
 void remove_merge_leftovers(StewardFiles& files, const std::string& shard_cache) {
-  auto temps = xetcache::list_steward_temps(shard_cache);
+  auto temps = dedupd::xetcache::list_steward_temps(shard_cache);
   if (!temps) return;
   for (const auto& t : *temps) {
     const int err = files.unlink(t.path);
@@ -58,7 +58,7 @@ void remove_merge_leftovers(StewardFiles& files, const std::string& shard_cache)
 }  // namespace
 
 Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::string& shard_cache,
-                         const std::vector<xetcache::ShardFile>& files) {
+                         const std::vector<dedupd::xetcache::ShardFile>& files) {
   if (ctx.dry_steps == nullptr) remove_merge_leftovers(ctx.files, shard_cache);
   // Only what dedupd took (live or expired shards), unchanged. Files of shards an
   // admin removed are left alone: never merged (a merged file would be
@@ -66,7 +66,7 @@ Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::s
   // them, so they are described and count against the caps as files that
   // cannot go.
   Inventory inv;
-  std::vector<xetcache::ShardFile> ours;
+  std::vector<dedupd::xetcache::ShardFile> ours;
   ep.status.removed_kept = 0;
   for (const auto& f : files) {
     inv.on_disk.insert(f.path);
@@ -97,7 +97,7 @@ Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::s
       ctx.set_aside(ep, f.path, f.path + ": " + view.error().to_string());
       continue;
     }
-    xetcache::ShardDesc d = xetcache::describe(*view, f.path);
+    dedupd::xetcache::ShardDesc d = dedupd::xetcache::describe(*view, f.path);
     d.last_used = std::uint64_t(f.mtime_ns / 1'000'000'000);
     described.emplace(f.path, DescribedFile{f.size, f.mtime_ns, std::move(d)});
     ep.set_aside.forget(f.path);
@@ -106,4 +106,4 @@ Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::s
   return inv;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 constexpr const char* kStewardJournalName = "xet-cache-pending";
@@ -55,4 +55,4 @@ bool write_pending_journal(const std::string& state_dir, const std::vector<Journ
   return ok;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

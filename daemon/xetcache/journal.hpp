@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 struct JournalLine {
   std::string endpoint;
@@ -23,4 +23,4 @@ std::vector<JournalLine> read_pending_journal(const std::string& state_dir);
 // them unchecked.
 bool write_pending_journal(const std::string& state_dir, const std::vector<JournalLine>& lines);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -8,14 +8,14 @@
 
 #include "daemon/log/logging.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 void judge_clients(const std::filesystem::path& root, StewardClock& clock, ProcessTable& processes, StewardFiles& files,
                    ClientSightings& sightings) {
-  xetcache::LivenessFacts facts;
+  dedupd::xetcache::LivenessFacts facts;
   sightings.clients.clear();
   const auto listing = files.list_logs((root / "logs").native());
-  using Logs = xetcache::LivenessFacts::Logs;
+  using Logs = dedupd::xetcache::LivenessFacts::Logs;
   if (listing.err == ENOENT || listing.err == ENOTDIR) facts.logs = Logs::missing;
   else if (listing.err == EACCES || listing.err == EPERM) facts.logs = Logs::denied;
   else if (listing.err != 0) facts.logs = Logs::unreadable;
@@ -29,7 +29,7 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> marks;
   std::set<std::string> ever_running;
   for (const auto& entry : listing.entries) {
-    auto log = xetcache::parse_client_log_name(entry.name);
+    auto log = dedupd::xetcache::parse_client_log_name(entry.name);
     if (!log) continue;
     ++facts.client_logs;
     marks[entry.name] = {entry.mtime_s, entry.size};
@@ -42,7 +42,7 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
       auto before = sightings.log_marks.find(entry.name);
       const std::uint64_t age = wall > entry.mtime_s ? wall - entry.mtime_s : entry.mtime_s - wall;
       const bool growing = before != sightings.log_marks.end() ? before->second != marks[entry.name]
-                                                               : age <= xetcache::kRecentLogSeconds;
+                                                               : age <= dedupd::xetcache::kRecentLogSeconds;
       if (growing) ++facts.recent_unmatched_logs;
       continue;
     }
@@ -50,7 +50,7 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
     if (p.start_ticks) {
       auto seen = sightings.sighted.find(entry.name);
       if (seen != sightings.sighted.end()) alive = seen->second == *p.start_ticks;
-      else if (boot) alive = xetcache::may_be_logged_client(*log, *p.start_ticks, *boot);
+      else if (boot) alive = dedupd::xetcache::may_be_logged_client(*log, *p.start_ticks, *boot);
       if (alive) sighted[entry.name] = *p.start_ticks;
     }
     if (!alive) continue;
@@ -64,7 +64,7 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
   std::sort(sightings.clients.begin(), sightings.clients.end());
   sightings.clients.erase(std::unique(sightings.clients.begin(), sightings.clients.end()), sightings.clients.end());
   facts.alive_clients = sightings.clients.size();
-  auto verdict = xetcache::judge_liveness(facts);
+  auto verdict = dedupd::xetcache::judge_liveness(facts);
   if (verdict.established != sightings.liveness.established || verdict.why != sightings.liveness.why) {
     if (verdict.established) spdlog::info("xet cache {}: {}", root, verdict.why);
     else spdlog::warn("xet cache {}: liveness unknown: {}; originals stay until replaced_grace", root, verdict.why);
@@ -72,4 +72,4 @@ void judge_clients(const std::filesystem::path& root, StewardClock& clock, Proce
   sightings.liveness = std::move(verdict);
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -14,10 +14,10 @@
 #include "daemon/xetcache/probes.hpp"
 #include "xetcache/rules.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 struct ClientSightings {
-  xetcache::LivenessVerdict liveness;
+  dedupd::xetcache::LivenessVerdict liveness;
   std::vector<std::int64_t> clients;
   // Log name -> the start ticks of the process first seen running under
   // its pid: the same ticks later are the same process whatever the wall
@@ -34,4 +34,4 @@ struct ClientSightings {
 void judge_clients(const std::filesystem::path& root, StewardClock& clock, ProcessTable& processes, StewardFiles& files,
                    ClientSightings& sightings);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -11,14 +11,15 @@
 #include "shard/reader.hpp"
 #include "xetcache/merge.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
 // The merged file's size and chunk entries against its members', for a dry run.
-XetCachePlanStep merge_step(const EndpointState& ep, const std::vector<std::string>& members,
-                            const xetcache::WrittenShard& written, const xetcache::MergedShard& merged) {
-  XetCachePlanStep step{"merge", members, "", 0, 0};
+core::XetCachePlanStep merge_step(const EndpointState& ep, const std::vector<std::string>& members,
+                                  const dedupd::xetcache::WrittenShard& written,
+                                  const dedupd::xetcache::MergedShard& merged) {
+  core::XetCachePlanStep step{"merge", members, "", 0, 0};
   std::uint64_t bytes = 0, entries = 0;
   for (const auto& m : members)
     if (auto d = ep.described.find(m); d != ep.described.end()) {
@@ -60,7 +61,7 @@ bool try_merge(const PassContext& ctx, EndpointState& ep, const std::string& sha
     views.push_back(*v);
   }
   const std::string key = group_key(members);
-  auto merged = xetcache::merge_views(views);
+  auto merged = dedupd::xetcache::merge_views(views);
   if (!merged) {
     ctx.set_aside(ep, key, merged.error().to_string());
     return false;
@@ -95,13 +96,13 @@ bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::strin
   // the merge would only write the same file once more. A merged file
   // holding a removed shard's content is never a member again: a merge with
   // it would carry that content on.
-  std::vector<xetcache::ShardDesc> candidates;
+  std::vector<dedupd::xetcache::ShardDesc> candidates;
   for (const auto& [path, entry] : ep.described)
     if (!coverage.covered.contains(path) && !ep.set_aside.holds(path, ctx.now_mono) &&
         !ep.holds_removed.contains(path) && !inventory.removed.contains(path))
       candidates.push_back(entry.desc);
-  auto groups = xetcache::plan_consolidation(
-      candidates, xetcache::policy_for_cap(ctx.consolidation, ctx.config.max_chunk_entries), ctx.now_wall);
+  auto groups = dedupd::xetcache::plan_consolidation(
+      candidates, dedupd::xetcache::policy_for_cap(ctx.consolidation, ctx.config.max_chunk_entries), ctx.now_wall);
   bool wrote = false;
   for (const auto& g : groups) {
     std::vector<std::string> members;
@@ -118,4 +119,4 @@ bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::strin
   return wrote;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -23,7 +23,7 @@
 #include "xetcache/rules.hpp"
 #include "xetcache/shards.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 // Thrown by PassContext::progress when a stop is asked: unwinds a pass to
 // CacheSteward::run. Not a std::exception, so the per-endpoint handlers let
@@ -33,15 +33,15 @@ struct StewardPassStopped {};
 struct PassContext {
   const index::Index& index;
   StewardFiles& files;
-  const XetCacheConfig& config;
-  const xetcache::ConsolidationPolicy& consolidation;
+  const config::XetCacheConfig& config;
+  const dedupd::xetcache::ConsolidationPolicy& consolidation;
   Backoff backoff;
-  const xetcache::LivenessVerdict& liveness;
+  const dedupd::xetcache::LivenessVerdict& liveness;
   std::uint64_t now_mono = 0;
   std::uint64_t now_wall = 0;
   // A dry run's steps for this endpoint; null in a real pass, which logs
   // what it did instead.
-  std::vector<XetCachePlanStep>* dry_steps = nullptr;
+  std::vector<core::XetCachePlanStep>* dry_steps = nullptr;
   // Between files: counts them for the status, throws StewardPassStopped
   // when a stop is asked.
   std::function<void()> progress;
@@ -73,12 +73,12 @@ struct Inventory {
   std::set<std::string> removed;  // files of shards an admin removed: kept, counted, never touched
 };
 Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::string& shard_cache,
-                         const std::vector<xetcache::ShardFile>& files);
-xetcache::CacheUsage usage_of(const std::map<std::string, DescribedFile>& described);
+                         const std::vector<dedupd::xetcache::ShardFile>& files);
+dedupd::xetcache::CacheUsage usage_of(const std::map<std::string, DescribedFile>& described);
 
 // replaced.cpp: the originals of merges go when the rules let them.
 struct Replaced {
-  xetcache::CacheUsage gone;  // of the described files deleted
+  dedupd::xetcache::CacheUsage gone;  // of the described files deleted
   bool deleted = false;
 };
 Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Inventory& inventory);
@@ -88,7 +88,7 @@ Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Invent
 struct Coverage {
   std::set<std::string> covered;
   std::set<std::string> merge_targets;
-  xetcache::CacheUsage pending;
+  dedupd::xetcache::CacheUsage pending;
 };
 Coverage coverage_of(const EndpointState& ep);
 
@@ -99,17 +99,17 @@ bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::strin
 
 // eviction.cpp: deletes what the caps want gone, as the rules let it.
 struct Eviction {
-  xetcache::CacheUsage left;   // of the evictable files, after
-  xetcache::CacheUsage fixed;  // what the client loads that was not up for eviction
+  dedupd::xetcache::CacheUsage left;   // of the evictable files, after
+  dedupd::xetcache::CacheUsage fixed;  // what the client loads that was not up for eviction
   bool deleted = false;
 };
-Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const xetcache::CacheUsage& before,
-                       const xetcache::CacheUsage& gone, const Coverage& coverage, const Inventory& inventory);
+Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const dedupd::xetcache::CacheUsage& before,
+                       const dedupd::xetcache::CacheUsage& gone, const Coverage& coverage, const Inventory& inventory);
 
 // status.cpp: an endpoint's status at the start and at the end of its pass.
-void begin_endpoint_status(XetCacheStatus& st, const std::string& dir, const XetCacheConfig& config,
-                           const xetcache::LivenessVerdict& liveness, const std::vector<std::int64_t>& clients,
+void begin_endpoint_status(core::XetCacheStatus& st, const std::string& dir, const config::XetCacheConfig& config,
+                           const dedupd::xetcache::LivenessVerdict& liveness, const std::vector<std::int64_t>& clients,
                            std::uint64_t now_wall);
 void end_endpoint_status(EndpointState& ep, const Eviction& eviction, const Coverage& coverage, std::uint64_t now_mono);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

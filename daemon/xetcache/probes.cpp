@@ -17,7 +17,7 @@
 
 #include "xetcache/shards.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
@@ -36,7 +36,7 @@ constexpr ino_t kInitialPidNamespaceInode = 0xEFFFFFFCU;
 
 class SystemProcessTable final : public ProcessTable {
  public:
-  std::optional<xetcache::BootClock> boot_clock() override {
+  std::optional<dedupd::xetcache::BootClock> boot_clock() override {
     std::ifstream stat("/proc/stat");
     std::string key;
     std::int64_t btime = -1;
@@ -44,7 +44,7 @@ class SystemProcessTable final : public ProcessTable {
       if (key == "btime" && stat >> btime) break;
     const long hz = ::sysconf(_SC_CLK_TCK);
     if (btime < 0 || hz <= 0) return std::nullopt;
-    return xetcache::BootClock{btime, std::uint64_t(hz)};
+    return dedupd::xetcache::BootClock{btime, std::uint64_t(hz)};
   }
 
   ProcessStart process(pid_t pid) override {
@@ -139,12 +139,12 @@ class SystemFiles final : public StewardFiles {
   }
 
   shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override {
-    return xetcache::read_regular_file(path);
+    return dedupd::xetcache::read_regular_file(path);
   }
 
-  shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                    mode_t mode, std::int64_t mtime_ns) override {
-    return xetcache::write_shard_file(dir, bytes, mode, mtime_ns);
+  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                            mode_t mode, std::int64_t mtime_ns) override {
+    return dedupd::xetcache::write_shard_file(dir, bytes, mode, mtime_ns);
   }
 
   int unlink(const std::string& path) override { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
@@ -172,4 +172,4 @@ StewardFiles& system_steward_files() {
   return files;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -17,7 +17,7 @@
 #include "xetcache/merge.hpp"
 #include "xetcache/rules.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 class StewardClock {
  public:
@@ -40,7 +40,7 @@ class ProcessTable {
   virtual ~ProcessTable() = default;
   // Read again at every pass: btime follows steps of the wall clock, which
   // the log names were written in.
-  virtual std::optional<xetcache::BootClock> boot_clock() = 0;
+  virtual std::optional<dedupd::xetcache::BootClock> boot_clock() = 0;
   virtual ProcessStart process(pid_t pid) = 0;
   // dedupd sees only part of the pids (it runs in a pid namespace other
   // than the initial one).
@@ -68,8 +68,9 @@ class StewardFiles {
   // xetcache::read_regular_file.
   virtual shard::Result<std::vector<std::uint8_t>> read(const std::string& path) = 0;
   // xetcache::write_shard_file.
-  virtual shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                            mode_t mode, std::int64_t mtime_ns) = 0;
+  virtual shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir,
+                                                                    std::span<const std::uint8_t> bytes, mode_t mode,
+                                                                    std::int64_t mtime_ns) = 0;
   // 0, or the errno of unlink(2).
   virtual int unlink(const std::string& path) = 0;
   // True when HF_XET_LOG_DEST is set where dedupd runs: clients started
@@ -82,4 +83,4 @@ StewardClock& system_steward_clock();
 ProcessTable& system_process_table();
 StewardFiles& system_steward_files();
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

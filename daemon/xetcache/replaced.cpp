@@ -12,7 +12,7 @@
 #include "daemon/xetcache/pass_jobs.hpp"
 #include "shard/reader.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace {
 
@@ -29,7 +29,7 @@ bool merged_verifies(StewardFiles& files, const std::string& path) {
 
 Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Inventory& inventory) {
   Replaced out;
-  XetCacheStatus& st = ep.status;
+  core::XetCacheStatus& st = ep.status;
   // A member an admin removed after its merge: the merged file holds its
   // content, so that merge counts as undone. Its other originals stay and
   // may merge again without the removed one (so removing the merged shard
@@ -59,7 +59,7 @@ Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Invent
     if (!inventory.on_disk.contains(p.original)) return true;  // gone already
     if (!inventory.on_disk.contains(p.merged)) return merged_gone(p);
     const FileFacts facts = file_facts(ctx.index, p.original);
-    xetcache::DeletionFacts df;
+    dedupd::xetcache::DeletionFacts df;
     df.indexed_unchanged = facts.state != FileState::not_ours && facts.unchanged;
     df.removed_by_admin = facts.state == FileState::removed;
     df.is_merge_original = true;
@@ -67,7 +67,7 @@ Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Invent
     df.now_mono = ctx.now_mono;
     df.wanted_since_mono = p.since_mono;
     df.grace_seconds = ctx.grace_s();
-    const auto decision = xetcache::may_delete(df, ctx.liveness);
+    const auto decision = dedupd::xetcache::may_delete(df, ctx.liveness);
     if (!df.indexed_unchanged || df.removed_by_admin) {
       spdlog::info("xet cache: keeping {}: {}", p.original, decision.why);
       return true;  // not ours to delete, ever
@@ -117,4 +117,4 @@ Coverage coverage_of(const EndpointState& ep) {
   return c;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

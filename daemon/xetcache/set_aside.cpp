@@ -4,12 +4,12 @@
 
 #include "xetcache/rules.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 void SetAsideList::fail(const std::string& key, std::string reason, std::uint64_t now_mono, const Backoff& backoff) {
   Entry& s = entries_[key];
   ++s.failures;
-  s.until_mono = now_mono + xetcache::backoff_seconds(s.failures, backoff.base_s, backoff.max_s);
+  s.until_mono = now_mono + dedupd::xetcache::backoff_seconds(s.failures, backoff.base_s, backoff.max_s);
   s.reason = std::move(reason);
   spdlog::warn("xet cache: set aside {} for {} s: {}", key, s.until_mono - now_mono, s.reason);
 }
@@ -33,4 +33,4 @@ std::string group_key(const std::vector<std::string>& members) {
   return key;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

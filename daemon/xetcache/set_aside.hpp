@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 struct Backoff {
   std::uint64_t base_s = 60;
@@ -37,4 +37,4 @@ class SetAsideList {
 // The set-aside key of a merge group.
 std::string group_key(const std::vector<std::string>& members);
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

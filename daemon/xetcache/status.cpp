@@ -5,17 +5,17 @@
 #include "daemon/xetcache/pass_jobs.hpp"
 #include "daemon/xetcache/steward.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
-void begin_endpoint_status(XetCacheStatus& st, const std::string& dir, const XetCacheConfig& config,
-                           const xetcache::LivenessVerdict& liveness, const std::vector<std::int64_t>& clients,
+void begin_endpoint_status(core::XetCacheStatus& st, const std::string& dir, const config::XetCacheConfig& config,
+                           const dedupd::xetcache::LivenessVerdict& liveness, const std::vector<std::int64_t>& clients,
                            std::uint64_t now_wall) {
   st.endpoint = dir;
   st.max_bytes = config.max_bytes;
   st.max_chunk_entries = config.max_chunk_entries;
-  st.max_chunk_entries_why = config.max_chunk_entries_source == CapSource::xet_endpoint ? "xet_endpoint"
-                             : config.max_chunk_entries_source == CapSource::configured ? "configured"
-                                                                                        : "client_default";
+  st.max_chunk_entries_why = config.max_chunk_entries_source == config::CapSource::xet_endpoint ? "xet_endpoint"
+                             : config.max_chunk_entries_source == config::CapSource::configured ? "configured"
+                                                                                                : "client_default";
   st.live_clients = liveness.alive_clients;
   st.client_pids = clients;
   st.liveness_established = liveness.established;
@@ -28,7 +28,7 @@ void begin_endpoint_status(XetCacheStatus& st, const std::string& dir, const Xet
 
 void end_endpoint_status(EndpointState& ep, const Eviction& eviction, const Coverage& coverage,
                          std::uint64_t now_mono) {
-  XetCacheStatus& st = ep.status;
+  core::XetCacheStatus& st = ep.status;
   st.holds_removed.clear();
   for (const auto& [merged, original] : ep.holds_removed)
     st.holds_removed.push_back(merged + " holds the content of " + original +
@@ -43,15 +43,15 @@ void end_endpoint_status(EndpointState& ep, const Eviction& eviction, const Cove
   st.set_aside = ep.set_aside.describe(now_mono);
 }
 
-std::vector<XetCacheStatus> CacheSteward::status() const {
+std::vector<core::XetCacheStatus> CacheSteward::status() const {
   std::lock_guard lock(status_mu_);
-  std::vector<XetCacheStatus> out = published_;
+  std::vector<core::XetCacheStatus> out = published_;
   if (out.empty() && running_) {
     // The first pass publishes only when it ends, and over a large cache
     // that is when its progress matters most: the roots, with the pass.
     std::lock_guard config(config_mu_);
     for (const auto& root : next_roots_) {
-      XetCacheStatus st;
+      core::XetCacheStatus st;
       st.endpoint = root.native();
       out.push_back(std::move(st));
     }
@@ -63,4 +63,4 @@ std::vector<XetCacheStatus> CacheSteward::status() const {
   return out;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -10,7 +10,7 @@
 #include "daemon/xetcache/journal.hpp"
 #include "daemon/xetcache/pass_jobs.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 namespace fs = std::filesystem;
 
@@ -45,7 +45,7 @@ bool CacheSteward::start_pass() {
   return true;
 }
 
-void CacheSteward::configure(std::vector<fs::path> roots, const XetCacheConfig& config) {
+void CacheSteward::configure(std::vector<fs::path> roots, const config::XetCacheConfig& config) {
   std::lock_guard lock(config_mu_);
   any_ = !roots.empty();
   next_roots_ = std::move(roots);
@@ -106,8 +106,8 @@ bool CacheSteward::run() {
 
 namespace {
 
-XetCacheStatus root_status(const fs::path& root) {
-  XetCacheStatus st;
+core::XetCacheStatus root_status(const fs::path& root) {
+  core::XetCacheStatus st;
   st.endpoint = root.native();
   return st;
 }
@@ -117,7 +117,7 @@ XetCacheStatus root_status(const fs::path& root) {
 bool CacheSteward::run_roots() {
   bool changed = false;
   std::set<std::string> seen;
-  std::vector<XetCacheStatus> standing_by;
+  std::vector<core::XetCacheStatus> standing_by;
   // What is known of a root's endpoints is kept (pending deletions stay
   // journaled) while nothing there is touched.
   auto keep_endpoints_of = [&](const fs::path& root) {
@@ -127,7 +127,7 @@ bool CacheSteward::run_roots() {
   for (const auto& root : roots_) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) {
-      XetCacheStatus st = root_status(root);
+      core::XetCacheStatus st = root_status(root);
       st.problem = "not a directory";
       standing_by.push_back(std::move(st));
       continue;
@@ -135,7 +135,7 @@ bool CacheSteward::run_roots() {
     CacheLock& lock = locks_[root.native()];
     if (!lock.take(root)) {
       keep_endpoints_of(root);
-      XetCacheStatus st = root_status(root);
+      core::XetCacheStatus st = root_status(root);
       st.standing_by = true;
       st.lock_holder = lock.holder();
       standing_by.push_back(std::move(st));
@@ -143,10 +143,10 @@ bool CacheSteward::run_roots() {
     }
     ClientSightings& clients = sightings_[root.native()];
     judge_clients(root, *probes_.clock, *probes_.processes, *probes_.files, clients);
-    auto endpoints = xetcache::discover(root.native());
+    auto endpoints = dedupd::xetcache::discover(root.native());
     if (!endpoints) {
       spdlog::warn("xet cache {}: {}", root, endpoints.error());
-      XetCacheStatus st = root_status(root);
+      core::XetCacheStatus st = root_status(root);
       st.problem = endpoints.error().to_string();
       standing_by.push_back(std::move(st));
       keep_endpoints_of(root);
@@ -154,7 +154,7 @@ bool CacheSteward::run_roots() {
     }
     for (const auto& e : *endpoints) {
       seen.insert(e.dir);
-      std::optional<xetcache::Error> problem;
+      std::optional<dedupd::xetcache::Error> problem;
       for (const auto& p : e.problems) {
         // A session dir that cannot be read stops nothing here: the steward
         // never touches session dirs. Only an unlistable shard-cache/ matters.
@@ -174,7 +174,7 @@ bool CacheSteward::run_roots() {
   }
   std::erase_if(endpoints_, [&](const auto& kv) { return !seen.contains(kv.first); });
   if (journal_dirty_) save_journal();
-  std::vector<XetCacheStatus> published = std::move(standing_by);
+  std::vector<core::XetCacheStatus> published = std::move(standing_by);
   for (const auto& [dir, st] : endpoints_) published.push_back(st.status);
   if (dry_run_) {
     dry_published_ = std::move(published);
@@ -186,7 +186,7 @@ bool CacheSteward::run_roots() {
 }
 
 bool CacheSteward::run_endpoint(ClientSightings& clients, const std::string& dir, const std::string& shard_cache,
-                                std::optional<xetcache::Error> layout_problem) {
+                                std::optional<dedupd::xetcache::Error> layout_problem) {
   EndpointState& ep = endpoints_[dir];
   const PassContext ctx{
       .index = index_,
@@ -210,13 +210,13 @@ bool CacheSteward::run_endpoint(ClientSightings& clients, const std::string& dir
     ep.status.problem = layout_problem->to_string();
     return false;
   }
-  auto files = xetcache::list_shard_files(shard_cache);
+  auto files = dedupd::xetcache::list_shard_files(shard_cache);
   if (!files) {
     ep.status.problem = files.error().to_string();
     return false;
   }
   const Inventory inventory = take_inventory(ctx, ep, shard_cache, *files);
-  const xetcache::CacheUsage before = usage_of(ep.described);
+  const dedupd::xetcache::CacheUsage before = usage_of(ep.described);
   ep.status.files_before = before.files;
   ep.status.bytes_before = before.bytes;
 
@@ -230,4 +230,4 @@ bool CacheSteward::run_endpoint(ClientSightings& clients, const std::string& dir
   return replaced.deleted || merged || eviction.deleted;
 }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -46,7 +46,7 @@
 #include "xetcache/layout.hpp"
 #include "xetcache/plan.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 
 struct StewardProbes {
   StewardClock* clock = &system_steward_clock();
@@ -57,7 +57,7 @@ struct StewardProbes {
 struct StewardOptions {
   // Where the journal of pending deletions lives (the daemon's state_dir).
   std::string state_dir;
-  xetcache::ConsolidationPolicy consolidation{};
+  dedupd::xetcache::ConsolidationPolicy consolidation{};
   // A failing file or group waits 1, 2, 4, ... times this before it is
   // tried again, at most backoff_max_s.
   std::uint64_t backoff_base_s = 60;
@@ -72,7 +72,7 @@ class CacheSteward {
   CacheSteward& operator=(const CacheSteward&) = delete;
 
   // Any thread; a pass under way finishes with the configuration it began with.
-  void configure(std::vector<std::filesystem::path> roots, const XetCacheConfig& config);
+  void configure(std::vector<std::filesystem::path> roots, const config::XetCacheConfig& config);
   bool any() const { return any_; }
 
   // One pass over every managed cache: deletes replaced originals the rules
@@ -93,18 +93,18 @@ class CacheSteward {
   }
 
   // Any thread.
-  std::vector<XetCacheStatus> status() const;
+  std::vector<core::XetCacheStatus> status() const;
 
   // Any thread: a dry run of the next pass over the caches under `root`
   // (all when empty). Files are read and merges computed as in a pass, but
   // nothing is written, deleted or remembered. Nullopt while a pass runs.
-  std::optional<std::vector<XetCachePlan>> plan(const std::string& root);
+  std::optional<std::vector<core::XetCachePlan>> plan(const std::string& root);
 
  private:
   void apply_configuration();
   bool run_roots();
   bool run_endpoint(ClientSightings& clients, const std::string& dir, const std::string& shard_cache,
-                    std::optional<xetcache::Error> layout_problem);
+                    std::optional<dedupd::xetcache::Error> layout_problem);
   void load_journal();
   void save_journal();
   // Between files: counts them for the status and ends the pass when asked.
@@ -113,8 +113,8 @@ class CacheSteward {
   // During a dry run (plan): the file layer only pretends, and what a pass
   // would publish and do goes here instead.
   bool dry_run_ = false;
-  std::map<std::string, std::vector<XetCachePlanStep>> dry_steps_;  // by endpoint
-  std::vector<XetCacheStatus> dry_published_;
+  std::map<std::string, std::vector<core::XetCachePlanStep>> dry_steps_;  // by endpoint
+  std::vector<core::XetCacheStatus> dry_published_;
 
   const index::Index& index_;
   StewardOptions options_;
@@ -122,11 +122,11 @@ class CacheSteward {
   std::mutex run_mu_;  // one pass at a time, whichever thread runs it
   mutable std::mutex config_mu_;
   std::vector<std::filesystem::path> next_roots_;  // under config_mu_, taken by the next pass
-  XetCacheConfig next_config_;
+  config::XetCacheConfig next_config_;
   bool reconfigured_ = false;
   std::atomic<bool> any_{false};
   std::vector<std::filesystem::path> roots_;  // the pass's own copy
-  XetCacheConfig config_;
+  config::XetCacheConfig config_;
   std::thread worker_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
@@ -137,7 +137,7 @@ class CacheSteward {
   bool journal_loaded_ = false;
   bool journal_dirty_ = false;
   mutable std::mutex status_mu_;
-  std::vector<XetCacheStatus> published_;
+  std::vector<core::XetCacheStatus> published_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -99,8 +99,8 @@ void row(const std::string& name, const std::string& value, const std::string& n
 // A size as the config file spells it ("256M"), for the Reader the bench
 // measures in process: the daemon's own parser, so both read it alike.
 std::int64_t size_of(const std::string& text) {
-  auto parsed = daemon::parse_size(text);
-  if (auto* e = std::get_if<daemon::ParseError>(&parsed)) die("--key-filter-memory: " + e->message);
+  auto parsed = daemon::config::parse_size(text);
+  if (auto* e = std::get_if<daemon::config::ParseError>(&parsed)) die("--key-filter-memory: " + e->message);
   return std::int64_t(std::get<std::uint64_t>(parsed));
 }
 

@@ -17,8 +17,8 @@
 #include "daemon/api/http/batch_request.hpp"
 
 using namespace dedupd;
-using dedupd::daemon::http::HashSink;
-using dedupd::daemon::http::HashStreamParser;
+using dedupd::daemon::api::http::HashSink;
+using dedupd::daemon::api::http::HashStreamParser;
 
 namespace {
 

@@ -24,8 +24,8 @@ void check(bool ok) {
 
 using namespace dedupd::daemon;
 
-void check_accepted(const Config& c) {
-  const LimitsConfig& l = c.limits;
+void check_accepted(const config::Config& c) {
+  const config::LimitsConfig& l = c.limits;
   check(l.max_body_bytes >= 1024 && l.max_query_body_bytes >= 1024);
   check(l.max_body_memory >= l.max_body_bytes + l.max_query_body_bytes);
   check(l.max_connections >= 1 && l.request_timeout.count() >= 1 && l.header_timeout.count() >= 1);
@@ -34,15 +34,15 @@ void check_accepted(const Config& c) {
   check(c.global_dedup.reply_max_bytes >= (1u << 20));
   check(c.xet_cache.interval.count() >= 1 && c.xet_cache.max_bytes >= 1 && c.xet_cache.max_chunk_entries >= 1);
   check(c.index.filter_memory >= (1u << 20));
-  check(!c.fleet.enabled() || fleet_host_name_ok(c.fleet.host));
+  check(!c.fleet.enabled() || config::fleet_host_name_ok(c.fleet.host));
   check(c.fleet.lookup_timeout.count() >= 1 && c.fleet.lookup_timeout.count() <= 60000);
   check(c.fleet.reconcile_batch >= 1);
   check(c.metrics.enabled() == (c.metrics.port != 0));
   for (std::size_t i = 0; i < c.watch.size(); ++i) {
     check(!c.watch[i].path.empty());
-    check(c.watch[i].manage != Manage::xet_cache || c.watch[i].recursive);
+    check(c.watch[i].manage != config::Manage::xet_cache || c.watch[i].recursive);
     for (std::size_t j = 0; j < i; ++j)
-      check(c.watch[i].manage != Manage::xet_cache || c.watch[j].manage != Manage::xet_cache ||
+      check(c.watch[i].manage != config::Manage::xet_cache || c.watch[j].manage != config::Manage::xet_cache ||
             c.watch[i].path != c.watch[j].path);
   }
   if (c.quarantine_dir)
@@ -57,12 +57,12 @@ void check_accepted(const Config& c) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const auto lines = std::count(text.begin(), text.end(), '\n') + 1;
-  auto r = load_config_text(text, "/etc/dedupd");
-  if (const auto* c = std::get_if<Config>(&r)) {
+  auto r = config::load_config_text(text, "/etc/dedupd");
+  if (const auto* c = std::get_if<config::Config>(&r)) {
     check_accepted(*c);
     return 0;
   }
-  const auto& errors = std::get<std::vector<ConfigError>>(r);
+  const auto& errors = std::get<std::vector<config::ConfigError>>(r);
   check(!errors.empty());
   for (const auto& e : errors) {
     check(!e.message.empty());

@@ -108,29 +108,32 @@ std::vector<std::uint8_t> make_shard(std::uint64_t seed, int xorbs, const shard:
 
 // The daemon side of the seam: canned answers, no writes, so every input
 // sees the same index; lookups answered from it, without a fleet.
-class FakeService : public Service, public answers::Sources {
+class FakeService : public api::Service, public answers::Sources {
  public:
   const index::Index* idx = nullptr;
   std::vector<shard::Hash> shards;
   std::string state_dir;  // the export route writes its temporary file under it
   const index::Index* index() const override { return idx; }
-  StatusInfo status() const override {
+  core::StatusInfo status() const override {
     return {"0.0.0-fuzz", 1, 2, "/run/dedupd/dedupd.sock", state_dir, {"/a \"quoted\" dir\\"}, {}, {}};
   }
-  DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
+  core::DaemonCounters counters() const override { return {1, 2, 3, 4, 5, 6, 7, 8}; }
   answers::Sources& answers() override { return *this; }
-  GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
+  core::GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
   answers::FleetPort& fleet() override { return no_fleet; }
-  shard::Result<RescanResult> rescan() override { return RescanResult{3, 2, 1}; }
-  shard::Result<PurgeResult> purge(bool) override { return PurgeResult{shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}}; }
+  shard::Result<core::RescanResult> rescan() override { return core::RescanResult{3, 2, 1}; }
+  shard::Result<core::PurgeResult> purge(bool) override {
+    return core::PurgeResult{shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}};
+  }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash& h) override {
     for (const auto& s : shards)
       if (s == h) return index::RemoveOutcome::removed;
     return index::RemoveOutcome::not_found;
   }
-  UploadResult ingest(std::vector<std::uint8_t> bytes, std::string) override {
+  core::UploadResult ingest(std::vector<std::uint8_t> bytes, std::string) override {
     if (bytes.size() < 8) return shard::Error{"header.magic", 0, "too short"};
-    return std::vector<IngestedShard>{{shards.empty() ? shard::Hash{} : shards[0], bytes.size() % 2 == 0, 1, 4, 0}};
+    return std::vector<core::IngestedShard>{
+        {shards.empty() ? shard::Hash{} : shards[0], bytes.size() % 2 == 0, 1, 4, 0}};
   }
   answers::NoFleet no_fleet;
 };
@@ -139,9 +142,9 @@ struct World {
   std::filesystem::path dir;
   std::unique_ptr<index::Index> index;
   FakeService service;
-  http::Router router{http::api_routes()};
-  std::unique_ptr<http::Metrics> metrics;
-  std::unique_ptr<http::Context> context;
+  api::http::Router router{api::routes::api_routes()};
+  std::unique_ptr<api::http::Metrics> metrics;
+  std::unique_ptr<api::http::Context> context;
 };
 
 World* world = nullptr;
@@ -175,9 +178,9 @@ World& the_world() {
   world->service.state_dir = (world->dir / "state").string();
   std::vector<std::string> names;
   for (const auto& r : world->router.routes()) names.emplace_back(r.name);
-  world->metrics = std::make_unique<http::Metrics>(names);
-  world->context =
-      std::make_unique<http::Context>(http::Context{world->service, world->service.answers(), *world->metrics});
+  world->metrics = std::make_unique<api::http::Metrics>(names);
+  world->context = std::make_unique<api::http::Context>(
+      api::http::Context{world->service, world->service.answers(), *world->metrics});
   return *world;
 }
 
@@ -212,7 +215,7 @@ bool known_status(unsigned s) {
 
 // The fast batch scanner and the JSON parser must agree on what they accept.
 void check_batch_parser(std::string_view body) {
-  auto parsed = http::parse_hash_batch(body, 1000);
+  auto parsed = api::http::parse_hash_batch(body, 1000);
   const auto* hashes = std::get_if<std::vector<shard::Hash>>(&parsed);
   if (!hashes) return;
   auto doc = nlohmann::json::parse(body, nullptr, false);
@@ -244,16 +247,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t q = url.find('?');
   std::string path(url.substr(0, q));
 
-  http::Match m = w.router.match(path, method);
+  api::http::Match m = w.router.match(path, method);
   if (!m.route) return 0;
   if (m.route) require(m.route->path.size() <= path.size(), "a route is no longer than the path");
   if (!m.entry) {
-    std::string allow = http::Router::allow(*m.route);
+    std::string allow = api::http::Router::allow(*m.route);
     require(!allow.empty(), "a 405 names the allowed methods");
     return 0;
   }
 
-  http::Request req;
+  api::http::Request req;
   req.method = method;
   req.path = path;
   req.tail = std::string(m.tail);
@@ -271,7 +274,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   req.body.assign(body.begin(), body.end());
 
-  http::Response r = m.entry->handler(*w.context, req);
+  api::http::Response r = m.entry->handler(*w.context, req);
   if (r.stream) {
     // A streamed answer (POST /v1/chunk), read in small pieces as MHD would.
     char piece[977];
@@ -283,7 +286,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   require(known_status(r.status), "status is one docs/API.md lists", std::to_string(r.status));
-  if (r.content_type == http::kNdjson) {
+  if (r.content_type == api::http::kNdjson) {
     for (std::size_t at = 0; at < r.body.size();) {
       std::size_t line_end = r.body.find('\n', at);
       require(line_end != std::string::npos, "every NDJSON line ends with a newline", r.body);
@@ -292,13 +295,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       at = line_end + 1;
     }
   }
-  if (r.content_type == http::kJson) {
+  if (r.content_type == api::http::kJson) {
     auto doc = nlohmann::json::parse(r.body, nullptr, false);
     require(!doc.is_discarded(), "a JSON body parses", r.body);
     if (r.status >= 400) {
       require(doc.is_object() && doc.contains("error") && doc["error"].is_object(), "an error body has error{}",
               r.body);
-      require(doc["error"].value("code", "") == http::error_code(r.status), "the error code fits the status", r.body);
+      require(doc["error"].value("code", "") == api::http::error_code(r.status), "the error code fits the status",
+              r.body);
     }
   }
   if (method == "GET" && m.route->name == "metrics") {

@@ -12,7 +12,7 @@
 #define SO_PEERGROUPS 59  // Linux 4.13; older headers lack the name
 #endif
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -40,7 +40,7 @@ std::optional<PeerCred> peer_of(int fd) {
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return std::nullopt;
   PeerCred peer{cred.pid, cred.uid, cred.gid, {}};
   if (!peer_groups_sockopt(fd, peer.groups) && cred.pid > 0)
-    if (auto groups = process_groups(cred.pid)) peer.groups = std::move(*groups);
+    if (auto groups = core::process_groups(cred.pid)) peer.groups = std::move(*groups);
   return peer;
 }
 
@@ -51,4 +51,4 @@ bool is_admin(const PeerCred& peer, std::optional<gid_t> admin_gid) {
   return std::find(peer.groups.begin(), peer.groups.end(), *admin_gid) != peer.groups.end();
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 struct PeerCred {
   pid_t pid = 0;
@@ -27,4 +27,4 @@ std::optional<PeerCred> peer_of(int fd);
 // of its supplementary groups. Without an admin gid only root may.
 bool is_admin(const PeerCred& peer, std::optional<gid_t> admin_gid);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

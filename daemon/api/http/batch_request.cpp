@@ -5,7 +5,7 @@
 #include <array>
 #include <cstring>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -318,4 +318,4 @@ HashBatch parse_hash_batch(std::string_view body, std::size_t max_hashes) {
   return std::move(sink.hashes);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -17,7 +17,7 @@
 
 #include "shard/hash.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 // Receives the hashes, in order.
 class HashSink {
@@ -92,4 +92,4 @@ class HashStreamParser {
 using HashBatch = std::variant<std::vector<shard::Hash>, std::string>;
 HashBatch parse_hash_batch(std::string_view body, std::size_t max_hashes);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

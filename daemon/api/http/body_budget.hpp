@@ -9,7 +9,7 @@
 
 #include "daemon/api/http/router.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class BodyBudget {
  public:
@@ -32,4 +32,4 @@ class BodyBudget {
   std::uint64_t upload_cap_, query_cap_;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

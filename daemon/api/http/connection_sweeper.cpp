@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -72,4 +72,4 @@ void ConnectionSweeper::loop() {
   }
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -11,7 +11,7 @@
 
 #include "daemon/api/http/connections.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class ConnectionSweeper {
  public:
@@ -36,4 +36,4 @@ class ConnectionSweeper {
   std::thread thread_;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -2,7 +2,7 @@
 
 #include <sys/socket.h>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 struct ConnectionTable::Entry {
   int fd = -1;
@@ -85,4 +85,4 @@ std::size_t ConnectionTable::size() const {
   return size_;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

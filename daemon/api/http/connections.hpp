@@ -23,7 +23,7 @@
 #include <list>
 #include <mutex>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class ConnectionTable {
  public:
@@ -68,4 +68,4 @@ class ConnectionTable {
   std::size_t size_ = 0;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

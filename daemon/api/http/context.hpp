@@ -7,14 +7,14 @@
 #include "daemon/answers/sources.hpp"
 #include "daemon/api/service.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class Metrics;
 
 struct Context {
-  Service& service;
+  api::Service& service;
   answers::Sources& answers;  // service.answers()
   Metrics& metrics;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

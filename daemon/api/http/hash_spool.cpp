@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -104,4 +104,4 @@ shard::Result<std::span<const shard::Hash>> HashSpool::next() {
   return std::span<const shard::Hash>(block_);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -17,7 +17,7 @@
 #include "shard/hash.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class HashSpool : public HashSink {
  public:
@@ -54,4 +54,4 @@ class HashSpool : public HashSink {
   bool reading_ = false;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 std::string_view error_code(unsigned status) {
   switch (status) {
@@ -42,4 +42,4 @@ Response json(std::string body, unsigned status) {
   return r;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -15,7 +15,7 @@
 
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class HashSpool;
 
@@ -109,4 +109,4 @@ Response error(unsigned status, std::string_view code, std::string_view message)
 
 Response json(std::string body, unsigned status = kOk);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

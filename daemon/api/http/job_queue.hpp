@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 class JobQueue {
  public:
@@ -70,4 +70,4 @@ class JobQueue {
   std::vector<std::thread> threads_;  // last: start after the members they use
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -8,7 +8,7 @@
 #define DEDUPD_VERSION "0.0.0"
 #endif
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 void PromWriter::family(std::string_view name, std::string_view type, std::string_view help) {
   fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -136,4 +136,4 @@ void Metrics::render(std::string& out) const {
   process("process_start_time_seconds", "gauge", "Unix time the process started.", process_start_);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 // Appends one Prometheus metric family (HELP/TYPE lines + samples).
 class PromWriter {
@@ -75,4 +75,4 @@ class Metrics {
   std::optional<double> process_start_;  // read once: it never changes
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -28,7 +28,7 @@
 #include "daemon/api/http/http.hpp"
 #include "daemon/api/http/mhd_connections.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -420,4 +420,4 @@ std::string MetricsListener::address() const {
   return h.find(':') != std::string::npos ? fmt::format("[{}]:{}", h, port()) : fmt::format("{}:{}", h, port());
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

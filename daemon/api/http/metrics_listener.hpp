@@ -30,7 +30,7 @@
 
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 struct MetricsListenerOptions {
   std::string host;                // an IP address; IPv6 without brackets
@@ -83,4 +83,4 @@ struct UnixAnswer {
                                                       std::chrono::milliseconds timeout, std::size_t max_body,
                                                       int cancel_fd = -1);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

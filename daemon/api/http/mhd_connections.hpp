@@ -10,7 +10,7 @@
 
 #include "daemon/api/http/connections.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 inline void track_connection(ConnectionTable& table, MHD_Connection* conn, void** socket_context,
                              enum MHD_ConnectionNotificationCode code, ConnectionTable::Clock::time_point now) {
@@ -27,4 +27,4 @@ inline void track_connection(ConnectionTable& table, MHD_Connection* conn, void*
   }
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -87,4 +87,4 @@ ProcessNumbers read_process_numbers() {
   return n;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

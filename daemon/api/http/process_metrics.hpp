@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 struct ProcessNumbers {
   std::optional<double> cpu_seconds;  // user + system
@@ -24,4 +24,4 @@ ProcessNumbers read_process_numbers();
 // changes.
 std::optional<double> process_start_time();
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 Router::Router(std::vector<Route> routes) : routes_(std::move(routes)) {
   for (std::size_t i = 0; i < routes_.size(); ++i) {
@@ -46,4 +46,4 @@ std::string Router::allow(const Route& route) {
   return out;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -12,7 +12,7 @@
 #include "daemon/api/http/context.hpp"
 #include "daemon/api/http/http.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 using Handler = Response (*)(Context&, Request&);
 
@@ -74,4 +74,4 @@ class Router {
   std::vector<std::size_t> prefixes_;  // longest first
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -43,7 +43,7 @@
 #include "daemon/api/http/unix_listener.hpp"
 #include "daemon/fleet_link/answers.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -76,7 +76,7 @@ constexpr std::size_t kStreamBlockBytes = 64 << 10;
 static_assert(kDefaultMaxQueryBodyBytes >= ::dedupd::api::kMaxBatchHashes * 72,
               "the default query body limit must fit a batch of the most hashes, one per line");
 
-std::vector<std::string> route_names(const std::vector<http::Route>& routes) {
+std::vector<std::string> route_names(const std::vector<Route>& routes) {
   std::vector<std::string> names;
   for (const auto& r : routes) names.emplace_back(r.name);
   return names;
@@ -86,9 +86,9 @@ std::vector<std::string> route_names(const std::vector<http::Route>& routes) {
 struct RequestState {
   Clock::time_point start = Clock::now();
   std::size_t route_id = SIZE_MAX;  // metrics: unmatched until matched
-  const http::MethodEntry* entry = nullptr;
-  http::Request request;
-  http::Body body_kind = http::Body::none;   // what the route takes
+  const MethodEntry* entry = nullptr;
+  Request request;
+  Body body_kind = Body::none;               // what the route takes
   std::size_t body_limit = kStrayBodyBytes;  // and how much of it
   std::uint64_t received = 0;                // body bytes, kept or not
   std::uint64_t charged = 0;                 // of the server's body budget
@@ -98,16 +98,16 @@ struct RequestState {
   std::uint64_t dropped_at = 0;  // st.received when it was dropped
   std::string drop_message;      // bad_body, or busy when the spool failed
   // Body::hashes: the body parsed as it arrives into the spool.
-  std::unique_ptr<http::HashStreamParser> parser;
-  std::shared_ptr<http::HashSpool> spool;
+  std::unique_ptr<HashStreamParser> parser;
+  std::shared_ptr<HashSpool> spool;
   // An answer decided from the headers alone (404, 405, 403, 413), held
   // until MHD has the (bodyless) request so the connection stays open.
-  std::optional<http::Response> early;
+  std::optional<Response> early;
   unsigned status = 0;
   // A handler run off the HTTP threads (JobQueue): admin, or a read that
   // may wait on the fleet.
   enum class OffThread { idle, running, done } off_thread = OffThread::idle;
-  http::Response off_thread_result;
+  Response off_thread_result;
 };
 
 void free_body(void* cls) { delete static_cast<std::string*>(cls); }
@@ -115,7 +115,7 @@ void free_body(void* cls) { delete static_cast<std::string*>(cls); }
 // A streamed answer (chunked transfer): MHD asks for the next bytes when
 // the socket can take them.
 ssize_t read_stream(void* cls, std::uint64_t, char* buf, std::size_t max) {
-  auto& stream = *static_cast<std::shared_ptr<http::BodyStream>*>(cls);
+  auto& stream = *static_cast<std::shared_ptr<BodyStream>*>(cls);
   try {
     auto n = stream->read(buf, max);
     if (!n) {
@@ -129,7 +129,7 @@ ssize_t read_stream(void* cls, std::uint64_t, char* buf, std::size_t max) {
   }
 }
 
-void free_stream(void* cls) { delete static_cast<std::shared_ptr<http::BodyStream>*>(cls); }
+void free_stream(void* cls) { delete static_cast<std::shared_ptr<BodyStream>*>(cls); }
 
 enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, const char* value) {
   auto* out = static_cast<std::vector<std::pair<std::string, std::string>>*>(cls);
@@ -137,18 +137,18 @@ enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, 
   return MHD_YES;
 }
 
-http::Response busy(std::uint64_t cap) {
-  auto r = http::error(http::kNotReady, "busy",
-                       fmt::format("request and answer bodies in flight already use the {} bytes the server "
-                                   "holds for them at once; retry",
-                                   cap));
+Response busy(std::uint64_t cap) {
+  auto r = error(kNotReady, "busy",
+                 fmt::format("request and answer bodies in flight already use the {} bytes the server "
+                             "holds for them at once; retry",
+                             cap));
   r.headers.emplace_back("Retry-After", "1");
   return r;
 }
 
-http::ConnectionTable::Entry* connection_entry(MHD_Connection* conn) {
+ConnectionTable::Entry* connection_entry(MHD_Connection* conn) {
   const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-  return info ? static_cast<http::ConnectionTable::Entry*>(info->socket_context) : nullptr;
+  return info ? static_cast<ConnectionTable::Entry*>(info->socket_context) : nullptr;
 }
 
 void mhd_log(void*, const char* fmt, va_list ap) {
@@ -162,7 +162,7 @@ void mhd_log(void*, const char* fmt, va_list ap) {
 }  // namespace
 
 struct ApiServer::Impl {
-  Impl(Service& s, ServerOptions o, std::vector<http::Route> routes)
+  Impl(api::Service& s, ServerOptions o, std::vector<Route> routes)
       : service(s),
         options(std::move(o)),
         router(std::move(routes)),
@@ -188,10 +188,10 @@ struct ApiServer::Impl {
   // Admins always, and dedupd's own user: it owns the index anyway, and the
   // unit's ExecReload runs as it (`dedupctl reload`; ./dev run starts nginx
   // as its user too). Endpoint routes also the endpoint's group.
-  bool may_use(const http::PeerCred& peer, http::Access access) const {
-    if (peer.uid == geteuid() || http::is_admin(peer, current_admin_gid())) return true;
+  bool may_use(const PeerCred& peer, http::Access access) const {
+    if (peer.uid == geteuid() || is_admin(peer, current_admin_gid())) return true;
     if (access != http::Access::endpoint) return false;
-    return load_gid(endpoint_gid) && http::is_admin(peer, load_gid(endpoint_gid));
+    return load_gid(endpoint_gid) && is_admin(peer, load_gid(endpoint_gid));
   }
 
   shard::Result<Started> start();
@@ -207,24 +207,24 @@ struct ApiServer::Impl {
   enum MHD_Result first_call(MHD_Connection* conn, RequestState& st, const char* url, const char* method);
   enum MHD_Result receive(RequestState& st, const char* data, std::size_t n);
   void drop_body(RequestState& st, RequestState::Dropped why);
-  std::size_t body_limit(http::Body kind) const;
-  enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, http::Response&& r);
+  std::size_t body_limit(Body kind) const;
+  enum MHD_Result refuse(MHD_Connection* conn, RequestState& st, Response&& r);
   enum MHD_Result dispatch(MHD_Connection* conn, RequestState& st);
-  enum MHD_Result respond(MHD_Connection* conn, RequestState& st, http::Response&& r);
-  http::Response run_handler(const http::MethodEntry& entry, http::Request& request);
+  enum MHD_Result respond(MHD_Connection* conn, RequestState& st, Response&& r);
+  Response run_handler(const MethodEntry& entry, Request& request);
 
-  Service& service;
+  api::Service& service;
   ServerOptions options;
-  http::Router router;
-  http::Metrics metrics;
-  http::Context context;
+  Router router;
+  Metrics metrics;
+  Context context;
   std::atomic<std::int64_t> admin_gid{-1}, endpoint_gid{-1};
-  std::unique_ptr<http::JobQueue> admin_jobs;
-  std::unique_ptr<http::JobQueue> read_jobs;
-  http::BodyBudget bodies;
-  http::ConnectionTable connections;
+  std::unique_ptr<JobQueue> admin_jobs;
+  std::unique_ptr<JobQueue> read_jobs;
+  BodyBudget bodies;
+  ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors
-  std::unique_ptr<http::ConnectionSweeper> sweeper;
+  std::unique_ptr<ConnectionSweeper> sweeper;
   MHD_Daemon* mhd = nullptr;
   int listen_fd = -1;
   bool bound_path = false;  // we created the socket file: remove it on stop
@@ -237,13 +237,13 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
     return fail(fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
                             options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes));
   unsigned wanted = options.max_connections ? options.max_connections : 1u;
-  connection_limit = http::fit_to_descriptors(wanted);
+  connection_limit = fit_to_descriptors(wanted);
   if (connection_limit < wanted)
     spdlog::warn("api: max_connections lowered from {} to {}: the descriptor limit (LimitNOFILE) is too low", wanted,
                  connection_limit);
   listen_fd = options.listen_fd;
   if (listen_fd < 0) {
-    auto fd = http::bind_unix(options.socket_path, options.socket_mode);
+    auto fd = bind_unix(options.socket_path, options.socket_mode);
     if (!fd) return fd.error();
     listen_fd = *fd;
     bound_path = true;
@@ -255,8 +255,8 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
       return fail(fmt::format("cannot use the inherited socket for {}: {}", options.socket_path, std::strerror(errno)));
     }
   }
-  admin_jobs = std::make_unique<http::JobQueue>(1);
-  read_jobs = std::make_unique<http::JobQueue>(kReadJobThreads);
+  admin_jobs = std::make_unique<JobQueue>(1);
+  read_jobs = std::make_unique<JobQueue>(kReadJobThreads);
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
@@ -283,7 +283,7 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
     listen_fd = -1;
     return fail("libmicrohttpd refused to start on " + options.socket_path);
   }
-  sweeper = std::make_unique<http::ConnectionSweeper>(connections, listen_fd, connection_limit, options.header_timeout);
+  sweeper = std::make_unique<ConnectionSweeper>(connections, listen_fd, connection_limit, options.header_timeout);
   spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
                threads, connection_limit, options.header_timeout.count());
   return Started{};
@@ -338,13 +338,13 @@ enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, con
   }
   // Out of memory or similar: try a 500, else drop the connection.
   try {
-    if (st) return self->respond(conn, *st, http::error(http::kInternal, "internal error"));
+    if (st) return self->respond(conn, *st, error(kInternal, "internal error"));
   } catch (const std::exception&) {
   }
   return MHD_NO;
 }
 
-enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, http::Response&& r) {
+enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, Response&& r) {
   const char* length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   bool has_body = (length && std::string_view(length) != "0") ||
                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -357,12 +357,12 @@ enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, 
 
 enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st, const char* url,
                                             const char* method) {
-  http::Match m = router.match(url, method);
-  if (!m.route) return refuse(conn, st, http::error(http::kNotFound, fmt::format("no route {}", url)));
+  Match m = router.match(url, method);
+  if (!m.route) return refuse(conn, st, error(kNotFound, fmt::format("no route {}", url)));
   st.route_id = m.route->id;
   if (!m.entry) {
-    auto r = http::error(http::kMethodNotAllowed, fmt::format("{} does not take {}", m.route->path, method));
-    r.headers.emplace_back("Allow", http::Router::allow(*m.route));
+    auto r = error(kMethodNotAllowed, fmt::format("{} does not take {}", m.route->path, method));
+    r.headers.emplace_back("Allow", Router::allow(*m.route));
     return refuse(conn, st, std::move(r));
   }
   st.entry = m.entry;
@@ -377,11 +377,11 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
     std::string_view s(length);
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), announced);
     if (ec != std::errc() || p != s.data() + s.size())
-      return refuse(conn, st, http::error(http::kBadRequest, "bad Content-Length"));
+      return refuse(conn, st, error(kBadRequest, "bad Content-Length"));
     if (announced > st.body_limit)
       return refuse(conn, st,
-                    http::error(http::kTooLarge, fmt::format("body of {} bytes is over the limit of {} for {} {}",
-                                                             announced, st.body_limit, method, m.route->path)));
+                    error(kTooLarge, fmt::format("body of {} bytes is over the limit of {} for {} {}", announced,
+                                                 st.body_limit, method, m.route->path)));
   }
 
   if (const char* type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))
@@ -396,26 +396,25 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   // Admin access is decided before the body is received.
   if (m.entry->access != http::Access::read) {
     const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    std::optional<http::PeerCred> peer = info ? http::peer_of(info->connect_fd) : std::nullopt;
+    std::optional<PeerCred> peer = info ? peer_of(info->connect_fd) : std::nullopt;
     if (!peer || !may_use(*peer, m.entry->access)) {
       std::string who = peer ? fmt::format("uid {}", peer->uid) : std::string("unknown peer");
       const char* needs = m.entry->access == http::Access::admin ? "root or the admin group"
                                                                  : "the local Xet endpoint (xet_endpoint.group)";
-      return refuse(conn, st,
-                    http::error(http::kForbidden, fmt::format("{} needs {} ({})", m.route->path, needs, who)));
+      return refuse(conn, st, error(kForbidden, fmt::format("{} needs {} ({})", m.route->path, needs, who)));
     }
   }
 
   // Room for the body is taken as its bytes arrive, so holding room costs
   // a client the sending of them; one that could not fit now is told so
   // before it sends anything.
-  if (st.body_kind == http::Body::hashes) {
+  if (st.body_kind == Body::hashes) {
     // Any size: the body goes through the parser into the spool as it
     // arrives; what the request holds is fixed and taken up front.
     if (!bodies.take(st.body_kind, kHashStreamBytes)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
     st.charged = kHashStreamBytes;
-    st.spool = std::make_shared<http::HashSpool>(options.spool_dir);
-    st.parser = std::make_unique<http::HashStreamParser>(http::HashStreamParser::form_of(st.request.content_type));
+    st.spool = std::make_shared<HashSpool>(options.spool_dir);
+    st.parser = std::make_unique<HashStreamParser>(HashStreamParser::form_of(st.request.content_type));
     announced = 0;
   }
   if (announced > 0 && !bodies.fits(st.body_kind, announced)) return refuse(conn, st, busy(bodies.cap(st.body_kind)));
@@ -433,13 +432,13 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   return MHD_YES;
 }
 
-std::size_t ApiServer::Impl::body_limit(http::Body kind) const {
+std::size_t ApiServer::Impl::body_limit(Body kind) const {
   switch (kind) {
-    case http::Body::none:
+    case Body::none:
       return kStrayBodyBytes;
-    case http::Body::upload:
+    case Body::upload:
       return options.max_body_bytes;
-    case http::Body::hashes:
+    case Body::hashes:
       return SIZE_MAX;
   }
   return kStrayBodyBytes;
@@ -485,22 +484,21 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   if (st.early) return respond(conn, st, std::move(*st.early));
   if (st.dropped == RequestState::Dropped::too_large)
     return respond(conn, st,
-                   http::error(http::kTooLarge, fmt::format("body is over the limit of {} bytes for {} {}",
-                                                            st.body_limit, st.request.method, st.request.path)));
+                   error(kTooLarge, fmt::format("body is over the limit of {} bytes for {} {}", st.body_limit,
+                                                st.request.method, st.request.path)));
   if (st.dropped == RequestState::Dropped::busy) {
     if (st.drop_message.empty()) return respond(conn, st, busy(bodies.cap(st.body_kind)));
-    auto r = http::error(http::kNotReady, "busy", st.drop_message + "; retry");
+    auto r = error(kNotReady, "busy", st.drop_message + "; retry");
     r.headers.emplace_back("Retry-After", "1");
     return respond(conn, st, std::move(r));
   }
-  if (st.dropped == RequestState::Dropped::bad_body)
-    return respond(conn, st, http::error(http::kBadRequest, st.drop_message));
+  if (st.dropped == RequestState::Dropped::bad_body) return respond(conn, st, error(kBadRequest, st.drop_message));
   if (st.parser) {
-    if (!st.parser->finish(*st.spool)) return respond(conn, st, http::error(http::kBadRequest, st.parser->error()));
+    if (!st.parser->finish(*st.spool)) return respond(conn, st, error(kBadRequest, st.parser->error()));
     st.request.hashes = std::move(st.spool);
     st.parser.reset();
   }
-  http::JobQueue* jobs = nullptr;
+  JobQueue* jobs = nullptr;
   if (st.entry->access == http::Access::admin) jobs = admin_jobs.get();
   else if (st.entry->wait == http::Wait::work ||
            (st.entry->wait == http::Wait::fleet && context.answers.fleet().configured()))
@@ -526,16 +524,16 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   return MHD_NO;
 }
 
-http::Response ApiServer::Impl::run_handler(const http::MethodEntry& entry, http::Request& request) {
+Response ApiServer::Impl::run_handler(const MethodEntry& entry, Request& request) {
   try {
     return entry.handler(context, request);
   } catch (const std::exception& e) {
     spdlog::error("api: {} {}: {}", request.method, request.path, e.what());
-    return http::error(http::kInternal, "internal error (logged)");
+    return error(kInternal, "internal error (logged)");
   }
 }
 
-enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, http::Response&& r) {
+enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, Response&& r) {
   // The handler is done with the body: free it and its room now, not when
   // MHD has sent the answer, so a client that sends its next request as
   // soon as it reads this one finds the room free.
@@ -566,7 +564,7 @@ enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st,
       return MHD_NO;
     }
   } else if (r.stream) {
-    auto* stream = new std::shared_ptr<http::BodyStream>(std::move(r.stream));
+    auto* stream = new std::shared_ptr<BodyStream>(std::move(r.stream));
     resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamBlockBytes, &read_stream, stream, &free_stream);
     if (!resp) {
       delete stream;
@@ -604,10 +602,10 @@ void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_c
 
 void ApiServer::Impl::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
                                     enum MHD_ConnectionNotificationCode code) {
-  http::track_connection(static_cast<Impl*>(cls)->connections, conn, socket_context, code, Clock::now());
+  track_connection(static_cast<Impl*>(cls)->connections, conn, socket_context, code, Clock::now());
 }
 
-ApiServer::ApiServer(Service& service, ServerOptions options, std::vector<http::Route> routes)
+ApiServer::ApiServer(api::Service& service, ServerOptions options, std::vector<Route> routes)
     : impl_(std::make_unique<Impl>(service, std::move(options), std::move(routes))) {}
 
 ApiServer::~ApiServer() { stop(); }
@@ -625,4 +623,4 @@ void ApiServer::set_endpoint_gid(std::optional<gid_t> gid) { impl_->set_endpoint
 
 const std::string& ApiServer::socket_path() const { return impl_->options.socket_path; }
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::api::http

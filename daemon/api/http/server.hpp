@@ -16,7 +16,7 @@
 #include "daemon/api/service.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::api::http {
 
 // The least room for batch queries in the body budget (a batch in flight
 // holds 1 MiB of it, whatever its size).
@@ -80,7 +80,7 @@ struct ServerOptions {
 
 class ApiServer {
  public:
-  ApiServer(Service& service, ServerOptions options, std::vector<http::Route> routes);
+  ApiServer(api::Service& service, ServerOptions options, std::vector<Route> routes);
   ~ApiServer();  // stops
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -104,4 +104,4 @@ class ApiServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::api::http

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstring>
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 namespace {
 
@@ -86,4 +86,4 @@ unsigned fit_to_descriptors(unsigned connections) {
   return unsigned(r.rlim_cur > kReservedFds + 1 ? r.rlim_cur - kReservedFds : 1);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

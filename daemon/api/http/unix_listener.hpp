@@ -9,7 +9,7 @@
 
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 
 // A listening AF_UNIX stream socket (non-blocking, close-on-exec) at `path`
 // with `mode`. A socket file nobody accepts on is replaced; one a live
@@ -26,4 +26,4 @@ std::string bound_path(int fd);
 // rest of the daemon needs.
 unsigned fit_to_descriptors(unsigned connections);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

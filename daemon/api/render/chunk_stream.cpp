@@ -6,10 +6,10 @@
 #include "daemon/api/http/metrics.hpp"
 #include "daemon/api/render/fleet_json.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 ChunkStream::ChunkStream(std::unique_ptr<answers::ChunkBlocks> blocks, LookupFields fields, Shape shape,
-                         Metrics& metrics)
+                         http::Metrics& metrics)
     : blocks_(std::move(blocks)), fields_(fields), shape_(shape), metrics_(metrics) {}
 
 bool ChunkStream::fill(std::size_t want) {
@@ -75,4 +75,4 @@ shard::Result<std::size_t> ChunkStream::read(char* buf, std::size_t max) {
   return n;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -14,14 +14,16 @@
 #include "daemon/api/http/http.hpp"
 #include "daemon/api/render/lookup_fields.hpp"
 
-namespace dedupd::daemon::http {
-
+namespace dedupd::daemon::api::http {
 class Metrics;
+}
 
-class ChunkStream : public BodyStream {
+namespace dedupd::daemon::api::render {
+
+class ChunkStream : public http::BodyStream {
  public:
   enum class Shape { document, lines };
-  ChunkStream(std::unique_ptr<answers::ChunkBlocks> blocks, LookupFields fields, Shape shape, Metrics& metrics);
+  ChunkStream(std::unique_ptr<answers::ChunkBlocks> blocks, LookupFields fields, Shape shape, http::Metrics& metrics);
 
   shard::Result<std::size_t> read(char* buf, std::size_t max) override;
 
@@ -33,7 +35,7 @@ class ChunkStream : public BodyStream {
   std::unique_ptr<answers::ChunkBlocks> blocks_;
   LookupFields fields_;
   Shape shape_;
-  Metrics& metrics_;
+  http::Metrics& metrics_;
   answers::ChunkBlock block_;  // being written
   std::size_t next_ = 0;       // in block_.hashes
   std::string pending_;
@@ -43,4 +45,4 @@ class ChunkStream : public BodyStream {
   shard::Error error_{};
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

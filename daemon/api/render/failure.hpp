@@ -9,7 +9,7 @@
 #include "daemon/api/http/http.hpp"
 #include "shard/result.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 struct FailureStatus {
   unsigned status;
@@ -22,10 +22,11 @@ struct FailureStatus {
 // the request timed out (503 "in_progress": it still runs, so a client must
 // not simply repeat it), the daemon's own fault (500). A rule of no part the daemon
 // knows is `otherwise` (an upload's validation rules: 422).
-FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise = {kInternal, "internal"});
+FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise = {http::kInternal, "internal"});
 
 // The response for it: {"error": {"code", "message"}} with the rule in the
 // message; a 5xx is also logged with its request.
-Response failure(const Request& request, const shard::Error& e, FailureStatus otherwise = {kInternal, "internal"});
+http::Response failure(const http::Request& request, const shard::Error& e,
+                       FailureStatus otherwise = {http::kInternal, "internal"});
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -3,7 +3,7 @@
 #include "shard/format.hpp"
 #include "shard/reader.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 using fleet_link::Reach;
 
@@ -149,4 +149,4 @@ Json publisher_json(const fleet_link::PublisherState& s) {
             {"from", s.last_failover_from.empty() ? Json(nullptr) : Json(s.last_failover_from)}}}};
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

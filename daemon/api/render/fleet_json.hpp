@@ -10,7 +10,7 @@
 #include "daemon/fleet_link/state.hpp"
 #include "fleet/fleet.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 // ,"fleet":"ok"|"unavailable" (nothing when off), to append inside an object.
 void write_fleet_reach(JsonOut& out, fleet_link::Reach reach);
@@ -32,4 +32,4 @@ Json fleet_file_json(const fleet::FileAnswer& file);
 // The publisher's state for /v1/status and dedupctl status.
 Json publisher_json(const fleet_link::PublisherState& s);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -3,7 +3,7 @@
 #include "shard/keys.hpp"
 #include "shard/writer.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 std::vector<std::uint8_t> global_dedup_reply_bytes(answers::GlobalDedupReply reply) {
   shard::ShardWriter writer;
@@ -28,4 +28,4 @@ std::vector<std::uint8_t> global_dedup_reply_bytes(answers::GlobalDedupReply rep
   return writer.write(options);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

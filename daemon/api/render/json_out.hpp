@@ -14,7 +14,7 @@
 
 #include "shard/hash.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 class JsonOut {
   static constexpr std::array<char, 512> kHexPairs = [] {
@@ -71,4 +71,4 @@ class JsonOut {
   std::string& out_;
 };
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

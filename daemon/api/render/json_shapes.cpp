@@ -1,6 +1,6 @@
 #include "daemon/api/render/json_shapes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 namespace {
 
@@ -162,4 +162,4 @@ Json file_json(const index::FileInfo& f) {
   };
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

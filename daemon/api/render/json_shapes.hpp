@@ -12,7 +12,7 @@
 #include "daemon/api/render/json_out.hpp"
 #include "index/types.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 using Json = nlohmann::json;
 
@@ -46,4 +46,4 @@ Json stats_json(const index::Stats& stats);
 Json xorb_json(const index::XorbInfo& form);
 Json file_json(const index::FileInfo& file);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -5,7 +5,7 @@
 #include "daemon/api/render/fleet_json.hpp"
 #include "daemon/api/render/json_shapes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 namespace {
 
@@ -72,4 +72,4 @@ void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::
   out.ch('}');
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

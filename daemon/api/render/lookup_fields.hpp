@@ -12,7 +12,7 @@
 #include "daemon/api/render/json_out.hpp"
 #include "index/types.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 struct LookupFields {
   enum Location : std::uint8_t {
@@ -44,4 +44,4 @@ void write_lookup_result(JsonOut& out, const LookupFields& fields, const shard::
                          std::span<const index::BatchLocation> locations, const index::BatchResult& result,
                          const FleetPart* fleet = nullptr);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -3,7 +3,7 @@
 #include "daemon/api/http/http.hpp"
 #include "daemon/api/render/fleet_json.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 std::string chunk_json(const shard::Hash& hash, const answers::ChunkAnswer& answer) {
   const bool found = answer.found();
@@ -79,14 +79,15 @@ Json sha256_answer_json(const shard::Hash& sha256, const answers::Sha256Answer& 
   for (const auto& f : answer.files) doc["files"].push_back(f.to_string());
   mark_fleet(doc, answer.reach);
   if (answer.from_fleet) doc["origin"] = "fleet";
-  if (answer.files.empty()) doc["error"] = {{"code", error_code(kNotFound)}, {"message", "no file with this sha256"}};
+  if (answer.files.empty())
+    doc["error"] = {{"code", http::error_code(http::kNotFound)}, {"message", "no file with this sha256"}};
   return doc;
 }
 
 Json not_found_json(answers::Reach reach, std::string_view message) {
-  Json doc = {{"error", {{"code", error_code(kNotFound)}, {"message", message}}}};
+  Json doc = {{"error", {{"code", http::error_code(http::kNotFound)}, {"message", message}}}};
   mark_fleet(doc, reach);
   return doc;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -13,7 +13,7 @@
 #include "daemon/answers/xorb.hpp"
 #include "daemon/api/render/json_shapes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::render {
 
 // {"hash","found","locations":[...]}, and when not found the expired shards
 // that held it and the error a 404 carries.
@@ -29,4 +29,4 @@ Json sha256_answer_json(const shard::Hash& sha256, const answers::Sha256Answer& 
 // A 404 body that says whether the fleet was asked and could not answer.
 Json not_found_json(answers::Reach reach, std::string_view message);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::render

@@ -7,9 +7,9 @@
 
 #include "api/routes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
-bool local_only(const Request& req) {
+bool local_only(const http::Request& req) {
   auto v = req.query_value(::dedupd::api::kLocalOnly);
   return v && (v->empty() || *v == "1" || *v == "true" || *v == "yes");
 }
@@ -17,20 +17,20 @@ bool local_only(const Request& req) {
 namespace {
 
 constexpr std::array<std::pair<std::string_view, std::uint8_t>, 8> kLocationFields{{
-    {"xorb", LookupFields::kXorb},
-    {"chunk_index", LookupFields::kChunkIndex},
-    {"byte_start", LookupFields::kByteStart},
-    {"byte_end", LookupFields::kByteEnd},
-    {"unpacked_bytes", LookupFields::kUnpackedBytes},
-    {"flags", LookupFields::kFlags},
-    {"shards", LookupFields::kShards},
-    {"origin", LookupFields::kOrigin},
+    {"xorb", render::LookupFields::kXorb},
+    {"chunk_index", render::LookupFields::kChunkIndex},
+    {"byte_start", render::LookupFields::kByteStart},
+    {"byte_end", render::LookupFields::kByteEnd},
+    {"unpacked_bytes", render::LookupFields::kUnpackedBytes},
+    {"flags", render::LookupFields::kFlags},
+    {"shards", render::LookupFields::kShards},
+    {"origin", render::LookupFields::kOrigin},
 }};
 
 }  // namespace
 
-std::variant<LookupFields, std::string> parse_lookup_fields(std::string_view list) {
-  LookupFields f;
+std::variant<render::LookupFields, std::string> parse_lookup_fields(std::string_view list) {
+  render::LookupFields f;
   f.hash = f.found = false;
   f.location = 0;
   while (!list.empty()) {
@@ -43,7 +43,7 @@ std::variant<LookupFields, std::string> parse_lookup_fields(std::string_view lis
     } else if (name == "found") {
       f.found = true;
     } else if (name == "locations") {
-      f.location = LookupFields::kAll;
+      f.location = render::LookupFields::kAll;
     } else {
       bool known = false;
       for (const auto& [n, bit] : kLocationFields)
@@ -62,4 +62,4 @@ std::variant<LookupFields, std::string> parse_lookup_fields(std::string_view lis
   return f;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

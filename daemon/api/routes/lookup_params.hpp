@@ -13,19 +13,19 @@
 #include "daemon/api/http/http.hpp"
 #include "daemon/api/render/lookup_fields.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
 // ?local_only=1 (or a bare ?local_only): answer from this host's index alone.
-bool local_only(const Request& req);
+bool local_only(const http::Request& req);
 
 // The lookups for this request, in its scope; nullopt while the index is
 // not open (answer 503).
-inline std::optional<answers::Lookups> open_lookups(Context& ctx, const Request& req) {
+inline std::optional<answers::Lookups> open_lookups(http::Context& ctx, const http::Request& req) {
   return answers::Lookups::open(
       ctx.answers, local_only(req) ? answers::Lookups::Scope::local_only : answers::Lookups::Scope::with_fleet);
 }
 
 // "hash,found,xorb,..." (docs/API.md); a message for a 400 otherwise.
-std::variant<LookupFields, std::string> parse_lookup_fields(std::string_view list);
+std::variant<render::LookupFields, std::string> parse_lookup_fields(std::string_view list);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

@@ -12,25 +12,25 @@
 #include "index/index.hpp"
 #include "shard/hash.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
 // The open index, or nullptr while the daemon is starting (answer 503).
-inline const index::Index* open_index(Context& ctx) { return ctx.service.index(); }
+inline const index::Index* open_index(http::Context& ctx) { return ctx.service.index(); }
 
-inline Response not_ready() { return error(kNotReady, "the index is not open yet"); }
+inline http::Response not_ready() { return http::error(http::kNotReady, "the index is not open yet"); }
 
 // Parses a hash path parameter; on failure *bad holds the 400.
-inline std::optional<shard::Hash> hash_param(std::string_view text, std::string_view what, Response* bad) {
+inline std::optional<shard::Hash> hash_param(std::string_view text, std::string_view what, http::Response* bad) {
   auto h = shard::Hash::parse(text);
   if (h.ok()) return *h;
-  *bad = error(kBadRequest, std::string("malformed ") + std::string(what) + " hash: " + h.error().message);
+  *bad = http::error(http::kBadRequest, std::string("malformed ") + std::string(what) + " hash: " + h.error().message);
   return std::nullopt;
 }
 
 // An index read failed: LMDB trouble, never the caller's fault.
-inline Response index_failure(const Request& request, const shard::Error& e) {
+inline http::Response index_failure(const http::Request& request, const shard::Error& e) {
   spdlog::error("api: {} {}: {}", request.method, request.path, e.to_string());
-  return error(kInternal, "index read failed: " + e.message);
+  return http::error(http::kInternal, "index read failed: " + e.message);
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

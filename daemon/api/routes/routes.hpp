@@ -6,42 +6,42 @@
 
 #include "daemon/api/http/router.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
-std::vector<Route> api_routes();
+std::vector<http::Route> api_routes();
 
 // routes_chunk.cpp
-Response get_chunk(Context&, Request&);
-Response post_chunk_batch(Context&, Request&);
+http::Response get_chunk(http::Context&, http::Request&);
+http::Response post_chunk_batch(http::Context&, http::Request&);
 // routes_objects.cpp: xorb, file, sha256
-Response get_xorb(Context&, Request&);
-Response get_file(Context&, Request&);
-Response get_sha256(Context&, Request&);
+http::Response get_xorb(http::Context&, http::Request&);
+http::Response get_file(http::Context&, http::Request&);
+http::Response get_sha256(http::Context&, http::Request&);
 // routes_shards.cpp
-Response get_shards(Context&, Request&);
-Response get_shard(Context&, Request&);
-Response delete_shard(Context&, Request&);  // admin
+http::Response get_shards(http::Context&, http::Request&);
+http::Response get_shard(http::Context&, http::Request&);
+http::Response delete_shard(http::Context&, http::Request&);  // admin
 // routes_system.cpp
-Response get_stats(Context&, Request&);
-Response get_status(Context&, Request&);
-Response get_xet_cache_plan(Context&, Request&);
-Response get_health(Context&, Request&);
-Response get_metrics(Context&, Request&);
+http::Response get_stats(http::Context&, http::Request&);
+http::Response get_status(http::Context&, http::Request&);
+http::Response get_xet_cache_plan(http::Context&, http::Request&);
+http::Response get_health(http::Context&, http::Request&);
+http::Response get_metrics(http::Context&, http::Request&);
 // routes_admin.cpp
-Response post_rescan(Context&, Request&);
-Response post_reload(Context&, Request&);
-Response post_index_rebuild(Context&, Request&);
-Response post_purge(Context&, Request&);
-Response post_ingest(Context&, Request&);
-Response post_learn_shard(Context&, Request&);
-Response post_restore(Context&, Request&);
+http::Response post_rescan(http::Context&, http::Request&);
+http::Response post_reload(http::Context&, http::Request&);
+http::Response post_index_rebuild(http::Context&, http::Request&);
+http::Response post_purge(http::Context&, http::Request&);
+http::Response post_ingest(http::Context&, http::Request&);
+http::Response post_learn_shard(http::Context&, http::Request&);
+http::Response post_restore(http::Context&, http::Request&);
 // routes_export.cpp
-Response post_export(Context&, Request&);
+http::Response post_export(http::Context&, http::Request&);
 // routes_fleet.cpp
-Response get_fleet_status(Context&, Request&);
-Response post_fleet_forget_host(Context&, Request&);  // admin
-Response post_fleet_retry(Context&, Request&);        // admin
+http::Response get_fleet_status(http::Context&, http::Request&);
+http::Response post_fleet_forget_host(http::Context&, http::Request&);  // admin
+http::Response post_fleet_retry(http::Context&, http::Request&);        // admin
 // routes_global_dedup.cpp
-Response get_global_dedup(Context&, Request&);
+http::Response get_global_dedup(http::Context&, http::Request&);
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

@@ -11,10 +11,10 @@
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
-Response get_chunk(Context& ctx, Request& req) {
-  Response bad;
+http::Response get_chunk(http::Context& ctx, http::Request& req) {
+  http::Response bad;
   auto hash = hash_param(req.tail, "chunk", &bad);
   if (!hash) return bad;
   auto lookups = open_lookups(ctx, req);
@@ -23,38 +23,39 @@ Response get_chunk(Context& ctx, Request& req) {
   if (!answer) return index_failure(req, answer.error());
   const bool found = answer->found();
   ctx.metrics.count_lookups(1, found ? 1 : 0);
-  return json(chunk_json(*hash, *answer), found ? kOk : kNotFound);
+  return http::json(render::chunk_json(*hash, *answer), found ? http::kOk : http::kNotFound);
 }
 
-Response post_chunk_batch(Context& ctx, Request& req) {
-  LookupFields fields;
+http::Response post_chunk_batch(http::Context& ctx, http::Request& req) {
+  render::LookupFields fields;
   if (auto list = req.query_value("fields")) {
     auto parsed = parse_lookup_fields(*list);
-    if (auto* message = std::get_if<std::string>(&parsed)) return error(kBadRequest, *message);
-    fields = std::get<LookupFields>(parsed);
+    if (auto* message = std::get_if<std::string>(&parsed)) return http::error(http::kBadRequest, *message);
+    fields = std::get<render::LookupFields>(parsed);
   }
-  const bool lines = req.accept.find(kNdjson) != std::string::npos;
+  const bool lines = req.accept.find(http::kNdjson) != std::string::npos;
 
-  std::shared_ptr<HashSpool> hashes = req.hashes;
+  std::shared_ptr<http::HashSpool> hashes = req.hashes;
   if (!hashes) {
     // A body handed over whole (tests, fuzzing): parsed the same way.
-    hashes = std::make_shared<HashSpool>();
-    HashStreamParser parser(HashStreamParser::form_of(req.content_type));
+    hashes = std::make_shared<http::HashSpool>();
+    http::HashStreamParser parser(http::HashStreamParser::form_of(req.content_type));
     std::string_view text(reinterpret_cast<const char*>(req.body.data()), req.body.size());
     if (!parser.feed(text, *hashes) || !parser.finish(*hashes)) {
-      if (!hashes->error().empty()) return error(kNotReady, "busy", hashes->error());
-      return error(kBadRequest, parser.error());
+      if (!hashes->error().empty()) return http::error(http::kNotReady, "busy", hashes->error());
+      return http::error(http::kBadRequest, parser.error());
     }
   }
 
   auto lookups = open_lookups(ctx, req);
   if (!lookups) return not_ready();
-  Response r;
-  r.content_type = lines ? kNdjson : kJson;
+  http::Response r;
+  r.content_type = lines ? http::kNdjson : http::kJson;
   auto blocks = std::make_unique<answers::ChunkBlocks>(*lookups, [hashes] { return hashes->next(); });
-  r.stream = std::make_shared<ChunkStream>(
-      std::move(blocks), fields, lines ? ChunkStream::Shape::lines : ChunkStream::Shape::document, ctx.metrics);
+  r.stream = std::make_shared<render::ChunkStream>(
+      std::move(blocks), fields, lines ? render::ChunkStream::Shape::lines : render::ChunkStream::Shape::document,
+      ctx.metrics);
   return r;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

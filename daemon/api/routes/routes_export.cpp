@@ -24,7 +24,7 @@
 #include "daemon/api/routes/routes.hpp"
 #include "index/swh_export.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
 namespace {
 
@@ -42,10 +42,11 @@ void sweep(const std::filesystem::path& dir) {
 
 }  // namespace
 
-Response post_export(Context& ctx, Request& req) {
+http::Response post_export(http::Context& ctx, http::Request& req) {
   auto format = req.query_value("format");
-  if (!format) return error(kBadRequest, "format is missing: ?format=swh-shard");
-  if (*format != "swh-shard") return error(kBadRequest, "unknown format '" + std::string(*format) + "': swh-shard");
+  if (!format) return http::error(http::kBadRequest, "format is missing: ?format=swh-shard");
+  if (*format != "swh-shard")
+    return http::error(http::kBadRequest, "unknown format '" + std::string(*format) + "': swh-shard");
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
 
@@ -54,7 +55,7 @@ Response post_export(Context& ctx, Request& req) {
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     spdlog::error("api: export: cannot create {}: {}", dir.native(), ec.message());
-    return error(kInternal, "cannot create the export directory: " + ec.message());
+    return http::error(http::kInternal, "cannot create the export directory: " + ec.message());
   }
   sweep(dir);
   static std::atomic<std::uint64_t> seq{0};
@@ -64,27 +65,27 @@ Response post_export(Context& ctx, Request& req) {
   const auto t0 = std::chrono::steady_clock::now();
   auto e = index::export_swh_shard(*idx, path);
   if (!e) {
-    if (e.error().rule == index::kRuleSwhEmpty) return error(kNotFound, e.error().message);
+    if (e.error().rule == index::kRuleSwhEmpty) return http::error(http::kNotFound, e.error().message);
     spdlog::error("api: export to {}: {}", path, e.error().to_string());
-    return error(kInternal, "export failed: " + e.error().message);
+    return http::error(http::kInternal, "export failed: " + e.error().message);
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   const int open_errno = errno;
   ::unlink(path.c_str());
   if (fd < 0) {
     spdlog::error("api: export: cannot reopen {}: {}", path, std::strerror(open_errno));
-    return error(kInternal, std::string("cannot read the export back: ") + std::strerror(open_errno));
+    return http::error(http::kInternal, std::string("cannot read the export back: ") + std::strerror(open_errno));
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("export: swh-shard of {} raw chunk hashes ({} locations, {} keyed entries left out), {} bytes, {:.2f}s",
                e->keys, e->locations, e->keyed_entries, e->file_bytes, secs);
 
-  Response r;
-  r.content_type = std::string(kOctets);
-  r.file = std::make_shared<const FileBody>(fd, e->file_bytes);
+  http::Response r;
+  r.content_type = std::string(http::kOctets);
+  r.file = std::make_shared<const http::FileBody>(fd, e->file_bytes);
   r.headers.emplace_back("X-Dedupd-Keys", std::to_string(e->keys));
   r.headers.emplace_back("X-Dedupd-Locations", std::to_string(e->locations));
   return r;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

@@ -9,27 +9,27 @@
 #include "daemon/api/routes/routes.hpp"
 #include "fleet/host_name.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
-Response get_fleet_status(Context& ctx, Request&) {
+http::Response get_fleet_status(http::Context& ctx, http::Request&) {
   auto publisher = ctx.service.fleet_state();
-  if (!publisher) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
-  Json doc = {{"this_host", publisher_json(*publisher)}};
+  if (!publisher) return http::error(http::kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+  render::Json doc = {{"this_host", render::publisher_json(*publisher)}};
   auto status = ctx.service.fleet_status();
   // The fleet out of reach degrades the answer: this host's half still shows.
-  mark_fleet(doc, status ? fleet_link::Reach::answered : fleet_link::Reach::unavailable);
+  render::mark_fleet(doc, status ? fleet_link::Reach::answered : fleet_link::Reach::unavailable);
   if (!status) {
     doc["error"] = status.error().message;
-    return json(dump(doc));
+    return http::json(render::dump(doc));
   }
   const fleet::Status& s = *status;
-  Json hosts = Json::array();
+  render::Json hosts = render::Json::array();
   std::set<std::string> versions;
   for (const auto& h : s.hosts) {
     hosts.push_back({{"name", h.name},
-                     {"last_contact", h.last_contact ? Json(*h.last_contact) : Json(nullptr)},
+                     {"last_contact", h.last_contact ? render::Json(*h.last_contact) : render::Json(nullptr)},
                      {"shards", h.holds},
-                     {"version", h.version.empty() ? Json(nullptr) : Json(h.version)}});
+                     {"version", h.version.empty() ? render::Json(nullptr) : render::Json(h.version)}});
     versions.insert(h.version);
   }
   // Hosts on more than one release: a rolling upgrade (or rollback) is under
@@ -44,28 +44,30 @@ Response get_fleet_status(Context& ctx, Request&) {
   doc["files"] = s.files;
   doc["entries"] = s.entries;
   doc["live_keys"] = s.live_keys;
-  return json(dump(doc));
+  return http::json(render::dump(doc));
 }
 
-Response post_fleet_retry(Context& ctx, Request& req) {
+http::Response post_fleet_retry(http::Context& ctx, http::Request& req) {
   auto queued = ctx.service.fleet_retry();
-  if (!queued) return failure(req, queued.error());
-  return json(dump(Json{{"queued", *queued}}));
+  if (!queued) return render::failure(req, queued.error());
+  return http::json(render::dump(render::Json{{"queued", *queued}}));
 }
 
-Response post_fleet_forget_host(Context& ctx, Request& req) {
+http::Response post_fleet_forget_host(http::Context& ctx, http::Request& req) {
   const std::string name = req.tail;
   if (!fleet::valid_host_name(name))
-    return error(kBadRequest, "\"" + name + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
-  if (!ctx.service.fleet_state()) return error(kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
+    return http::error(http::kBadRequest,
+                       "\"" + name + "\" is not a host name (1-253 of letters, digits, '.', '_', '-')");
+  if (!ctx.service.fleet_state())
+    return http::error(http::kNotFound, "no fleet configured (the fleet section of dedupd.yaml)");
   auto forgotten = ctx.service.fleet_forget_host(name);
-  if (!forgotten) return failure(req, forgotten.error());
-  Json doc = {{"host", name}, {"forgotten", *forgotten}};
+  if (!forgotten) return render::failure(req, forgotten.error());
+  render::Json doc = {{"host", name}, {"forgotten", *forgotten}};
   if (!*forgotten) {
-    doc["error"] = {{"code", error_code(kNotFound)}, {"message", "no such host in the fleet"}};
-    return json(dump(doc), kNotFound);
+    doc["error"] = {{"code", http::error_code(http::kNotFound)}, {"message", "no such host in the fleet"}};
+    return http::json(render::dump(doc), http::kNotFound);
   }
-  return json(dump(doc));
+  return http::json(render::dump(doc));
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

@@ -6,33 +6,38 @@
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
-Response post_learn_shard(Context& ctx, Request& req) {
-  if (req.body.empty()) return error(kBadRequest, "empty body: the endpoint mirrors the shard it passes on");
+http::Response post_learn_shard(http::Context& ctx, http::Request& req) {
+  if (req.body.empty())
+    return http::error(http::kBadRequest, "empty body: the endpoint mirrors the shard it passes on");
   if (req.cas.empty())
-    return error(kBadRequest, std::string(::dedupd::api::kCasHeader) + " missing: which CAS was the shard sent to?");
-  LearnHold held = ctx.service.learn_hold(req.tail, req.cas, std::move(req.body));
-  using O = LearnHold::Outcome;
+    return http::error(http::kBadRequest,
+                       std::string(::dedupd::api::kCasHeader) + " missing: which CAS was the shard sent to?");
+  core::LearnHold held = ctx.service.learn_hold(req.tail, req.cas, std::move(req.body));
+  using O = core::LearnHold::Outcome;
   switch (held.outcome) {
     case O::held:
-      return json(R"({"held":true})", kAccepted);
+      return http::json(R"({"held":true})", http::kAccepted);
     case O::bad_id:
-      return error(kBadRequest, "\"" + req.tail.substr(0, 64) + "\" is not the endpoint's request id (32 hex digits)");
+      return http::error(http::kBadRequest,
+                         "\"" + req.tail.substr(0, 64) + "\" is not the endpoint's request id (32 hex digits)");
     case O::bad_cas:
-      return error(kBadRequest,
-                   std::string(::dedupd::api::kCasHeader) + ": \"" + req.cas.substr(0, 200) + "\" is not a CAS URL");
+      return http::error(http::kBadRequest, std::string(::dedupd::api::kCasHeader) + ": \"" + req.cas.substr(0, 200) +
+                                                "\" is not a CAS URL");
     case O::not_a_shard:
-      return error(kUnprocessable, "the mirrored body is not a shard: " +
-                                       (held.error ? held.error->to_string() : std::string("invalid")));
+      return http::error(http::kUnprocessable, "the mirrored body is not a shard: " +
+                                                   (held.error ? held.error->to_string() : std::string("invalid")));
     case O::duplicate:
-      return error(kConflict, "conflict", "request " + req.tail + " sent its shard already");
+      return http::error(http::kConflict, "conflict", "request " + req.tail + " sent its shard already");
     case O::full:
-      return error(kNotReady, "busy", "too many shards wait for their CAS's status; this one is not learned");
+      return http::error(http::kNotReady, "busy",
+                         "too many shards wait for their CAS's status; this one is not learned");
     case O::off:
       break;
   }
-  return error(kNotReady, "not_ready", "learning is off: no local Xet endpoint is configured (xet_endpoint.config)");
+  return http::error(http::kNotReady, "not_ready",
+                     "learning is off: no local Xet endpoint is configured (xet_endpoint.config)");
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

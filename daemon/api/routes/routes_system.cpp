@@ -7,7 +7,7 @@
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::routes {
 
 namespace {
 
@@ -26,28 +26,28 @@ std::string prom_label(std::string_view v) {
 
 }  // namespace
 
-Response get_stats(Context& ctx, Request& req) {
+http::Response get_stats(http::Context& ctx, http::Request& req) {
   const index::Index* idx = open_index(ctx);
   if (!idx) return not_ready();
   auto stats = idx->stats();
   if (!stats) return index_failure(req, stats.error());
-  return json(dump(stats_json(*stats)));
+  return http::json(render::dump(render::stats_json(*stats)));
 }
 
-Response get_status(Context& ctx, Request& req) {
-  StatusInfo s = ctx.service.status();
-  Json doc = {{"version", s.version},     {"pid", s.pid},     {"uptime_s", s.uptime_s}, {"socket", s.socket},
-              {"state_dir", s.state_dir}, {"watch", s.watch}, {"ready", false},         {"stats", nullptr}};
+http::Response get_status(http::Context& ctx, http::Request& req) {
+  core::StatusInfo s = ctx.service.status();
+  render::Json doc = {{"version", s.version},     {"pid", s.pid},     {"uptime_s", s.uptime_s}, {"socket", s.socket},
+                      {"state_dir", s.state_dir}, {"watch", s.watch}, {"ready", false},         {"stats", nullptr}};
   // Status answers while starting too ("ready": false, "stats": null): it is
   // how an operator sees what the daemon is doing.
   if (const index::Index* idx = open_index(ctx)) {
     auto stats = idx->stats();
     if (!stats) return index_failure(req, stats.error());
     doc["ready"] = true;
-    doc["stats"] = stats_json(*stats);
+    doc["stats"] = render::stats_json(*stats);
   }
-  if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = publisher_json(*fleet);
-  Json caches = Json::array();
+  if (auto fleet = ctx.service.fleet_state()) doc["fleet"] = render::publisher_json(*fleet);
+  render::Json caches = render::Json::array();
   for (const auto& c : s.xet_caches)
     caches.push_back({{"endpoint", c.endpoint},
                       {"files", c.files},
@@ -75,7 +75,7 @@ Response get_status(Context& ctx, Request& req) {
                       {"holds_removed", c.holds_removed},
                       {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
   doc["xet_caches"] = std::move(caches);
-  Json waiting = Json::array();
+  render::Json waiting = render::Json::array();
   for (const auto& f : s.waiting.files)
     waiting.push_back({{"path", f.path},
                        {"rule", f.rule},
@@ -85,11 +85,11 @@ Response get_status(Context& ctx, Request& req) {
                        {"attempts", f.attempts},
                        {"next_retry_s", f.next_retry_s}});
   doc["waiting"] = {{"count", s.waiting.count}, {"files", std::move(waiting)}};
-  const StateDirSpace& sp = s.state_dir_space;
-  doc["state_dir_space"] = {{"free_bytes", sp.known ? Json(sp.free_bytes) : Json(nullptr)},
-                            {"size_bytes", sp.known ? Json(sp.size_bytes) : Json(nullptr)},
+  const core::StateDirSpace& sp = s.state_dir_space;
+  doc["state_dir_space"] = {{"free_bytes", sp.known ? render::Json(sp.free_bytes) : render::Json(nullptr)},
+                            {"size_bytes", sp.known ? render::Json(sp.size_bytes) : render::Json(nullptr)},
                             {"disk_full", sp.full}};
-  const IndexHealth& h = s.index_health;
+  const core::IndexHealth& h = s.index_health;
   doc["index_health"] = {{"state", h.state},
                          {"damage", h.damage},
                          {"moved_to", h.moved_to},
@@ -105,13 +105,13 @@ Response get_status(Context& ctx, Request& req) {
   // Shown once dedupd knows of the endpoint: from its settings, from its
   // first query (nginx marks what it passes on whether or not it was told),
   // or by the learning socket systemd passed for it.
-  const Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
-  const LearnStats l = ctx.service.learn_stats();
+  const http::Metrics::EndpointQueries q = ctx.metrics.endpoint_queries();
+  const core::LearnStats l = ctx.service.learn_stats();
   if (s.xet_endpoint || q.local + q.forwarded != 0 || l.listening) {
-    Json e = {{"config", nullptr}, {"upstreams", nullptr},     {"ports", nullptr},
-              {"local", q.local},  {"forwarded", q.forwarded}, {"since", q.since}};
+    render::Json e = {{"config", nullptr}, {"upstreams", nullptr},     {"ports", nullptr},
+                      {"local", q.local},  {"forwarded", q.forwarded}, {"since", q.since}};
     if (s.xet_endpoint) {
-      const XetEndpointStatus& x = *s.xet_endpoint;
+      const core::XetEndpointStatus& x = *s.xet_endpoint;
       e["config"] = {{"path", x.config}, {"present", x.config_present}, {"problem", x.problem}};
       e["upstreams"] = {{"hub", x.hub_upstream}, {"cas", x.cas_upstream}};
       e["ports"] = {{"hub", x.hub_port}, {"cas", x.cas_port}};
@@ -132,17 +132,18 @@ Response get_status(Context& ctx, Request& req) {
                      {"not_learned", l.not_learned}};
     doc["xet_endpoint"] = std::move(e);
   }
-  return json(dump(doc));
+  return http::json(render::dump(doc));
 }
 
-Response get_xet_cache_plan(Context& ctx, Request& req) {
+http::Response get_xet_cache_plan(http::Context& ctx, http::Request& req) {
   std::string root;
   if (auto r = req.query_value("root")) root = std::string(*r);
   auto plan = ctx.service.xet_cache_plan(root);
-  if (!plan) return error(kNotReady, "in_progress", "a pass of the steward is under way: ask again when it ends");
-  Json caches = Json::array();
+  if (!plan)
+    return http::error(http::kNotReady, "in_progress", "a pass of the steward is under way: ask again when it ends");
+  render::Json caches = render::Json::array();
   for (const auto& p : *plan) {
-    Json steps = Json::array();
+    render::Json steps = render::Json::array();
     for (const auto& s : p.steps)
       steps.push_back({{"action", s.action},
                        {"files", s.files},
@@ -156,25 +157,26 @@ Response get_xet_cache_plan(Context& ctx, Request& req) {
                       {"steps", std::move(steps)},
                       {"set_aside", p.set_aside}});
   }
-  return json(dump(Json{{"xet_caches", std::move(caches)}}));
+  return http::json(render::dump(render::Json{{"xet_caches", std::move(caches)}}));
 }
 
-Response get_health(Context& ctx, Request&) {
+http::Response get_health(http::Context& ctx, http::Request&) {
   if (!open_index(ctx)) {
-    Json doc = {{"status", "starting"},
-                {"error", {{"code", error_code(kNotReady)}, {"message", "the index is not open yet"}}}};
-    return json(dump(doc), kNotReady);
+    render::Json doc = {
+        {"status", "starting"},
+        {"error", {{"code", http::error_code(http::kNotReady)}, {"message", "the index is not open yet"}}}};
+    return http::json(render::dump(doc), http::kNotReady);
   }
-  return json(R"({"status":"ok"})");
+  return http::json(R"({"status":"ok"})");
 }
 
-Response get_metrics(Context& ctx, Request& req) {
-  Response r;
-  r.content_type = std::string(kPrometheus);
+http::Response get_metrics(http::Context& ctx, http::Request& req) {
+  http::Response r;
+  r.content_type = std::string(http::kPrometheus);
   std::string& out = r.body;
-  PromWriter w(out);
+  http::PromWriter w(out);
 
-  DaemonCounters c = ctx.service.counters();
+  core::DaemonCounters c = ctx.service.counters();
   auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
     w.family(name, "counter", help);
     w.sample(name, "", v);
@@ -187,7 +189,7 @@ Response get_metrics(Context& ctx, Request& req) {
   counter("dedupd_files_deleted_total", "Expired shard files deleted after the grace.", c.files_deleted);
   counter("dedupd_chunks_ingested_total", "Chunk entries of newly indexed shards.", c.chunks_ingested);
   counter("dedupd_rescans_total", "Full directory scans.", c.rescans);
-  const LearnStats l = ctx.service.learn_stats();
+  const core::LearnStats l = ctx.service.learn_stats();
   w.family("dedupd_xet_endpoint_shard_uploads_total", "counter",
            "Shard uploads through the local Xet endpoint, by what its CAS answered.");
   w.sample("dedupd_xet_endpoint_shard_uploads_total", "cas=\"accepted\"", l.accepted);
@@ -206,7 +208,7 @@ Response get_metrics(Context& ctx, Request& req) {
 
   // One status a scrape: it reads the state dir's file system, the learned
   // copies and the endpoint's settings file.
-  const StatusInfo st = ctx.service.status();
+  const core::StatusInfo st = ctx.service.status();
   {
     w.family("dedupd_ingest_waiting_files", "gauge",
              "Files the index could not take for a reason that passes (disk full, EIO), waiting for a retry.");
@@ -323,7 +325,7 @@ Response get_metrics(Context& ctx, Request& req) {
       w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
     }
   }
-  const std::vector<XetCacheStatus>& caches = st.xet_caches;
+  const std::vector<core::XetCacheStatus>& caches = st.xet_caches;
   if (!caches.empty()) {
     // One series per endpoint directory of a managed cache, beside its caps.
     auto per_cache = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -331,37 +333,37 @@ Response get_metrics(Context& ctx, Request& req) {
       for (const auto& x : caches) w.sample(name, "endpoint=\"" + prom_label(x.endpoint) + "\"", field(x));
     };
     per_cache("dedupd_xet_cache_files", "gauge", "Shard files the Xet client loads from this cache.",
-              [](const XetCacheStatus& x) { return x.files; });
+              [](const core::XetCacheStatus& x) { return x.files; });
     per_cache("dedupd_xet_cache_bytes", "gauge", "Bytes of those files.",
-              [](const XetCacheStatus& x) { return x.bytes; });
+              [](const core::XetCacheStatus& x) { return x.bytes; });
     per_cache("dedupd_xet_cache_max_bytes", "gauge", "The byte cap dedupd keeps.",
-              [](const XetCacheStatus& x) { return x.max_bytes; });
+              [](const core::XetCacheStatus& x) { return x.max_bytes; });
     per_cache("dedupd_xet_cache_chunk_entries", "gauge", "Chunk entries the client indexes from them.",
-              [](const XetCacheStatus& x) { return x.chunk_entries; });
+              [](const core::XetCacheStatus& x) { return x.chunk_entries; });
     per_cache("dedupd_xet_cache_max_chunk_entries", "gauge", "The chunk-entry cap dedupd keeps.",
-              [](const XetCacheStatus& x) { return x.max_chunk_entries; });
+              [](const core::XetCacheStatus& x) { return x.max_chunk_entries; });
     per_cache("dedupd_xet_cache_merges_total", "counter", "Merged shards written.",
-              [](const XetCacheStatus& x) { return x.merges; });
+              [](const core::XetCacheStatus& x) { return x.merges; });
     per_cache("dedupd_xet_cache_evicted_total", "counter", "Files deleted to keep the caps.",
-              [](const XetCacheStatus& x) { return x.evicted; });
+              [](const core::XetCacheStatus& x) { return x.evicted; });
     per_cache("dedupd_xet_cache_pending_deletions", "gauge", "Merged originals waiting for client processes to end.",
-              [](const XetCacheStatus& x) { return x.pending_deletions; });
+              [](const core::XetCacheStatus& x) { return x.pending_deletions; });
     per_cache("dedupd_xet_cache_pending_bytes", "gauge", "Bytes of those originals, counted against the byte cap.",
-              [](const XetCacheStatus& x) { return x.pending_bytes; });
+              [](const core::XetCacheStatus& x) { return x.pending_bytes; });
     per_cache("dedupd_xet_cache_live_clients", "gauge", "Client processes seen running at the last pass.",
-              [](const XetCacheStatus& x) { return x.live_clients; });
+              [](const core::XetCacheStatus& x) { return x.live_clients; });
     per_cache("dedupd_xet_cache_liveness_known", "gauge",
               "1 when the steward could tell which clients run; 0: all count as alive until replaced_grace.",
-              [](const XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
+              [](const core::XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
     per_cache("dedupd_xet_cache_standing_by", "gauge", "1 when another dedupd holds this cache's lock.",
-              [](const XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
+              [](const core::XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
     per_cache("dedupd_xet_cache_set_aside", "gauge", "Files and merge groups set aside after a failure.",
-              [](const XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
+              [](const core::XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
     per_cache("dedupd_xet_cache_last_pass_seconds", "gauge", "Unix time of the last pass.",
-              [](const XetCacheStatus& x) { return x.last_pass; });
+              [](const core::XetCacheStatus& x) { return x.last_pass; });
   }
   ctx.metrics.render(out);
   return r;
 }
 
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::routes

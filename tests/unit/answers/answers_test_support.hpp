@@ -87,11 +87,11 @@ class FakeFleet final : public FleetPort {
 class TestSources final : public Sources {
  public:
   const index::Index* open_index = nullptr;
-  GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
+  core::GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
   FakeFleet fake_fleet;
 
   const index::Index* index() const override { return open_index; }
-  GlobalDedupKey global_dedup_key() const override { return key; }
+  core::GlobalDedupKey global_dedup_key() const override { return key; }
   FleetPort& fleet() override { return fake_fleet; }
 };
 

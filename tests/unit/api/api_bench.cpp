@@ -25,19 +25,19 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-class StaticService : public daemon::Service, public daemon::answers::Sources {
+class StaticService : public daemon::api::Service, public daemon::answers::Sources {
  public:
   explicit StaticService(const index::Index* idx) : idx_(idx) {}
   const index::Index* index() const override { return idx_; }
-  daemon::StatusInfo status() const override { return {}; }
-  daemon::DaemonCounters counters() const override { return {}; }
+  daemon::core::StatusInfo status() const override { return {}; }
+  daemon::core::DaemonCounters counters() const override { return {}; }
   daemon::answers::Sources& answers() override { return *this; }
-  daemon::GlobalDedupKey global_dedup_key() const override { return {}; }
+  daemon::core::GlobalDedupKey global_dedup_key() const override { return {}; }
   daemon::answers::FleetPort& fleet() override { return no_fleet_; }
-  shard::Result<daemon::RescanResult> rescan() override { return daemon::RescanResult{}; }
-  shard::Result<daemon::PurgeResult> purge(bool) override { return daemon::PurgeResult{}; }
+  shard::Result<daemon::core::RescanResult> rescan() override { return daemon::core::RescanResult{}; }
+  shard::Result<daemon::core::PurgeResult> purge(bool) override { return daemon::core::PurgeResult{}; }
   shard::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
-  daemon::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
+  daemon::core::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
 
  private:
   const index::Index* idx_;
@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
   std::printf("indexed %zu chunks in %.2f s\n", known.size(), seconds(Clock::now() - t0));
 
   StaticService service(&idx);
-  daemon::ServerOptions so;
+  daemon::api::http::ServerOptions so;
   so.socket_path = dir + "/bench.sock";
   so.max_body_bytes = 64 << 20;
-  daemon::ApiServer server(service, so, daemon::http::api_routes());
+  daemon::api::http::ApiServer server(service, so, daemon::api::routes::api_routes());
   if (!server.start().ok()) return 1;
 
   // Query mix: found_fraction known hashes, the rest unknown.
@@ -131,19 +131,19 @@ int main(int argc, char** argv) {
   // (parse + lookup_batch + JSON), without the socket.
   {
     double p0 = thread_cpu();
-    for (int i = 0; i < rounds; ++i) (void)daemon::http::parse_hash_batch(body, api::kMaxBatchHashes);
+    for (int i = 0; i < rounds; ++i) (void)daemon::api::http::parse_hash_batch(body, api::kMaxBatchHashes);
     double parse = rounds * batch / (thread_cpu() - p0);
     std::vector<std::string> names;
-    for (const auto& r : daemon::http::api_routes()) names.emplace_back(r.name);
-    daemon::http::Metrics metrics(names);
-    daemon::http::Context ctx{service, service.answers(), metrics};
-    daemon::http::Request req;
+    for (const auto& r : daemon::api::routes::api_routes()) names.emplace_back(r.name);
+    daemon::api::http::Metrics metrics(names);
+    daemon::api::http::Context ctx{service, service.answers(), metrics};
+    daemon::api::http::Request req;
     req.body.assign(body.begin(), body.end());
     double h0 = thread_cpu();
     std::size_t out = 0;
     std::vector<char> buf(64 << 10);
     for (int i = 0; i < rounds; ++i) {
-      auto r = daemon::http::post_chunk_batch(ctx, req);
+      auto r = daemon::api::routes::post_chunk_batch(ctx, req);
       out += r.body.size();
       while (r.stream) {
         auto n = r.stream->read(buf.data(), buf.size());

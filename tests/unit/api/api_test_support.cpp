@@ -135,7 +135,7 @@ void ApiTest::SetUp() {
   ASSERT_TRUE(index_);
 
   ON_CALL(service_, index()).WillByDefault(Return(index_.get()));
-  XetCacheStatus cache;
+  core::XetCacheStatus cache;
   cache.endpoint = "/home/ci/.cache/huggingface/xet/https___cas_serv-AbCd";
   cache.files = 3;
   cache.bytes = 4096;
@@ -143,7 +143,8 @@ void ApiTest::SetUp() {
   cache.max_bytes = 1u << 20;
   cache.max_chunk_entries = 100;
   cache.merges = 2;
-  StatusInfo status{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"}, {cache}, std::nullopt};
+  core::StatusInfo status{"0.1.0-test", 4242,        17, socket_path_, dir_.path(), {"/watch/a", "/watch/b"},
+                          {cache},      std::nullopt};
   // A fault being survived: one file waits for space, the disk is full,
   // the index is rebuilt after damage.
   status.waiting.count = 1;
@@ -155,7 +156,7 @@ void ApiTest::SetUp() {
   status.index_health.rebuild_files_total = 10;
   status.index_health.rebuild_files_done = 4;
   ON_CALL(service_, status()).WillByDefault(Return(status));
-  GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
+  core::GlobalDedupKey key{shard::testing::seeded_hash(77), 3600};
   ON_CALL(service_, global_dedup_key()).WillByDefault(Return(key));
   start_server();
 }
@@ -167,10 +168,10 @@ void ApiTest::TearDown() {
   index_.reset();
 }
 
-void ApiTest::start_server(const std::function<void(ServerOptions&)>& tweak) {
+void ApiTest::start_server(const std::function<void(api::http::ServerOptions&)>& tweak) {
   client_.reset();
   server_.reset();
-  ServerOptions o;
+  api::http::ServerOptions o;
   o.socket_path = socket_path_;
   o.max_body_bytes = 4 << 20;
   o.max_connections = 16;
@@ -178,7 +179,7 @@ void ApiTest::start_server(const std::function<void(ServerOptions&)>& tweak) {
   o.threads = 2;
   o.admin_gid = getegid();  // admin routes work whether or not tests run as root
   if (tweak) tweak(o);
-  server_ = std::make_unique<ApiServer>(service_, o, http::api_routes());
+  server_ = std::make_unique<api::http::ApiServer>(service_, o, api::routes::api_routes());
   auto started = server_->start();
   ASSERT_TRUE(started.ok()) << started.error().message;
   client_ = std::make_unique<Client>(socket_path_);

@@ -20,18 +20,18 @@
 
 namespace dedupd::daemon::testing {
 
-class MockService : public Service, public answers::Sources {
+class MockService : public api::Service, public answers::Sources {
  public:
   MOCK_METHOD(const index::Index*, index, (), (const, override));  // both the Service's and the answers'
-  MOCK_METHOD(StatusInfo, status, (), (const, override));
-  MOCK_METHOD(DaemonCounters, counters, (), (const, override));
+  MOCK_METHOD(core::StatusInfo, status, (), (const, override));
+  MOCK_METHOD(core::DaemonCounters, counters, (), (const, override));
   answers::Sources& answers() override { return *this; }
-  MOCK_METHOD(GlobalDedupKey, global_dedup_key, (), (const, override));
+  MOCK_METHOD(core::GlobalDedupKey, global_dedup_key, (), (const, override));
   answers::FleetPort& fleet() override { return no_fleet_; }
-  MOCK_METHOD(shard::Result<RescanResult>, rescan, (), (override));
-  MOCK_METHOD(shard::Result<PurgeResult>, purge, (bool dry_run), (override));
+  MOCK_METHOD(shard::Result<core::RescanResult>, rescan, (), (override));
+  MOCK_METHOD(shard::Result<core::PurgeResult>, purge, (bool dry_run), (override));
   MOCK_METHOD(shard::Result<index::RemoveOutcome>, remove, (const shard::Hash& shard), (override));
-  MOCK_METHOD(UploadResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
+  MOCK_METHOD(core::UploadResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
   MOCK_METHOD(std::optional<fleet_link::PublisherState>, fleet_state, (), (const, override));
   MOCK_METHOD(shard::Result<fleet::Status>, fleet_status, (), (override));
   MOCK_METHOD(shard::Result<bool>, fleet_forget_host, (const std::string& name), (override));
@@ -85,7 +85,7 @@ class ApiTest : public ::testing::Test {
   void TearDown() override;
 
   // Restarts the server with changed options.
-  void start_server(const std::function<void(ServerOptions&)>& tweak = {});
+  void start_server(const std::function<void(api::http::ServerOptions&)>& tweak = {});
   // Ingests writer bytes into the index; returns the shard hash.
   shard::Hash ingest(const std::vector<std::uint8_t>& bytes, std::uint64_t now = kNow);
 
@@ -93,7 +93,7 @@ class ApiTest : public ::testing::Test {
   std::string socket_path_;
   std::unique_ptr<index::Index> index_;
   ::testing::NiceMock<MockService> service_;
-  std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<api::http::ApiServer> server_;
   std::unique_ptr<Client> client_;
 };
 

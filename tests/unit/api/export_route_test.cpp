@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 class ExportRouteTest : public ApiTest {};
 
-std::string export_path() { return std::string(api::kExport) + "?format=swh-shard"; }
+std::string export_path() { return std::string(dedupd::api::kExport) + "?format=swh-shard"; }
 
 TEST_F(ExportRouteTest, StreamsAReadShardOfTheRawChunksAndLeavesNoFile) {
   auto small = st::small_shard();
@@ -69,12 +69,12 @@ TEST_F(ExportRouteTest, StaleLeftoversAreSweptAndKeyedOnlyIndexesHaveNothingToEx
 }
 
 TEST_F(ExportRouteTest, TheFormatIsRequiredAndChecked) {
-  auto r = client_->post(std::string(api::kExport));
+  auto r = client_->post(std::string(dedupd::api::kExport));
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_THAT(r.body, HasSubstr("swh-shard"));
-  r = client_->post(std::string(api::kExport) + "?format=tar");
+  r = client_->post(std::string(dedupd::api::kExport) + "?format=tar");
   EXPECT_EQ(r.status, 400) << r.body;
-  EXPECT_EQ(client_->get(std::string(api::kExport)).status, 405);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kExport)).status, 405);
 }
 
 }  // namespace

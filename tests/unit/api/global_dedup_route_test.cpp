@@ -24,7 +24,7 @@ class GlobalDedupRouteTest : public ApiTest {
 TEST_F(GlobalDedupRouteTest, ReplyIsAKeyedShardHoldingTheChunk) {
   const st::TestXorb& xorb = small_.xorbs[1];
   const Hash& chunk = xorb.raw[2];
-  for (std::string_view prefix : {api::kGlobalDedup, api::kGlobalDedupShort}) {
+  for (std::string_view prefix : {dedupd::api::kGlobalDedup, dedupd::api::kGlobalDedupShort}) {
     auto r = client_->get(std::string(prefix) + chunk.to_string());
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.content_type, "application/octet-stream");
@@ -53,11 +53,11 @@ TEST_F(GlobalDedupRouteTest, ReplyIsAKeyedShardHoldingTheChunk) {
 // Issue 31: the local Xet endpoint's queries (marked by its nginx) are
 // counted as answered here or sent upstream; nobody else's are.
 TEST_F(GlobalDedupRouteTest, TheEndpointsQueriesAreCountedLocalOrForwarded) {
-  const std::string via = std::string(api::kViaHeader) + ": " + std::string(api::kViaXetEndpoint);
-  const std::string known = std::string(api::kGlobalDedupShort) + small_.xorbs[1].raw[2].to_string();
-  const std::string unknown = std::string(api::kGlobalDedupShort) + st::seeded_hash(4242).to_string();
+  const std::string via = std::string(dedupd::api::kViaHeader) + ": " + std::string(dedupd::api::kViaXetEndpoint);
+  const std::string known = std::string(dedupd::api::kGlobalDedupShort) + small_.xorbs[1].raw[2].to_string();
+  const std::string unknown = std::string(dedupd::api::kGlobalDedupShort) + st::seeded_hash(4242).to_string();
 
-  auto status = client_->get(std::string(api::kStatus));
+  auto status = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(status.status, 200) << status.body;
   EXPECT_FALSE(status.json().contains("xet_endpoint")) << "none configured, none seen";
 
@@ -66,10 +66,10 @@ TEST_F(GlobalDedupRouteTest, TheEndpointsQueriesAreCountedLocalOrForwarded) {
   EXPECT_EQ(client_->request("GET", known, {}, {via}).status, 200);
   EXPECT_EQ(client_->request("GET", known, {}, {via}).status, 200);
   EXPECT_EQ(client_->request("GET", unknown, {}, {via}).status, 404);
-  EXPECT_EQ(client_->request("GET", std::string(api::kGlobalDedupShort) + "zz", {}, {via}).status, 400);
+  EXPECT_EQ(client_->request("GET", std::string(dedupd::api::kGlobalDedupShort) + "zz", {}, {via}).status, 400);
   EXPECT_EQ(client_->request("GET", known, {}, {"X-Dedupd-Via: someone-else"}).status, 200);
 
-  status = client_->get(std::string(api::kStatus));
+  status = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(status.status, 200) << status.body;
   auto doc = status.json();
   ASSERT_TRUE(doc.contains("xet_endpoint")) << status.body;
@@ -79,17 +79,17 @@ TEST_F(GlobalDedupRouteTest, TheEndpointsQueriesAreCountedLocalOrForwarded) {
   EXPECT_TRUE(e["upstreams"].is_null()) << "no xet_endpoint.config: upstreams unknown";
   EXPECT_GT(e["since"].get<std::uint64_t>(), 1'700'000'000u);
 
-  auto metrics = client_->get(std::string(api::kMetrics));
+  auto metrics = client_->get(std::string(dedupd::api::kMetrics));
   EXPECT_NE(metrics.body.find("dedupd_xet_endpoint_queries_total{answered=\"local\"} 2"), std::string::npos);
   EXPECT_NE(metrics.body.find("dedupd_xet_endpoint_queries_total{answered=\"forwarded\"} 2"), std::string::npos);
 }
 
 TEST_F(GlobalDedupRouteTest, TheEndpointsUpstreamsComeFromTheDaemon) {
-  StatusInfo info{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {}, {}, std::nullopt};
-  info.xet_endpoint = XetEndpointStatus{"/etc/dedupd/xet-endpoint.conf", true, "",  "https://hub.example",
-                                        "https://cas.example",           8787, 8788};
+  core::StatusInfo info{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {}, {}, std::nullopt};
+  info.xet_endpoint = core::XetEndpointStatus{"/etc/dedupd/xet-endpoint.conf", true, "",  "https://hub.example",
+                                              "https://cas.example",           8787, 8788};
   ON_CALL(service_, status()).WillByDefault(::testing::Return(info));
-  auto status = client_->get(std::string(api::kStatus));
+  auto status = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(status.status, 200) << status.body;
   const auto e = status.json()["xet_endpoint"];
   EXPECT_EQ(e["upstreams"]["hub"], "https://hub.example");
@@ -102,9 +102,9 @@ TEST_F(GlobalDedupRouteTest, TheEndpointsUpstreamsComeFromTheDaemon) {
 }
 
 TEST_F(GlobalDedupRouteTest, TheServicesBoundsApplyToEachReply) {
-  GlobalDedupKey one_xorb{st::seeded_hash(77), 3600, 1, 64ull << 20};
+  core::GlobalDedupKey one_xorb{st::seeded_hash(77), 3600, 1, 64ull << 20};
   ON_CALL(service_, global_dedup_key()).WillByDefault(::testing::Return(one_xorb));
-  auto r = client_->get(std::string(api::kGlobalDedup) + small_.xorbs[1].raw[0].to_string());
+  auto r = client_->get(std::string(dedupd::api::kGlobalDedup) + small_.xorbs[1].raw[0].to_string());
   ASSERT_EQ(r.status, 200) << r.body;
   std::vector<std::uint8_t> bytes(r.body.begin(), r.body.end());
   auto view = shard::ShardView::parse(bytes);
@@ -114,10 +114,10 @@ TEST_F(GlobalDedupRouteTest, TheServicesBoundsApplyToEachReply) {
 }
 
 TEST_F(GlobalDedupRouteTest, UnknownIs404AndMalformedIs400) {
-  auto r = client_->get(std::string(api::kGlobalDedup) + st::seeded_hash(123456).to_string());
+  auto r = client_->get(std::string(dedupd::api::kGlobalDedup) + st::seeded_hash(123456).to_string());
   EXPECT_EQ(r.status, 404);
   expect_error(r.json(), "not_found");
-  r = client_->get(std::string(api::kGlobalDedupShort) + "1234");
+  r = client_->get(std::string(dedupd::api::kGlobalDedupShort) + "1234");
   EXPECT_EQ(r.status, 400);
   expect_error(r.json(), "bad_request");
 }

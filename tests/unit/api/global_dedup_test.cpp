@@ -15,7 +15,7 @@
 #include "tests/unit/answers/answers_test_support.hpp"
 #include "tests/unit/shard/test_support.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 namespace {
 
 using answers::kFleetReplyMaxBlockBytes;
@@ -37,7 +37,7 @@ shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply
   auto reply = answers::local_reply(idx, raw_chunk, settings);
   if (!reply) return reply.error();
   if (!*reply) return Out();
-  return Out(global_dedup_reply_bytes(std::move(**reply)));
+  return Out(render::global_dedup_reply_bytes(std::move(**reply)));
 }
 
 // The same from the fleet shard the chunk came from.
@@ -45,7 +45,7 @@ std::optional<std::vector<std::uint8_t>> build_fleet_global_dedup_reply(const fl
                                                                         const ReplySettings& settings) {
   auto reply = answers::fleet_reply(source, settings);
   if (!reply) return std::nullopt;
-  return global_dedup_reply_bytes(std::move(*reply));
+  return render::global_dedup_reply_bytes(std::move(*reply));
 }
 
 constexpr std::uint64_t kNow = 1'760'000'000;
@@ -446,4 +446,4 @@ TEST(GlobalDedupFleetReply, AKeyedSourceShardIsServedAsStoredForNoLongerThanItsE
 }
 
 }  // namespace
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -7,7 +7,7 @@
 
 #include "daemon/api/http/hash_spool.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 namespace {
 
 shard::Hash numbered(std::uint64_t i) {
@@ -62,4 +62,4 @@ TEST(HashSpool, NoRoomForTheFileIsAnErrorNamingTheDirectory) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

@@ -25,17 +25,18 @@ constexpr int kWaitMs = 10'000;  // generous bound, not a timing assertion
 class LimitsTest : public ApiTest {};
 
 TEST_F(LimitsTest, AnnouncedOversizedBodyIsRefusedBeforeItIsSent) {
-  start_server([](ServerOptions& o) { o.max_body_bytes = 1024; });
+  start_server([](api::http::ServerOptions& o) { o.max_body_bytes = 1024; });
   EXPECT_CALL(service_, ingest(_, _)).Times(0);
   // With "Expect: 100-continue" the client only sends the body when asked.
-  auto r = client_->request("POST", std::string(api::kIngest), std::string(64 * 1024, 'x'), {"Expect: 100-continue"});
+  auto r = client_->request("POST", std::string(dedupd::api::kIngest), std::string(64 * 1024, 'x'),
+                            {"Expect: 100-continue"});
   ASSERT_EQ(r.status, 413) << r.body;
   expect_error(r.json(), "too_large");
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
 }
 
 TEST_F(LimitsTest, ChunkedOversizedBodyIsDroppedWhileReceived) {
-  start_server([](ServerOptions& o) { o.max_body_bytes = 1024; });
+  start_server([](api::http::ServerOptions& o) { o.max_body_bytes = 1024; });
   EXPECT_CALL(service_, ingest(_, _)).Times(0);
   int fd = connect_unix(socket_path_);
   ASSERT_GE(fd, 0);
@@ -56,18 +57,18 @@ TEST_F(LimitsTest, ChunkedOversizedBodyIsDroppedWhileReceived) {
 // answer streamed, so one larger than the bodies the server holds at once,
 // and than the old 100,000-hash limit, is answered in full.
 TEST_F(LimitsTest, ABatchOfAnySizeIsAnswered) {
-  start_server([](ServerOptions& o) {
+  start_server([](api::http::ServerOptions& o) {
     o.max_body_bytes = 1 << 20;
     o.max_query_body_bytes = 1 << 20;
     o.max_body_memory = 3 << 20;  // 2 MiB for queries: a tenth of the body
   });
-  const std::size_t n = api::kMaxBatchHashes + 50'000;
+  const std::size_t n = dedupd::api::kMaxBatchHashes + 50'000;
   std::string body = R"({"hashes":[)";
   body.reserve(n * 67 + 16);
   const std::string h = "\"" + std::string(64, '0') + "\"";
   for (std::size_t i = 0; i < n; ++i) body += (i ? "," : "") + h;
   body += "]}";
-  auto r = client_->post(std::string(api::kChunkBatch), body);
+  auto r = client_->post(std::string(dedupd::api::kChunkBatch), body);
   ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
   auto doc = r.json();
   EXPECT_EQ(doc["results"].size(), n);
@@ -84,22 +85,22 @@ int status_of(const std::string& reply) { return reply.rfind("HTTP/1.1 ", 0) == 
 // Each body route gets room for what it reads: a stray body on a route
 // that takes none is refused, while the upload route takes it.
 TEST_F(LimitsTest, EachRouteHasTheBodyLimitOfWhatItReads) {
-  start_server([](ServerOptions& o) { o.max_body_bytes = 4 << 20; });
+  start_server([](api::http::ServerOptions& o) { o.max_body_bytes = 4 << 20; });
   // A body on a route that takes none: a stray "{}" is fine, more is not.
-  auto r = client_->request("GET", std::string(api::kHealth), "{}");
+  auto r = client_->request("GET", std::string(dedupd::api::kHealth), "{}");
   EXPECT_EQ(r.status, 200) << r.body;
-  r = client_->request("GET", std::string(api::kHealth), std::string(4096, ' '));
+  r = client_->request("GET", std::string(dedupd::api::kHealth), std::string(4096, ' '));
   EXPECT_EQ(r.status, 413) << r.body;
 
   // The upload route takes the same body.
   EXPECT_CALL(service_, ingest(_, _)).WillOnce([](std::vector<std::uint8_t> bytes, std::string) {
     EXPECT_EQ(bytes.size(), std::size_t(1) << 20);
-    return UploadResult(std::vector<IngestedShard>{});
+    return core::UploadResult(std::vector<core::IngestedShard>{});
   });
-  r = client_->post(std::string(api::kIngest), std::string(1 << 20, 'x'));
+  r = client_->post(std::string(dedupd::api::kIngest), std::string(1 << 20, 'x'));
   EXPECT_EQ(r.status, 200) << r.body;
   // And a batch that fits its limit is answered.
-  r = client_->post(std::string(api::kChunkBatch), R"({"hashes":[]})");
+  r = client_->post(std::string(dedupd::api::kChunkBatch), R"({"hashes":[]})");
   EXPECT_EQ(r.status, 200) << r.body;
 }
 
@@ -108,7 +109,7 @@ TEST_F(LimitsTest, EachRouteHasTheBodyLimitOfWhatItReads) {
 // third that would not fit is told to come back (503 busy) before it sends
 // its body; room comes back when a request ends.
 TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
-  start_server([](ServerOptions& o) {
+  start_server([](api::http::ServerOptions& o) {
     o.max_body_bytes = 1 << 20;
     o.max_query_body_bytes = 1 << 20;
     o.max_body_memory = 3 << 20;  // queries: 3 MiB - room for one upload = 2 MiB
@@ -118,7 +119,7 @@ TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
   int a = connect_unix(socket_path_), b = connect_unix(socket_path_);
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
-  for (int fd : {a, b}) ASSERT_TRUE(send_all(fd, post_head(api::kChunkBatch, announced) + part));
+  for (int fd : {a, b}) ASSERT_TRUE(send_all(fd, post_head(dedupd::api::kChunkBatch, announced) + part));
 
   // Ask until the server has read the headers of a and b.
   std::string reply;
@@ -126,7 +127,7 @@ TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
   while (status_of(reply) != 503 && std::chrono::steady_clock::now() < deadline) {
     int c = connect_unix(socket_path_);
     ASSERT_GE(c, 0);
-    (void)send_all(c, post_head(api::kChunkBatch, announced));
+    (void)send_all(c, post_head(dedupd::api::kChunkBatch, announced));
     reply = read_reply(c, 200);  // nothing yet: it waits for c's body
     close(c);
   }
@@ -149,7 +150,7 @@ TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
   EXPECT_EQ(status_of(reply), 400) << reply;
   close(a);
   std::string body = R"({"hashes":[)" + std::string(announced - 13, ' ') + "]}";
-  auto r = client_->post(std::string(api::kChunkBatch), body);
+  auto r = client_->post(std::string(dedupd::api::kChunkBatch), body);
   EXPECT_EQ(r.status, 200) << r.body;
   close(b);
 }
@@ -158,7 +159,7 @@ TEST_F(LimitsTest, BodiesHeldAtOnceAreBounded) {
 // it is known to be bad, is not read to its end: the connection is closed,
 // so the client stops sending early.
 TEST_F(LimitsTest, AStreamedBodyFarPastItsLimitIsCutOff) {
-  start_server([](ServerOptions& o) { o.max_body_bytes = 64 << 10; });
+  start_server([](api::http::ServerOptions& o) { o.max_body_bytes = 64 << 10; });
   int fd = connect_unix(socket_path_);
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(send_all(fd,
@@ -177,14 +178,14 @@ TEST_F(LimitsTest, AStreamedBodyFarPastItsLimitIsCutOff) {
   while (sent < (256u << 20) && send_all(fd, chunk)) sent += 1 << 20;
   close(fd);
   EXPECT_LT(sent, 16u << 20) << "the server read " << (sent >> 20) << " MiB of a body over its 64 KiB limit";
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
 }
 
 // At the connection limit, the connection that has waited longest without
 // a request is closed so that a newcomer is served, long before any
 // timeout would free a slot.
 TEST_F(LimitsTest, AtTheLimitTheLongestIdleConnectionMakesRoom) {
-  start_server([](ServerOptions& o) {
+  start_server([](api::http::ServerOptions& o) {
     o.max_connections = 2;
     o.threads = 1;  // the limit is per daemon; one pool thread keeps it exact
     o.connection_timeout = std::chrono::seconds(60);
@@ -220,7 +221,7 @@ TEST_F(LimitsTest, AtTheLimitTheLongestIdleConnectionMakesRoom) {
 // Connections in a request (here: receiving a body) are never closed to
 // make room: a newcomer then waits in the listen backlog until one ends.
 TEST_F(LimitsTest, ConnectionsInARequestAreNotClosedToMakeRoom) {
-  start_server([](ServerOptions& o) {
+  start_server([](api::http::ServerOptions& o) {
     o.max_connections = 2;
     o.threads = 1;
     o.connection_timeout = std::chrono::seconds(60);
@@ -228,7 +229,7 @@ TEST_F(LimitsTest, ConnectionsInARequestAreNotClosedToMakeRoom) {
   int a = connect_unix(socket_path_), b = connect_unix(socket_path_);
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
-  for (int fd : {a, b}) ASSERT_TRUE(send_all(fd, post_head(api::kChunkBatch, 100) + "{\"hashes\""));
+  for (int fd : {a, b}) ASSERT_TRUE(send_all(fd, post_head(dedupd::api::kChunkBatch, 100) + "{\"hashes\""));
   int c = connect_unix(socket_path_);
   ASSERT_GE(c, 0);
   ASSERT_TRUE(send_all(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
@@ -248,7 +249,7 @@ TEST_F(LimitsTest, ConnectionsInARequestAreNotClosedToMakeRoom) {
 // so a client trickling its headers (or poking an idle connection) cannot
 // hold a connection for ever.
 TEST_F(LimitsTest, RequestHeadersMustArriveInTime) {
-  start_server([](ServerOptions& o) {
+  start_server([](api::http::ServerOptions& o) {
     o.connection_timeout = std::chrono::seconds(60);
     o.header_timeout = std::chrono::seconds(1);
   });
@@ -275,7 +276,7 @@ TEST_F(LimitsTest, RequestHeadersMustArriveInTime) {
   read_until_closed(fd, kWaitMs, &closed);
   EXPECT_TRUE(closed);
   close(fd);
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
 }
 
 TEST_F(LimitsTest, GarbageOnTheSocketGetsA4xxAndTheServerStaysUp) {
@@ -295,18 +296,18 @@ TEST_F(LimitsTest, GarbageOnTheSocketGetsA4xxAndTheServerStaysUp) {
       EXPECT_THAT(reply, ::testing::AnyOf(StartsWith("HTTP/1.1 4"), StartsWith("HTTP/1.1 505")));
     }
   }
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
 }
 
 TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
-  ServerOptions o;
+  api::http::ServerOptions o;
   o.socket_path = socket_path_;
-  ApiServer second(service_, o, http::api_routes());
+  api::http::ApiServer second(service_, o, api::routes::api_routes());
   auto started = second.start();
   ASSERT_FALSE(started.ok());
   EXPECT_THAT(started.error().message, HasSubstr("in use"));
   // The first one is unharmed.
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
   client_.reset();
   server_.reset();
 
@@ -318,7 +319,7 @@ TEST_F(LimitsTest, ALiveSocketIsNotTakenOverAndAStaleOneIs) {
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   close(fd);  // bound, never listened: stale
   start_server();
-  EXPECT_EQ(client_->get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kHealth)).status, 200);
   struct stat st {};
   ASSERT_EQ(stat(socket_path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660u);
@@ -334,13 +335,13 @@ TEST_F(LimitsTest, AdoptsAnAlreadyListeningSocket) {
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(listen(fd, 16), 0);
-  ServerOptions o;
+  api::http::ServerOptions o;
   o.listen_fd = fd;
   o.socket_path = path;
-  server_ = std::make_unique<ApiServer>(service_, o, http::api_routes());
+  server_ = std::make_unique<api::http::ApiServer>(service_, o, api::routes::api_routes());
   ASSERT_TRUE(server_->start().ok());
   Client c(path);
-  EXPECT_EQ(c.get(std::string(api::kHealth)).status, 200);
+  EXPECT_EQ(c.get(std::string(dedupd::api::kHealth)).status, 200);
 }
 
 }  // namespace

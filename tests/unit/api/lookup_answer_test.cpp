@@ -9,7 +9,7 @@
 #include "daemon/api/render/lookup_fields.hpp"
 #include "daemon/api/routes/lookup_params.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 namespace {
 
 using nlohmann::json;
@@ -38,23 +38,24 @@ index::BatchResult two_results() {
   return r;
 }
 
-json write(const LookupFields& f, std::size_t i) {
+json write(const render::LookupFields& f, std::size_t i) {
   auto r = two_results();
   std::string out;
-  JsonOut o(out);
-  write_lookup_result(o, f, hash_of(std::uint8_t(0x10 + i)), r.of(i), r);
+  render::JsonOut o(out);
+  render::write_lookup_result(o, f, hash_of(std::uint8_t(0x10 + i)), r.of(i), r);
   return json::parse(out);
 }
 
-LookupFields fields(std::string_view list) {
-  auto parsed = parse_lookup_fields(list);
-  EXPECT_TRUE(std::holds_alternative<LookupFields>(parsed))
+render::LookupFields fields(std::string_view list) {
+  auto parsed = routes::parse_lookup_fields(list);
+  EXPECT_TRUE(std::holds_alternative<render::LookupFields>(parsed))
       << (std::holds_alternative<std::string>(parsed) ? std::get<std::string>(parsed) : "");
-  return std::holds_alternative<LookupFields>(parsed) ? std::get<LookupFields>(parsed) : LookupFields{};
+  return std::holds_alternative<render::LookupFields>(parsed) ? std::get<render::LookupFields>(parsed)
+                                                              : render::LookupFields{};
 }
 
 TEST(LookupAnswer, AllFieldsByDefault) {
-  json hit = write(LookupFields{}, 0);
+  json hit = write(render::LookupFields{}, 0);
   EXPECT_EQ(hit["hash"], hash_of(0x10).to_string());
   EXPECT_EQ(hit["found"], true);
   ASSERT_EQ(hit["locations"].size(), 1u);
@@ -70,7 +71,7 @@ TEST(LookupAnswer, AllFieldsByDefault) {
   EXPECT_EQ(loc["shards"][1]["expiry"], 1'800'000'000ull);
   EXPECT_EQ(loc["shards"][1]["keyed"], true);
 
-  json miss = write(LookupFields{}, 1);
+  json miss = write(render::LookupFields{}, 1);
   EXPECT_EQ(miss, json({{"hash", hash_of(0x11).to_string()}, {"found", false}, {"locations", json::array()}}));
 }
 
@@ -78,7 +79,7 @@ TEST(LookupAnswer, HashesAreWrittenInTheXetStringForm) {
   shard::Hash h;
   for (std::uint8_t i = 0; i < 32; ++i) h.bytes[i] = std::uint8_t(i * 37 + 5);
   std::string out;
-  JsonOut(out).hash(h);
+  render::JsonOut(out).hash(h);
   EXPECT_EQ(out, '"' + h.to_string() + '"');
 }
 
@@ -95,11 +96,11 @@ TEST(LookupAnswer, FieldsPickWhatIsWritten) {
 }
 
 TEST(LookupAnswer, BadFieldListsAreRefused) {
-  auto bad = parse_lookup_fields("hash,sizes");
+  auto bad = routes::parse_lookup_fields("hash,sizes");
   ASSERT_TRUE(std::holds_alternative<std::string>(bad));
   EXPECT_NE(std::get<std::string>(bad).find("unknown field 'sizes'"), std::string::npos);
-  EXPECT_TRUE(std::holds_alternative<std::string>(parse_lookup_fields(",")));
+  EXPECT_TRUE(std::holds_alternative<std::string>(routes::parse_lookup_fields(",")));
 }
 
 }  // namespace
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

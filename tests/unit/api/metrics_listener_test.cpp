@@ -95,14 +95,14 @@ class MetricsListenerTest : public ApiTest {
     ApiTest::TearDown();
   }
 
-  void start_listener(const std::function<void(http::MetricsListenerOptions&)>& tweak = {}) {
-    http::MetricsListenerOptions o;
+  void start_listener(const std::function<void(api::http::MetricsListenerOptions&)>& tweak = {}) {
+    api::http::MetricsListenerOptions o;
     o.host = "127.0.0.1";
     o.port = 0;
     o.socket_path = socket_path_;
-    o.paths = {std::string(api::kMetrics), std::string(api::kHealth)};
+    o.paths = {std::string(dedupd::api::kMetrics), std::string(dedupd::api::kHealth)};
     if (tweak) tweak(o);
-    listener_ = std::make_unique<http::MetricsListener>(o);
+    listener_ = std::make_unique<api::http::MetricsListener>(o);
     auto started = listener_->start();
     ASSERT_TRUE(started.ok()) << started.error().message;
     ASSERT_NE(listener_->port(), 0);
@@ -112,7 +112,7 @@ class MetricsListenerTest : public ApiTest {
     return tcp_request(url(path), method, body);
   }
 
-  std::unique_ptr<http::MetricsListener> listener_;
+  std::unique_ptr<api::http::MetricsListener> listener_;
 };
 
 TEST_F(MetricsListenerTest, MetricsAreTheSocketsPage) {
@@ -156,7 +156,7 @@ TEST_F(MetricsListenerTest, OtherPathsAreNotFoundAndNeverReachTheSocket) {
     expect_error(r.json(), "not_found");
   }
   // Not 405: the path is unknown here whatever the socket does with it.
-  EXPECT_EQ(tcp("POST", std::string(api::kRescan)).status, 404);
+  EXPECT_EQ(tcp("POST", std::string(dedupd::api::kRescan)).status, 404);
   auto on_socket = client_->get("/metrics");
   EXPECT_THAT(on_socket.body, ::testing::Not(HasSubstr("route=\"status\"")));
   EXPECT_THAT(on_socket.body, ::testing::Not(HasSubstr("route=\"unmatched\"")));
@@ -201,7 +201,7 @@ TEST_F(MetricsListenerTest, ARequestWithABodyIsRefused) {
 }
 
 TEST_F(MetricsListenerTest, ASocketThatIsGoneOrSilentIsA503WithTheReason) {
-  start_listener([](http::MetricsListenerOptions& o) { o.timeout = std::chrono::milliseconds(500); });
+  start_listener([](api::http::MetricsListenerOptions& o) { o.timeout = std::chrono::milliseconds(500); });
   server_->stop();
   auto gone = tcp("GET", "/metrics");
   EXPECT_EQ(gone.status, 503);
@@ -217,7 +217,7 @@ TEST_F(MetricsListenerTest, ASocketThatIsGoneOrSilentIsA503WithTheReason) {
 TEST_F(MetricsListenerTest, StopDoesNotWaitForASilentSocket) {
   server_->stop();
   SilentSocket silent(socket_path_);
-  start_listener([](http::MetricsListenerOptions& o) { o.timeout = std::chrono::seconds(60); });
+  start_listener([](api::http::MetricsListenerOptions& o) { o.timeout = std::chrono::seconds(60); });
   std::atomic<long> status{0};
   std::thread scraper([&] { status = tcp("GET", "/metrics").status; });
   // The request is waiting on the socket once the socket's backlog holds it.
@@ -232,7 +232,7 @@ TEST_F(MetricsListenerTest, StopDoesNotWaitForASilentSocket) {
 // Idle and trickling clients hold every connection: a scraper still gets in
 // (the idle ones make room), and the socket's own clients never notice.
 TEST_F(MetricsListenerTest, ClientsHoldingEveryConnectionDoNotLockAScrapeOut) {
-  start_listener([](http::MetricsListenerOptions& o) {
+  start_listener([](api::http::MetricsListenerOptions& o) {
     o.max_connections = 4;
     o.header_timeout = std::chrono::seconds(2);
   });
@@ -257,12 +257,12 @@ TEST_F(MetricsListenerTest, ClientsHoldingEveryConnectionDoNotLockAScrapeOut) {
 
 TEST_F(MetricsListenerTest, AnAddressInUseIsAnErrorNamingIt) {
   start_listener();
-  http::MetricsListenerOptions o;
+  api::http::MetricsListenerOptions o;
   o.host = "127.0.0.1";
   o.port = listener_->port();
   o.socket_path = socket_path_;
   o.paths = {"/metrics"};
-  http::MetricsListener second(o);
+  api::http::MetricsListener second(o);
   auto started = second.start();
   ASSERT_FALSE(started.ok());
   EXPECT_EQ(started.error().rule, "metrics.listen");
@@ -277,7 +277,7 @@ TEST_F(MetricsListenerTest, IPv6LoopbackWorksWhereTheMachineHasIt) {
   bool v6 = probe >= 0 && bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   if (probe >= 0) close(probe);
   if (!v6) GTEST_SKIP() << "no IPv6 loopback here";
-  start_listener([](http::MetricsListenerOptions& o) { o.host = "::1"; });
+  start_listener([](api::http::MetricsListenerOptions& o) { o.host = "::1"; });
   EXPECT_EQ(listener_->address(), "[::1]:" + std::to_string(listener_->port()));
   EXPECT_EQ(tcp("GET", "/healthz").status, 200);
 }
@@ -323,7 +323,7 @@ TEST_F(UnixAnswerTest, AChunkedAnswerIsPutTogether) {
   serve(
       "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
       "5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
-  auto a = http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
+  auto a = api::http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->status, 200u);
   EXPECT_EQ(a->content_type, "text/plain");
@@ -334,7 +334,7 @@ TEST_F(UnixAnswerTest, AChunkedAnswerIsPutTogether) {
 
 TEST_F(UnixAnswerTest, AnAnswerCutShortIsAnError) {
   serve("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
-  auto a = http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
+  auto a = api::http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().rule, "metrics.upstream");
   EXPECT_THAT(a.error().message, HasSubstr("short"));
@@ -342,14 +342,14 @@ TEST_F(UnixAnswerTest, AnAnswerCutShortIsAnError) {
 
 TEST_F(UnixAnswerTest, AnAnswerOverTheBoundIsAnError) {
   serve("HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n" + std::string(4096, 'x'));
-  auto a = http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1000);
+  auto a = api::http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1000);
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(a.error().message, HasSubstr("over 1000 bytes"));
 }
 
 TEST_F(UnixAnswerTest, SomethingThatIsNotHttpIsAnError) {
   serve("SSH-2.0-OpenSSH\r\n\r\n");
-  auto a = http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
+  auto a = api::http::get_over_unix(path_, "/metrics", std::chrono::seconds(10), 1 << 20);
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(a.error().message, HasSubstr("no HTTP answer"));
 }

@@ -94,7 +94,7 @@ class PeerCredTest : public ApiTest {
   // them, which is the ordering ThreadSanitizer can see (it cannot see the
   // forked caller's socket traffic as synchronisation).
   void serve(mode_t mode = 0666) {
-    start_server([mode](ServerOptions& o) {
+    start_server([mode](api::http::ServerOptions& o) {
       o.socket_mode = mode;
       o.admin_gid = kAdminGid;
     });
@@ -105,30 +105,30 @@ TEST_F(PeerCredTest, NobodyMayReadButNotAdminister) {
   EXPECT_CALL(service_, rescan()).Times(0);
   EXPECT_CALL(service_, ingest(_, _)).Times(0);
   serve();
-  auto r = as_nobody(socket_path_, post(api::kRescan), {});
+  auto r = as_nobody(socket_path_, post(dedupd::api::kRescan), {});
   ASSERT_TRUE(r.connected);
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 403"));
   EXPECT_THAT(r.reply, HasSubstr("\"forbidden\""));
   EXPECT_THAT(r.reply, HasSubstr("uid 65534"));
 
   // Refused before the body is read.
-  std::string ingest = "POST " + std::string(api::kIngest) +
+  std::string ingest = "POST " + std::string(dedupd::api::kIngest) +
                        " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
   EXPECT_THAT(as_nobody(socket_path_, ingest, {}).reply, StartsWith("HTTP/1.1 403"));
-  std::string del =
-      "DELETE " + std::string(api::kShard) + std::string(64, '0') + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::string del = "DELETE " + std::string(dedupd::api::kShard) + std::string(64, '0') +
+                    " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   EXPECT_THAT(as_nobody(socket_path_, del, {}).reply, StartsWith("HTTP/1.1 403"));
-  EXPECT_THAT(as_nobody(socket_path_, post(std::string(api::kExport) + "?format=swh-shard"), {}).reply,
+  EXPECT_THAT(as_nobody(socket_path_, post(std::string(dedupd::api::kExport) + "?format=swh-shard"), {}).reply,
               StartsWith("HTTP/1.1 403"));
 
-  r = as_nobody(socket_path_, get(api::kHealth), {});
+  r = as_nobody(socket_path_, get(dedupd::api::kHealth), {});
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 200"));
 }
 
 TEST_F(PeerCredTest, MembersOfTheAdminGroupMayAdminister) {
-  EXPECT_CALL(service_, rescan()).WillOnce(Return(RescanResult{1, 1, 0}));
+  EXPECT_CALL(service_, rescan()).WillOnce(Return(core::RescanResult{1, 1, 0}));
   serve();
-  auto r = as_nobody(socket_path_, post(api::kRescan), {kAdminGid});
+  auto r = as_nobody(socket_path_, post(dedupd::api::kRescan), {kAdminGid});
   ASSERT_TRUE(r.connected);
   EXPECT_THAT(r.reply, StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(r.reply, HasSubstr("\"ingested\":1"));
@@ -138,30 +138,30 @@ TEST_F(PeerCredTest, TheAdminGroupCanChangeAtRuntime) {
   EXPECT_CALL(service_, rescan()).Times(0);
   serve();
   server_->set_admin_gid(std::nullopt);  // root only now
-  EXPECT_THAT(as_nobody(socket_path_, post(api::kRescan), {kAdminGid}).reply, StartsWith("HTTP/1.1 403"));
+  EXPECT_THAT(as_nobody(socket_path_, post(dedupd::api::kRescan), {kAdminGid}).reply, StartsWith("HTTP/1.1 403"));
 }
 
 TEST_F(PeerCredTest, TheSocketModeIsTheFirstGate) {
   serve(0660);
-  auto r = as_nobody(socket_path_, get(api::kHealth), {});
+  auto r = as_nobody(socket_path_, get(dedupd::api::kHealth), {});
   EXPECT_FALSE(r.connected);  // EACCES on connect
 }
 
 // The decision itself, without sockets.
 TEST(IsAdmin, RootGroupMembersAndNobodyElse) {
-  using http::is_admin;
-  using http::PeerCred;
-  EXPECT_TRUE(is_admin(PeerCred{1, 0, 0, {}}, std::nullopt));
-  EXPECT_FALSE(is_admin(PeerCred{1, 1000, 1000, {}}, std::nullopt));
-  EXPECT_TRUE(is_admin(PeerCred{1, 1000, 50, {}}, gid_t(50)));
-  EXPECT_TRUE(is_admin(PeerCred{1, 1000, 1000, {7, 50}}, gid_t(50)));
-  EXPECT_FALSE(is_admin(PeerCred{1, 1000, 1000, {7, 51}}, gid_t(50)));
+  using api::http::is_admin;
+  using api::http::PeerCred;
+  EXPECT_TRUE(api::http::is_admin(api::http::PeerCred{1, 0, 0, {}}, std::nullopt));
+  EXPECT_FALSE(api::http::is_admin(api::http::PeerCred{1, 1000, 1000, {}}, std::nullopt));
+  EXPECT_TRUE(api::http::is_admin(api::http::PeerCred{1, 1000, 50, {}}, gid_t(50)));
+  EXPECT_TRUE(api::http::is_admin(api::http::PeerCred{1, 1000, 1000, {7, 50}}, gid_t(50)));
+  EXPECT_FALSE(api::http::is_admin(api::http::PeerCred{1, 1000, 1000, {7, 51}}, gid_t(50)));
 }
 
 TEST(PeerOf, ReportsTheConnectingProcess) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  auto peer = http::peer_of(sv[0]);
+  auto peer = api::http::peer_of(sv[0]);
   close(sv[0]);
   close(sv[1]);
   ASSERT_TRUE(peer.has_value());

@@ -6,11 +6,11 @@
 #include "daemon/api/http/router.hpp"
 #include "daemon/api/routes/routes.hpp"
 
-namespace dedupd::daemon::http {
+namespace dedupd::daemon::api::http {
 namespace {
 
 TEST(Router, MatchesExactPrefixAndMethod) {
-  Router router(api_routes());
+  Router router(routes::api_routes());
   auto m = router.match("/v1/chunk", "POST");
   ASSERT_TRUE(m.route && m.entry);
   EXPECT_EQ(m.route->name, "chunk_batch");
@@ -39,7 +39,7 @@ TEST(Router, MatchesExactPrefixAndMethod) {
 }
 
 TEST(Router, WrongMethodAndUnknownPath) {
-  Router router(api_routes());
+  Router router(routes::api_routes());
   auto m = router.match("/v1/admin/rescan", "GET");
   ASSERT_TRUE(m.route);
   EXPECT_FALSE(m.entry);
@@ -50,7 +50,7 @@ TEST(Router, WrongMethodAndUnknownPath) {
 }
 
 TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
-  Router router(api_routes());
+  Router router(routes::api_routes());
   std::vector<std::string> admin;
   for (const auto& r : router.routes())
     for (const auto& e : r.methods)
@@ -64,7 +64,7 @@ TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
 
 // What only the local Xet endpoint (or an admin) may send: a shard to learn.
 TEST(Router, EndpointRoutesAreExactlyTheLearningOne) {
-  Router router(api_routes());
+  Router router(routes::api_routes());
   std::vector<std::string> endpoint;
   for (const auto& r : router.routes())
     for (const auto& e : r.methods)
@@ -162,4 +162,4 @@ TEST(BatchParser, ErrorsSayWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon::http
+}  // namespace dedupd::daemon::api::http

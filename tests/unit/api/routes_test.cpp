@@ -47,7 +47,7 @@ class RoutesTest : public ApiTest {
 
 TEST_F(RoutesTest, ChunkFoundHasTheLocationShape) {
   const Hash& chunk = xorb0().raw[3];
-  auto r = client_->get(path(api::kChunk, chunk));
+  auto r = client_->get(path(dedupd::api::kChunk, chunk));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.content_type, "application/json");
   auto doc = r.json();
@@ -72,7 +72,7 @@ TEST_F(RoutesTest, ChunkFoundHasTheLocationShape) {
 }
 
 TEST_F(RoutesTest, ChunkFromAKeyedShardIsFoundByItsRawHash) {
-  auto r = client_->get(path(api::kChunk, keyed_xorb_.raw[2]));
+  auto r = client_->get(path(dedupd::api::kChunk, keyed_xorb_.raw[2]));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   ASSERT_EQ(doc["locations"].size(), 1u) << r.body;
@@ -83,7 +83,7 @@ TEST_F(RoutesTest, ChunkFromAKeyedShardIsFoundByItsRawHash) {
 }
 
 TEST_F(RoutesTest, UnknownChunkIs404WithTheLookupShapeAndAnError) {
-  auto r = client_->get(path(api::kChunk, st::seeded_hash(999999)));
+  auto r = client_->get(path(dedupd::api::kChunk, st::seeded_hash(999999)));
   ASSERT_EQ(r.status, 404);
   auto doc = r.json();
   EXPECT_FALSE(doc["found"]);
@@ -92,13 +92,13 @@ TEST_F(RoutesTest, UnknownChunkIs404WithTheLookupShapeAndAnError) {
 }
 
 TEST_F(RoutesTest, MalformedHashSaysWhy) {
-  auto r = client_->get(std::string(api::kChunk) + "abc");
+  auto r = client_->get(std::string(dedupd::api::kChunk) + "abc");
   ASSERT_EQ(r.status, 400);
   expect_error(r.json(), "bad_request");
   EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("64 hex digits, got 3"));
   std::string bad(64, 'a');
   bad[10] = 'x';
-  r = client_->get(std::string(api::kChunk) + bad);
+  r = client_->get(std::string(dedupd::api::kChunk) + bad);
   ASSERT_EQ(r.status, 400);
   EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("not a hex digit"));
 }
@@ -107,7 +107,7 @@ TEST_F(RoutesTest, BatchAnswersInRequestOrder) {
   Hash missing = st::seeded_hash(424242);
   std::string body = R"({"hashes": [")" + xorb0().raw[0].to_string() + R"(", ")" + missing.to_string() + R"(", ")" +
                      keyed_xorb_.raw[5].to_string() + R"("]})";
-  auto r = client_->post(std::string(api::kChunkBatch), body);
+  auto r = client_->post(std::string(dedupd::api::kChunkBatch), body);
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, {{"results", T::array}, {"found", T::uint}, {"missing", T::uint}});
@@ -130,7 +130,7 @@ TEST_F(RoutesTest, BatchAsLinesWithFields) {
   Hash missing = st::seeded_hash(424243);
   std::string body = xorb0().raw[1].to_string() + "\n\n" + missing.to_string() + "\r\n" +
                      keyed_xorb_.raw[2].to_string();  // no final newline
-  auto r = client_->request("POST", std::string(api::kChunkBatch) + "?fields=hash,found,xorb", body,
+  auto r = client_->request("POST", std::string(dedupd::api::kChunkBatch) + "?fields=hash,found,xorb", body,
                             {"Content-Type: text/plain", "Accept: application/x-ndjson"});
   ASSERT_EQ(r.status, 200) << r.body;
   std::vector<nlohmann::json> lines;
@@ -144,29 +144,30 @@ TEST_F(RoutesTest, BatchAsLinesWithFields) {
             nlohmann::json({{"hash", missing.to_string()}, {"found", false}, {"locations", nlohmann::json::array()}}));
   EXPECT_TRUE(lines[2]["found"]);
 
-  r = client_->request("POST", std::string(api::kChunkBatch) + "?fields=size", body, {"Content-Type: text/plain"});
+  r = client_->request("POST", std::string(dedupd::api::kChunkBatch) + "?fields=size", body,
+                       {"Content-Type: text/plain"});
   EXPECT_EQ(r.status, 400);
-  r = client_->request("POST", std::string(api::kChunkBatch), "xyz\n", {"Content-Type: text/plain"});
+  r = client_->request("POST", std::string(dedupd::api::kChunkBatch), "xyz\n", {"Content-Type: text/plain"});
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("line 1"));
 }
 
 TEST_F(RoutesTest, BatchRejectsBadBodies) {
-  auto r = client_->post(std::string(api::kChunkBatch), "{\"hashes\": [");
+  auto r = client_->post(std::string(dedupd::api::kChunkBatch), "{\"hashes\": [");
   EXPECT_EQ(r.status, 400);
   expect_error(r.json(), "bad_request");
-  r = client_->post(std::string(api::kChunkBatch), R"({"hashes": ["00", "11"]})");
+  r = client_->post(std::string(dedupd::api::kChunkBatch), R"({"hashes": ["00", "11"]})");
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.json()["error"]["message"].get<std::string>(), HasSubstr("hashes[0]"));
-  r = client_->post(std::string(api::kChunkBatch), R"({"hash": []})");
+  r = client_->post(std::string(dedupd::api::kChunkBatch), R"({"hash": []})");
   EXPECT_EQ(r.status, 400);
-  r = client_->post(std::string(api::kChunkBatch), R"({"hashes": []})");
+  r = client_->post(std::string(dedupd::api::kChunkBatch), R"({"hashes": []})");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.json()["missing"], 0);
 }
 
 TEST_F(RoutesTest, XorbShape) {
-  auto r = client_->get(path(api::kXorb, xorb0().record.header.xorb_hash));
+  auto r = client_->get(path(dedupd::api::kXorb, xorb0().record.header.xorb_hash));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, {{"xorb", T::hash},
@@ -191,13 +192,13 @@ TEST_F(RoutesTest, XorbShape) {
   expect_shape(doc["shards"][0], kShardRefShape);
 
   // A keyed xorb lists its hashes as stored.
-  r = client_->get(path(api::kXorb, keyed_xorb_.record.header.xorb_hash));
+  r = client_->get(path(dedupd::api::kXorb, keyed_xorb_.record.header.xorb_hash));
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(r.json()["keyed"]);
   EXPECT_EQ(r.json()["chunks"][0]["hash"], keyed_xorb_.record.chunks[0].chunk_hash.to_string());
 
-  EXPECT_EQ(client_->get(path(api::kXorb, st::seeded_hash(5))).status, 404);
-  EXPECT_EQ(client_->get(std::string(api::kXorb) + "zz").status, 400);
+  EXPECT_EQ(client_->get(path(dedupd::api::kXorb, st::seeded_hash(5))).status, 404);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kXorb) + "zz").status, 400);
 }
 
 TEST_F(RoutesTest, FileShapeAndSha256) {
@@ -206,7 +207,7 @@ TEST_F(RoutesTest, FileShapeAndSha256) {
   auto view = shard::ShardView::parse(bytes);
   ASSERT_TRUE(view.ok());
   auto file = *view->files().begin();
-  auto r = client_->get(path(api::kFile, file.hash()));
+  auto r = client_->get(path(dedupd::api::kFile, file.hash()));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, {{"file", T::hash},
@@ -223,28 +224,28 @@ TEST_F(RoutesTest, FileShapeAndSha256) {
   EXPECT_EQ(doc["shards"][0], shard_.to_string());
 
   std::string sha = doc["sha256"];
-  r = client_->get(std::string(api::kSha256) + sha);
+  r = client_->get(std::string(dedupd::api::kSha256) + sha);
   ASSERT_EQ(r.status, 200) << r.body;
   expect_shape(r.json(), {{"sha256", T::string}, {"files", T::array}});
   EXPECT_EQ(r.json()["sha256"], sha);
   EXPECT_EQ(r.json()["files"][0], file.hash().to_string());
 
-  r = client_->get(path(api::kSha256, st::seeded_hash(31337)));
+  r = client_->get(path(dedupd::api::kSha256, st::seeded_hash(31337)));
   EXPECT_EQ(r.status, 404);
   expect_error(r.json(), "not_found");
-  EXPECT_EQ(client_->get(std::string(api::kSha256) + "xyz").status, 400);
-  EXPECT_EQ(client_->get(path(api::kFile, st::seeded_hash(6))).status, 404);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kSha256) + "xyz").status, 400);
+  EXPECT_EQ(client_->get(path(dedupd::api::kFile, st::seeded_hash(6))).status, 404);
 }
 
 TEST_F(RoutesTest, ShardsListOneAndFilter) {
-  auto r = client_->get(std::string(api::kShards));
+  auto r = client_->get(std::string(dedupd::api::kShards));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, {{"shards", T::array}});
   ASSERT_EQ(doc["shards"].size(), 2u);
   for (const auto& s : doc["shards"]) expect_shape(s, kShardSummaryShape);
 
-  r = client_->get(path(api::kShard, keyed_shard_));
+  r = client_->get(path(dedupd::api::kShard, keyed_shard_));
   ASSERT_EQ(r.status, 200) << r.body;
   doc = r.json();
   expect_shape(doc, kShardSummaryShape);
@@ -254,14 +255,14 @@ TEST_F(RoutesTest, ShardsListOneAndFilter) {
   EXPECT_EQ(doc["xorbs"], 1);
   EXPECT_EQ(doc["chunks"], 6);
 
-  r = client_->get(std::string(api::kShards) + "?state=live");
+  r = client_->get(std::string(dedupd::api::kShards) + "?state=live");
   EXPECT_EQ(r.json()["shards"].size(), 2u);
-  r = client_->get(std::string(api::kShards) + "?state=expired");
+  r = client_->get(std::string(dedupd::api::kShards) + "?state=expired");
   EXPECT_TRUE(r.json()["shards"].empty());
-  r = client_->get(std::string(api::kShards) + "?state=sideways");
+  r = client_->get(std::string(dedupd::api::kShards) + "?state=sideways");
   EXPECT_EQ(r.status, 400);
   expect_error(r.json(), "bad_request");
-  EXPECT_EQ(client_->get(path(api::kShard, st::seeded_hash(8))).status, 404);
+  EXPECT_EQ(client_->get(path(dedupd::api::kShard, st::seeded_hash(8))).status, 404);
 }
 
 TEST_F(RoutesTest, RejectedFilesAreListedWithTheirReason) {
@@ -275,7 +276,7 @@ TEST_F(RoutesTest, RejectedFilesAreListedWithTheirReason) {
   reject.recorded_at = kNow;
   ASSERT_TRUE(index_->record_rejected(reject).ok());
 
-  auto r = client_->get(std::string(api::kShards) + "?state=rejected");
+  auto r = client_->get(std::string(dedupd::api::kShards) + "?state=rejected");
   ASSERT_EQ(r.status, 200) << r.body;
   auto list = r.json()["shards"];
   ASSERT_EQ(list.size(), 1u);
@@ -286,15 +287,15 @@ TEST_F(RoutesTest, RejectedFilesAreListedWithTheirReason) {
   expect_shape(list[0]["reason"], {{"rule", T::string}, {"offset", T::uint}, {"message", T::string}});
   EXPECT_EQ(list[0]["reason"]["rule"], "header.magic");
 
-  r = client_->get(path(api::kShard, st::seeded_hash(77)));
+  r = client_->get(path(dedupd::api::kShard, st::seeded_hash(77)));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["state"], "rejected");
   // Unfiltered lists show shards and rejects.
-  EXPECT_EQ(client_->get(std::string(api::kShards)).json()["shards"].size(), 3u);
+  EXPECT_EQ(client_->get(std::string(dedupd::api::kShards)).json()["shards"].size(), 3u);
 }
 
 TEST_F(RoutesTest, StatsAndStatus) {
-  auto r = client_->get(std::string(api::kStats));
+  auto r = client_->get(std::string(dedupd::api::kStats));
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = r.json();
   expect_shape(doc, kStatsShape);
@@ -304,7 +305,7 @@ TEST_F(RoutesTest, StatsAndStatus) {
   EXPECT_EQ(doc["chunks"], 12 + 5 + 6);
   EXPECT_EQ(doc["next_expiry"], kNow + 86400);
 
-  r = client_->get(std::string(api::kStatus));
+  r = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(r.status, 200) << r.body;
   doc = r.json();
   expect_shape(doc, {{"version", T::string},
@@ -338,7 +339,7 @@ TEST_F(RoutesTest, StatsAndStatus) {
   EXPECT_EQ(cache["merges"], 2);
 
   // /metrics: one series per managed cache, beside its caps; the faults.
-  r = client_->get(std::string(api::kMetrics));
+  r = client_->get(std::string(dedupd::api::kMetrics));
   ASSERT_EQ(r.status, 200);
   for (const char* line :
        {"dedupd_disk_full 1\n", "dedupd_ingest_waiting_files 1\n", "dedupd_ingest_waiting_oldest_age_seconds 60\n",
@@ -354,30 +355,31 @@ TEST_F(RoutesTest, StatsAndStatus) {
 
 TEST_F(RoutesTest, NotReadyIs503ButStatusStillAnswers) {
   ON_CALL(service_, index()).WillByDefault(Return(nullptr));
-  for (const std::string& p : {std::string(api::kHealth), std::string(api::kStats), path(api::kChunk, xorb0().raw[0]),
-                               std::string(api::kShards), path(api::kGlobalDedup, xorb0().raw[0])}) {
+  for (const std::string& p :
+       {std::string(dedupd::api::kHealth), std::string(dedupd::api::kStats), path(dedupd::api::kChunk, xorb0().raw[0]),
+        std::string(dedupd::api::kShards), path(dedupd::api::kGlobalDedup, xorb0().raw[0])}) {
     auto r = client_->get(p);
     EXPECT_EQ(r.status, 503) << p;
     expect_error(r.json(), "not_ready");
   }
-  auto r = client_->get(std::string(api::kStatus));
+  auto r = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(r.status, 200);
   EXPECT_FALSE(r.json()["ready"]);
   EXPECT_TRUE(r.json()["stats"].is_null());
 }
 
 TEST_F(RoutesTest, HealthAndMetrics) {
-  auto r = client_->get(std::string(api::kHealth));
+  auto r = client_->get(std::string(dedupd::api::kHealth));
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.json(), nlohmann::json({{"status", "ok"}}));
 
-  client_->get(path(api::kChunk, xorb0().raw[0]));
-  client_->get(path(api::kChunk, st::seeded_hash(1234567)));
-  DaemonCounters c;
+  client_->get(path(dedupd::api::kChunk, xorb0().raw[0]));
+  client_->get(path(dedupd::api::kChunk, st::seeded_hash(1234567)));
+  core::DaemonCounters c;
   c.shards_ingested = 7;
   c.shards_rejected = 2;
   ON_CALL(service_, counters()).WillByDefault(Return(c));
-  r = client_->get(std::string(api::kMetrics));
+  r = client_->get(std::string(dedupd::api::kMetrics));
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.content_type, HasSubstr("text/plain"));
   EXPECT_THAT(r.body, HasSubstr("dedupd_http_requests_total{route=\"chunk\",status=\"200\"} 1\n"));
@@ -393,12 +395,12 @@ TEST_F(RoutesTest, HealthAndMetrics) {
 // The chunk filters' memory is the daemon's, not on disk: status and
 // /metrics are where an operator sees it against index.filter_memory.
 TEST_F(RoutesTest, StatusAndMetricsShowTheChunkFilter) {
-  auto doc = client_->get(std::string(api::kStats)).json();
+  auto doc = client_->get(std::string(dedupd::api::kStats)).json();
   EXPECT_EQ(doc["chunk_filter"]["bytes"], 0) << "none built yet";
   EXPECT_EQ(doc["chunk_filter"]["in_service"], false);
   auto built = index_->build_chunk_filter();
   ASSERT_TRUE(built) << built.error().to_string();
-  auto r = client_->get(std::string(api::kStatus));
+  auto r = client_->get(std::string(dedupd::api::kStatus));
   ASSERT_EQ(r.status, 200) << r.body;
   const auto status = r.json();
   const auto& f = status["stats"]["chunk_filter"];
@@ -422,7 +424,7 @@ TEST_F(RoutesTest, StatusAndMetricsShowTheChunkFilter) {
   EXPECT_GT(f["false_positive_rate"].get<double>(), 0.0);
   EXPECT_LT(f["false_positive_rate"].get<double>(), 0.01);
 
-  r = client_->get(std::string(api::kMetrics));
+  r = client_->get(std::string(dedupd::api::kMetrics));
   ASSERT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("dedupd_chunk_filter_bytes " + std::to_string(built->bytes) + "\n"));
   EXPECT_THAT(r.body,
@@ -437,27 +439,27 @@ TEST_F(RoutesTest, UnknownRouteWrongMethodAndHead) {
   EXPECT_EQ(r.status, 404);
   expect_error(r.json(), "not_found");
 
-  r = client_->request("PUT", std::string(api::kStats), "x");
+  r = client_->request("PUT", std::string(dedupd::api::kStats), "x");
   EXPECT_EQ(r.status, 405);
   expect_error(r.json(), "method_not_allowed");
   EXPECT_THAT(r.headers, HasSubstr("Allow: GET, HEAD"));
-  r = client_->request("DELETE", std::string(api::kChunkBatch));
+  r = client_->request("DELETE", std::string(dedupd::api::kChunkBatch));
   EXPECT_EQ(r.status, 405);
   EXPECT_THAT(r.headers, HasSubstr("Allow: POST"));
 
-  r = client_->request("HEAD", std::string(api::kStats));
+  r = client_->request("HEAD", std::string(dedupd::api::kStats));
   EXPECT_EQ(r.status, 200);
   EXPECT_TRUE(r.body.empty());
 }
 
 TEST_F(RoutesTest, ConnectionsAreKeptAlive) {
-  auto first = client_->get(std::string(api::kHealth));
-  auto second = client_->get(path(api::kChunk, xorb0().raw[1]));
-  auto third = client_->post(std::string(api::kChunkBatch), R"({"hashes":[]})");
+  auto first = client_->get(std::string(dedupd::api::kHealth));
+  auto second = client_->get(path(dedupd::api::kChunk, xorb0().raw[1]));
+  auto third = client_->post(std::string(dedupd::api::kChunkBatch), R"({"hashes":[]})");
   // Errors decided from the headers alone keep the connection too.
   auto fourth = client_->get("/v1/nowhere");
-  auto fifth = client_->post(std::string(api::kStats));
-  auto sixth = client_->get(std::string(api::kHealth));
+  auto fifth = client_->post(std::string(dedupd::api::kStats));
+  auto sixth = client_->get(std::string(dedupd::api::kHealth));
   EXPECT_EQ(first.new_connections, 1);
   EXPECT_EQ(second.new_connections, 0);
   EXPECT_EQ(third.new_connections, 0);

@@ -64,7 +64,7 @@ class StatusTextTest : public ApiTest {
  protected:
   void SetUp() override {
     ApiTest::SetUp();
-    status_ = StatusInfo{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a"}, {}, std::nullopt};
+    status_ = core::StatusInfo{"0.1.0-test", 4242, 17, socket_path_, dir_.path(), {"/watch/a"}, {}, std::nullopt};
     status_.state_dir_space = {true, std::uint64_t{5} << 30, std::uint64_t{40} << 30, false};
   }
 
@@ -85,7 +85,7 @@ class StatusTextTest : public ApiTest {
   // kept at `moved_to`, `done` of `total` files taken in again.
   void damaged(const char* state, const std::string& damage, const std::string& moved_to, std::uint64_t done,
                std::uint64_t total) {
-    IndexHealth& h = status_.index_health;
+    core::IndexHealth& h = status_.index_health;
     h.state = state;
     h.damage = damage;
     h.moved_to = moved_to;
@@ -93,7 +93,7 @@ class StatusTextTest : public ApiTest {
     h.rebuild_files_total = total;
   }
 
-  StatusInfo status_;
+  core::StatusInfo status_;
 };
 
 TEST_F(StatusTextTest, NothingWrongShowsOnlyTheFreeSpace) {

@@ -5,20 +5,20 @@
 #include "tests/support/temp_dir.hpp"
 #include "xetcache/cas_url.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 namespace {
 
 std::string in_cache(const std::string& root, const std::string& url) {
-  return root + "/" + xetcache::client_cache_dir_name(url) + "/shard-cache/" + std::string(64, 'a') + ".mdb";
+  return root + "/" + dedupd::xetcache::client_cache_dir_name(url) + "/shard-cache/" + std::string(64, 'a') + ".mdb";
 }
 
 TEST(CasScopes, AWatchEntrysCasWinsThenTheCacheDirectoryElseUnknown) {
   CasScopes s;
-  WatchDir drop{"/srv/drop", true};
+  config::WatchDir drop{"/srv/drop", true};
   drop.cas = "https://cas-a.example";
-  WatchDir nested{"/srv/drop/b", true};
+  config::WatchDir nested{"/srv/drop/b", true};
   nested.cas = "https://cas-b.example";
-  s.configure({drop, nested, WatchDir{"/home/u/.cache/huggingface/xet", true}}, "");
+  s.configure({drop, nested, config::WatchDir{"/home/u/.cache/huggingface/xet", true}}, "");
   EXPECT_EQ(s.of_path("/srv/drop/x.mdb"), "https://cas-a.example");
   EXPECT_EQ(s.of_path("/srv/drop/b/x.mdb"), "https://cas-b.example");
   EXPECT_EQ(s.of_path("/srv/dropped/x.mdb"), "");  // a name that only starts alike
@@ -48,4 +48,4 @@ TEST(CasScopes, ACacheOfTheEndpointsOwnPortHoldsItsUpstreamsShards) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

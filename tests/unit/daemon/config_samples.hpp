@@ -72,6 +72,8 @@ inline std::string file_setting(const Sample& s) {
 }
 
 // The configuration of that file, or the errors it got, as the loader reads it.
-inline ConfigResult load_setting(const Sample& s) { return load_config_text(file_setting(s), "/etc/dedupd"); }
+inline config::ConfigResult load_setting(const Sample& s) {
+  return config::load_config_text(file_setting(s), "/etc/dedupd");
+}
 
 }  // namespace dedupd::daemon::config_samples

@@ -7,7 +7,7 @@
 #include "daemon/config/xet_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 using namespace std::chrono_literals;
@@ -428,4 +428,4 @@ TEST(Config, LocalDefaultsLiveUnderOneDirectory) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::loop {
 namespace {
 
 using namespace std::chrono_literals;
@@ -65,7 +65,7 @@ TEST(EventLoop, CallPassesErrorsBackAndStopsExceptionsOnTheLoop) {
     EXPECT_EQ(failed.error().rule, "index.lmdb");
     auto threw = loop.call<int>([]() -> shard::Result<int> { throw std::logic_error("boom"); }, 10s);
     ASSERT_FALSE(threw.ok());
-    EXPECT_EQ(threw.error().rule, kRuleInternal);
+    EXPECT_EQ(threw.error().rule, core::kRuleInternal);
     EXPECT_NE(threw.error().message.find("boom"), std::string::npos);
     done = true;
   });
@@ -84,7 +84,7 @@ TEST(EventLoop, CallTimesOutWhenTheLoopIsBusyAndTheTaskStillRunsLater) {
         },
         10ms);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().rule, kRuleBusy);
+    EXPECT_EQ(r.error().rule, core::kRuleBusy);
   });
   caller.join();  // the loop never ran meanwhile
   EXPECT_FALSE(*ran);
@@ -104,4 +104,4 @@ TEST(EventLoop, WakeEndsAWait) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::loop

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 namespace {
 
 TEST(FileKind, TakesShardsAndBundles) {
@@ -26,4 +26,4 @@ TEST(FileKind, IgnoresTemporaryHiddenAndOtherFiles) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch

@@ -5,7 +5,7 @@
 
 #include "daemon/config/load.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 using namespace std::chrono_literals;
@@ -94,4 +94,4 @@ TEST(FleetConfig, MistakesNameKeyAndLine) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -5,7 +5,7 @@
 
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::keys {
 namespace {
 
 using namespace std::chrono_literals;
@@ -64,4 +64,4 @@ TEST(GlobalDedupKey, AnUnwritableDirectoryIsAClearError) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::keys

@@ -19,7 +19,7 @@
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 namespace {
 
 namespace st = shard::testing;
@@ -47,8 +47,8 @@ class IngestQueueTest : public ::testing::Test {
 
   // A valid shard of `xorbs` xorbs of `chunks` chunks each, written as
   // `name` (expiring at `expiry` when given).
-  Candidate shard_file(const std::string& name, std::uint64_t seed, std::size_t xorbs = 1, std::size_t chunks = 8,
-                       std::optional<std::uint64_t> expiry = std::nullopt) {
+  watch::Candidate shard_file(const std::string& name, std::uint64_t seed, std::size_t xorbs = 1,
+                              std::size_t chunks = 8, std::optional<std::uint64_t> expiry = std::nullopt) {
     shard::ShardWriter w;
     for (std::size_t i = 0; i < xorbs; ++i) w.add_xorb(st::make_xorb(seed * 1000 + i, chunks).record);
     shard::WriteOptions wo;
@@ -56,14 +56,14 @@ class IngestQueueTest : public ::testing::Test {
     const auto bytes = w.write(wo);
     const std::string path = dir / name;
     tests::write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    return Candidate{path, FileKind::shard};
+    return watch::Candidate{path, watch::FileKind::shard};
   }
 
   tests::TempDir dir{"ingest-queue"};
-  Counters counters;
+  core::Counters counters;
   CasScopes scopes;
-  IndexHealthBoard health;
-  StateDirSpace space{.known = true, .free_bytes = 100u << 20, .size_bytes = 1u << 30};
+  core::IndexHealthBoard health;
+  core::StateDirSpace space{.known = true, .free_bytes = 100u << 20, .size_bytes = 1u << 30};
   std::unique_ptr<index::Index> index;
   std::unique_ptr<Ingester> ingester;
   std::unique_ptr<IngestQueue> queue;
@@ -72,7 +72,7 @@ class IngestQueueTest : public ::testing::Test {
 
 TEST_F(IngestQueueTest, AFileQueuedTwiceGoesInOnce) {
   open();
-  const Candidate a = shard_file("a.mdb", 1);
+  const watch::Candidate a = shard_file("a.mdb", 1);
   queue->add({a, a});
   queue->add({a});
   EXPECT_EQ(queue->queued(), 1u);
@@ -98,7 +98,7 @@ TEST_F(IngestQueueTest, EachFileTellsTheOtherPartsWhatChanged) {
 // another write goes through (it may fit now too), never dropped.
 TEST_F(IngestQueueTest, AFileStillWrittenWaitsAndComesBackWhenAWriteGoesThrough) {
   open();
-  const Candidate busy = shard_file("busy.mdb", 1);
+  const watch::Candidate busy = shard_file("busy.mdb", 1);
   const int writer = ::open(busy.path.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(writer, 0);
   queue->add({busy});
@@ -160,9 +160,9 @@ TEST_F(IngestQueueTest, AFullIndexMakesFilesWaitUntilSpaceComesBack) {
 
 TEST_F(IngestQueueTest, ARescanIngestsAtOnceWhatItFindsAndItLeavesTheQueue) {
   open();
-  const Candidate a = shard_file("a.mdb", 1), b = shard_file("b.mdb", 2);
+  const watch::Candidate a = shard_file("a.mdb", 1), b = shard_file("b.mdb", 2);
   queue->add({a, b});
-  const RescanResult r = queue->ingest_now({a});
+  const core::RescanResult r = queue->ingest_now({a});
   EXPECT_EQ(r.scanned, 1u);
   EXPECT_EQ(r.ingested, 1u);
   EXPECT_EQ(queue->queued(), 1u) << "b stays queued";
@@ -175,7 +175,7 @@ TEST_F(IngestQueueTest, ARescanIngestsAtOnceWhatItFindsAndItLeavesTheQueue) {
 TEST_F(IngestQueueTest, TheRebuildIsDoneWhenTheQueueTheStartFilledHasDrained) {
   open();
   health.set_rebuilding(true);
-  health.update([](IndexHealth& h) { h.state = "rebuilding"; });
+  health.update([](core::IndexHealth& h) { h.state = "rebuilding"; });
   queue->add({shard_file("a.mdb", 1), shard_file("b.mdb", 2)});
   queue->track_rebuild();
   EXPECT_EQ(health.get().rebuild_files_total, 2u);
@@ -197,4 +197,4 @@ TEST_F(IngestQueueTest, ARebuildWithNothingToTakeInIsDoneAtOnce) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

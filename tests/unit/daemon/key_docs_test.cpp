@@ -10,7 +10,7 @@
 
 #include "daemon/config/key_table.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 constexpr std::string_view kBegin = "<!-- config-table:";
@@ -50,4 +50,4 @@ TEST(ConfigTable, EveryKeyIsARowWithItsInstalledDefault) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

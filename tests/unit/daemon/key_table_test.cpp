@@ -11,7 +11,7 @@
 
 #include "tests/unit/daemon/config_samples.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 using config_samples::samples;
@@ -145,4 +145,4 @@ TEST(KeyTable, TheFleetUrlIsNeverShown) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -11,7 +11,7 @@
 
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 namespace {
 
 using namespace std::chrono_literals;
@@ -63,4 +63,4 @@ TEST_F(ReadLeaseTest, AMissingFileIsNotLeased) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -7,7 +7,7 @@
 
 #include "tests/unit/daemon/config_samples.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 using config_samples::samples;
@@ -69,4 +69,4 @@ TEST(ReloadKeys, AListenerTurnedOnWhileOffStaysOff) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

@@ -29,7 +29,7 @@ class ToldJob final : public jobs::Job {
     due.reset();
     if (on_run) on_run();
   }
-  void configure(const Config&, Apply when) override {
+  void configure(const config::Config&, Apply when) override {
     log_.push_back(name_ + (when == Apply::at_start ? " at start" : " on reload"));
   }
 
@@ -90,8 +90,8 @@ TEST_F(SchedulerTest, AStepSeesWhatTheStepsBeforeItDidInTheSameRound) {
 }
 
 TEST_F(SchedulerTest, EveryJobTakesItsPartOfAConfigurationInOrder) {
-  scheduler.configure(Config{}, Apply::at_start);
-  scheduler.configure(Config{}, Apply::on_reload);
+  scheduler.configure(config::Config{}, Apply::at_start);
+  scheduler.configure(config::Config{}, Apply::on_reload);
   EXPECT_EQ(log, (std::vector<std::string>{"a at start", "b at start", "c at start", "a on reload", "b on reload",
                                            "c on reload"}));
 }

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -53,4 +53,4 @@ TEST(ScrubPace, APassUnderWayFinishesWhateverTheReloadSays) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::core

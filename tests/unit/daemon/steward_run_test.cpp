@@ -25,7 +25,7 @@
 #include "xetcache/layout.hpp"
 #include "xetcache/merge.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 namespace {
 
 namespace fs = std::filesystem;
@@ -46,9 +46,9 @@ class FakeClock final : public StewardClock {
 class FakeProcesses final : public ProcessTable {
  public:
   std::map<pid_t, ProcessStart> running;
-  std::optional<xetcache::BootClock> boot = xetcache::BootClock{kBoot, kHz};
+  std::optional<dedupd::xetcache::BootClock> boot = dedupd::xetcache::BootClock{kBoot, kHz};
   bool foreign = false;
-  std::optional<xetcache::BootClock> boot_clock() override { return boot; }
+  std::optional<dedupd::xetcache::BootClock> boot_clock() override { return boot; }
   ProcessStart process(pid_t pid) override {
     auto it = running.find(pid);
     return it == running.end() ? ProcessStart{} : it->second;
@@ -92,11 +92,11 @@ class FakeFiles final : public StewardFiles {
       return shard::Error{"file.read", 0, path + ": " + std::strerror(it->second), false};
     return system_steward_files().read(path);
   }
-  shard::Result<xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                    mode_t mode, std::int64_t mtime_ns) override {
+  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                            mode_t mode, std::int64_t mtime_ns) override {
     if (write_errno != 0) return shard::Error{"xetcache.write", 0, dir + ": " + std::strerror(write_errno), false};
     if (kill == Kill::before_rename) {
-      tests::write_file(xetcache::steward_temp_path(dir),
+      tests::write_file(dedupd::xetcache::steward_temp_path(dir),
                         std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
       throw Killed{};
     }
@@ -218,7 +218,7 @@ class StewardRun : public ::testing::Test {
   }
 
   std::vector<std::string> shard_files() const {
-    auto listed = xetcache::list_shard_files(shard_cache);
+    auto listed = dedupd::xetcache::list_shard_files(shard_cache);
     std::vector<std::string> out;
     for (const auto& f : *listed) out.push_back(f.path);
     return out;
@@ -233,7 +233,7 @@ class StewardRun : public ::testing::Test {
     procs.running[pid] = {true, std::uint64_t(started - kBoot) * kHz - 30};  // its log comes a moment later
   }
 
-  XetCacheStatus status_of(const CacheSteward& s) const {
+  core::XetCacheStatus status_of(const CacheSteward& s) const {
     for (const auto& st : s.status())
       if (st.endpoint == root + "/hub") return st;
     ADD_FAILURE() << "no status for " << root << "/hub";
@@ -246,7 +246,7 @@ class StewardRun : public ::testing::Test {
   FakeClock clock;
   FakeProcesses procs;
   FakeFiles files;
-  XetCacheConfig config;
+  config::XetCacheConfig config;
 };
 
 TEST_F(StewardRun, MergesThenDeletesTheOriginalsOnceNoClientRuns) {
@@ -544,7 +544,7 @@ TEST_F(StewardRun, AShardRemovedAfterItsMergeKeepsTheOtherOriginals) {
   // The admin removes the merged shard as asked.
   ASSERT_TRUE(idx->remove((*idx->source(merged))->shard, kWall));
   procs.running.clear();
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   clock.mono += 1;
   s->run();
   EXPECT_TRUE(status_of(*s).holds_removed.empty());
@@ -571,7 +571,7 @@ TEST_F(StewardRun, AFileChangedSinceItWasIndexedIsNeverDeleted) {
   config.max_chunk_entries = 12;  // the merged file's 12; `other` would be the one to go
   s->configure({fs::path(root)}, config);
   procs.running.clear();
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   clock.mono += 60;
   s->run();
   EXPECT_TRUE(exists(a)) << "a merge original changed since it was indexed was deleted";
@@ -597,7 +597,7 @@ TEST_F(StewardRun, AMergedFileHoldingRemovedContentIsEvictedInItsTurn) {
   const std::string held = status_of(*s).holds_removed[0].substr(0, status_of(*s).holds_removed[0].find(' '));
   ingest_new();
   procs.running.clear();
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   clock.mono += 60;
   s->run();  // b and c go: their content is in the second merge
   ASSERT_FALSE(exists(b) || exists(c));
@@ -643,7 +643,7 @@ TEST_F(StewardRun, PendingDeletionsSurviveARestartAndAreCheckedAgain) {
   }
   ingest_new();
   procs.running.clear();  // the client ended while dedupd restarted, a while ago
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   auto s = steward();
   s->run();
   EXPECT_EQ(files.writes, 1) << "the merge is not written again";
@@ -678,7 +678,7 @@ TEST_F(StewardRun, OriginalsStayWhenTheMergedFileNoLongerVerifies) {
   for (const auto& p : shard_files())
     if (p != a && p != b) tests::write_file(p, "not a shard any more");
   procs.running.clear();
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   clock.mono += 60;
   s->run();
   EXPECT_TRUE(exists(a) && exists(b));
@@ -721,7 +721,7 @@ TEST_F(StewardRun, PendingOriginalsCountAgainstTheCaps) {
   config.max_bytes = all - 1;
   s->configure({fs::path(root)}, config);
   procs.running.clear();  // the client ended a while ago: the caps may act
-  clock.wall += xetcache::kRecentLogSeconds + 1;
+  clock.wall += dedupd::xetcache::kRecentLogSeconds + 1;
   clock.mono += 60;
   files.unlink_errno_at = {{a, EBUSY}, {b, EBUSY}};  // and the originals cannot go
   s->run();
@@ -855,7 +855,7 @@ TEST_F(StewardRun, APlanIsTheNextPassWithoutItsEffects) {
 // file; the merge is done again and only then are the originals deleted.
 TEST_F(StewardRun, AMergeKilledBeforeItsRenameIsRedoneAndItsTemporaryRemoved) {
   const auto [a, b, c] = kill_first_merge(FakeFiles::Kill::before_rename);
-  const auto temps = xetcache::list_steward_temps(shard_cache);
+  const auto temps = dedupd::xetcache::list_steward_temps(shard_cache);
   ASSERT_TRUE(temps);
   ASSERT_EQ(temps->size(), 1u);
   const std::string temp = temps->front().path;
@@ -878,7 +878,7 @@ TEST_F(StewardRun, AMergeKilledBeforeItsRenameIsRedoneAndItsTemporaryRemoved) {
   restarted->run();
   EXPECT_FALSE(exists(a) || exists(b) || exists(c));
   EXPECT_EQ(shard_files().size(), 1u);
-  EXPECT_TRUE(xetcache::list_steward_temps(shard_cache)->empty());
+  EXPECT_TRUE(dedupd::xetcache::list_steward_temps(shard_cache)->empty());
 }
 
 // Killed after the rename but before the originals were journaled: the
@@ -901,8 +901,8 @@ TEST_F(StewardRun, AMergeKilledBeforeItsJournalDeletesNothingUntilRedone) {
   }
   EXPECT_FALSE(exists(a) || exists(b) || exists(c));
   EXPECT_EQ(shard_files().size(), 1u);
-  EXPECT_TRUE(xetcache::list_steward_temps(shard_cache)->empty());
+  EXPECT_TRUE(dedupd::xetcache::list_steward_temps(shard_cache)->empty());
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -13,7 +13,7 @@
 #include "daemon/xetcache/probes.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::xetcache {
 namespace {
 
 namespace fs = std::filesystem;
@@ -57,4 +57,4 @@ TEST(StewardProbes, MonotonicSecondsDoNotGoBack) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::xetcache

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::config {
 namespace {
 
 using namespace std::chrono_literals;
@@ -97,4 +97,4 @@ TEST(Size, RejectsGarbage) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::config

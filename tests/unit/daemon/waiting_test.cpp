@@ -7,13 +7,13 @@
 
 #include "index/status.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::ingest {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = WaitingFiles::Clock;
 
-Candidate file(const std::string& name) { return Candidate{"/w/" + name, FileKind::shard}; }
+watch::Candidate file(const std::string& name) { return watch::Candidate{"/w/" + name, watch::FileKind::shard}; }
 
 TEST(Waiting, OnlyReasonsThatPassWait) {
   for (const char* rule : {index::kRuleNoSpace, index::kRuleMapFull, index::kRuleIo, kRuleStillWritten, kRuleReadIo})
@@ -44,7 +44,7 @@ TEST(Waiting, RetriesBackOffAndDoubleUpToTheBound) {
   EXPECT_TRUE(w.due(t + WaitingFiles::kMaxRetry - 1s).empty());
   EXPECT_EQ(w.due(t + WaitingFiles::kMaxRetry).size(), 1u);
   w.wait(file("a.mdb"), index::kRuleNoSpace, "full", 1002, t);
-  WaitingStatus s = w.status(1100);
+  core::WaitingStatus s = w.status(1100);
   ASSERT_EQ(s.count, 1u);
   EXPECT_EQ(s.files[0].since, 1000u) << "the first failure's time stays";
   EXPECT_EQ(s.files[0].age_s, 100u);
@@ -70,7 +70,7 @@ TEST(Waiting, SettledFilesLeaveAndTheRestStay) {
   w.settled("/w/a.mdb");
   EXPECT_EQ(w.size(), 1u);
   EXPECT_FALSE(w.out_of_space()) << "only a file still being written is left";
-  WaitingStatus s = w.status(1005);
+  core::WaitingStatus s = w.status(1005);
   ASSERT_EQ(s.files.size(), 1u);
   EXPECT_EQ(s.files[0].path, "/w/b.mdb");
   EXPECT_EQ(s.files[0].rule, kRuleStillWritten);
@@ -80,7 +80,7 @@ TEST(Waiting, StatusListsTheOldestFirstAndAtMostAFew) {
   WaitingFiles w;
   const Clock::time_point t0{};
   for (int i = 0; i < 30; ++i) w.wait(file(std::to_string(i) + ".mdb"), index::kRuleNoSpace, "full", 2000 - i, t0);
-  WaitingStatus s = w.status(3000, 5);
+  core::WaitingStatus s = w.status(3000, 5);
   EXPECT_EQ(s.count, 30u);
   ASSERT_EQ(s.files.size(), 5u);
   EXPECT_EQ(s.files[0].path, "/w/29.mdb");
@@ -88,4 +88,4 @@ TEST(Waiting, StatusListsTheOldestFirstAndAtMostAFew) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::ingest

@@ -12,7 +12,7 @@
 
 #include "tests/support/temp_dir.hpp"
 
-namespace dedupd::daemon {
+namespace dedupd::daemon::watch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,7 +26,7 @@ std::vector<std::string> names(const std::vector<Candidate>& cs, const fs::path&
 
 class WatcherTest : public ::testing::Test {
  protected:
-  void SetUp() override { watcher.set_roots({WatchDir{dir.path(), true}}); }
+  void SetUp() override { watcher.set_roots({config::WatchDir{dir.path(), true}}); }
   std::vector<std::string> ready() { return names(watcher.read_events().ready, dir.path()); }
 
   tests::TempDir dir;
@@ -149,7 +149,7 @@ TEST(Watcher, NonRecursiveRootIgnoresSubdirectories) {
   tests::TempDir dir;
   fs::create_directories(dir / "sub");
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), false}});
+  w.set_roots({config::WatchDir{dir.path(), false}});
   tests::write_file(dir / "sub/s.mdb", "x");
   tests::write_file(dir / "top.mdb", "x");
   EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"top.mdb"});
@@ -165,7 +165,7 @@ TEST(Watcher, ScanFindsExistingFilesSortedAndWatchesThem) {
   tests::write_file(dir / "a/b/y.mdb", "x");
   tests::write_file(dir / "a/.tmp.mdb_temp", "x");
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), true}});
+  w.set_roots({config::WatchDir{dir.path(), true}});
   EXPECT_EQ(names(w.scan(), dir.path()), (Names{"a/b/y.mdb", "z.mdb"}));
   tests::write_file(dir / "a/b/new.mdb", "x");
   EXPECT_EQ(names(w.read_events().ready, dir.path()), Names{"a/b/new.mdb"});
@@ -174,7 +174,7 @@ TEST(Watcher, ScanFindsExistingFilesSortedAndWatchesThem) {
 TEST(Watcher, MissingRootIsPickedUpByALaterScan) {
   tests::TempDir dir;
   Watcher w;
-  w.set_roots({WatchDir{dir / "later", true}});
+  w.set_roots({config::WatchDir{dir / "later", true}});
   EXPECT_TRUE(w.scan().empty());
   fs::create_directories(dir / "later");
   tests::write_file(dir / "later/x.mdb", "x");
@@ -186,8 +186,8 @@ TEST(Watcher, MissingRootIsPickedUpByALaterScan) {
 TEST(Watcher, ChangingRootsStopsWatchingTheOldOnes) {
   tests::TempDir a, b;
   Watcher w;
-  w.set_roots({WatchDir{a.path(), true}});
-  w.set_roots({WatchDir{b.path(), true}});
+  w.set_roots({config::WatchDir{a.path(), true}});
+  w.set_roots({config::WatchDir{b.path(), true}});
   tests::write_file(a / "old.mdb", "x");
   tests::write_file(b / "new.mdb", "x");
   auto batch = w.read_events();
@@ -200,7 +200,7 @@ TEST(Watcher, SymlinkedDirectoriesAreNotFollowed) {
   tests::write_file(outside / "o.mdb", "x");
   fs::create_directory_symlink(outside.path(), dir / "link");
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), true}});
+  w.set_roots({config::WatchDir{dir.path(), true}});
   EXPECT_TRUE(w.scan().empty());
 }
 
@@ -209,7 +209,7 @@ TEST(Watcher, SymlinkedFilesAreNotTaken) {
   tests::write_file(outside / "o.mdb", "x");
   fs::create_symlink(outside / "o.mdb", dir / "before.mdb");
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), true}});
+  w.set_roots({config::WatchDir{dir.path(), true}});
   EXPECT_TRUE(w.scan().empty());
   fs::create_symlink(outside / "o.mdb", dir / "after.mdb");
   fs::create_symlink(outside / "o.mdb", outside / "moved.mdb");
@@ -223,7 +223,7 @@ TEST(Watcher, SymlinkedFilesAreNotTaken) {
 TEST(Watcher, InsideRootsIsLexicalAndStrict) {
   tests::TempDir dir;
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), true}});
+  w.set_roots({config::WatchDir{dir.path(), true}});
   EXPECT_TRUE(w.inside_roots(dir / "a/b.mdb"));
   EXPECT_FALSE(w.inside_roots(dir / "../elsewhere.mdb"));
   EXPECT_FALSE(w.inside_roots(dir / "a/../../x.mdb"));
@@ -237,7 +237,7 @@ TEST(Watcher, QueueOverflowIsReported) {
   if (!(limit_file >> limit) || limit > 100000) GTEST_SKIP() << "inotify queue too large to fill";
   tests::TempDir dir;
   Watcher w;
-  w.set_roots({WatchDir{dir.path(), true}});
+  w.set_roots({config::WatchDir{dir.path(), true}});
   tests::write_file(dir / "a.mdb", "");
   tests::write_file(dir / "b.mdb", "");
   // Each open for writing queues an IN_CLOSE_WRITE; alternating names keeps
@@ -250,4 +250,4 @@ TEST(Watcher, QueueOverflowIsReported) {
 }
 
 }  // namespace
-}  // namespace dedupd::daemon
+}  // namespace dedupd::daemon::watch
