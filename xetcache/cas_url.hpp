@@ -1,4 +1,4 @@
-// The CAS a shard belongs to (issue 41): its URL in one normal form, and the
+// The CAS a shard belongs to: its URL in one normal form, and the
 // directory name the Xet client gives its cache of that CAS, so a shard found
 // in a client's cache can say which CAS it came from.
 #pragma once

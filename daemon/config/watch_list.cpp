@@ -61,8 +61,8 @@ void read_entry_map(YamlReader& r, const std::string& key, const YAML::Node& ite
 }
 
 // Two managed entries over one cache make two stewards deleting under
-// each other's merges (issue 30 saw 34 originals go under a running
-// client): the same directory twice, or one inside the other, is refused.
+// each other's merges (one deletes the originals the other is merging,
+// under a running client): the same directory twice, or one inside the other, is refused.
 void refuse_managed_overlap(YamlReader& r, const std::string& key, const YAML::Node& at, const fs::path& path,
                             const std::vector<WatchDir>& earlier, const std::vector<int>& lines) {
   auto inside = [](const fs::path& outer, const fs::path& inner) {

@@ -4,8 +4,8 @@
 // and starts kScrubSliceEvery after it at the soonest. So the scrub takes at
 // most a fifth of the work loop (which also ingests) and of the disk,
 // whatever the page cache holds: a chunk entry's check reads its xorb
-// record, a random page, and on an index the cache has dropped a fixed
-// count of items was seconds of random reads a slice, back to back.
+// record, a random page, and on an index the cache has dropped a count of
+// items alone would be seconds of random reads a slice, back to back.
 #pragma once
 
 #include <algorithm>

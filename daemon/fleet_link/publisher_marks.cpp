@@ -1,4 +1,4 @@
-// The publisher's part in the fleet's set-aside marks (issue 58). A refusal
+// The publisher's part in the fleet's set-aside marks. A refusal
 // seen here is marked in the fleet for its CAS; every few seconds the marks
 // are read again: lookups leave out what they name (SetAsideMarks), and a
 // local copy of a marked shard is set aside in the index too, so no host

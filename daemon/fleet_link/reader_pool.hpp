@@ -6,8 +6,8 @@
 // answers (fleet::Patience), it waits for one (another request's, back in
 // a few ms, or a new one the connector makes) up to lookup_timeout, at
 // most kMaxLeaseWait: more clients than the pool has connections is not an
-// outage, and answering them "unavailable" told users the fleet was down
-// when it was busy. While the link is down, or the server has not
+// outage, and answering them "unavailable" would tell users the fleet is
+// down when it is busy. While the link is down, or the server has not
 // answered, it answers "unavailable" at once. Past that wait, the only wait on the
 // request path is the statement itself, bounded by lookup_timeout; DNS,
 // TCP and TLS handshakes, libpq's whole-second connect_timeout and a server

@@ -1,4 +1,4 @@
-// The fleet's set-aside marks as this host last read them (issue 58): a
+// The fleet's set-aside marks as this host last read them: a
 // shard some host's CAS refused an upload relying on, for that CAS. The
 // publisher's thread replaces them every few seconds; fleet lookups (any
 // thread) leave out a shard marked for the query's CAS, so one refusal

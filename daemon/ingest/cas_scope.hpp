@@ -1,4 +1,5 @@
-// Which CAS a shard file belongs to, from where it was found (issue 41):
+// Which CAS a shard file belongs to, from where it was found, so its
+// answers go only to clients of that CAS (a CAS holds only its own xorbs):
 // the `cas:` of the watch entry it is under; else the client's cache
 // directory it sits in (<cache root>/<name>/shard-cache/...), whose name the
 // client derives from the CAS URL (xetcache/cas_url.hpp), matched against

@@ -1,4 +1,4 @@
-// A refusal heals itself (issue 41): when the CAS refuses a shard a client
+// A refusal heals itself: when the CAS refuses a shard a client
 // uploaded through the endpoint, the xorbs that shard names without carrying
 // them are ones the client was told it need not upload: by dedupd's answer,
 // or by its own cache, which dedupd's answers filled. The CAS lacks one of

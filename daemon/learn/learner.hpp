@@ -1,5 +1,6 @@
-// The endpoint learns what its CAS accepted (issue 41): the daemon's side of
-// the learning path. A shard a client uploads through the local Xet endpoint
+// The endpoint learns what its CAS accepted, so the index answers with
+// shards that CAS holds and stops answering with ones it refused: the
+// daemon's side of the learning path. A shard a client uploads through the local Xet endpoint
 // arrives twice: its body, mirrored by nginx to POST /v1/xet-endpoint/shards/
 // <request id> (hold(), any HTTP thread), and the CAS's status for it, on
 // the learning socket (on_readable(), the work loop). An accepted shard goes

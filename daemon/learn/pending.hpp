@@ -1,5 +1,5 @@
 // Shards the local Xet endpoint saw a client upload, held until the CAS's
-// answer to that upload is known (issue 41): nginx mirrors each
+// answer to that upload is known: nginx mirrors each
 // POST /v2/shards body to dedupd (held here by nginx's request id), and
 // reports the status the CAS gave it on the learning socket
 // (confirm_socket.hpp). Only a shard the CAS accepted (a 2xx) is learned;
