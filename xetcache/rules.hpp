@@ -106,7 +106,7 @@ struct Decision {
 
 Decision may_delete(const DeletionFacts& facts, const LivenessVerdict& liveness);
 
-// Backoff of something set aside after a failure: 1, 2, 4, ... times
+// Backoff of something held back after a failure: 1, 2, 4, ... times
 // `base_seconds`, at most `max_seconds`.
 std::uint64_t backoff_seconds(std::uint32_t failures, std::uint64_t base_seconds, std::uint64_t max_seconds);
 

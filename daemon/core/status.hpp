@@ -44,7 +44,7 @@ struct XetCacheStatus {
   // Another dedupd holds the cache's lock: this one stands by and changes nothing.
   bool standing_by = false;
   std::string lock_holder;             // "pid N on HOST" of whoever holds it
-  std::vector<std::string> set_aside;  // what failed, why, and when it is tried again
+  std::vector<std::string> held_back;  // what failed, why, and when it is tried again
   std::string problem;                 // the endpoint as a whole could not be looked at
   // Merged shards holding content of a shard an admin removed after the
   // merge: their originals stay, and the admin should remove them too.
@@ -69,7 +69,7 @@ struct XetCachePlan {
   bool standing_by = false;
   std::string lock_holder;
   std::vector<XetCachePlanStep> steps;
-  std::vector<std::string> set_aside;  // what the pass would skip, and why
+  std::vector<std::string> held_back;  // what the pass would skip, and why
 };
 
 // The local Xet endpoint as dedupd knows it from xet_endpoint.config: the

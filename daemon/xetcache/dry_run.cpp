@@ -68,7 +68,7 @@ std::optional<std::vector<core::XetCachePlan>> CacheSteward::plan(const std::str
     p.liveness_why = st.liveness_why;
     p.standing_by = st.standing_by;
     p.lock_holder = st.lock_holder;
-    p.set_aside = st.set_aside;
+    p.held_back = st.held_back;
     if (auto s = dry_steps_.find(st.endpoint); s != dry_steps_.end()) p.steps = std::move(s->second);
     out.push_back(std::move(p));
   }

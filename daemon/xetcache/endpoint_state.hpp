@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "daemon/core/status.hpp"
-#include "daemon/xetcache/set_aside.hpp"
+#include "daemon/xetcache/held_back.hpp"
 #include "xetcache/shards.hpp"
 
 namespace dedupd::daemon::xetcache {
@@ -33,7 +33,7 @@ struct EndpointState {
   std::vector<PendingDeletion> pending;              // originals of merges, still on disk
   std::map<std::string, std::uint64_t> evicting;     // path -> since when the caps want it gone (monotonic)
   std::map<std::string, DescribedFile> described;    // by path
-  SetAsideList set_aside;                            // by file path, or group_key of the members
+  HeldBackList held_back;                            // by file path, or group_key of the members
   std::map<std::string, std::string> holds_removed;  // merged file -> an admin-removed original it holds
 };
 

@@ -28,7 +28,7 @@ Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const dedupd::
   std::vector<dedupd::xetcache::ShardDesc> evictable;
   for (const auto& [path, entry] : ep.described)
     if (!coverage.covered.contains(path) && !coverage.merge_targets.contains(path) &&
-        !ep.set_aside.holds(path, ctx.now_mono) && !inventory.removed.contains(path))
+        !ep.held_back.holds(path, ctx.now_mono) && !inventory.removed.contains(path))
       evictable.push_back(entry.desc);
   // Everything the client loads that is not up for eviction takes room first.
   const dedupd::xetcache::CacheUsage evictable_usage = dedupd::xetcache::usage_of(evictable);
@@ -61,7 +61,7 @@ Eviction evict_to_caps(const PassContext& ctx, EndpointState& ep, const dedupd::
     }
     const int err = ctx.files.unlink(d.path);
     if (err != 0 && err != ENOENT) {
-      ctx.set_aside(ep, d.path, "cannot evict: " + std::string(std::strerror(err)));
+      ctx.hold_back(ep, d.path, "cannot evict: " + std::string(std::strerror(err)));
       continue;
     }
     if (err == 0) {

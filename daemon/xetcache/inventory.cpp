@@ -85,22 +85,22 @@ Inventory take_inventory(const PassContext& ctx, EndpointState& ep, const std::s
       described.insert(ep.described.extract(known));
       continue;
     }
-    if (ep.set_aside.holds(f.path, ctx.now_mono)) continue;
+    if (ep.held_back.holds(f.path, ctx.now_mono)) continue;
     auto bytes = ctx.files.read(f.path);
     ctx.progress();
     if (!bytes) {
-      ctx.set_aside(ep, f.path, bytes.error().to_string());
+      ctx.hold_back(ep, f.path, bytes.error().to_string());
       continue;
     }
     auto view = shard::ShardView::parse(*bytes);
     if (!view) {
-      ctx.set_aside(ep, f.path, f.path + ": " + view.error().to_string());
+      ctx.hold_back(ep, f.path, f.path + ": " + view.error().to_string());
       continue;
     }
     dedupd::xetcache::ShardDesc d = dedupd::xetcache::describe(*view, f.path);
     d.last_used = std::uint64_t(f.mtime_ns / 1'000'000'000);
     described.emplace(f.path, DescribedFile{f.size, f.mtime_ns, std::move(d)});
-    ep.set_aside.forget(f.path);
+    ep.held_back.forget(f.path);
   }
   ep.described = std::move(described);  // forgets the files that went
   return inv;

@@ -1,5 +1,5 @@
 // A pass's third job: consolidation, one group a pass so a pass is never
-// long; a group that fails is set aside and the next one is tried. The
+// long; a group that fails is held back and the next one is tried. The
 // merged file is written in the client's own layout and naming
 // (xetcache/merge); its originals become pending deletions, journaled at
 // once.
@@ -45,7 +45,7 @@ bool try_merge(const PassContext& ctx, EndpointState& ep, const std::string& sha
     ctx.progress();
     if (!bytes) {
       // This file's trouble, not the group's: the group is planned again without it.
-      ctx.set_aside(ep, path, bytes.error().to_string());
+      ctx.hold_back(ep, path, bytes.error().to_string());
       return false;
     }
     contents.push_back(std::move(*bytes));
@@ -55,7 +55,7 @@ bool try_merge(const PassContext& ctx, EndpointState& ep, const std::string& sha
   for (std::size_t i = 0; i < members.size(); ++i) {
     auto v = shard::ShardView::parse(contents[i]);
     if (!v) {
-      ctx.set_aside(ep, members[i], members[i] + ": " + v.error().to_string());
+      ctx.hold_back(ep, members[i], members[i] + ": " + v.error().to_string());
       return false;
     }
     views.push_back(*v);
@@ -63,15 +63,15 @@ bool try_merge(const PassContext& ctx, EndpointState& ep, const std::string& sha
   const std::string key = group_key(members);
   auto merged = dedupd::xetcache::merge_views(views);
   if (!merged) {
-    ctx.set_aside(ep, key, merged.error().to_string());
+    ctx.hold_back(ep, key, merged.error().to_string());
     return false;
   }
   auto written = ctx.files.write_shard(shard_cache, merged->bytes, 0644, newest_mtime_ns);
   if (!written) {
-    ctx.set_aside(ep, key, written.error().to_string());
+    ctx.hold_back(ep, key, written.error().to_string());
     return false;
   }
-  ep.set_aside.forget(key);
+  ep.held_back.forget(key);
   if (!written->existed) ++ep.status.merges;
   if (ctx.dry_steps != nullptr) {
     ctx.dry_steps->push_back(merge_step(ep, members, *written, *merged));
@@ -98,7 +98,7 @@ bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::strin
   // it would carry that content on.
   std::vector<dedupd::xetcache::ShardDesc> candidates;
   for (const auto& [path, entry] : ep.described)
-    if (!coverage.covered.contains(path) && !ep.set_aside.holds(path, ctx.now_mono) &&
+    if (!coverage.covered.contains(path) && !ep.held_back.holds(path, ctx.now_mono) &&
         !ep.holds_removed.contains(path) && !inventory.removed.contains(path))
       candidates.push_back(entry.desc);
   auto groups = dedupd::xetcache::plan_consolidation(
@@ -107,7 +107,7 @@ bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::strin
   for (const auto& g : groups) {
     std::vector<std::string> members;
     for (std::size_t i : g.members) members.push_back(candidates[i].path);
-    if (ep.set_aside.holds(group_key(members), ctx.now_mono)) continue;
+    if (ep.held_back.holds(group_key(members), ctx.now_mono)) continue;
     const std::size_t pending_then = ep.pending.size();
     wrote |= try_merge(ctx, ep, shard_cache, members);
     ctx.progress();

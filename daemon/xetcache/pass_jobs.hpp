@@ -15,8 +15,8 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/status.hpp"
 #include "daemon/xetcache/endpoint_state.hpp"
+#include "daemon/xetcache/held_back.hpp"
 #include "daemon/xetcache/probes.hpp"
-#include "daemon/xetcache/set_aside.hpp"
 #include "index/index.hpp"
 #include "xetcache/layout.hpp"
 #include "xetcache/plan.hpp"
@@ -50,8 +50,8 @@ struct PassContext {
   std::function<void()> journal;
 
   std::uint64_t grace_s() const { return std::uint64_t(config.replaced_grace.count()); }
-  void set_aside(EndpointState& ep, const std::string& key, std::string reason) const {
-    ep.set_aside.fail(key, std::move(reason), now_mono, backoff);
+  void hold_back(EndpointState& ep, const std::string& key, std::string reason) const {
+    ep.held_back.fail(key, std::move(reason), now_mono, backoff);
   }
 };
 
@@ -92,7 +92,7 @@ struct Coverage {
 };
 Coverage coverage_of(const EndpointState& ep);
 
-// merging.cpp: merges at most one group (a failing one is set aside and the
+// merging.cpp: merges at most one group (a failing one is held back and the
 // next tried), adding its members to `coverage`. True when it wrote a file.
 bool merge_one_group(const PassContext& ctx, EndpointState& ep, const std::string& shard_cache, Coverage& coverage,
                      const Inventory& inventory);

@@ -72,7 +72,7 @@ Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Invent
       spdlog::info("xet cache: keeping {}: {}", p.original, decision.why);
       return true;  // not ours to delete, ever
     }
-    if (!decision.allowed || ep.set_aside.holds(p.original, ctx.now_mono)) return false;
+    if (!decision.allowed || ep.held_back.holds(p.original, ctx.now_mono)) return false;
     // Read through right before the deletion: it must verify now, not when
     // it was written (64 MiB at most, and only when something is to go).
     auto ok = merged_ok.find(p.merged);
@@ -97,7 +97,7 @@ Replaced delete_replaced(const PassContext& ctx, EndpointState& ep, const Invent
       }
       return true;
     }
-    ctx.set_aside(ep, p.original, "cannot delete: " + std::string(std::strerror(err)));
+    ctx.hold_back(ep, p.original, "cannot delete: " + std::string(std::strerror(err)));
     return false;  // tried again next pass; it stays covered by its merge meanwhile
   });
   return out;

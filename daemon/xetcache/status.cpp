@@ -40,7 +40,7 @@ void end_endpoint_status(EndpointState& ep, const Eviction& eviction, const Cove
   st.chunk_entries = eviction.left.chunk_entries + eviction.fixed.chunk_entries;
   st.pending_deletions = ep.pending.size();
   st.pending_bytes = coverage.pending.bytes;
-  st.set_aside = ep.set_aside.describe(now_mono);
+  st.held_back = ep.held_back.describe(now_mono);
 }
 
 std::vector<core::XetCacheStatus> CacheSteward::status() const {

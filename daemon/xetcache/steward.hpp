@@ -76,7 +76,7 @@ class CacheSteward {
   bool any() const { return any_; }
 
   // One pass over every managed cache: deletes replaced originals the rules
-  // let go, merges at most one group per cache (skipping groups set aside),
+  // let go, merges at most one group per cache (skipping groups held back),
   // evicts past the caps. Returns true when it wrote or deleted a file.
   // Runs in the caller's thread (tests); start_pass runs it in the worker.
   bool run();

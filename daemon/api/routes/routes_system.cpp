@@ -70,7 +70,7 @@ http::Response get_status(http::Context& ctx, http::Request& req) {
                       {"client_pids", c.client_pids},
                       {"standing_by", c.standing_by},
                       {"lock_holder", c.lock_holder},
-                      {"set_aside", c.set_aside},
+                      {"set_aside", c.held_back},  // the JSON name scripts read
                       {"problem", c.problem},
                       {"holds_removed", c.holds_removed},
                       {"pass", {{"running", c.pass_running}, {"files_read", c.pass_files_read}}}});
@@ -155,7 +155,7 @@ http::Response get_xet_cache_plan(http::Context& ctx, http::Request& req) {
                       {"standing_by", p.standing_by},
                       {"lock_holder", p.lock_holder},
                       {"steps", std::move(steps)},
-                      {"set_aside", p.set_aside}});
+                      {"set_aside", p.held_back}});  // the JSON name scripts read
   }
   return http::json(render::dump(render::Json{{"xet_caches", std::move(caches)}}));
 }
@@ -357,8 +357,10 @@ http::Response get_metrics(http::Context& ctx, http::Request& req) {
               [](const core::XetCacheStatus& x) { return std::uint64_t(x.liveness_established ? 1 : 0); });
     per_cache("dedupd_xet_cache_standing_by", "gauge", "1 when another dedupd holds this cache's lock.",
               [](const core::XetCacheStatus& x) { return std::uint64_t(x.standing_by ? 1 : 0); });
-    per_cache("dedupd_xet_cache_set_aside", "gauge", "Files and merge groups set aside after a failure.",
-              [](const core::XetCacheStatus& x) { return std::uint64_t(x.set_aside.size()); });
+    // The metric keeps its name (dashboards and rules read it); the steward's word is "held back".
+    per_cache("dedupd_xet_cache_set_aside", "gauge",
+              "Files and merge groups held back after a failure, until a backoff.",
+              [](const core::XetCacheStatus& x) { return std::uint64_t(x.held_back.size()); });
     per_cache("dedupd_xet_cache_last_pass_seconds", "gauge", "Unix time of the last pass.",
               [](const core::XetCacheStatus& x) { return x.last_pass; });
   }

@@ -431,7 +431,7 @@ TEST_F(StewardRun, TheCapsTakeExpiredShardsFirst) {
 
 // Finding 3: fd0e0e3 retried only the first group, for ever, and evicted
 // nothing while any group was planned: the cache grew past its caps.
-TEST_F(StewardRun, AFailingMergeIsSetAsideAndEvictionGoesOn) {
+TEST_F(StewardRun, AFailingMergeIsHeldBackAndEvictionGoesOn) {
   add(1, 3);
   add(2, 3);
   const auto young = add(3, 40);
@@ -441,8 +441,8 @@ TEST_F(StewardRun, AFailingMergeIsSetAsideAndEvictionGoesOn) {
   auto s = steward();
   s->run();
   auto st = status_of(*s);
-  ASSERT_EQ(st.set_aside.size(), 2u);  // both groups tried, both set aside
-  EXPECT_NE(st.set_aside[0].find("No space left on device"), std::string::npos) << st.set_aside[0];
+  ASSERT_EQ(st.held_back.size(), 2u);  // both groups tried, both held back
+  EXPECT_NE(st.held_back[0].find("No space left on device"), std::string::npos) << st.held_back[0];
   EXPECT_EQ(st.evicted, 1u) << "eviction must not wait for a failing merge";
   // Backoff: the next pass does not try them again yet.
   files.write_errno = 0;
@@ -452,7 +452,7 @@ TEST_F(StewardRun, AFailingMergeIsSetAsideAndEvictionGoesOn) {
   clock.mono += 600;
   s->run();
   EXPECT_EQ(files.writes, 1);
-  EXPECT_TRUE(status_of(*s).set_aside.empty());
+  EXPECT_TRUE(status_of(*s).held_back.empty());
 }
 
 // Finding 3: a file the steward cannot read (EIO, EACCES) or a group that
@@ -472,12 +472,12 @@ TEST_F(StewardRun, OneBadFileOrGroupDoesNotStopTheOthers) {
   s->run();
   s->run();
   s->run();
-  // The keyed group is set aside for its mixed verification, the bad file
+  // The keyed group is held back for its mixed verification, the bad file
   // for its EIO; its day's other two and day 20 merge.
   EXPECT_EQ(files.writes, 2);
   const auto st = status_of(*s);
   const auto has = [&](const char* what) {
-    return std::any_of(st.set_aside.begin(), st.set_aside.end(),
+    return std::any_of(st.held_back.begin(), st.held_back.end(),
                        [&](const std::string& r) { return r.find(what) != std::string::npos; });
   };
   EXPECT_TRUE(has("verification_mixed"));
@@ -703,7 +703,7 @@ TEST_F(StewardRun, AnUndeletableOriginalDoesNotRewriteItsMerge) {
   const auto st = status_of(*s);
   EXPECT_EQ(st.pending_deletions, 2u);
   EXPECT_GT(st.pending_bytes, 0u);
-  EXPECT_FALSE(st.set_aside.empty());
+  EXPECT_FALSE(st.held_back.empty());
 }
 
 // Finding 5: fd0e0e3's caps left pending originals out (3.75 GiB over
@@ -755,7 +755,7 @@ TEST_F(StewardRun, ASecondStewardStandsByAndSaysWhoHoldsTheCache) {
 
 // Finding 6: a symbolic link swapped in for a member, and a member truncated
 // while read: fd0e0e3 followed the link and mapped the file (SIGBUS).
-TEST_F(StewardRun, ASwappedInLinkOrATruncationIsSetAsideNotFollowed) {
+TEST_F(StewardRun, ASwappedInLinkOrATruncationIsHeldBackNotFollowed) {
   const auto a = add(1), b = add(2), c = add(3);
   const auto outside = tmp / "outside.mdb";
   files.before_read = [&](const std::string& path) {
@@ -770,7 +770,7 @@ TEST_F(StewardRun, ASwappedInLinkOrATruncationIsSetAsideNotFollowed) {
   auto s = steward();
   s->run();
   const auto st = status_of(*s);
-  EXPECT_EQ(st.set_aside.size(), 2u);
+  EXPECT_EQ(st.held_back.size(), 2u);
   EXPECT_TRUE(fs::exists(outside));
   EXPECT_EQ(files.writes, 0);  // c alone is no group
   (void)c;

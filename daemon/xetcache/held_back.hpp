@@ -1,6 +1,7 @@
-// Failure isolation: a file or a merge group that fails is set aside and
+// Failure isolation: a file or a merge group that fails is held back and
 // tried again after a backoff (xetcache::backoff_seconds), while everything
-// else goes on.
+// else goes on. "Held back", not "set aside": that word is kept for a shard
+// a CAS refused (learn/, fleet_link/), which the steward never decides.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ struct Backoff {
   std::uint64_t max_s = 24 * 3600;
 };
 
-class SetAsideList {
+class HeldBackList {
  public:
   // One more failure of `key` (a file path, or group_key of a merge's members).
   void fail(const std::string& key, std::string reason, std::uint64_t now_mono, const Backoff& backoff);
@@ -34,7 +35,7 @@ class SetAsideList {
   std::map<std::string, Entry> entries_;
 };
 
-// The set-aside key of a merge group.
+// The held-back key of a merge group.
 std::string group_key(const std::vector<std::string>& members);
 
 }  // namespace dedupd::daemon::xetcache
