@@ -38,7 +38,6 @@ namespace fs = std::filesystem;
 using namespace dedupd::daemon;
 using supervisor::Daemon;
 using supervisor::DaemonOptions;
-namespace restart = supervisor::restart;
 
 constexpr const char* kUsage =
     "usage: dedupd [--config PATH | --state-dir DIR] [--check-config | --fleet-migrate [--final]]\n"
@@ -286,9 +285,9 @@ int main(int argc, char** argv) {
   log::setup_logging(options.config.log_level);
   // A page LMDB meets in the wrong shape deep in a read would abort():
   // dedupd marks its index and starts again, which rebuilds it.
-  restart::set_arguments(argv);
+  supervisor::set_restart_arguments(argv);
   dedupd::index::Index::set_lmdb_assert_handler(
-      [](const char* what) { restart::rebuild_now((std::string("LMDB: ") + what).c_str()); });
+      [](const char* what) { supervisor::restart_to_rebuild((std::string("LMDB: ") + what).c_str()); });
   int rc = 0;
   bool restart = false;
   try {
@@ -305,7 +304,7 @@ int main(int argc, char** argv) {
   if (restart) {
     // The Daemon has written the mark; every part of it is stopped.
     spdlog::default_logger()->flush();
-    restart::exec_self();
+    supervisor::restart_self();
     spdlog::critical("cannot start again to rebuild the index: execv: {}; start dedupd again to rebuild it",
                      std::strerror(errno));
     return 1;

@@ -66,7 +66,7 @@ std::unique_ptr<index::Index> open_or_move_aside(const index::Options& options, 
   const fs::path dir = options.dir;
   const index::DataFileCheck file = index::check_data_file(options.dir);
   const fs::path mark_path = dir / jobs::kDamagedMark;
-  restart::set_mark_path(mark_path.native());
+  set_damage_mark_path(mark_path.native());
   std::string marked;
   if (std::ifstream mark(mark_path); mark) {
     std::getline(mark, marked);

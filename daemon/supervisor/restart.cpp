@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace dedupd::daemon::supervisor::restart {
+namespace dedupd::daemon::supervisor {
 
 namespace {
-// Plain globals, set before any thread runs: rebuild_now is called from
+// Plain globals, set before any thread runs: restart_to_rebuild is called from
 // LMDB's assertion handler in whichever thread met the damage, and must
 // not allocate on the way to execv if it can help it.
 char** g_argv = nullptr;
@@ -30,16 +30,16 @@ void write_all(int fd, const char* text) {
 }
 }  // namespace
 
-void set_arguments(char** argv) { g_argv = argv; }
+void set_restart_arguments(char** argv) { g_argv = argv; }
 
-void set_mark_path(const std::string& path) { std::snprintf(g_mark, sizeof g_mark, "%s", path.c_str()); }
+void set_damage_mark_path(const std::string& path) { std::snprintf(g_mark, sizeof g_mark, "%s", path.c_str()); }
 
-void set_activated_sockets(int api, int learn) {
+void set_restart_sockets(int api, int learn) {
   g_activated_api = api;
   g_activated_learn = learn;
 }
 
-void exec_self() {
+void restart_self() {
   if (!g_argv) return;
   // Damage that comes back after every rebuild is not the index's (a
   // memory fault, a bug): a few tries, then no more, so it cannot loop.
@@ -66,7 +66,7 @@ void exec_self() {
   ::execv("/proc/self/exe", g_argv);
 }
 
-void rebuild_now(const char* why) {
+void restart_to_rebuild(const char* why) {
   if (g_mark[0] != '\0') {
     int fd = ::open(g_mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd >= 0) {
@@ -79,10 +79,10 @@ void rebuild_now(const char* why) {
   write_all(2, "dedupd: the index is damaged (");
   write_all(2, why);
   write_all(2, "): starting again to move it aside and rebuild it\n");
-  exec_self();
+  restart_self();
   write_all(2, "dedupd: cannot start again: ");
   write_all(2, std::strerror(errno));
   write_all(2, "\n");
 }
 
-}  // namespace dedupd::daemon::supervisor::restart
+}  // namespace dedupd::daemon::supervisor

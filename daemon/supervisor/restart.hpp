@@ -8,22 +8,22 @@
 
 #include <string>
 
-namespace dedupd::daemon::supervisor::restart {
+namespace dedupd::daemon::supervisor {
 
 // The process's own arguments, kept for execv (argv outlives main's frames).
-void set_arguments(char** argv);
+void set_restart_arguments(char** argv);
 // Where the damage mark goes: <index dir>/dedupd-damaged.
-void set_mark_path(const std::string& path);
+void set_damage_mark_path(const std::string& path);
 // Copies of the sockets systemd passed (-1: none), above fd 4: the API's
 // goes to fd 3 again and the learning socket's to fd 4, with LISTEN_FDS and
 // LISTEN_PID as systemd sets them at a first start.
-void set_activated_sockets(int api, int learn);
+void set_restart_sockets(int api, int learn);
 
 // Writes `why` as the mark and starts dedupd again; returns (with errno's
 // text logged) only when it could not.
-void rebuild_now(const char* why);
+void restart_to_rebuild(const char* why);
 
 // Starts dedupd again (the mark written already); returns only on failure.
-void exec_self();
+void restart_self();
 
-}  // namespace dedupd::daemon::supervisor::restart
+}  // namespace dedupd::daemon::supervisor

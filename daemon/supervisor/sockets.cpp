@@ -53,10 +53,10 @@ std::optional<int> take_activated_sockets(learn::Learner& learner) {
   if (!fds) return -1;
   // The server closes its socket when it stops, and so does the learner; a
   // restart for a rebuild hands these copies to the next dedupd in the same
-  // process. Above fd 4, where exec_self puts them back.
+  // process. Above fd 4, where restart_self puts them back.
   const int api_copy = ::fcntl(fds->api, F_DUPFD_CLOEXEC, 5);
   const int learn_copy = fds->learn >= 0 ? ::fcntl(fds->learn, F_DUPFD_CLOEXEC, 5) : -1;
-  restart::set_activated_sockets(api_copy, learn_copy);
+  set_restart_sockets(api_copy, learn_copy);
   spdlog::info("listening on the socket{} systemd passed", fds->learn >= 0 ? "s" : "");
   if (fds->learn >= 0) {
     if (auto adopted = learner.adopt(fds->learn); !adopted) {
