@@ -26,7 +26,7 @@
 #include <cstring>
 
 #include "daemon/api/http/mhd_connections.hpp"
-#include "daemon/api/http/server_impl.hpp"
+#include "daemon/api/http/server_core.hpp"
 #include "daemon/api/http/unix_listener.hpp"
 
 namespace dedupd::daemon::api::http {
@@ -49,7 +49,7 @@ void mhd_log(void*, const char* fmt, va_list ap) {
 
 }  // namespace
 
-ApiServer::Impl::Impl(api::Service& s, ServerOptions o, std::vector<Route> routes)
+ServerCore::ServerCore(api::Service& s, ServerOptions o, std::vector<Route> routes)
     : service(s),
       options(std::move(o)),
       router(std::move(routes)),
@@ -60,8 +60,8 @@ ApiServer::Impl::Impl(api::Service& s, ServerOptions o, std::vector<Route> route
   set_endpoint_gid(options.endpoint_gid);
 }
 
-shard::Result<ApiServer::Started> ApiServer::Impl::start() {
-  if (mhd) return Started{};
+shard::Result<ServerStarted> ServerCore::start() {
+  if (mhd) return ServerStarted{};
   auto fail = [](std::string message) { return shard::Error{"api.listen", 0, std::move(message)}; };
   if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes)
     return fail(fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
@@ -90,7 +90,7 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
-  mhd = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::on_request, this, MHD_OPTION_LISTEN_SOCKET,
+  mhd = MHD_start_daemon(flags, 0, nullptr, nullptr, &ServerCore::on_request, this, MHD_OPTION_LISTEN_SOCKET,
                          MHD_socket(listen_fd), MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
                          connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, unsigned(options.connection_timeout.count()),
                          // Headers and the receive buffer live in this per-connection pool;
@@ -100,8 +100,8 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
                          // times max_connections bounds that: 2048 x 16 KiB = 32 MiB. Only
                          // the pages written are committed; an idle connection costs ~5 KiB.
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, size_t(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-                         &Impl::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,
-                         MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
+                         &ServerCore::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &ServerCore::on_connection,
+                         this, MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, nullptr, MHD_OPTION_END);
   if (!mhd) {
     admin_jobs.reset();
     read_jobs.reset();
@@ -116,10 +116,10 @@ shard::Result<ApiServer::Started> ApiServer::Impl::start() {
   sweeper = std::make_unique<ConnectionSweeper>(connections, listen_fd, connection_limit, options.header_timeout);
   spdlog::info("api: listening on {} ({} threads, max {} connections, request headers within {}s)", options.socket_path,
                threads, connection_limit, options.header_timeout.count());
-  return Started{};
+  return ServerStarted{};
 }
 
-void ApiServer::Impl::stop() {
+void ServerCore::stop() {
   if (!mhd) return;
   sweeper.reset();
   // Jobs resume their suspended connections; MHD must not be stopped while
@@ -145,13 +145,13 @@ void ApiServer::Impl::stop() {
   bound_path = false;
 }
 
-ConnectionTable::Entry* ApiServer::Impl::connection_entry(MHD_Connection* conn) {
+ConnectionTable::Entry* ServerCore::connection_entry(MHD_Connection* conn) {
   const MHD_ConnectionInfo* info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return info ? static_cast<ConnectionTable::Entry*>(info->socket_context) : nullptr;
 }
 
-void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_cls, enum MHD_RequestTerminationCode) {
-  auto* self = static_cast<Impl*>(cls);
+void ServerCore::on_completed(void* cls, MHD_Connection* conn, void** con_cls, enum MHD_RequestTerminationCode) {
+  auto* self = static_cast<ServerCore*>(cls);
   if (auto* st = static_cast<RequestState*>(*con_cls)) {
     self->bodies.give(st->charged);
     delete st;
@@ -160,13 +160,13 @@ void ApiServer::Impl::on_completed(void* cls, MHD_Connection* conn, void** con_c
   self->connections.request_ended(connection_entry(conn), Clock::now());
 }
 
-void ApiServer::Impl::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
-                                    enum MHD_ConnectionNotificationCode code) {
-  track_connection(static_cast<Impl*>(cls)->connections, conn, socket_context, code, Clock::now());
+void ServerCore::on_connection(void* cls, MHD_Connection* conn, void** socket_context,
+                               enum MHD_ConnectionNotificationCode code) {
+  track_connection(static_cast<ServerCore*>(cls)->connections, conn, socket_context, code, Clock::now());
 }
 
 ApiServer::ApiServer(api::Service& service, ServerOptions options, std::vector<Route> routes)
-    : impl_(std::make_unique<Impl>(service, std::move(options), std::move(routes))) {}
+    : impl_(std::make_unique<ServerCore>(service, std::move(options), std::move(routes))) {}
 
 ApiServer::~ApiServer() { stop(); }
 

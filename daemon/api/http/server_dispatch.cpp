@@ -9,7 +9,7 @@
 
 #include <exception>
 
-#include "daemon/api/http/server_impl.hpp"
+#include "daemon/api/http/server_core.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -38,7 +38,7 @@ void free_stream(void* cls) { delete static_cast<std::shared_ptr<BodyStream>*>(c
 
 }  // namespace
 
-Response ApiServer::Impl::busy(std::uint64_t cap) {
+Response ServerCore::busy(std::uint64_t cap) {
   auto r = error(kNotReady, "busy",
                  fmt::format("request and answer bodies in flight already use the {} bytes the server "
                              "holds for them at once; retry",
@@ -47,7 +47,7 @@ Response ApiServer::Impl::busy(std::uint64_t cap) {
   return r;
 }
 
-enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st) {
+enum MHD_Result ServerCore::dispatch(MHD_Connection* conn, RequestState& st) {
   if (st.early) return respond(conn, st, std::move(*st.early));
   if (st.dropped == RequestState::Dropped::too_large)
     return respond(conn, st,
@@ -91,7 +91,7 @@ enum MHD_Result ApiServer::Impl::dispatch(MHD_Connection* conn, RequestState& st
   return MHD_NO;
 }
 
-Response ApiServer::Impl::run_handler(const MethodEntry& entry, Request& request) {
+Response ServerCore::run_handler(const MethodEntry& entry, Request& request) {
   try {
     return entry.handler(context, request);
   } catch (const std::exception& e) {
@@ -100,7 +100,7 @@ Response ApiServer::Impl::run_handler(const MethodEntry& entry, Request& request
   }
 }
 
-enum MHD_Result ApiServer::Impl::respond(MHD_Connection* conn, RequestState& st, Response&& r) {
+enum MHD_Result ServerCore::respond(MHD_Connection* conn, RequestState& st, Response&& r) {
   // The handler is done with the body: free it and its room now, not when
   // MHD has sent the answer, so a client that sends its next request as
   // soon as it reads this one finds the room free.

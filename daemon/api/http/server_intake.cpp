@@ -9,7 +9,7 @@
 #include <charconv>
 #include <exception>
 
-#include "daemon/api/http/server_impl.hpp"
+#include "daemon/api/http/server_core.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -23,10 +23,9 @@ enum MHD_Result query_collector(void* cls, enum MHD_ValueKind, const char* key, 
 
 }  // namespace
 
-enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
-                                            const char*, const char* upload_data, size_t* upload_data_size,
-                                            void** con_cls) {
-  auto* self = static_cast<Impl*>(cls);
+enum MHD_Result ServerCore::on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
+                                       const char*, const char* upload_data, size_t* upload_data_size, void** con_cls) {
+  auto* self = static_cast<ServerCore*>(cls);
   auto* st = static_cast<RequestState*>(*con_cls);
   try {
     if (!st) {
@@ -52,7 +51,7 @@ enum MHD_Result ApiServer::Impl::on_request(void* cls, MHD_Connection* conn, con
   return MHD_NO;
 }
 
-enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, Response&& r) {
+enum MHD_Result ServerCore::refuse(MHD_Connection* conn, RequestState& st, Response&& r) {
   const char* length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   bool has_body = (length && std::string_view(length) != "0") ||
                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -63,8 +62,7 @@ enum MHD_Result ApiServer::Impl::refuse(MHD_Connection* conn, RequestState& st, 
   return MHD_YES;
 }
 
-enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& st, const char* url,
-                                            const char* method) {
+enum MHD_Result ServerCore::first_call(MHD_Connection* conn, RequestState& st, const char* url, const char* method) {
   Match m = router.match(url, method);
   if (!m.route) return refuse(conn, st, error(kNotFound, fmt::format("no route {}", url)));
   st.route_id = m.route->id;
@@ -140,7 +138,7 @@ enum MHD_Result ApiServer::Impl::first_call(MHD_Connection* conn, RequestState& 
   return MHD_YES;
 }
 
-std::size_t ApiServer::Impl::body_limit(Body kind) const {
+std::size_t ServerCore::body_limit(Body kind) const {
   switch (kind) {
     case Body::none:
       return kStrayBodyBytes;
@@ -152,7 +150,7 @@ std::size_t ApiServer::Impl::body_limit(Body kind) const {
   return kStrayBodyBytes;
 }
 
-enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std::size_t n) {
+enum MHD_Result ServerCore::receive(RequestState& st, const char* data, std::size_t n) {
   st.received += n;
   if (st.parser) {
     if (st.dropped == RequestState::Dropped::no && !st.parser->feed(std::string_view(data, n), *st.spool)) {
@@ -178,7 +176,7 @@ enum MHD_Result ApiServer::Impl::receive(RequestState& st, const char* data, std
   return MHD_YES;
 }
 
-void ApiServer::Impl::drop_body(RequestState& st, RequestState::Dropped why) {
+void ServerCore::drop_body(RequestState& st, RequestState::Dropped why) {
   st.dropped = why;
   // Past the limit, the drain is counted from the limit itself.
   st.dropped_at = why == RequestState::Dropped::too_large ? st.body_limit : st.received;

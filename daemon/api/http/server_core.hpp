@@ -1,4 +1,4 @@
-// What the server's parts share (server.cpp starts and stops it,
+// The server behind ApiServer, what its parts share (server.cpp starts and stops it,
 // server_intake.cpp takes a request in, server_dispatch.cpp runs its handler
 // and answers): the limits, one request's state and the server's own. Only
 // those three files include it.
@@ -24,7 +24,8 @@
 #include "daemon/api/http/job_queue.hpp"
 #include "daemon/api/http/metrics.hpp"
 #include "daemon/api/http/router.hpp"
-#include "daemon/api/http/server.hpp"
+#include "daemon/api/http/server_options.hpp"
+#include "daemon/api/service.hpp"
 #include "daemon/fleet_link/answers.hpp"
 
 namespace dedupd::daemon::api::http {
@@ -84,10 +85,11 @@ struct RequestState {
   Response off_thread_result;
 };
 
-struct ApiServer::Impl {
+class ServerCore {
+ public:
   using Clock = std::chrono::steady_clock;
 
-  Impl(api::Service& s, ServerOptions o, std::vector<Route> routes);
+  ServerCore(api::Service& s, ServerOptions o, std::vector<Route> routes);
 
   static void store_gid(std::atomic<std::int64_t>& to, std::optional<gid_t> gid) {
     to.store(gid ? std::int64_t(*gid) : -1);
@@ -110,7 +112,7 @@ struct ApiServer::Impl {
     return load_gid(endpoint_gid) && is_admin(peer, load_gid(endpoint_gid));
   }
 
-  shard::Result<Started> start();
+  shard::Result<ServerStarted> start();
   void stop();
 
   static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
