@@ -16,8 +16,9 @@
 #include "fleet/fleet.hpp"
 #include "fleet/host_name.hpp"
 #include "fleet/key_filters.hpp"
+#include "fleet/partitions.hpp"
 #include "fleet/reader_sql.hpp"
-#include "fleet/schema.hpp"
+#include "fleet/schema_version.hpp"
 #include "fleet/sql.hpp"
 #include "fleet/xorb_cache.hpp"
 

@@ -1,6 +1,6 @@
 #include "fleet/reader_sql.hpp"
 
-#include "fleet/schema.hpp"
+#include "fleet/partitions.hpp"
 #include "fleet/sql.hpp"
 
 namespace dedupd::fleet::reader_sql {

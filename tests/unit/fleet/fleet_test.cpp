@@ -12,7 +12,8 @@
 
 #include "fleet/fleet.hpp"
 #include "fleet/migrations.hpp"
-#include "fleet/schema.hpp"
+#include "fleet/partitions.hpp"
+#include "fleet/schema_version.hpp"
 #include "fleet/xorb_cache.hpp"
 #include "tests/unit/fleet/answer_support.hpp"
 #include "tests/unit/fleet/pg_support.hpp"
