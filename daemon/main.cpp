@@ -25,7 +25,7 @@
 #include "index/file_check.hpp"
 #include "index/index.hpp"
 #include "index/page_check.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "index/status.hpp"
 
 #ifndef DEDUPD_VERSION

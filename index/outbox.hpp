@@ -25,7 +25,15 @@
 namespace dedupd::index {
 
 enum class OutboxOp : std::uint8_t { publish = 1, drop_hold = 2 };
-const char* to_string(OutboxOp op);
+inline const char* to_string(OutboxOp op) {
+  switch (op) {
+    case OutboxOp::publish:
+      return "publish";
+    case OutboxOp::drop_hold:
+      return "drop_hold";
+  }
+  return "unknown";
+}
 
 struct OutboxEntry {
   std::uint64_t seq = 0;  // increasing; acknowledge through it

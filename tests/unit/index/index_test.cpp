@@ -16,7 +16,7 @@
 
 #include "index/index.hpp"
 #include "index/records.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "shard/mapped_file.hpp"
 #include "tests/unit/index/support.hpp"
 
