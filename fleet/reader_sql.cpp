@@ -119,4 +119,9 @@ Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::Live
   return *list;
 }
 
+void note_epoch(XorbCache& cache, std::string& known, std::uint32_t& era, std::string_view epoch) {
+  if (known != epoch) known = std::string(epoch);
+  era = cache.era(known);
+}
+
 }  // namespace dedupd::fleet::reader_sql
