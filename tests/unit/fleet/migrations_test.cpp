@@ -23,19 +23,8 @@
 namespace dedupd::fleet {
 namespace {
 
-using index::gen::GenXorb;
-using test::Admin;
-using test::cas_of;
-using test::FleetTest;
-using test::holders;
-using test::kDeadline;
-using test::load_fleet_v2;
-using test::lookup;
-using test::make_shard;
-using test::options;
-using test::publish;
-using test::reader;
-using test::writer;
+// FleetTest, its Writer and Reader, the server and the shards (fleet_fixture.hpp).
+using namespace test;
 
 // The answers of tests/fixtures/fleet-v2/answers.txt, as its writer
 // (make_fleet_v2.cpp.txt there) printed them: one line per answer, so "as

@@ -22,13 +22,8 @@
 namespace dedupd::fleet {
 namespace {
 
-using index::gen::GenXorb;
-using test::FleetTest;
-using test::kDeadline;
-using test::make_shard;
-using test::publish;
-using test::reader;
-using test::writer;
+// FleetTest, its Writer and Reader, the server and the shards (fleet_fixture.hpp).
+using namespace test;
 
 // A global-dedup reply from the fleet takes a shard's xorbs as a local one
 // does: the chunk's xorb, then those after it, then those before, within

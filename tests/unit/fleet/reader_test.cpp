@@ -23,19 +23,8 @@
 namespace dedupd::fleet {
 namespace {
 
-using index::gen::GenXorb;
-using test::Admin;
-using test::cas_of;
-using test::Cluster;
-using test::FleetTest;
-using test::holders;
-using test::kDeadline;
-using test::lookup;
-using test::make_shard;
-using test::options;
-using test::publish;
-using test::reader;
-using test::writer;
+// FleetTest, its Writer and Reader, the server and the shards (fleet_fixture.hpp).
+using namespace test;
 
 TEST_F(FleetTest, AnEmptyBlockIsAnEmptyAnswer) {
   auto w = writer(url_, "a");

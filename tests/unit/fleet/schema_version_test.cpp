@@ -23,12 +23,8 @@
 namespace dedupd::fleet {
 namespace {
 
-using test::Admin;
-using test::FleetTest;
-using test::kDeadline;
-using test::options;
-using test::reader;
-using test::writer;
+// FleetTest, its Writer and Reader, the server and the shards (fleet_fixture.hpp).
+using namespace test;
 
 TEST_F(FleetTest, MigrateCreatesThenIsANoOpAndANewerSchemaIsRefused) {
   auto w = writer(url_, "a");

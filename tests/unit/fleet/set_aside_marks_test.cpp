@@ -21,11 +21,8 @@
 namespace dedupd::fleet {
 namespace {
 
-using index::gen::GenXorb;
-using test::FleetTest;
-using test::make_shard;
-using test::publish;
-using test::writer;
+// FleetTest, its Writer and Reader, the server and the shards (fleet_fixture.hpp).
+using namespace test;
 
 // The set-aside marks: one per (shard, CAS), the first reason kept, all of
 // a shard's going together.
