@@ -16,8 +16,8 @@
 #include "cli/atomic_file.hpp"
 #include "cli/context.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/offline.hpp"
 #include "cli/output.hpp"
+#include "cli/shard_inspect.hpp"
 #include "shard/mapped_file.hpp"
 #include "shard/reader.hpp"
 

@@ -1,5 +1,5 @@
 // The command lines of the verbs that ask dedupd what it holds: lookups
-// (lookup.hpp), the shard list and status (state_verbs.hpp), dedup-shard.
+// (lookup_requests.hpp), the shard list and status (state_verbs.hpp), dedup-shard.
 #include <CLI/CLI.hpp>
 
 #include <memory>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/dedup_shard.hpp"
-#include "cli/lookup.hpp"
+#include "cli/lookup_requests.hpp"
 #include "cli/state_verbs.hpp"
 #include "cli/verbs.hpp"
 

@@ -119,7 +119,7 @@ void print_managed_caches(Context& ctx, Client& client) {
         if (r.is_string()) ctx.out() << where << ": " << r.get<std::string>() << '\n';
     if (c.contains("set_aside") && c["set_aside"].is_array())
       for (const auto& r : c["set_aside"])
-        if (r.is_string()) ctx.out() << where << ": set aside " << r.get<std::string>() << '\n';
+        if (r.is_string()) ctx.out() << where << ": held back " << r.get<std::string>() << '\n';
   }
 }
 
@@ -186,7 +186,7 @@ int xet_cache_status(Context& ctx) {
         if (r.is_string()) f.add("Remove too", r.get<std::string>(), Color::red);
     if (c.contains("set_aside") && c["set_aside"].is_array())
       for (const auto& r : c["set_aside"])
-        if (r.is_string()) f.add("Set aside", r.get<std::string>(), Color::yellow);
+        if (r.is_string()) f.add("Held back", r.get<std::string>(), Color::yellow);
     f.print(ctx.out(), ctx.style);
   }
   return kOk;
@@ -246,7 +246,7 @@ int xet_cache_plan(Context& ctx, const std::string& root) {
     }
     if (c.contains("set_aside") && c["set_aside"].is_array())
       for (const auto& r : c["set_aside"])
-        if (r.is_string()) ctx.out() << "set aside: " << r.get<std::string>() << '\n';
+        if (r.is_string()) ctx.out() << "held back: " << r.get<std::string>() << '\n';
   }
   return kOk;
 }

@@ -25,8 +25,8 @@
 #include "index/file_check.hpp"
 #include "index/index.hpp"
 #include "index/page_check.hpp"
-#include "index/schema.hpp"
 #include "index/status.hpp"
+#include "index/tables.hpp"
 
 #ifndef DEDUPD_VERSION
 #define DEDUPD_VERSION "0.0.0"

@@ -2,7 +2,10 @@
 // never changes once released: a new layout is a new entry.
 #include "fleet/migrations.hpp"
 
-#include "fleet/schema.hpp"
+#include <cstdio>
+#include <string>
+
+#include "fleet/partitions.hpp"
 
 namespace dedupd::fleet::schema {
 namespace {
@@ -205,7 +208,7 @@ std::string v6() {
 // Version 7, the first additive one (issue 61): older dedupd keep working
 // on it, so the fleet can be upgraded one host at a time.
 // - schema_version.applied: how many migrations ran. `version` becomes the
-//   oldest schema a dedupd must know to use the database (schema.cpp): an
+//   oldest schema a dedupd must know to use the database (schema_version.cpp): an
 //   additive migration leaves it, and dedupd 0.1.0, which reads only
 //   `version` and wants exactly 6, goes on.
 // - host.version: the dedupd release each host runs (NULL: before 0.2.0,

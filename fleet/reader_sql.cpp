@@ -1,6 +1,6 @@
 #include "fleet/reader_sql.hpp"
 
-#include "fleet/schema.hpp"
+#include "fleet/partitions.hpp"
 #include "fleet/sql.hpp"
 
 namespace dedupd::fleet::reader_sql {
@@ -117,6 +117,11 @@ Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::Live
   }
   if (!list) return make_error(kRuleProtocol, "lookup answer without the key list");
   return *list;
+}
+
+void note_epoch(XorbCache& cache, std::string& known, std::uint32_t& era, std::string_view epoch) {
+  if (known != epoch) known = std::string(epoch);
+  era = cache.era(known);
 }
 
 }  // namespace dedupd::fleet::reader_sql

@@ -14,6 +14,12 @@
 
 namespace dedupd::fleet::reader_sql {
 
+// The names the statements are prepared under, once per connection
+// (Reader::ensure_connected).
+inline constexpr const char* kLookupStatement = "dedupd_fleet_lookup";
+inline constexpr const char* kLookupEntriesStatement = "dedupd_fleet_lookup_entries";
+inline constexpr const char* kFillStatement = "dedupd_fleet_fill";
+
 // The live keys' rows alone (a statement of their own, and the tail of
 // lookup_sql's answer), the raw forms' row among them.
 const std::string& key_rows_sql();
@@ -46,5 +52,10 @@ struct KeyRows {
   std::string_view epoch;
 };
 Result<KeyRows> read_key_rows(const detail::Rows& rows, std::vector<detail::LiveKey>& live);
+// What the cache holds of tables named `epoch` is what the Reader may use:
+// other tables (a restore, a new schema) or another server may reuse row
+// ids, and are another era. Asked with every answer: the cache's owner may
+// have ended every era since (XorbCache::clear).
+void note_epoch(XorbCache& cache, std::string& known, std::uint32_t& era, std::string_view epoch);
 
 }  // namespace dedupd::fleet::reader_sql

@@ -9,7 +9,7 @@
 #include "fleet/connection.hpp"
 #include "fleet/fleet.hpp"
 #include "fleet/host_name.hpp"
-#include "fleet/schema.hpp"
+#include "fleet/schema_version.hpp"
 
 namespace dedupd::fleet {
 namespace {

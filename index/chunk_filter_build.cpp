@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 
 namespace dedupd::index {
 
@@ -17,14 +18,14 @@ using detail::Cursor;
 
 namespace {
 
-ChunkFilterSizes filter_sizes(const Index::Impl& im, std::uint64_t entries) {
+ChunkFilterSizes filter_sizes(const OpenIndex& im, std::uint64_t entries) {
   return chunk_filter_sizes(entries, im.options.merge_threshold, im.options.filter_memory,
                             im.options.filter_floor_entries);
 }
 
 // A new recent-table filter beside `all` (in service): what filter_sizes
 // gives for the entries `all` holds, within the room `all` leaves.
-std::shared_ptr<ChunkFilter> new_recent_filter(const Index::Impl& im, const ChunkFilter& all) {
+std::shared_ptr<ChunkFilter> new_recent_filter(const OpenIndex& im, const ChunkFilter& all) {
   ChunkFilterSizes s = filter_sizes(im, all.added());
   const std::uint64_t max_bytes = im.options.filter_memory;
   const std::uint64_t left = ChunkFilter::capacity_within(max_bytes > all.bytes() ? max_bytes - all.bytes() : 0);
@@ -32,7 +33,7 @@ std::shared_ptr<ChunkFilter> new_recent_filter(const Index::Impl& im, const Chun
   return std::make_shared<ChunkFilter>(s.recent, s.at_bound || all.at_bound());
 }
 
-ChunkFilterInfo info_of(const Index::Impl& im, const ChunkFilter* all, const ChunkFilter* recent, bool in_service) {
+ChunkFilterInfo info_of(const OpenIndex& im, const ChunkFilter* all, const ChunkFilter* recent, bool in_service) {
   ChunkFilterInfo i;
   i.in_service = in_service;
   i.max_bytes = im.options.filter_memory;
@@ -119,7 +120,7 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
   // a minute (268 M entries: 62 s), and the daemon's work loop must go on
   // ingesting, and pinging the watchdog, meanwhile. What this process
   // commits from the start of the build on is logged by the writer
-  // (Impl::catch_up) and added under the lock at the end, before the filter
+  // (OpenIndex::catch_up) and added under the lock at the end, before the filter
   // goes into service.
   std::uint64_t all = 0;
   {
@@ -137,7 +138,7 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
   }
   // However the build ends, the writer stops logging.
   struct StopLogging {
-    Impl& im;
+    OpenIndex& im;
     ~StopLogging() {
       std::lock_guard lock(im.write_mu);
       im.catch_up.reset();
@@ -195,7 +196,7 @@ Result<ChunkFilterInfo> Index::build_chunk_filter(const std::function<bool(unsig
   return info_of(*impl_, f.get(), r.get(), true);
 }
 
-void Index::Impl::reset_recent_filter() {
+void OpenIndex::reset_recent_filter() {
   if (!filter) return;
   MDB_envinfo info;
   if (mdb_env_info(env->raw(), &info) != 0) return;
@@ -209,7 +210,7 @@ void Index::Impl::reset_recent_filter() {
   recent_filter = r;
 }
 
-void Index::Impl::refill_recent_filter() {
+void OpenIndex::refill_recent_filter() {
   if (!filter) return;
   MDB_envinfo info;
   if (mdb_env_info(env->raw(), &info) != 0) return;
@@ -232,7 +233,7 @@ void Index::Impl::refill_recent_filter() {
 namespace {
 
 // The filter, if a reader starting now would trust it.
-std::shared_ptr<const ChunkFilter> trusted_now(const Index::Impl& im) {
+std::shared_ptr<const ChunkFilter> trusted_now(const OpenIndex& im) {
   MDB_envinfo info;
   if (mdb_env_info(im.env->raw(), &info) != 0) return nullptr;
   return im.filter_for(std::max<std::uint64_t>(info.me_last_txnid, 1));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "shard/keys.hpp"
 
 namespace dedupd::index {
@@ -20,7 +21,7 @@ namespace {
 // their forms for ever (8 bytes a chunk).
 constexpr std::uint64_t kExpiredFormsKeptSeconds = 30ull * 24 * 3600;
 
-int put_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ExpiredForms forms) {
+int put_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, ExpiredForms forms) {
   Bytes b = encode(std::move(forms));
   MDB_val k = val(shard_hash), v = val(b);
   return mdb_put(txn, im.dbs.expired_forms, &k, &v, 0);
@@ -37,7 +38,7 @@ ExpiredForms head_of(const ShardRecord& rec, std::uint64_t now) {
 
 }  // namespace
 
-TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const ShardRecord& rec,
+TxnResult keep_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, const ShardRecord& rec,
                              const ShardRefs& refs, std::uint64_t now) {
   ExpiredForms f = head_of(rec, now);
   f.forms.reserve(rec.chunks);
@@ -54,7 +55,7 @@ TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_ha
   return put_forms(im, txn, shard_hash, std::move(f));
 }
 
-TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const ShardRecord& rec,
+TxnResult keep_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, const ShardRecord& rec,
                              const shard::ShardView& view, std::uint64_t now) {
   ExpiredForms f = head_of(rec, now);
   f.forms.reserve(view.stats().chunks);
@@ -63,13 +64,13 @@ TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_ha
   return put_forms(im, txn, shard_hash, std::move(f));
 }
 
-int forget_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash) {
+int forget_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash) {
   MDB_val k = val(shard_hash);
   int rc = mdb_del(txn, im.dbs.expired_forms, &k, nullptr);
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-TxnResult drop_old_expired_forms(Index::Impl& im, MDB_txn* txn, std::uint64_t now, std::size_t& dropped) {
+TxnResult drop_old_expired_forms(OpenIndex& im, MDB_txn* txn, std::uint64_t now, std::size_t& dropped) {
   Cursor c;
   if (int rc = c.open(txn, im.dbs.expired_forms)) return rc;
   MDB_val k, v;

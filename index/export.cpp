@@ -81,7 +81,7 @@ bool same(const Found& a, const Found& b) { return a.hash == b.hash && a.locatio
 }  // namespace
 
 Result<WalkCounts> RawChunkWalker::walk(const Index& index, const RawChunkVisitor& visit) {
-  const Index::Impl& im = *index.impl_;
+  const OpenIndex& im = *index.impl_;
   auto txn = im.env->begin_read();
   if (!txn) return txn.error();
   MDB_txn* t = txn->get();

@@ -13,16 +13,17 @@
 
 #include "index/chunk_filter.hpp"
 #include "index/env.hpp"
-#include "index/index.hpp"
+#include "index/options.hpp"
 #include "index/records.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "index/tuning.hpp"
+#include "index/types.hpp"
 
 namespace dedupd::index {
 
 // While build_chunk_filter() reads the chunk tables without the writer
 // lock, what this process's writers commit meanwhile, for the build to add
-// when it takes the lock back (Index::Impl::catch_up).
+// when it takes the lock back (OpenIndex::catch_up).
 struct FilterCatchUp {
   std::vector<std::array<std::uint8_t, ChunkFilter::kFingerprintBytes>> fingerprints;
   std::uint64_t next_txn = 0;  // the id this process's next commit should get
@@ -41,7 +42,9 @@ struct FilterCatchUp {
   }
 };
 
-struct Index::Impl {
+// What an open index holds: the environment, its tables, the writer's lock,
+// the chunk filters and the work a writer carries from one call to the next.
+struct OpenIndex {
   Options options;
   std::unique_ptr<lmdb::Env> env;
   schema::Dbs dbs{};
@@ -137,22 +140,22 @@ using lmdb::TxnResult;
 
 // One shard in the open write transaction: proceed() when done, otherwise
 // what ends the transaction (an LMDB code or the index's own error).
-TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& shard_hash,
+TxnResult ingest_in_txn(OpenIndex& im, MDB_txn* txn, const shard::ShardView& view, const Hash& shard_hash,
                         const SourceInfo& source, const IngestOptions& options, IngestResult& out);
-TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
+TxnResult remove_in_txn(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, ShardState new_state, std::uint64_t now,
                         RemoveResult& out);
 // Keeps the chunk forms of a shard that expires now (from the xorbs its
 // refs list, before they go) or arrives expired (from its file), so a query
 // can say why they are gone (expired_forms.cpp); forgets them when the
 // shard is live again, and drops those kept past their time.
-TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
+TxnResult keep_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
                              const records::ShardRefs& refs, std::uint64_t now);
-TxnResult keep_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
+TxnResult keep_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash, const records::ShardRecord& rec,
                              const shard::ShardView& view, std::uint64_t now);
-int forget_expired_forms(Index::Impl& im, MDB_txn* txn, const Hash& shard_hash);
-TxnResult drop_old_expired_forms(Index::Impl& im, MDB_txn* txn, std::uint64_t now, std::size_t& dropped);
+int forget_expired_forms(OpenIndex& im, MDB_txn* txn, const Hash& shard_hash);
+TxnResult drop_old_expired_forms(OpenIndex& im, MDB_txn* txn, std::uint64_t now, std::size_t& dropped);
 // Records `path` as holding shard_hash (accepted) or as rejected.
-int put_source(Index::Impl& im, MDB_txn* txn, const records::Source& source);
+int put_source(OpenIndex& im, MDB_txn* txn, const records::Source& source);
 
 // A ShardRef from a shard record without decoding its paths (lookup path).
 std::optional<ShardRef> shard_ref(const Hash& shard_hash, const MDB_val& record);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/open_tables.hpp"
 
 namespace dedupd::index {
 
@@ -38,7 +39,7 @@ const char* to_string(IngestOutcome o) {
   return "unknown";
 }
 
-Index::Index(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Index::Index(std::unique_ptr<OpenIndex> impl) : impl_(std::move(impl)) {}
 
 void Index::set_lmdb_assert_handler(void (*handler)(const char* what)) { lmdb::set_assert_handler(handler); }
 Index::~Index() = default;
@@ -48,7 +49,7 @@ std::uint32_t Index::schema_version() const { return impl_->dbs.version; }
 
 Result<std::unique_ptr<Index>> Index::open(const Options& options) {
   if (options.dir.empty()) return make_error(kRuleArgument, "no index directory given");
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<OpenIndex>();
   impl->options = options;
   lmdb::EnvOptions eo;
   eo.dir = options.dir;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "index/outbox_txn.hpp"
 #include "index/tuning.hpp"
 #include "shard/cas_scope.hpp"
@@ -18,7 +19,7 @@ namespace detail {
 
 std::size_t g_ingest_run_entries = std::size_t(1) << 18;
 
-int put_source(Index::Impl& im, MDB_txn* txn, const Source& s) {
+int put_source(OpenIndex& im, MDB_txn* txn, const Source& s) {
   if (s.path.empty()) return 0;
   Hash k = source_key(s.path);
   MDB_val key = val(k), old;
@@ -53,14 +54,14 @@ void add_path(ShardRecord& r, const std::string& path) {
   if (!path.empty() && std::find(r.paths.begin(), r.paths.end(), path) == r.paths.end()) r.paths.push_back(path);
 }
 
-int put_record(Index::Impl& im, MDB_txn* txn, const Hash& h, const ShardRecord& r) {
+int put_record(OpenIndex& im, MDB_txn* txn, const Hash& h, const ShardRecord& r) {
   Bytes b = encode(r);
   MDB_val k = val(h), v = val(b);
   return mdb_put(txn, im.dbs.shards, &k, &v, 0);
 }
 
 // The id of a stored xorb form equal to `block` under `key`, or 0.
-TxnResult find_xorb_form(Index::Impl& im, MDB_txn* txn, MDB_cursor* ids, const shard::XorbBlock& block, const Key& key,
+TxnResult find_xorb_form(OpenIndex& im, MDB_txn* txn, MDB_cursor* ids, const shard::XorbBlock& block, const Key& key,
                          XorbId& found) {
   found = 0;
   Hash h = block.hash();
@@ -113,7 +114,7 @@ bool richer(const shard::FileBlock& now, const shard::FileBlock& before) {
   return ver && meta && more && now.num_terms() == before.num_terms();
 }
 
-TxnResult add_file(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const shard::FileBlock& fb,
+TxnResult add_file(OpenIndex& im, MDB_txn* txn, const shard::ShardView& view, const shard::FileBlock& fb,
                    const Hash& shard_hash, ShardRefs& refs, IngestResult& out) {
   Hash fh = fb.hash();
   MDB_val k = val(fh), sv = val(shard_hash);
@@ -168,7 +169,7 @@ ChunkEntryKey unpack(std::uint8_t key, const PackedChunkValue& p) {
 // (and LMDB allocates) about half the pages.
 class EntryWriter {
  public:
-  EntryWriter(Index::Impl& im, MDB_txn* txn, const std::vector<FreshXorb>& fresh,
+  EntryWriter(OpenIndex& im, MDB_txn* txn, const std::vector<FreshXorb>& fresh,
               const std::array<std::uint64_t, 256>& per_key)
       : im_(im), txn_(txn), fresh_(fresh), per_key_(per_key) {}
 
@@ -278,7 +279,7 @@ class EntryWriter {
   }
 
   static constexpr std::size_t kBlock = 1024;
-  Index::Impl& im_;
+  OpenIndex& im_;
   MDB_txn* txn_;
   const std::vector<FreshXorb>& fresh_;
   const std::array<std::uint64_t, 256>& per_key_;
@@ -289,7 +290,7 @@ class EntryWriter {
 
 }  // namespace
 
-TxnResult ingest_in_txn(Index::Impl& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
+TxnResult ingest_in_txn(OpenIndex& im, MDB_txn* txn, const shard::ShardView& view, const Hash& h,
                         const SourceInfo& source, const IngestOptions& opt, IngestResult& out) {
   const schema::Dbs& d = im.dbs;
   out = IngestResult{};

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "index/outbox_txn.hpp"
 
 namespace dedupd::index {
@@ -18,7 +19,7 @@ constexpr std::size_t kMaxProblems = 1000;
 
 class Checker {
  public:
-  Checker(const Index::Impl& im, MDB_txn* txn) : d_(im.dbs), txn_(txn) {}
+  Checker(const OpenIndex& im, MDB_txn* txn) : d_(im.dbs), txn_(txn) {}
 
   int run() {
     int rc;

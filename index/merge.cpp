@@ -1,4 +1,4 @@
-// Moving chunk entries from chunks_recent into chunks (see schema.hpp for
+// Moving chunk entries from chunks_recent into chunks (see tables.hpp for
 // why two tables). A step moves whole key bytes, so each entry is in exactly
 // one table at every commit, and lookups probe both.
 #include <cstring>
@@ -7,6 +7,7 @@
 
 #include "index/duplicates.hpp"
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "index/tuning.hpp"
 
 namespace dedupd::index {
@@ -90,7 +91,7 @@ int merge_key(const Cursor& recent, const Cursor& main, const ChunkKey& key, std
 // `from` on (fewer past g_merge_step_entries); `next` gets the key byte after
 // the last one moved (0x100: none left from `from` on), `left` what remains
 // in recent.
-int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& next, std::uint64_t& left) {
+int merge_step(const OpenIndex& im, MDB_txn* txn, unsigned from, unsigned& next, std::uint64_t& left) {
   Cursor recent, main;
   int rc;
   if ((rc = recent.open(txn, im.dbs.chunks_recent)) || (rc = main.open(txn, im.dbs.chunks))) return rc;
@@ -125,7 +126,7 @@ int merge_step(const Index::Impl& im, MDB_txn* txn, unsigned from, unsigned& nex
 
 }  // namespace
 
-Status Index::Impl::merge_if_due(bool force, std::chrono::steady_clock::time_point until) {
+Status OpenIndex::merge_if_due(bool force, std::chrono::steady_clock::time_point until) {
   for (;;) {
     std::uint64_t left = 0;
     unsigned next = 0;

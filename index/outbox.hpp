@@ -3,7 +3,7 @@
 // An entry is written in the same LMDB transaction as the change it reports
 // (a shard indexed: publish it; a shard removed or expired: drop this host's
 // hold), so a crash can never leave a local change without its entry, and the
-// publisher (daemon/fleet/) can drain it at its own pace without ever holding
+// publisher (daemon/fleet_link/) can drain it at its own pace without ever holding
 // up ingest. Entries are acknowledged only after the fleet committed them;
 // replaying one twice is harmless because the fleet is idempotent by shard
 // hash. While the outbox is off (no fleet configured) nothing is queued.
@@ -25,7 +25,15 @@
 namespace dedupd::index {
 
 enum class OutboxOp : std::uint8_t { publish = 1, drop_hold = 2 };
-const char* to_string(OutboxOp op);
+inline const char* to_string(OutboxOp op) {
+  switch (op) {
+    case OutboxOp::publish:
+      return "publish";
+    case OutboxOp::drop_hold:
+      return "drop_hold";
+  }
+  return "unknown";
+}
 
 struct OutboxEntry {
   std::uint64_t seq = 0;  // increasing; acknowledge through it

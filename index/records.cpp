@@ -8,9 +8,10 @@ namespace dedupd::index::records {
 
 namespace {
 
-class Out {
+// Appends a record's fields in their stored byte order.
+class RecordWriter {
  public:
-  explicit Out(std::size_t reserve = 0) { b_.reserve(reserve); }
+  explicit RecordWriter(std::size_t reserve = 0) { b_.reserve(reserve); }
   void u8(std::uint8_t v) { b_.push_back(v); }
   void pad(std::size_t n) { b_.insert(b_.end(), n, 0); }
   void u32(std::uint32_t v) { raw(&v, 4); }
@@ -28,9 +29,9 @@ class Out {
 };
 
 // Bounds-checked reads: a damaged record decodes to nullopt, never a crash.
-class In {
+class RecordReader {
  public:
-  explicit In(const MDB_val& v) : p_(static_cast<const std::uint8_t*>(v.mv_data)), n_(v.mv_size) {}
+  explicit RecordReader(const MDB_val& v) : p_(static_cast<const std::uint8_t*>(v.mv_data)), n_(v.mv_size) {}
   bool ok() const { return ok_; }
   bool at_end() const { return ok_ && pos_ == n_; }
   const std::uint8_t* take(std::size_t k) {
@@ -203,7 +204,7 @@ std::vector<std::uint8_t> XorbRecordView::cas_block() const {
 }
 
 Bytes encode(const ShardRecord& r) {
-  Out o(128);
+  RecordWriter o(128);
   o.u8(std::uint8_t(r.state));
   o.u8(std::uint8_t((r.has_footer ? 1 : 0) | (r.keyed ? 2 : 0) | (r.has_expiry ? 4 : 0) |
                     (r.cas.empty() ? 0 : kShardScoped) | (r.set_aside ? kShardSetAside : 0)));
@@ -235,7 +236,7 @@ Bytes encode(const ShardRecord& r) {
 }
 
 std::optional<ShardRecord> decode_shard(const MDB_val& v) {
-  In in(v);
+  RecordReader in(v);
   ShardRecord r;
   std::uint8_t state = in.u8();
   if (state < 1 || state > 3) return std::nullopt;
@@ -290,7 +291,7 @@ std::uint8_t ref_flags_of(const shard::FileHeader& h) {
 }
 
 Bytes encode(const ShardRefs& r) {
-  Out o(8 + 4 * r.xorbs.size() + 32 * r.files.size() + r.file_flags.size());
+  RecordWriter o(8 + 4 * r.xorbs.size() + 32 * r.files.size() + r.file_flags.size());
   o.u32(std::uint32_t(r.xorbs.size()));
   o.u32(std::uint32_t(r.files.size()));
   for (XorbId id : r.xorbs) o.u32(id);
@@ -300,7 +301,7 @@ Bytes encode(const ShardRefs& r) {
 }
 
 std::optional<ShardRefs> decode_refs(const MDB_val& v) {
-  In in(v);
+  RecordReader in(v);
   std::uint32_t nx = in.u32(), nf = in.u32();
   const std::uint64_t without_flags = 8 + 4 * std::uint64_t(nx) + 32 * std::uint64_t(nf);
   if (!in.ok() || (v.mv_size != without_flags && v.mv_size != without_flags + nf)) return std::nullopt;
@@ -317,7 +318,7 @@ std::optional<ShardRefs> decode_refs(const MDB_val& v) {
 }
 
 Bytes encode_file_record(std::span<const std::uint8_t> block_bytes) {
-  Out o(kFileRecordHeader + block_bytes.size());
+  RecordWriter o(kFileRecordHeader + block_bytes.size());
   o.u32(0);
   o.u32(0);
   o.raw(block_bytes.data(), block_bytes.size());
@@ -333,7 +334,7 @@ std::optional<shard::FileBlock> decode_file(const MDB_val& v) {
 }
 
 Bytes encode(const Source& s) {
-  Out o(96 + s.rule.size() + s.message.size() + s.path.size());
+  RecordWriter o(96 + s.rule.size() + s.message.size() + s.path.size());
   o.u8(s.rejected ? 2 : 1);
   o.pad(7);
   o.u64(s.size);
@@ -353,7 +354,7 @@ Bytes encode(const Source& s) {
 }
 
 std::optional<Source> decode_source(const MDB_val& v) {
-  In in(v);
+  RecordReader in(v);
   Source s;
   std::uint8_t kind = in.u8();
   if (kind != 1 && kind != 2) return std::nullopt;
@@ -377,7 +378,7 @@ std::optional<Source> decode_source(const MDB_val& v) {
 Bytes encode(ExpiredForms r) {
   std::sort(r.forms.begin(), r.forms.end());
   r.forms.erase(std::unique(r.forms.begin(), r.forms.end()), r.forms.end());
-  Out o(kExpiredFormsHeader + r.forms.size() * kExpiredFormBytes);
+  RecordWriter o(kExpiredFormsHeader + r.forms.size() * kExpiredFormBytes);
   o.u8(r.keyed ? 1 : 0);
   o.pad(7);
   o.u64(r.expiry);

@@ -1,4 +1,4 @@
-// On-disk layouts of the index records (schema version in schema.hpp; any
+// On-disk layouts of the index records (schema version in tables.hpp; any
 // change here that old code cannot read bumps it). Keys that LMDB orders
 // (ids, expiry instants) are big-endian so memcmp order is numeric order;
 // everything inside values is little-endian like the shard format.

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "index/outbox_txn.hpp"
 #include "index/tuning.hpp"
 
@@ -39,7 +40,7 @@ int has_dups(MDB_txn* txn, MDB_dbi dbi, MDB_val key, bool& any) {
 // shard's size, and each run walks the chunk tables in key order.
 class DeadEntries {
  public:
-  DeadEntries(const Index::Impl& im, MDB_txn* txn) : im_(im), txn_(txn) {}
+  DeadEntries(const OpenIndex& im, MDB_txn* txn) : im_(im), txn_(txn) {}
 
   int open() {
     int rc;
@@ -74,7 +75,7 @@ class DeadEntries {
   }
 
  private:
-  const Index::Impl& im_;
+  const OpenIndex& im_;
   MDB_txn* txn_;
   Cursor recent_, main_;
   bool recent_empty_ = false;
@@ -83,7 +84,7 @@ class DeadEntries {
 
 // Deletes xorb `id` (its last shard is gone): its chunk entries, its id
 // mapping and its record.
-TxnResult drop_xorb(Index::Impl& im, MDB_txn* txn, XorbId id, DeadEntries& dead) {
+TxnResult drop_xorb(OpenIndex& im, MDB_txn* txn, XorbId id, DeadEntries& dead) {
   IdKey ik(id);
   MDB_val xk = ik.mdb(), xv;
   int rc = mdb_get(txn, im.dbs.xorbs, &xk, &xv);
@@ -99,7 +100,7 @@ TxnResult drop_xorb(Index::Impl& im, MDB_txn* txn, XorbId id, DeadEntries& dead)
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-TxnResult drop_file_ref(Index::Impl& im, MDB_txn* txn, const Hash& fh, const Hash& shard_hash) {
+TxnResult drop_file_ref(OpenIndex& im, MDB_txn* txn, const Hash& fh, const Hash& shard_hash) {
   int rc = del_dup(txn, im.dbs.file_shards, val(fh), val(shard_hash));
   if (rc) return rc;
   bool any;
@@ -118,7 +119,7 @@ TxnResult drop_file_ref(Index::Impl& im, MDB_txn* txn, const Hash& fh, const Has
 
 }  // namespace
 
-TxnResult remove_in_txn(Index::Impl& im, MDB_txn* txn, const Hash& h, ShardState new_state, std::uint64_t now,
+TxnResult remove_in_txn(OpenIndex& im, MDB_txn* txn, const Hash& h, ShardState new_state, std::uint64_t now,
                         RemoveResult& out) {
   const schema::Dbs& d = im.dbs;
   out = RemoveResult{};

@@ -16,7 +16,7 @@ using namespace records;
 namespace {
 
 // Rewrites a shard's record with `change`; nullopt when the shard is unknown.
-Result<std::optional<ShardInfo>> rewrite_record(Index::Impl& im, const Hash& shard_hash,
+Result<std::optional<ShardInfo>> rewrite_record(OpenIndex& im, const Hash& shard_hash,
                                                 const std::function<void(ShardRecord&)>& change, const char* what) {
   std::optional<ShardInfo> out;
   std::lock_guard lock(im.write_mu);

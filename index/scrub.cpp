@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 
 namespace dedupd::index {
 

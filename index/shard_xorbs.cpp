@@ -1,6 +1,7 @@
 // The xorbs a shard brought, read back through its shard_refs record: what a
 // global-dedup reply sends when a client asks about one of the shard's chunks.
 #include "index/impl.hpp"
+#include "index/index.hpp"
 
 namespace dedupd::index {
 

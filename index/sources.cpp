@@ -2,6 +2,7 @@
 // so the daemon neither rehashes known files nor retries bad ones until
 // they change.
 #include "index/impl.hpp"
+#include "index/index.hpp"
 
 namespace dedupd::index {
 

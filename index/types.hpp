@@ -178,4 +178,11 @@ struct Stats : Counts {
   ChunkFilterInfo chunk_filter{};  // the in-memory filters (not on disk)
 };
 
+enum class RemoveOutcome : std::uint8_t { removed, not_found, not_live };
+
+struct RemoveResult {
+  RemoveOutcome outcome = RemoveOutcome::not_found;
+  std::optional<ShardInfo> shard{};  // the record after the call, when known
+};
+
 }  // namespace dedupd::index

@@ -1,13 +1,13 @@
 // The in-place upgrades that rewrite records, not only add tables (those
-// schema.cpp creates in the transaction that opens them).
+// open_tables.cpp creates in the transaction that opens them).
 #pragma once
 
 #include <functional>
 #include <string>
 
 #include "index/env.hpp"
-#include "index/schema.hpp"
 #include "index/status.hpp"
+#include "index/tables.hpp"
 
 namespace dedupd::index::upgrade {
 

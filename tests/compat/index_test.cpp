@@ -22,7 +22,7 @@
 #include "harness/fleet_host.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/program_run.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "tests/support/text_file.hpp"
 
 namespace dedupd::compat {
@@ -74,7 +74,7 @@ std::vector<std::string> names_in(const fs::path& dir) {
 }
 
 // Writes the schema_version record of the index in `dir` (4 bytes, the meta
-// table; index/schema.cpp) with liblmdb alone; "" or what failed.
+// table; index/open_tables.cpp) with liblmdb alone; "" or what failed.
 std::string set_schema_version(const fs::path& dir, std::uint32_t version) {
   MDB_env* env = nullptr;
   MDB_txn* txn = nullptr;

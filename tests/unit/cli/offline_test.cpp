@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/offline.hpp"
+#include "cli/shard_inspect.hpp"
 #include "shard/keys.hpp"
 #include "shard/writer.hpp"
 #include "support.hpp"

@@ -10,8 +10,8 @@
 #include "tests/unit/fleet/pg_support.hpp"
 #include "tests/unit/index/gen.hpp"
 
-// Named, not anonymous: a unity build puts this file beside fleet_test.cpp,
-// whose helpers have the same names.
+// Named, not anonymous: a unity build puts this file beside the other fleet
+// tests, whose helpers (fleet_fixture.hpp) have the same names.
 namespace dedupd::fleet::key_filter_test {
 
 using index::gen::GenXorb;

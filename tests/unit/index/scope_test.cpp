@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "index/records.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "shard/cas_scope.hpp"
 #include "tests/unit/index/support.hpp"
 

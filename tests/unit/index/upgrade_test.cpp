@@ -15,7 +15,7 @@
 
 #include "index/observer.hpp"
 #include "index/records.hpp"
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "index/tuning.hpp"
 #include "tests/unit/index/support.hpp"
 

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "index/impl.hpp"
+#include "index/index.hpp"
 #include "shard/keys.hpp"
 
 namespace dedupd::index {
@@ -63,7 +64,7 @@ namespace {
 // Everything one snapshot needs to answer chunk queries.
 class ChunkReader {
  public:
-  ChunkReader(const Index::Impl& im, lmdb::ReadTxn& txn, BatchResult& out)
+  ChunkReader(const OpenIndex& im, lmdb::ReadTxn& txn, BatchResult& out)
       : im_(im), rtxn_(txn), txn_(txn.get()), out_(out), filters_(im.filters_for(mdb_txn_id(txn_))) {}
 
   int open() {
@@ -302,12 +303,12 @@ class ChunkReader {
     return 0;
   }
 
-  const Index::Impl& im_;
+  const OpenIndex& im_;
   lmdb::ReadTxn& rtxn_;
   MDB_txn* txn_;
   BatchResult& out_;
   MDB_cursor *recent_ = nullptr, *chunks_ = nullptr, *xorb_shards_ = nullptr, *keys_cur_ = nullptr;
-  Index::Impl::Filters filters_;
+  OpenIndex::Filters filters_;
   bool recent_empty_ = false;
   std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
   std::vector<Hash> forms_;

@@ -1,6 +1,6 @@
-#include "fleet/schema.hpp"
+#include "fleet/schema_version.hpp"
 
-#include <cstdio>
+#include <string>
 
 #include "fleet/migrations.hpp"
 
@@ -29,16 +29,6 @@ Error older(const Version& found, const std::string& why) {
 }
 
 }  // namespace
-
-std::string partition_lower(int i) {
-  if (i == 0) return "MINVALUE";
-  return std::to_string(std::int64_t((std::uint64_t(i) << 60) ^ (1ull << 63)));
-}
-
-std::string partition_upper(int i) {
-  if (i == kChunkPartitions - 1) return "MAXVALUE";
-  return partition_lower(i + 1);
-}
 
 Result<Version> version_of(const detail::Rows& rows) {
   if (rows.size() != 1) return make_error(kRuleSchema, "dedupd.schema_version does not hold exactly one row");

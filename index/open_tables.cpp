@@ -1,4 +1,4 @@
-#include "index/schema.hpp"
+#include "index/open_tables.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +10,6 @@
 namespace dedupd::index::schema {
 
 namespace {
-
-MDB_val name_key(const char* name) { return records::val(name, std::strlen(name)); }
 
 struct Table {
   const char* name;
@@ -75,44 +73,6 @@ int compare_chunk_value(const MDB_val* a, const MDB_val* b) {
   return u < v ? -1 : u > v;
 }
 
-}  // namespace
-
-const char* counter_of(ShardState s) {
-  switch (s) {
-    case ShardState::live:
-      return kCountLive;
-    case ShardState::expired:
-      return kCountExpired;
-    case ShardState::removed:
-      return kCountRemoved;
-  }
-  return kCountLive;
-}
-
-int get_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t& out) {
-  MDB_val k = name_key(name), v;
-  int rc = mdb_get(txn, meta, &k, &v);
-  out = 0;
-  if (rc == MDB_NOTFOUND) return 0;
-  if (rc != 0) return rc;
-  if (v.mv_size != 8) return MDB_CORRUPTED;
-  std::memcpy(&out, v.mv_data, 8);
-  return 0;
-}
-
-int put_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t value) {
-  MDB_val k = name_key(name), v = records::val(&value, 8);
-  return mdb_put(txn, meta, &k, &v, 0);
-}
-
-int add_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::int64_t delta) {
-  std::uint64_t cur;
-  if (int rc = get_u64(txn, meta, name, cur)) return rc;
-  return put_u64(txn, meta, name, cur + std::uint64_t(delta));
-}
-
-namespace {
-
 // Why this code cannot use an index of schema `found`; empty when it can
 // (the current version, or an older one, which it upgrades).
 std::string version_problem(std::uint32_t found) {
@@ -127,7 +87,7 @@ std::string version_problem(std::uint32_t found) {
 // Reads the stored schema version into `found`; `why` says what makes the
 // index unusable (no readable version, or one this code cannot use).
 int read_version(MDB_txn* txn, MDB_dbi meta, std::uint32_t& found, std::string& why) {
-  MDB_val k = name_key(kSchemaVersion), v;
+  MDB_val k = meta_key(kSchemaVersion), v;
   int rc = mdb_get(txn, meta, &k, &v);
   if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != 4)) {
     why = "the index has no readable schema version";
@@ -151,7 +111,7 @@ int set_chunk_order(MDB_txn* txn, const Dbs& dbs) {
 
 int put_version(MDB_txn* txn, const Dbs& dbs) {
   std::uint32_t version = kVersion;
-  MDB_val k = name_key(kSchemaVersion), v = records::val(&version, 4);
+  MDB_val k = meta_key(kSchemaVersion), v = records::val(&version, 4);
   return mdb_put(txn, dbs.meta, &k, &v, 0);
 }
 

@@ -2,13 +2,14 @@
 // hash[32], u64 BE queued_at. Its switch and next sequence number live in
 // `meta`, so turning the fleet on or off is one transaction like the rest.
 // The parked table (schema 3): the entry's own sequence number -> the same
-// 41 bytes, u64 BE parked_at, then the reason (UTF-8, the rest).
-#include "index/outbox.hpp"
-
+// 41 bytes, u64 BE parked_at, then the reason (UTF-8, the rest). Here are
+// the hooks the write paths call (outbox_txn.hpp) and the Index's outbox
+// methods (index.hpp).
 #include <ctime>
 #include <map>
 #include <set>
 
+#include "index/index.hpp"
 #include "index/outbox_txn.hpp"
 #include "shard/cas_scope.hpp"
 #include "shard/writer.hpp"
@@ -111,26 +112,16 @@ std::vector<std::uint8_t> guessed_flags(const std::vector<shard::FileRecord>& fi
 
 }  // namespace
 
-const char* to_string(OutboxOp op) {
-  switch (op) {
-    case OutboxOp::publish:
-      return "publish";
-    case OutboxOp::drop_hold:
-      return "drop_hold";
-  }
-  return "unknown";
-}
-
 namespace detail {
 
-int outbox_enqueue(Index::Impl& im, MDB_txn* txn, OutboxOp op, const Hash& shard, std::uint64_t now) {
+int outbox_enqueue(OpenIndex& im, MDB_txn* txn, OutboxOp op, const Hash& shard, std::uint64_t now) {
   bool on;
   if (int rc = enabled(im.dbs, txn, on); rc || !on) return rc;
   im.outbox_queued = true;
   return put_entry(im.dbs, txn, op, shard, now);
 }
 
-int outbox_check(const Index::Impl& im, MDB_txn* txn, std::vector<std::string>& problems) {
+int outbox_check(const OpenIndex& im, MDB_txn* txn, std::vector<std::string>& problems) {
   Cursor c;
   if (int rc = c.open(txn, im.dbs.outbox)) return rc;
   std::uint64_t next;

@@ -1,5 +1,6 @@
-// The fleet schema: versioned migrations kept here, applied in order inside
-// one transaction under an advisory lock, recorded in dedupd.schema_version.
+// Where the fleet schema stands and how it gets where this build needs it:
+// the migrations (migrations.hpp) applied in order inside one transaction
+// under an advisory lock, recorded in dedupd.schema_version.
 #pragma once
 
 #include <cstdint>
@@ -11,17 +12,6 @@
 #include "fleet/migrations.hpp"
 
 namespace dedupd::fleet::schema {
-
-// The chunk table is range-partitioned on its 8-byte hash prefix into this
-// many equal ranges (the top 4 bits). The prefix is uniform (a hash), so the
-// ranges are even; the client routes each key to its range (partition_of),
-// so a lookup gives each partition only its own keys, as a sharded
-// PostgreSQL routes by distribution column. See docs/FLEET.md.
-inline constexpr int kChunkPartitions = 16;
-inline int partition_of(std::int64_t prefix) { return int((std::uint64_t(prefix) ^ (1ull << 63)) >> 60); }
-// Inclusive lower bound of partition i as SQL text ("MINVALUE" for 0).
-std::string partition_lower(int i);
-std::string partition_upper(int i);
 
 // Where the schema stands (dedupd.schema_version). Since version 7 two
 // numbers: the migrations applied, and the oldest schema a dedupd must know

@@ -36,11 +36,7 @@
 #include <lmdb.h>
 
 #include <cstdint>
-#include <functional>
-#include <string>
 
-#include "index/env.hpp"
-#include "index/status.hpp"
 #include "index/types.hpp"
 
 namespace dedupd::index::schema {
@@ -72,14 +68,6 @@ struct Dbs {
   std::uint32_t version = kVersion;
 };
 
-// Creates the tables in a new environment, or checks the version of an
-// existing one: another version (or an LMDB environment that is not a dedupd
-// index) is an error naming both versions. A read-only environment
-// (EnvOptions::read_only) is only checked: nothing is created or upgraded.
-// `scope_of_path` (may be empty) gives the shards of an index older than 7
-// their CAS (upgrade.hpp).
-Result<Dbs> open(lmdb::Env& env, const std::function<std::string(const std::string&)>& scope_of_path = {});
-
 // meta counters
 inline constexpr const char* kNextXorbId = "next_xorb_id";
 inline constexpr const char* kCountLive = "count.live";
@@ -88,6 +76,8 @@ inline constexpr const char* kCountRemoved = "count.removed";
 inline constexpr const char* kCountRejected = "count.rejected";
 inline constexpr const char* kSchemaVersion = "schema_version";
 
+// The key of the meta value `name`.
+MDB_val meta_key(const char* name);
 // Reads a u64 meta value (0 when absent).
 int get_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t& out);
 int put_u64(MDB_txn* txn, MDB_dbi meta, const char* name, std::uint64_t v);

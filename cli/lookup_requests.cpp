@@ -2,7 +2,7 @@
 // are checked (lookup_shapes.hpp) and then either printed as they are
 // (--json, hashes already in Xet form) or turned into tables
 // (lookup_print.hpp); query - streams (query_stream.hpp).
-#include "cli/lookup.hpp"
+#include "cli/lookup_requests.hpp"
 
 #include <unistd.h>
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "index/schema.hpp"
+#include "index/tables.hpp"
 #include "shard/mapped_file.hpp"
 #include "tests/unit/index/support.hpp"
 
