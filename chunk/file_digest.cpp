@@ -41,7 +41,7 @@ class Sha256Worker {
     cv_.notify_all();
   }
   // Ends the stream; returns the digest after every posted block.
-  shard::Result<shard::Hash> finish() {
+  base::Result<shard::Hash> finish() {
     stop();
     return sha_.finish();
   }
@@ -98,7 +98,7 @@ std::optional<std::size_t> read_full(int fd, std::uint8_t* buf, std::size_t size
 
 }  // namespace
 
-shard::Result<FileDigest> digest_fd(int fd, const DigestOptions& options) {
+base::Result<FileDigest> digest_fd(int fd, const DigestOptions& options) {
   const std::size_t block = std::max<std::size_t>(options.block_size, 4096);
   const std::size_t nslots = options.sha256 ? std::max<std::size_t>(options.blocks, 2) : 1;
   std::vector<std::unique_ptr<std::uint8_t[]>> slots;
@@ -116,7 +116,7 @@ shard::Result<FileDigest> digest_fd(int fd, const DigestOptions& options) {
     const auto got = read_full(fd, buf, block);
     if (!got) {
       const int e = errno;
-      return shard::Error{"read", hasher.bytes(), std::strerror(e)};
+      return base::Error{"read", hasher.bytes(), std::strerror(e)};
     }
     if (*got == 0) break;
     if (sha) sha->post(b, *got);
@@ -140,9 +140,9 @@ shard::Result<FileDigest> digest_fd(int fd, const DigestOptions& options) {
   return digest;
 }
 
-shard::Result<FileDigest> digest_file(const std::string& path, const DigestOptions& options) {
+base::Result<FileDigest> digest_file(const std::string& path, const DigestOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return shard::Error{"open", 0, std::strerror(errno)};
+  if (fd < 0) return base::Error{"open", 0, std::strerror(errno)};
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   auto r = digest_fd(fd, options);
   ::close(fd);

@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
+#include "base/result.hpp"
 #include "chunk/chunk_hasher.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::chunk {
 
@@ -37,9 +37,9 @@ struct DigestOptions {
 // Reads the whole file at `path` (a regular file, a pipe, anything read()
 // works on). A read error is an Error with rule "read" (or "open") and the
 // offset it happened at.
-shard::Result<FileDigest> digest_file(const std::string& path, const DigestOptions& options = {});
+base::Result<FileDigest> digest_file(const std::string& path, const DigestOptions& options = {});
 
 // The same over a file descriptor the caller owns (read to its end).
-shard::Result<FileDigest> digest_fd(int fd, const DigestOptions& options = {});
+base::Result<FileDigest> digest_fd(int fd, const DigestOptions& options = {});
 
 }  // namespace dedupd::chunk

@@ -19,12 +19,12 @@ void Sha256::update(std::span<const std::uint8_t> data) {
   failed_ = EVP_DigestUpdate(as_ctx(ctx_), data.data(), data.size()) != 1;
 }
 
-shard::Result<shard::Hash> Sha256::finish() {
+base::Result<shard::Hash> Sha256::finish() {
   shard::Hash out;
   unsigned int len = 0;
   const bool ok = !failed_ && EVP_DigestFinal_ex(as_ctx(ctx_), out.bytes.data(), &len) == 1 && len == 32;
   failed_ = ctx_ == nullptr || EVP_DigestInit_ex(as_ctx(ctx_), EVP_sha256(), nullptr) != 1;
-  if (!ok) return shard::Error{"sha256.openssl", 0, "OpenSSL could not compute SHA-256"};
+  if (!ok) return base::Error{"sha256.openssl", 0, "OpenSSL could not compute SHA-256"};
   return out;
 }
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "base/result.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::chunk {
 
@@ -22,7 +22,7 @@ class Sha256 {
   void update(std::span<const std::uint8_t> data);
   // The digest in byte order (print it with Hash::to_hex_bytes()). An
   // OpenSSL failure at any step is reported here. Ready for a new stream after.
-  shard::Result<shard::Hash> finish();
+  base::Result<shard::Hash> finish();
 
  private:
   void* ctx_;  // EVP_MD_CTX*

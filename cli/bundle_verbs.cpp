@@ -23,6 +23,7 @@
 
 namespace dedupctl {
 
+namespace base = dedupd::base;
 namespace shard = dedupd::shard;
 namespace caf = dedupd::shard::caf;
 using json = nlohmann::ordered_json;
@@ -128,7 +129,7 @@ int inspect_bundle(Context& ctx, const caf::BundleView& b, const std::string& pa
   json doc = bundle_document(b, path);
   std::vector<std::string> problems;
   std::vector<std::optional<json>> inspected(b.members().size());
-  std::vector<std::optional<shard::Error>> errors(b.members().size());
+  std::vector<std::optional<base::Error>> errors(b.members().size());
   for (std::size_t i = 0; i < b.members().size(); ++i) {
     const caf::Member& m = b.members()[i];
     if (!m.is_shard()) continue;

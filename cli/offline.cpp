@@ -20,6 +20,7 @@
 
 namespace dedupctl {
 
+namespace base = dedupd::base;
 namespace shard = dedupd::shard;
 using json = nlohmann::ordered_json;
 
@@ -28,7 +29,7 @@ namespace {
 struct LoadedShard {
   shard::MappedFile file;
   std::optional<shard::ShardView> view;
-  std::optional<shard::Error> error;  // why view is empty
+  std::optional<base::Error> error;  // why view is empty
 };
 
 // Opening or parsing failures are the user's input, not ours: exit 65.

@@ -1,16 +1,16 @@
-// Error values of the fleet library: shard::Error with a rule starting with
+// Error values of the fleet library: base::Error with a rule starting with
 // "fleet.", offset 0. The message carries libpq's text, never the password
 // (libpq does not put it in its messages; we never print the url).
 #pragma once
 
 #include <string>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::fleet {
 
-using shard::Error;
-using shard::Result;
+using base::Error;
+using base::Result;
 
 struct Ok {};
 

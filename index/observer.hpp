@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::index {
 
@@ -18,7 +18,7 @@ class Observer {
   virtual void stale_readers_cleared(int count) = 0;
   // Merging recent chunk entries after a (successful) ingest failed; the
   // entries stay queryable and the merge is retried after the next ingest.
-  virtual void merge_failed(const shard::Error& error) = 0;
+  virtual void merge_failed(const base::Error& error) = 0;
   // A committed transaction queued fleet outbox entries (an ingest, a
   // removal, an expiry, the outbox turned on): whoever drains the outbox
   // may start now. Must return at once.

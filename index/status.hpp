@@ -1,4 +1,4 @@
-// Error values of the index. The index reuses shard::Error/shard::Result so
+// Error values of the index. The index reuses base::Error/base::Result so
 // the daemon handles one error type; `rule` is a stable identifier starting
 // with "index." (see kRule* below). Index errors are about no input's bytes:
 // their offset is 0 and not printed. Expected failures never throw.
@@ -6,12 +6,12 @@
 
 #include <string>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::index {
 
-using shard::Error;
-using shard::Result;
+using base::Error;
+using base::Result;
 
 // The value of a successful operation that returns nothing else.
 struct Ok {};

@@ -15,8 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 
-Error err(std::string rule, std::uint64_t offset, std::string message) {
-  return Error{std::move(rule), offset, std::move(message)};
+base::Error err(std::string rule, std::uint64_t offset, std::string message) {
+  return base::Error{std::move(rule), offset, std::move(message)};
 }
 
 // Decodes one UTF-8 sequence at s[i]; returns its length, 0 when invalid.
@@ -90,7 +90,7 @@ std::string unsafe_name_reason(std::string_view name) {
   return {};
 }
 
-Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
+base::Result<BundleView> BundleView::parse(std::span<const std::uint8_t> bytes) {
   const std::uint64_t size = bytes.size();
   if (size < kFooterSize) {
     return err("footer.truncated", 0, "bundle is " + std::to_string(size) + " bytes, shorter than its 4-byte footer");
@@ -292,7 +292,7 @@ std::string encode_index_json(std::vector<IndexEntry> entries) {
   return out;
 }
 
-Result<std::vector<std::uint8_t>> write_bundle(std::span<const MemberInput> members) {
+base::Result<std::vector<std::uint8_t>> write_bundle(std::span<const MemberInput> members) {
   std::vector<IndexEntry> entries;
   entries.reserve(members.size());
   std::map<std::string_view, std::size_t> seen;

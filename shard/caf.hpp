@@ -48,7 +48,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::shard::caf {
 
@@ -69,7 +69,7 @@ struct Member {
 
 class BundleView {
  public:
-  static Result<BundleView> parse(std::span<const std::uint8_t> bytes);
+  static base::Result<BundleView> parse(std::span<const std::uint8_t> bytes);
 
   std::span<const std::uint8_t> bytes() const { return bytes_; }
   // Members in data order (by start, then name).
@@ -106,7 +106,7 @@ struct MemberInput {
 // The bundle bytes. Errors (rule, offset = member position in the input list):
 // member.name (unsafe or not UTF-8), member.duplicate, bundle.too_large (the
 // index does not fit the u32 footer).
-Result<std::vector<std::uint8_t>> write_bundle(std::span<const MemberInput> members);
+base::Result<std::vector<std::uint8_t>> write_bundle(std::span<const MemberInput> members);
 
 // The index JSON exactly as Go's encoding/json writes gocaf's CAFIndex.
 // `ranges` pairs name -> [start, end); sorted here. Names must be valid UTF-8.

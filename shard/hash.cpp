@@ -16,16 +16,16 @@ int hex_value(char c) {
   return -1;
 }
 
-Result<Hash> check_length(std::string_view text) {
+base::Result<Hash> check_length(std::string_view text) {
   if (text.size() != 64)
-    return Error{"hash.length", 0, "a hash has exactly 64 hex digits, got " + std::to_string(text.size())};
+    return base::Error{"hash.length", 0, "a hash has exactly 64 hex digits, got " + std::to_string(text.size())};
   for (std::size_t i = 0; i < text.size(); ++i)
-    if (hex_value(text[i]) < 0) return Error{"hash.digit", i, std::string("not a hex digit: '") + text[i] + "'"};
+    if (hex_value(text[i]) < 0) return base::Error{"hash.digit", i, std::string("not a hex digit: '") + text[i] + "'"};
   return Hash{};
 }
 }  // namespace
 
-Result<Hash> Hash::parse(std::string_view text) {
+base::Result<Hash> Hash::parse(std::string_view text) {
   auto checked = check_length(text);
   if (!checked) return checked.error();
   Hash h;
@@ -37,7 +37,7 @@ Result<Hash> Hash::parse(std::string_view text) {
   return h;
 }
 
-Result<Hash> Hash::parse_hex_bytes(std::string_view text) {
+base::Result<Hash> Hash::parse_hex_bytes(std::string_view text) {
   auto checked = check_length(text);
   if (!checked) return checked.error();
   Hash h;

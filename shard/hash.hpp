@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::shard {
 
@@ -25,9 +25,9 @@ struct Hash {
     return h;
   }
   // Parses the Xet string form: exactly 64 hex digits.
-  static Result<Hash> parse(std::string_view text);
+  static base::Result<Hash> parse(std::string_view text);
   // Parses plain byte-order hex (as sha256sum prints).
-  static Result<Hash> parse_hex_bytes(std::string_view text);
+  static base::Result<Hash> parse_hex_bytes(std::string_view text);
 
   std::string to_string() const;     // Xet string form
   std::string to_hex_bytes() const;  // byte order hex

@@ -28,7 +28,7 @@ std::string_view base_name(std::string_view path) {
 
 template <class Entry>
 void compare_table(const char* name, std::uint64_t offset, std::uint64_t entry_size, std::vector<Entry> actual,
-                   const std::vector<Entry>& expected, std::vector<Error>& out) {
+                   const std::vector<Entry>& expected, std::vector<base::Error>& out) {
   if (actual.empty()) return;  // absent tables are allowed
   if (actual.size() != expected.size()) {
     out.push_back(
@@ -112,7 +112,7 @@ bool chunk_table_matches(const ShardView& view) {
 
 }  // namespace
 
-void check_xorb_hashes(const ShardView& view, std::vector<Error>& out) {
+void check_xorb_hashes(const ShardView& view, std::vector<base::Error>& out) {
   if (view.keyed()) return;  // stored hashes are keyed: the root cannot be recomputed
   std::vector<HashAndSize> leaves;
   for (XorbBlock x : view.xorbs()) {
@@ -130,7 +130,7 @@ void check_xorb_hashes(const ShardView& view, std::vector<Error>& out) {
   }
 }
 
-void check_verification(const ShardView& view, std::vector<Error>& out) {
+void check_verification(const ShardView& view, std::vector<base::Error>& out) {
   if (view.keyed() || view.stats().terms == 0) return;
   auto xorbs = xorbs_by_hash(view);
   std::vector<Hash> raw;
@@ -153,7 +153,7 @@ void check_verification(const ShardView& view, std::vector<Error>& out) {
   }
 }
 
-void check_term_sizes(const ShardView& view, std::vector<Error>& out) {
+void check_term_sizes(const ShardView& view, std::vector<base::Error>& out) {
   if (view.stats().terms == 0) return;
   auto xorbs = xorbs_by_hash(view);
   for (FileBlock f : view.files()) {
@@ -171,7 +171,7 @@ void check_term_sizes(const ShardView& view, std::vector<Error>& out) {
   }
 }
 
-void check_lookup_tables(const ShardView& view, std::vector<Error>& out) {
+void check_lookup_tables(const ShardView& view, std::vector<base::Error>& out) {
   if (!view.has_footer()) return;
   if (!view.file_lookup_size() && !view.xorb_lookup_size() && !view.chunk_lookup_size()) return;
   const ShardFooter& f = *view.footer();
@@ -196,7 +196,7 @@ bool is_shard_file_name(std::string_view path) {
   return Hash::parse(name.substr(0, 64)).ok();
 }
 
-void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path, std::vector<Error>& out) {
+void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path, std::vector<base::Error>& out) {
   if (!is_shard_file_name(path)) return;
   Hash named = *Hash::parse(base_name(path).substr(0, 64));
   Hash actual = shard_file_hash(bytes);
@@ -205,9 +205,9 @@ void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path,
                    "file is named " + named.to_string() + ".mdb but its bytes hash to " + actual.to_string()});
 }
 
-std::vector<Error> check_integrity(const ShardView& view, std::optional<std::string_view> path,
-                                   const IntegrityOptions& options) {
-  std::vector<Error> out;
+std::vector<base::Error> check_integrity(const ShardView& view, std::optional<std::string_view> path,
+                                         const IntegrityOptions& options) {
+  std::vector<base::Error> out;
   if (options.xorb_hashes) check_xorb_hashes(view, out);
   if (options.verification) check_verification(view, out);
   if (options.term_sizes) check_term_sizes(view, out);

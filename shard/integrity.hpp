@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "shard/reader.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::shard {
 
@@ -23,18 +23,18 @@ struct IntegrityOptions {
 
 // Rule names: integrity.xorb_hash, integrity.verification,
 // integrity.term_bytes, integrity.lookup_table, integrity.file_name.
-void check_xorb_hashes(const ShardView& view, std::vector<Error>& out);
-void check_verification(const ShardView& view, std::vector<Error>& out);
-void check_term_sizes(const ShardView& view, std::vector<Error>& out);
-void check_lookup_tables(const ShardView& view, std::vector<Error>& out);
+void check_xorb_hashes(const ShardView& view, std::vector<base::Error>& out);
+void check_verification(const ShardView& view, std::vector<base::Error>& out);
+void check_term_sizes(const ShardView& view, std::vector<base::Error>& out);
+void check_lookup_tables(const ShardView& view, std::vector<base::Error>& out);
 // Applies only when the last path component has the form <64 hex>.mdb.
-void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path, std::vector<Error>& out);
+void check_file_name(std::span<const std::uint8_t> bytes, std::string_view path, std::vector<base::Error>& out);
 
 // True when the last path component has the form <64 hex digits>.mdb.
 bool is_shard_file_name(std::string_view path);
 
-// Every enabled check; one Error per problem, in file order per check.
-std::vector<Error> check_integrity(const ShardView& view, std::optional<std::string_view> path = std::nullopt,
-                                   const IntegrityOptions& options = {});
+// Every enabled check; one base::Error per problem, in file order per check.
+std::vector<base::Error> check_integrity(const ShardView& view, std::optional<std::string_view> path = std::nullopt,
+                                         const IntegrityOptions& options = {});
 
 }  // namespace dedupd::shard

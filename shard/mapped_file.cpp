@@ -11,18 +11,18 @@
 
 namespace dedupd::shard {
 
-Result<MappedFile> MappedFile::open(const std::string& path) {
+base::Result<MappedFile> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{"file.open", 0, path + ": " + std::strerror(errno)};
+  if (fd < 0) return base::Error{"file.open", 0, path + ": " + std::strerror(errno)};
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    return Error{"file.open", 0, path + ": " + std::strerror(e)};
+    return base::Error{"file.open", 0, path + ": " + std::strerror(e)};
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error{"file.open", 0, path + ": not a regular file"};
+    return base::Error{"file.open", 0, path + ": not a regular file"};
   }
   MappedFile m;
   m.size_ = std::uint64_t(st.st_size);
@@ -31,7 +31,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
-      return Error{"file.open", 0, path + ": mmap: " + std::strerror(e)};
+      return base::Error{"file.open", 0, path + ": mmap: " + std::strerror(e)};
     }
     m.data_ = static_cast<const std::uint8_t*>(p);
     m.mapped_ = true;

@@ -5,13 +5,13 @@
 #include <span>
 #include <string>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::shard {
 
 class MappedFile {
  public:
-  static Result<MappedFile> open(const std::string& path);
+  static base::Result<MappedFile> open(const std::string& path);
   MappedFile() = default;
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;

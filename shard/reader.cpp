@@ -13,20 +13,20 @@ std::string num(std::uint64_t v) { return std::to_string(v); }
 // returns the size in entries of the block that starts at a header, or an
 // error; it must use 64-bit arithmetic so 32-bit counts cannot overflow.
 template <class BlockEntries>
-Result<std::uint64_t> walk_section(std::span<const std::uint8_t> b, std::uint64_t begin, std::uint64_t limit,
-                                   const char* section, std::size_t& blocks, BlockEntries block_entries) {
+base::Result<std::uint64_t> walk_section(std::span<const std::uint8_t> b, std::uint64_t begin, std::uint64_t limit,
+                                         const char* section, std::size_t& blocks, BlockEntries block_entries) {
   std::uint64_t off = begin;
   for (;;) {
     if (off > limit || limit - off < kEntrySize)
-      return Error{std::string(section) + ".truncated", off,
-                   std::string("the ") + section + " section ends without its bookend (file or data cut short)"};
+      return base::Error{std::string(section) + ".truncated", off,
+                         std::string("the ") + section + " section ends without its bookend (file or data cut short)"};
     const std::uint8_t* at = b.data() + off;
     if (is_bookend(at)) return off;
     auto entries = block_entries(at, off);
     if (!entries) return entries.error();
     std::uint64_t room = (limit - off) / kEntrySize - 1;  // entries after this header
     if (*entries > room)
-      return Error{
+      return base::Error{
           std::string(section) + ".count", off,
           "block declares " + num(*entries) + " entries but only " + num(room) + " fit before the end of the data"};
     off += kEntrySize * (1 + *entries);
@@ -41,8 +41,8 @@ std::optional<std::uint64_t> first_unsorted(const std::uint8_t* table, std::uint
   return std::nullopt;
 }
 
-Error footer_error(const char* rule, std::uint64_t field_offset, std::string message) {
-  return Error{std::string("footer.") + rule, field_offset, std::move(message)};
+base::Error footer_error(const char* rule, std::uint64_t field_offset, std::string message) {
+  return base::Error{std::string("footer.") + rule, field_offset, std::move(message)};
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ ChunkLookupEntry ShardView::chunk_lookup(std::size_t i) const {
   return {load_u64(p), load_u32(p + 8), load_u32(p + 12)};
 }
 
-Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
+base::Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
   auto v = parse_as(b, false);
   if (v || b.size() < kHeaderSize || load_u64(b.data() + 40) != kFooterSize) return v;
   // hf_xet 1.1.7 to 1.2.x upload a session shard cut where the lookup
@@ -77,41 +77,41 @@ Result<ShardView> ShardView::parse(std::span<const std::uint8_t> b) {
   return cut ? cut : v;
 }
 
-Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_at_tables) {
+base::Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_at_tables) {
   ShardView v;
   v.bytes_ = b;
   const std::uint64_t size = b.size();
 
   // Header.
   if (size < kHeaderSize)
-    return Error{"header.truncated", 0, "file is " + num(size) + " bytes, shorter than the 48-byte header"};
+    return base::Error{"header.truncated", 0, "file is " + num(size) + " bytes, shorter than the 48-byte header"};
   if (std::memcmp(b.data(), kHeaderTag.data(), kHeaderTag.size()) != 0)
-    return Error{"header.magic", 0, "not an MDB shard (header tag mismatch)"};
+    return base::Error{"header.magic", 0, "not an MDB shard (header tag mismatch)"};
   v.header_.version = load_u64(b.data() + 32);
   v.header_.footer_size = load_u64(b.data() + 40);
   if (v.header_.version != kHeaderVersion)
-    return Error{"header.version", 32, "header version " + num(v.header_.version) + ", only 2 is supported"};
+    return base::Error{"header.version", 32, "header version " + num(v.header_.version) + ", only 2 is supported"};
   if (v.header_.footer_size != 0 && v.header_.footer_size != kFooterSize)
-    return Error{"header.footer_size", 40, "footer size " + num(v.header_.footer_size) + ", must be 0 or 200"};
+    return base::Error{"header.footer_size", 40, "footer size " + num(v.header_.footer_size) + ", must be 0 or 200"};
   // Cut at the tables (parse): no footer, whatever the header says.
   const std::uint64_t footer_size = cut_at_tables ? 0 : v.header_.footer_size;
   if (footer_size > size - kHeaderSize)
-    return Error{"footer.truncated", size, "header announces a 200-byte footer but the file has no room for it"};
+    return base::Error{"footer.truncated", size, "header announces a 200-byte footer but the file has no room for it"};
   const std::uint64_t data_end = size - footer_size;
 
   // File-info section.
   bool first_file = true;
   bool with_verification = false;
-  auto file_entries = [&](const std::uint8_t* at, std::uint64_t off) -> Result<std::uint64_t> {
+  auto file_entries = [&](const std::uint8_t* at, std::uint64_t off) -> base::Result<std::uint64_t> {
     FileHeader h = FileHeader::decode(at);
     if (first_file) {
       with_verification = h.with_verification();
       first_file = false;
     } else if (h.with_verification() != with_verification) {
-      return Error{"file_info.verification_mixed", off + 32,
-                   "file " + h.file_hash.to_string() +
-                       (with_verification ? " lacks verification entries that earlier files have"
-                                          : " has verification entries that earlier files lack")};
+      return base::Error{"file_info.verification_mixed", off + 32,
+                         "file " + h.file_hash.to_string() +
+                             (with_verification ? " lacks verification entries that earlier files have"
+                                                : " has verification entries that earlier files lack")};
     }
     std::uint64_t n = h.num_entries;
     v.stats_.terms += n;
@@ -122,7 +122,7 @@ Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_
   v.file_bookend_ = *file_bookend;
 
   // CAS section.
-  auto xorb_entries = [&](const std::uint8_t* at, std::uint64_t off) -> Result<std::uint64_t> {
+  auto xorb_entries = [&](const std::uint8_t* at, std::uint64_t off) -> base::Result<std::uint64_t> {
     XorbHeader h = XorbHeader::decode(at);
     (void)off;
     v.stats_.chunks += h.num_entries;
@@ -135,8 +135,8 @@ Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_
   // Footer, or nothing at all for upload shards.
   if (footer_size == 0) {
     if (v.cas_end() != size)
-      return Error{"shard.trailing_bytes", v.cas_end(),
-                   num(size - v.cas_end()) + " bytes after the CAS bookend of a shard without footer"};
+      return base::Error{"shard.trailing_bytes", v.cas_end(),
+                         num(size - v.cas_end()) + " bytes after the CAS bookend of a shard without footer"};
   } else {
     const std::uint64_t fo = data_end;
     ShardFooter f = ShardFooter::decode(b.data() + fo);
@@ -176,14 +176,14 @@ Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_
                             std::string(t.name) + " has " + num(t.count) + " entries of " + num(t.entry) +
                                 " bytes, more than fit before the footer");
       if (auto unsorted = first_unsorted(b.data() + t.offset, t.count, t.entry))
-        return Error{"lookup.unsorted", t.offset + t.entry * *unsorted,
-                     std::string(t.name) + " entry " + num(*unsorted) +
-                         " has a smaller key than the entry before it (tables are sorted)"};
+        return base::Error{"lookup.unsorted", t.offset + t.entry * *unsorted,
+                           std::string(t.name) + " entry " + num(*unsorted) +
+                               " has a smaller key than the entry before it (tables are sorted)"};
       floor = t.offset + t.count * t.entry;
     }
     if (floor != fo)
-      return Error{"shard.trailing_bytes", floor,
-                   num(fo - floor) + " bytes between the CAS section or lookup tables and the footer"};
+      return base::Error{"shard.trailing_bytes", floor,
+                         num(fo - floor) + " bytes between the CAS section or lookup tables and the footer"};
     if (f.file_lookup_num_entry > v.stats_.files || f.xorb_lookup_num_entry > v.stats_.xorbs ||
         f.chunk_lookup_num_entry > v.stats_.chunks)
       return footer_error("lookup_count", fo + 24,
@@ -200,10 +200,10 @@ Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_
     for (std::uint32_t i = 0; i < x.num_chunks(); ++i) {
       ChunkEntry c = x.chunk(i);
       if (std::uint64_t(c.byte_start) + c.unpacked_bytes > total)
-        return Error{"cas_info.chunk_range", x.offset() + kEntrySize * (1 + i) + 32,
-                     "chunk " + num(i) + " of xorb " + x.hash().to_string() + " spans [" + num(c.byte_start) + ", " +
-                         num(std::uint64_t(c.byte_start) + c.unpacked_bytes) + ") past the xorb's " + num(total) +
-                         " bytes"};
+        return base::Error{"cas_info.chunk_range", x.offset() + kEntrySize * (1 + i) + 32,
+                           "chunk " + num(i) + " of xorb " + x.hash().to_string() + " spans [" + num(c.byte_start) +
+                               ", " + num(std::uint64_t(c.byte_start) + c.unpacked_bytes) + ") past the xorb's " +
+                               num(total) + " bytes"};
     }
     if (v.stats_.terms > 0) xorb_chunks.emplace(x.hash(), x.num_chunks());
   }
@@ -212,14 +212,15 @@ Result<ShardView> ShardView::parse_as(std::span<const std::uint8_t> b, bool cut_
       FileTerm t = file.term(i);
       const std::uint64_t at = file.offset() + kEntrySize * (1 + i);
       if (t.chunk_start >= t.chunk_end)
-        return Error{"file_info.term_range", at + 40,
-                     "term " + num(i) + " of file " + file.hash().to_string() + " has chunk range [" +
-                         num(t.chunk_start) + ", " + num(t.chunk_end) + "), which is empty"};
+        return base::Error{"file_info.term_range", at + 40,
+                           "term " + num(i) + " of file " + file.hash().to_string() + " has chunk range [" +
+                               num(t.chunk_start) + ", " + num(t.chunk_end) + "), which is empty"};
       auto x = xorb_chunks.find(t.xorb_hash);
       if (x != xorb_chunks.end() && t.chunk_end > x->second)
-        return Error{"file_info.term_range", at + 44,
-                     "term " + num(i) + " of file " + file.hash().to_string() + " ends at chunk " + num(t.chunk_end) +
-                         " but xorb " + t.xorb_hash.to_string() + " has " + num(x->second) + " chunks"};
+        return base::Error{"file_info.term_range", at + 44,
+                           "term " + num(i) + " of file " + file.hash().to_string() + " ends at chunk " +
+                               num(t.chunk_end) + " but xorb " + t.xorb_hash.to_string() + " has " + num(x->second) +
+                               " chunks"};
     }
   }
   return v;

@@ -8,9 +8,9 @@
 #include <optional>
 #include <span>
 
+#include "base/result.hpp"
 #include "shard/format.hpp"
 #include "shard/keys.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::shard {
 
@@ -121,7 +121,7 @@ class ShardView {
   // A header announcing a footer over bytes that end at the CAS bookend,
   // as hf_xet 1.1.7-1.2.x upload their shards, parses as a shard without
   // footer (has_footer() false; header() says what the bytes say).
-  static Result<ShardView> parse(std::span<const std::uint8_t> bytes);
+  static base::Result<ShardView> parse(std::span<const std::uint8_t> bytes);
 
   std::span<const std::uint8_t> bytes() const { return bytes_; }
   const ShardHeader& header() const { return header_; }
@@ -152,7 +152,7 @@ class ShardView {
   ChunkLookupEntry chunk_lookup(std::size_t i) const;
 
  private:
-  static Result<ShardView> parse_as(std::span<const std::uint8_t> bytes, bool cut_at_tables);
+  static base::Result<ShardView> parse_as(std::span<const std::uint8_t> bytes, bool cut_at_tables);
 
   ShardView() = default;
   std::span<const std::uint8_t> bytes_;

@@ -4,11 +4,11 @@
 
 namespace dedupd::shard {
 
-std::vector<Error> verify_shard(std::span<const std::uint8_t> bytes, std::optional<std::string_view> path,
-                                const IntegrityOptions& options) {
+std::vector<base::Error> verify_shard(std::span<const std::uint8_t> bytes, std::optional<std::string_view> path,
+                                      const IntegrityOptions& options) {
   auto view = ShardView::parse(bytes);
   if (view) return check_integrity(*view, path, options);
-  std::vector<Error> out{view.error()};
+  std::vector<base::Error> out{view.error()};
   // The name check needs no structure, and a truncated download is exactly
   // when both problems show up together.
   if (options.file_name && path) check_file_name(bytes, *path, out);

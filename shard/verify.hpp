@@ -9,15 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "shard/integrity.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::shard {
 
 // `path` (or just a file name) enables the "<hash>.mdb" check. An empty
 // result means the shard is clean.
-std::vector<Error> verify_shard(std::span<const std::uint8_t> bytes,
-                                std::optional<std::string_view> path = std::nullopt,
-                                const IntegrityOptions& options = {});
+std::vector<base::Error> verify_shard(std::span<const std::uint8_t> bytes,
+                                      std::optional<std::string_view> path = std::nullopt,
+                                      const IntegrityOptions& options = {});
 
 }  // namespace dedupd::shard

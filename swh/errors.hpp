@@ -8,12 +8,12 @@
 #include <string>
 #include <utility>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::swh {
 
-inline shard::Error err(std::string rule, std::uint64_t offset, std::string message) {
-  return shard::Error{std::move(rule), offset, std::move(message)};
+inline base::Error err(std::string rule, std::uint64_t offset, std::string message) {
+  return base::Error{std::move(rule), offset, std::move(message)};
 }
 
 // The current errno as text, for messages about a failed system call.

@@ -21,12 +21,12 @@
 #include <array>
 #include <cstdint>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::swh {
 
-using shard::Error;
-using shard::Result;
+using base::Error;
+using base::Result;
 
 inline constexpr std::uint64_t kMagicAreaSize = 32;
 inline constexpr char kMagic[] = "SWHShard";  // written with its NUL: 9 bytes

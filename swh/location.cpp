@@ -28,16 +28,16 @@ std::vector<std::uint8_t> encode_locations(std::span<const Location> locations) 
   return out;
 }
 
-shard::Result<std::vector<Location>> decode_locations(std::span<const std::uint8_t> object) {
+base::Result<std::vector<Location>> decode_locations(std::span<const std::uint8_t> object) {
   if (object.size() < 4) {
-    return shard::Error{"location.size", 0, "location record shorter than its count"};
+    return base::Error{"location.size", 0, "location record shorter than its count"};
   }
   const std::uint32_t count = get_be32(object.data());
-  if (count == 0) return shard::Error{"location.count", 0, "location record with no location"};
+  if (count == 0) return base::Error{"location.count", 0, "location record with no location"};
   if ((object.size() - 4) % kLocationSize != 0 || (object.size() - 4) / kLocationSize != count) {
-    return shard::Error{"location.size", 0,
-                        "record of " + std::to_string(object.size()) + " bytes for " + std::to_string(count) +
-                            " locations (needs " + std::to_string(4 + kLocationSize * std::uint64_t(count)) + ")"};
+    return base::Error{"location.size", 0,
+                       "record of " + std::to_string(object.size()) + " bytes for " + std::to_string(count) +
+                           " locations (needs " + std::to_string(4 + kLocationSize * std::uint64_t(count)) + ")"};
   }
   std::vector<Location> out(count);
   for (std::uint32_t i = 0; i < count; ++i) {
@@ -49,8 +49,8 @@ shard::Result<std::vector<Location>> decode_locations(std::span<const std::uint8
     l.byte_end = get_be32(p + 40);
     l.unpacked_size = get_be32(p + 44);
     if (l.byte_start > l.byte_end) {
-      return shard::Error{"location.range", 4 + kLocationSize * i + 36,
-                          "byte start after byte end in location " + std::to_string(i)};
+      return base::Error{"location.range", 4 + kLocationSize * i + 36,
+                         "byte start after byte end in location " + std::to_string(i)};
     }
   }
   return out;

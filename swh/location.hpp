@@ -21,8 +21,8 @@
 #include <span>
 #include <vector>
 
+#include "base/result.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::swh {
 
@@ -39,6 +39,6 @@ struct Location {
 };
 
 std::vector<std::uint8_t> encode_locations(std::span<const Location> locations);
-shard::Result<std::vector<Location>> decode_locations(std::span<const std::uint8_t> object);
+base::Result<std::vector<Location>> decode_locations(std::span<const std::uint8_t> object);
 
 }  // namespace dedupd::swh

@@ -14,12 +14,12 @@
 #include <string_view>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::xetcache {
 
-using shard::Error;
-using shard::Result;
+using base::Error;
+using base::Result;
 
 // The client's own pattern, ^[0-9a-fA-F]{64}\.mdb$, on a bare file name.
 // Its temporaries (".<uuid>.mdb_temp") and anything else do not match.

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "shard/hash.hpp"
 #include "shard/keys.hpp"
 #include "shard/reader.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::xetcache {
 
-using shard::Error;
-using shard::Result;
+using base::Error;
+using base::Result;
 
 struct MergeOptions {
   // Footer creation time; 0 takes the newest member's. The client's size

@@ -2,7 +2,7 @@
 
 namespace dedupd::daemon::answers {
 
-shard::Result<ChunkAnswer> answer_chunk(const Lookups& lookups, const shard::Hash& raw_chunk) {
+base::Result<ChunkAnswer> answer_chunk(const Lookups& lookups, const shard::Hash& raw_chunk) {
   auto locations = lookups.index().lookup(raw_chunk);
   if (!locations) return locations.error();
   ChunkAnswer answer;

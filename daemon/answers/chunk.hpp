@@ -6,10 +6,10 @@
 #include <span>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/answers/fleet_misses.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "index/types.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -27,6 +27,6 @@ struct ChunkAnswer {
 
 // An index read that fails is an error ("index.*"); the fleet's part never
 // is, its reach says how it went.
-shard::Result<ChunkAnswer> answer_chunk(const Lookups& lookups, const shard::Hash& raw_chunk);
+base::Result<ChunkAnswer> answer_chunk(const Lookups& lookups, const shard::Hash& raw_chunk);
 
 }  // namespace dedupd::daemon::answers

@@ -22,10 +22,10 @@
 #include <span>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/answers/fleet_misses.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "index/types.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -35,7 +35,7 @@ struct ChunkBlock {
   std::vector<shard::Hash> hashes;
   index::BatchResult local;
   FleetMisses remote;  // remote.reach: how the fleet part of this block went
-  std::optional<shard::Error> error;
+  std::optional<base::Error> error;
 
   bool found(std::size_t i) const {
     return local.first[i + 1] != local.first[i] || !remote.of(std::uint32_t(i)).empty();
@@ -51,7 +51,7 @@ class ChunkBlocks {
  public:
   // The next block of the batch's hashes, in order; empty at the end. Called
   // on the thread that calls next() only.
-  using NextHashes = std::function<shard::Result<std::span<const shard::Hash>>()>;
+  using NextHashes = std::function<base::Result<std::span<const shard::Hash>>()>;
 
   ChunkBlocks(Lookups lookups, NextHashes next_hashes);
   ~ChunkBlocks();  // waits for the blocks in flight: they use the lookups

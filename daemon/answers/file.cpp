@@ -2,7 +2,7 @@
 
 namespace dedupd::daemon::answers {
 
-shard::Result<FileAnswer> answer_file(const Lookups& lookups, const shard::Hash& file) {
+base::Result<FileAnswer> answer_file(const Lookups& lookups, const shard::Hash& file) {
   auto local = lookups.index().file(file);
   if (!local) return local.error();
   FileAnswer answer;

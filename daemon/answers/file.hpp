@@ -4,10 +4,10 @@
 
 #include <optional>
 
+#include "base/result.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "fleet/fleet.hpp"
 #include "index/types.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -20,6 +20,6 @@ struct FileAnswer {
   bool found() const { return local || remote; }
 };
 
-shard::Result<FileAnswer> answer_file(const Lookups& lookups, const shard::Hash& file);
+base::Result<FileAnswer> answer_file(const Lookups& lookups, const shard::Hash& file);
 
 }  // namespace dedupd::daemon::answers

@@ -40,8 +40,8 @@ std::optional<GlobalDedupReply> ask_fleet(const Lookups& lookups, FleetPort& fle
 
 }  // namespace
 
-shard::Result<std::optional<GlobalDedupReply>> local_reply(const index::Index& index, const shard::Hash& raw_chunk,
-                                                           const ReplySettings& settings) {
+base::Result<std::optional<GlobalDedupReply>> local_reply(const index::Index& index, const shard::Hash& raw_chunk,
+                                                          const ReplySettings& settings) {
   using Out = std::optional<GlobalDedupReply>;
   auto locations = index.lookup(raw_chunk);
   if (!locations) return locations.error();
@@ -87,8 +87,8 @@ std::optional<GlobalDedupReply> fleet_reply(const fleet::ShardXorbs& source, con
   return reply;
 }
 
-shard::Result<GlobalDedupAnswer> answer_global_dedup(const Lookups& lookups, const GlobalDedupQuestion& question,
-                                                     std::uint64_t now) {
+base::Result<GlobalDedupAnswer> answer_global_dedup(const Lookups& lookups, const GlobalDedupQuestion& question,
+                                                    std::uint64_t now) {
   const core::GlobalDedupKey key = lookups.global_dedup_key();
   // The endpoint's clients keep what they get until a process finds it
   // expired: theirs expires soon (xet_endpoint.reply_expiry), so an answer

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/answers/global_dedup_plan.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "shard/format.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -42,8 +42,8 @@ struct GlobalDedupReply {
 
 // The reply for a raw chunk hash from this index, read in one snapshot per
 // source shard; nullopt when no live shard holds the chunk.
-shard::Result<std::optional<GlobalDedupReply>> local_reply(const index::Index& index, const shard::Hash& raw_chunk,
-                                                           const ReplySettings& settings);
+base::Result<std::optional<GlobalDedupReply>> local_reply(const index::Index& index, const shard::Hash& raw_chunk,
+                                                          const ReplySettings& settings);
 
 // The reply from the fleet shard a chunk came from (fleet::Reader::
 // shard_xorbs: the chunk's xorb first); nullopt when it brought no xorb or
@@ -64,7 +64,7 @@ struct GlobalDedupAnswer {
   Reach fleet = Reach::off;               // how asking the fleet went (off: not asked)
 };
 
-shard::Result<GlobalDedupAnswer> answer_global_dedup(const Lookups& lookups, const GlobalDedupQuestion& question,
-                                                     std::uint64_t now);
+base::Result<GlobalDedupAnswer> answer_global_dedup(const Lookups& lookups, const GlobalDedupQuestion& question,
+                                                    std::uint64_t now);
 
 }  // namespace dedupd::daemon::answers

@@ -2,7 +2,7 @@
 
 namespace dedupd::daemon::answers {
 
-shard::Result<Sha256Answer> answer_sha256(const Lookups& lookups, const shard::Hash& sha256) {
+base::Result<Sha256Answer> answer_sha256(const Lookups& lookups, const shard::Hash& sha256) {
   auto files = lookups.index().files_with_sha256(sha256);
   if (!files) return files.error();
   Sha256Answer answer;

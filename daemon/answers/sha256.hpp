@@ -4,9 +4,9 @@
 
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -16,6 +16,6 @@ struct Sha256Answer {
   Reach reach = Reach::off;
 };
 
-shard::Result<Sha256Answer> answer_sha256(const Lookups& lookups, const shard::Hash& sha256);
+base::Result<Sha256Answer> answer_sha256(const Lookups& lookups, const shard::Hash& sha256);
 
 }  // namespace dedupd::daemon::answers

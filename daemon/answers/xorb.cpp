@@ -2,7 +2,7 @@
 
 namespace dedupd::daemon::answers {
 
-shard::Result<XorbAnswer> answer_xorb(const Lookups& lookups, const shard::Hash& xorb) {
+base::Result<XorbAnswer> answer_xorb(const Lookups& lookups, const shard::Hash& xorb) {
   auto forms = lookups.index().xorb(xorb);
   if (!forms) return forms.error();
   XorbAnswer answer;

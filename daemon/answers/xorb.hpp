@@ -8,10 +8,10 @@
 #include <optional>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/answers/lookups.hpp"
 #include "fleet/fleet.hpp"
 #include "index/types.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -34,6 +34,6 @@ std::size_t primary_form(const std::vector<Form>& forms) {
   return 0;
 }
 
-shard::Result<XorbAnswer> answer_xorb(const Lookups& lookups, const shard::Hash& xorb);
+base::Result<XorbAnswer> answer_xorb(const Lookups& lookups, const shard::Hash& xorb);
 
 }  // namespace dedupd::daemon::answers

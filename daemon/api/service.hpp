@@ -6,7 +6,7 @@
 // implements it (daemon/wiring/service_impl.hpp). Admin methods are called
 // from HTTP worker threads and block until the daemon's work loop has done
 // the job, so the index keeps exactly one writer.
-// Failures are values: a shard::Error whose rule ("daemon.*" in
+// Failures are values: a base::Error whose rule ("daemon.*" in
 // daemon/core/errors.hpp, "index.*", "fleet.*") the HTTP layer answers with
 // its status (daemon/api/render/failure.hpp); nothing here throws.
 #pragma once
@@ -54,23 +54,23 @@ class Service {
 
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").
-  [[nodiscard]] virtual shard::Result<core::RescanResult> rescan() = 0;
+  [[nodiscard]] virtual base::Result<core::RescanResult> rescan() = 0;
   // POST /v1/admin/reload.
-  [[nodiscard]] virtual shard::Result<core::ReloadResult> reload() {
-    return shard::Error{"daemon.internal", 0, "not supported", false};
+  [[nodiscard]] virtual base::Result<core::ReloadResult> reload() {
+    return base::Error{"daemon.internal", 0, "not supported", false};
   }
   // POST /v1/admin/index/rebuild: the index moved aside and rebuilt.
-  [[nodiscard]] virtual shard::Result<core::IndexHealth> rebuild_index() {
-    return shard::Error{"daemon.internal", 0, "not supported", false};
+  [[nodiscard]] virtual base::Result<core::IndexHealth> rebuild_index() {
+    return base::Error{"daemon.internal", 0, "not supported", false};
   }
-  [[nodiscard]] virtual shard::Result<core::PurgeResult> purge(bool dry_run) = 0;
+  [[nodiscard]] virtual base::Result<core::PurgeResult> purge(bool dry_run) = 0;
   // POST /v1/admin/restore/<hash>: the shard after; nullopt: not known.
-  [[nodiscard]] virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) {
+  [[nodiscard]] virtual base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) {
     (void)shard;
     return std::optional<index::ShardInfo>();
   }
   // DELETE /v1/shard/<hash>; not_live: known, but already removed or expired.
-  [[nodiscard]] virtual shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
+  [[nodiscard]] virtual base::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
   // `name` is the uploaded file's name (?name=), possibly empty; it tells a
   // bundle (".caf") from a shard and names the source in logs and records.
   // A shard that fails validation is an error with the parser's rule and
@@ -89,17 +89,17 @@ class Service {
   virtual std::optional<fleet_link::PublisherState> fleet_state() const { return std::nullopt; }
   // The whole fleet as the database sees it (a longer bound: an operator
   // asks). "daemon.no_fleet" without a fleet; "fleet.*" when it is out of reach.
-  [[nodiscard]] virtual shard::Result<fleet::Status> fleet_status() {
+  [[nodiscard]] virtual base::Result<fleet::Status> fleet_status() {
     return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }
   // Admin: drops every hold of a host that is gone for good. True when the
   // host was known; "fleet.*" when the primary cannot be reached.
   // Queues every parked outbox entry again; how many. "daemon.no_fleet"
   // without a fleet.
-  [[nodiscard]] virtual shard::Result<std::uint64_t> fleet_retry() {
+  [[nodiscard]] virtual base::Result<std::uint64_t> fleet_retry() {
     return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }
-  [[nodiscard]] virtual shard::Result<bool> fleet_forget_host(const std::string& name) {
+  [[nodiscard]] virtual base::Result<bool> fleet_forget_host(const std::string& name) {
     (void)name;
     return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   }

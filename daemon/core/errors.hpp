@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::daemon::core {
 
@@ -21,8 +21,8 @@ inline constexpr const char* kRuleBadConfig = "daemon.bad_config";
 // An admin action threw on the work loop (out of memory, a bug): logged, 500.
 inline constexpr const char* kRuleInternal = "daemon.internal";
 
-inline shard::Error seam_error(const char* rule, std::string message) {
-  return shard::Error{rule, 0, std::move(message), /*has_offset=*/false};
+inline base::Error seam_error(const char* rule, std::string message) {
+  return base::Error{rule, 0, std::move(message), /*has_offset=*/false};
 }
 
 }  // namespace dedupd::daemon::core

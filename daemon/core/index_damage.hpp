@@ -5,12 +5,12 @@
 
 #include <string>
 
+#include "base/result.hpp"
 #include "index/status.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::core {
 
-inline bool says_damaged(const shard::Error& e) {
+inline bool says_damaged(const base::Error& e) {
   if (e.rule == index::kRuleCorrupt) return true;
   if (e.rule != index::kRuleLmdb) return false;
   for (const char* code : {"MDB_CORRUPTED", "MDB_PAGE_NOTFOUND", "MDB_INVALID", "MDB_VERSION_MISMATCH"})

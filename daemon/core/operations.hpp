@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/core/errors.hpp"
 #include "daemon/core/status.hpp"
 #include "fleet/fleet.hpp"
 #include "index/index.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 // A value of the fleet's room (daemon/fleet_link/state.hpp), named, not
 // included: the core includes no room of the daemon.
@@ -45,7 +45,7 @@ class Operations {
   virtual bool fleet_enabled() const = 0;
   virtual fleet::ConnectOptions fleet_options() const = 0;
   virtual std::optional<fleet_link::PublisherState> fleet_state() const = 0;
-  virtual shard::Result<std::uint64_t> fleet_retry() = 0;
+  virtual base::Result<std::uint64_t> fleet_retry() = 0;
   // Marked set aside in the fleet for `cas` (any CAS: nullopt), as the
   // publisher last read the marks.
   virtual bool fleet_set_aside(const shard::Hash&, const std::optional<std::string>&) const { return false; }
@@ -54,13 +54,13 @@ class Operations {
   virtual RescanResult rescan() = 0;
   // The config file read again and applied (as SIGHUP); "daemon.bad_config"
   // with every error when it is wrong, the running one kept.
-  virtual shard::Result<ReloadResult> reload_config() { return seam_error(kRuleInternal, "not supported"); }
+  virtual base::Result<ReloadResult> reload_config() { return seam_error(kRuleInternal, "not supported"); }
   // Moves the index aside and rebuilds it from the shards (dedupd starts
   // again in its process); when it will happen, or why not.
-  virtual shard::Result<IndexHealth> rebuild_index() { return seam_error(kRuleInternal, "not supported"); }
-  virtual shard::Result<PurgeResult> purge(bool dry_run) = 0;
-  virtual shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
-  virtual shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) = 0;
+  virtual base::Result<IndexHealth> rebuild_index() { return seam_error(kRuleInternal, "not supported"); }
+  virtual base::Result<PurgeResult> purge(bool dry_run) = 0;
+  virtual base::Result<index::RemoveOutcome> remove(const shard::Hash& shard) = 0;
+  virtual base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) = 0;
   virtual UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) = 0;
 };
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "shard/hash.hpp"
 #include "shard/keys.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::core {
 
@@ -186,7 +186,7 @@ struct IngestedShard {
 };
 // The outcomes, or the first validation problem (rule, offset, message),
 // which the route answers with 422. Nothing is indexed on an error.
-using UploadResult = shard::Result<std::vector<IngestedShard>>;
+using UploadResult = base::Result<std::vector<IngestedShard>>;
 
 // The key global-dedup replies are keyed with, and how long a reply stays
 // valid for the client (its footer expiry = now + reply_lifetime_s).
@@ -202,7 +202,7 @@ struct LearnHold {
     off,          // learning is off (no endpoint configured)
   };
   Outcome outcome = Outcome::off;
-  std::optional<shard::Error> error{};
+  std::optional<base::Error> error{};
 };
 
 // The learning path's counts since start (dedupctl status, /metrics).

@@ -16,7 +16,7 @@ namespace dedupd::daemon::expiry {
 namespace {
 
 // An index failure, with what the runner was doing.
-shard::Error failed(const char* what, shard::Error e) {
+base::Error failed(const char* what, base::Error e) {
   e.message = std::string(what) + ": " + e.message;
   return e;
 }
@@ -27,7 +27,7 @@ ShardRecord to_record(const index::ShardInfo& s) {
 
 }  // namespace
 
-shard::Result<std::vector<ShardRecord>> Runner::expired_records(std::vector<shard::Hash> also_due) const {
+base::Result<std::vector<ShardRecord>> Runner::expired_records(std::vector<shard::Hash> also_due) const {
   auto expired = index_.shards(index::ShardState::expired);
   if (!expired) return failed("listing expired shards", expired.error());
   std::vector<ShardRecord> out;
@@ -44,7 +44,7 @@ shard::Result<std::vector<ShardRecord>> Runner::expired_records(std::vector<shar
   return out;
 }
 
-shard::Result<core::PurgeResult> Runner::run(std::uint64_t now, bool dry_run) {
+base::Result<core::PurgeResult> Runner::run(std::uint64_t now, bool dry_run) {
   core::PurgeResult out;
   if (dry_run) {
     auto due = index_.due(now);
@@ -102,7 +102,7 @@ bool Runner::delete_file(const shard::Hash& shard, const std::string& path, bool
   return true;
 }
 
-shard::Result<std::monostate> Runner::enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out) {
+base::Result<std::monostate> Runner::enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out) {
   std::vector<index::ShardInfo> shards;
   for (auto state : {index::ShardState::live, index::ShardState::expired}) {
     auto listed = index_.shards(state);

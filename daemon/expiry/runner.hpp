@@ -27,17 +27,17 @@ class Runner {
 
   // Does (or, dry_run, only reports) everything due at `now`. An index
   // failure stops the pass where it happened (what was done stays done).
-  [[nodiscard]] shard::Result<core::PurgeResult> run(std::uint64_t now, bool dry_run);
+  [[nodiscard]] base::Result<core::PurgeResult> run(std::uint64_t now, bool dry_run);
 
   // The earliest moment something becomes due after the last run: an index
   // expiry or a file's end of grace.
   std::optional<std::uint64_t> next_due(std::uint64_t now) const;
 
  private:
-  shard::Result<std::vector<ShardRecord>> expired_records(std::vector<shard::Hash> also_due) const;
+  base::Result<std::vector<ShardRecord>> expired_records(std::vector<shard::Hash> also_due) const;
   // Checks and, unless dry_run, deletes one file; true when it is (or would be) gone.
   bool delete_file(const shard::Hash& shard, const std::string& path, bool dry_run);
-  [[nodiscard]] shard::Result<std::monostate> enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out);
+  [[nodiscard]] base::Result<std::monostate> enforce_cap(std::uint64_t now, bool dry_run, core::PurgeResult& out);
 
   index::Index& index_;
   const watch::Watcher& watcher_;

@@ -27,7 +27,7 @@ constexpr auto kMaxConnectBackoff = std::chrono::milliseconds(2s);
 // An error about the entry itself, which no retry of the same code cures:
 // park it. Anything else (the fleet out of reach, a timeout, a server
 // refusing for now) keeps it queued.
-bool about_the_entry(const shard::Error& e) {
+bool about_the_entry(const base::Error& e) {
   return e.rule == index::kRuleRebuild || e.rule == index::kRuleCorrupt || e.rule == fleet::kRuleArgument;
 }
 }  // namespace

@@ -70,7 +70,7 @@ FileOutcome IngestQueue::ingest_one(const watch::Candidate& c) {
   if (o == FileOutcome::expired && events_.expired_found) events_.expired_found();
   const auto now = Clock::now();
   if (o == FileOutcome::failed) {
-    const shard::Error& why = ingester_.last_failure();
+    const base::Error& why = ingester_.last_failure();
     if (is_passing_failure(why.rule)) {
       if (waiting_.empty()) last_free_bytes_ = space_(state_dir_).free_bytes;
       waiting_.wait(c, why.rule, why.message, core::unix_now(), now);

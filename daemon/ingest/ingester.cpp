@@ -45,7 +45,7 @@ const char* to_string(FileOutcome o) {
 namespace {
 // A file that cannot be opened or mapped for a reason of the machine's, not
 // of its bytes: it waits, it is not rejected (nor quarantined).
-bool passing_open_error(const shard::Error& e) {
+bool passing_open_error(const base::Error& e) {
   for (int code : {EIO, EMFILE, ENFILE, ENOMEM, EAGAIN})
     if (e.message.ends_with(std::strerror(code))) return true;
   return false;
@@ -84,10 +84,10 @@ FileOutcome Ingester::still_being_written(const fs::path& path) {
   // close-after-write event brings it back, and the waiting list's retry
   // does should that event never come (a writer in another mount namespace).
   spdlog::debug("{} is open for writing; waiting for it to be closed", path);
-  return failed(shard::Error{kRuleStillWritten, 0, path.native() + " is open for writing", false});
+  return failed(base::Error{kRuleStillWritten, 0, path.native() + " is open for writing", false});
 }
 
-FileOutcome Ingester::failed(shard::Error why) {
+FileOutcome Ingester::failed(base::Error why) {
   last_failure_ = std::move(why);
   return FileOutcome::failed;
 }
@@ -101,7 +101,7 @@ FileOutcome Ingester::ingest_shard_file(const fs::path& path, const index::Sourc
     if (!fs::exists(path)) return FileOutcome::vanished;
     if (passing_open_error(mapped.error())) {
       spdlog::error("cannot read {}: {}; it waits and is tried again", path, mapped.error());
-      return failed(shard::Error{kRuleReadIo, 0, mapped.error().message, false});
+      return failed(base::Error{kRuleReadIo, 0, mapped.error().message, false});
     }
     return reject(path, source, mapped.error(), now);
   }
@@ -135,7 +135,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
     if (!fs::exists(path)) return FileOutcome::vanished;
     if (passing_open_error(mapped.error())) {
       spdlog::error("cannot read {}: {}; it waits and is tried again", path, mapped.error());
-      return failed(shard::Error{kRuleReadIo, 0, mapped.error().message, false});
+      return failed(base::Error{kRuleReadIo, 0, mapped.error().message, false});
     }
     return reject(path, source, mapped.error(), now);
   }
@@ -161,7 +161,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
     auto t0 = std::chrono::steady_clock::now();
     auto valid = validate_shard(m->bytes, m->name);
     if (!valid) {
-      shard::Error e = valid.error();
+      base::Error e = valid.error();
       e.offset += m->start;  // where in the bundle file
       note(reject(member.path, member, e, now, /*quarantine=*/false));
       continue;
@@ -184,7 +184,7 @@ FileOutcome Ingester::ingest_bundle_file(const fs::path& path, const index::Sour
   return any_failed ? FileOutcome::failed : overall;
 }
 
-FileOutcome Ingester::reject(const fs::path& path, const index::SourceInfo& source, shard::Error error,
+FileOutcome Ingester::reject(const fs::path& path, const index::SourceInfo& source, base::Error error,
                              std::uint64_t now, bool quarantine) {
   counters_.shards_rejected++;
   std::string where;
@@ -251,7 +251,7 @@ core::UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, 
   for (const auto& p : parts) {
     auto v = validate_shard(p.bytes, p.name);
     if (!v) {
-      shard::Error e = v.error();
+      base::Error e = v.error();
       e.offset += p.offset;
       if (parts.size() > 1) e.message = p.name + ": " + e.message;
       spdlog::info("upload{}{} rejected: {}", name.empty() ? "" : " ", name, e);
@@ -269,7 +269,7 @@ core::UploadResult Ingester::ingest_upload(std::span<const std::uint8_t> bytes, 
     if (!r) {
       // An index failure, not the upload's: its "index.*" rule tells the
       // HTTP layer so (a 500 or 503, never the 422 of a bad shard).
-      shard::Error e = r.error();
+      base::Error e = r.error();
       e.message =
           "cannot index the uploaded shard" + (parts[i].name.empty() ? "" : " " + parts[i].name) + ": " + e.message;
       return e;

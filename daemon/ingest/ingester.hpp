@@ -39,7 +39,7 @@ class Ingester {
 
   FileOutcome ingest_file(const watch::Candidate& file, std::uint64_t now);
   // Why the last ingest_file() that returned `failed` failed.
-  const shard::Error& last_failure() const { return last_failure_; }
+  const base::Error& last_failure() const { return last_failure_; }
 
   // POST /v1/admin/ingest: the same checks on bytes with no file behind them.
   // An explicit upload brings back a shard removed earlier (unless expired).
@@ -49,8 +49,8 @@ class Ingester {
   FileOutcome ingest_shard_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
   FileOutcome ingest_bundle_file(const std::filesystem::path& path, const index::SourceInfo& source, std::uint64_t now);
   FileOutcome still_being_written(const std::filesystem::path& path);
-  FileOutcome failed(shard::Error why);
-  FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source, shard::Error error,
+  FileOutcome failed(base::Error why);
+  FileOutcome reject(const std::filesystem::path& path, const index::SourceInfo& source, base::Error error,
                      std::uint64_t now, bool quarantine = true);
   FileOutcome record(const index::IngestResult& r, const std::filesystem::path& path, double ms);
 
@@ -58,7 +58,7 @@ class Ingester {
   core::Counters& counters_;
   CasScopes& scopes_;
   std::optional<std::filesystem::path> quarantine_;
-  shard::Error last_failure_;
+  base::Error last_failure_;
 };
 
 }  // namespace dedupd::daemon::ingest

@@ -4,7 +4,7 @@
 
 namespace dedupd::daemon::ingest {
 
-shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name) {
+base::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name) {
   auto view = shard::ShardView::parse(bytes);
   if (!view) return view.error();
   bool named_by_hash = !name.empty() && shard::is_shard_file_name(name);

@@ -8,8 +8,8 @@
 #include <span>
 #include <string_view>
 
+#include "base/result.hpp"
 #include "shard/reader.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::ingest {
 
@@ -21,6 +21,6 @@ struct ValidShard {
 };
 
 // `name` is the file path or upload name (only its last component matters).
-shard::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name);
+base::Result<ValidShard> validate_shard(std::span<const std::uint8_t> bytes, std::string_view name);
 
 }  // namespace dedupd::daemon::ingest

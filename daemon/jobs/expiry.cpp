@@ -26,11 +26,11 @@ void ExpiryJob::run() {
   after_pass_();
 }
 
-shard::Result<core::PurgeResult> ExpiryJob::purge(bool dry_run) {
+base::Result<core::PurgeResult> ExpiryJob::purge(bool dry_run) {
   auto r = runner_.run(core::unix_now(), dry_run);
   if (!dry_run) schedule();
   if (!r) {
-    shard::Error e = r.error();
+    base::Error e = r.error();
     e.message = "purge: " + e.message;
     return e;
   }

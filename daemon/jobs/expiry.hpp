@@ -30,7 +30,7 @@ class ExpiryJob final : public Job {
   // before the loop next waits.
   void reschedule() { reschedule_wanted_ = true; }
   // POST /v1/admin/purge: a pass now, or (dry_run) what one would do.
-  shard::Result<core::PurgeResult> purge(bool dry_run);
+  base::Result<core::PurgeResult> purge(bool dry_run);
 
   const char* name() const override { return "expiry"; }
   std::optional<std::chrono::milliseconds> due_in() override;

@@ -61,7 +61,7 @@ std::optional<fleet_link::PublisherState> FleetLink::state() const {
   return state;
 }
 
-shard::Result<std::uint64_t> FleetLink::retry_parked() {
+base::Result<std::uint64_t> FleetLink::retry_parked() {
   std::lock_guard lock(mu_);
   if (!publisher_) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   return publisher_->retry_parked();

@@ -43,7 +43,7 @@ class FleetLink final : public Job {
   fleet_link::FleetLookup& lookup() { return *lookup_; }
   std::optional<fleet_link::PublisherState> state() const;
   // Parked outbox entries queued again; "daemon.no_fleet" without a fleet.
-  shard::Result<std::uint64_t> retry_parked();
+  base::Result<std::uint64_t> retry_parked();
   // Marked set aside in the fleet for `cas` (any: nullopt), as the
   // publisher last read the marks.
   bool set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const {

@@ -23,7 +23,7 @@ void RebuildRestart::now(const std::string& why) {
   stop_();
 }
 
-shard::Result<core::IndexHealth> RebuildRestart::soon() {
+base::Result<core::IndexHealth> RebuildRestart::soon() {
   if (requested_) return core::seam_error(core::kRuleBusy, "a rebuild is starting already");
   due_ = Clock::now() + kOperatorDelay;
   core::IndexHealth h;

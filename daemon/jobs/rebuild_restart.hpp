@@ -12,10 +12,10 @@
 #include <optional>
 #include <string>
 
+#include "base/result.hpp"
 #include "daemon/core/index_health_board.hpp"
 #include "daemon/core/status.hpp"
 #include "daemon/jobs/job.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::jobs {
 
@@ -36,7 +36,7 @@ class RebuildRestart final : public Job {
   void now(const std::string& why);
   // An operator's request: the restart kOperatorDelay from now; what the
   // index's health will be, or daemon.busy when a restart is under way.
-  shard::Result<core::IndexHealth> soon();
+  base::Result<core::IndexHealth> soon();
   // The loop ended for a restart: main starts dedupd again.
   bool requested() const { return requested_; }
 

@@ -22,10 +22,10 @@ GlobalDedupKeyStore::GlobalDedupKeyStore(fs::path file, std::chrono::seconds rot
     : file_(std::move(file)), rotation_(rotation) {}
 
 namespace {
-shard::Error key_error(std::string message) { return shard::Error{kRuleKeyStore, 0, std::move(message), false}; }
+base::Error key_error(std::string message) { return base::Error{kRuleKeyStore, 0, std::move(message), false}; }
 }  // namespace
 
-shard::Result<std::monostate> GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
+base::Result<std::monostate> GlobalDedupKeyStore::load_or_create(std::uint64_t now) {
   std::ifstream in(file_);
   std::uint64_t created = 0;
   std::string text;
@@ -43,7 +43,7 @@ shard::Result<std::monostate> GlobalDedupKeyStore::load_or_create(std::uint64_t 
   return create(now);
 }
 
-shard::Result<std::monostate> GlobalDedupKeyStore::create(std::uint64_t now) {
+base::Result<std::monostate> GlobalDedupKeyStore::create(std::uint64_t now) {
   shard::Key key;
   // A zero key would mean "stored raw"; RAND_bytes never gives one in practice.
   do {
@@ -72,7 +72,7 @@ shard::Result<std::monostate> GlobalDedupKeyStore::create(std::uint64_t now) {
   return std::monostate{};
 }
 
-shard::Result<bool> GlobalDedupKeyStore::rotate_if_due(std::uint64_t now) {
+base::Result<bool> GlobalDedupKeyStore::rotate_if_due(std::uint64_t now) {
   if (now < next_rotation()) return false;
   auto made = create(now);
   if (!made) return made.error();

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <variant>
 
+#include "base/result.hpp"
 #include "shard/keys.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::keys {
 
@@ -25,17 +25,17 @@ class GlobalDedupKeyStore {
   // Loads the stored key, or makes and stores a new one when there is none,
   // it is unreadable, or it is older than the rotation period; a
   // kRuleKeyStore error when no random bytes or no file can be had.
-  [[nodiscard]] shard::Result<std::monostate> load_or_create(std::uint64_t now);
+  [[nodiscard]] base::Result<std::monostate> load_or_create(std::uint64_t now);
 
   // Rotates when due; true when it did. On an error the old key stays. Loop thread.
-  [[nodiscard]] shard::Result<bool> rotate_if_due(std::uint64_t now);
+  [[nodiscard]] base::Result<bool> rotate_if_due(std::uint64_t now);
   std::uint64_t next_rotation() const;  // unix seconds
 
   void set_rotation(std::chrono::seconds rotation);
   shard::Key current() const;  // any thread
 
  private:
-  shard::Result<std::monostate> create(std::uint64_t now);
+  base::Result<std::monostate> create(std::uint64_t now);
 
   std::filesystem::path file_;
   mutable std::mutex mutex_;

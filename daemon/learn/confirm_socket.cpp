@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kRule = "learn.socket";
 
-shard::Error fail(std::string message) { return shard::Error{kRule, 0, std::move(message), false}; }
+base::Error fail(std::string message) { return base::Error{kRule, 0, std::move(message), false}; }
 
 }  // namespace
 
@@ -31,7 +31,7 @@ bool may_confirm(const Sender& s, std::optional<gid_t> endpoint_gid) {
   return groups && std::find(groups->begin(), groups->end(), *endpoint_gid) != groups->end();
 }
 
-shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
+base::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path)
@@ -52,7 +52,7 @@ shard::Result<ConfirmSocket> ConfirmSocket::bind(const std::string& path) {
   return s;
 }
 
-shard::Result<ConfirmSocket> ConfirmSocket::adopt(int fd) {
+base::Result<ConfirmSocket> ConfirmSocket::adopt(int fd) {
   sockaddr_un addr{};
   socklen_t len = sizeof addr;
   std::string path = "(unnamed)";

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/learn/report.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::learn {
 
@@ -36,10 +36,10 @@ class ConfirmSocket {
  public:
   // Binds a datagram socket at `path` (a stale socket file there is
   // replaced), writable by anyone: the credentials decide.
-  static shard::Result<ConfirmSocket> bind(const std::string& path);
+  static base::Result<ConfirmSocket> bind(const std::string& path);
   // Takes a datagram socket systemd passed: never unlinked here, the socket
   // unit owns it.
-  static shard::Result<ConfirmSocket> adopt(int fd);
+  static base::Result<ConfirmSocket> adopt(int fd);
   ConfirmSocket(ConfirmSocket&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)), owned_(o.owned_) { o.fd_ = -1; }
   ConfirmSocket& operator=(ConfirmSocket&&) = delete;
   ConfirmSocket(const ConfirmSocket&) = delete;

@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kCasFile = "cas";
 
-shard::Error copy_error(const std::string& what) { return shard::Error{"daemon.learned_copy", 0, what, false}; }
+base::Error copy_error(const std::string& what) { return base::Error{"daemon.learned_copy", 0, what, false}; }
 
 bool write_whole(const fs::path& path, std::span<const std::uint8_t> bytes, std::string& why) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
@@ -63,8 +63,8 @@ std::string read_cas(const fs::path& dir) {
 
 }  // namespace
 
-shard::Result<fs::path> LearnedCopies::keep(std::span<const std::uint8_t> bytes, const std::string& shard_hash,
-                                            const std::string& cas) {
+base::Result<fs::path> LearnedCopies::keep(std::span<const std::uint8_t> bytes, const std::string& shard_hash,
+                                           const std::string& cas) {
   if (root_.empty()) return copy_error("no folder for learned shards");
   const fs::path dir = root_ / dedupd::xetcache::client_cache_dir_name(cas);
   const fs::path target = dir / (shard_hash + ".mdb");

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::daemon::learn {
 
@@ -25,8 +25,8 @@ class LearnedCopies {
 
   // Writes the copy (temporary file, fsync, rename, fsync of the folder):
   // its path, or why not. Nothing when the same copy is there already.
-  shard::Result<std::filesystem::path> keep(std::span<const std::uint8_t> bytes, const std::string& shard_hash,
-                                            const std::string& cas);
+  base::Result<std::filesystem::path> keep(std::span<const std::uint8_t> bytes, const std::string& shard_hash,
+                                           const std::string& cas);
 
   // Every copy kept, with its CAS.
   struct Copy {

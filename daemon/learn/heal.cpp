@@ -19,9 +19,9 @@ std::vector<shard::Hash> xorbs_named_not_carried(const shard::ShardView& shard, 
   return out;
 }
 
-shard::Result<Healed> set_aside_stale(index::Index& idx, const shard::ShardView& refused,
-                                      const std::string& refused_hash, const std::string& cas, bool unknown_too,
-                                      std::uint64_t now) {
+base::Result<Healed> set_aside_stale(index::Index& idx, const shard::ShardView& refused,
+                                     const std::string& refused_hash, const std::string& cas, bool unknown_too,
+                                     std::uint64_t now) {
   Healed out;
   std::vector<shard::Hash> named = xorbs_named_not_carried(refused);
   out.xorbs_named = named.size();

@@ -30,8 +30,8 @@ struct Healed {
 // `unknown_too`: those answered the endpoint as well) that hold a xorb the
 // refused shard named without carrying. `refused_hash` names it in the
 // reason.
-shard::Result<Healed> set_aside_stale(index::Index& idx, const shard::ShardView& refused,
-                                      const std::string& refused_hash, const std::string& cas, bool unknown_too,
-                                      std::uint64_t now);
+base::Result<Healed> set_aside_stale(index::Index& idx, const shard::ShardView& refused,
+                                     const std::string& refused_hash, const std::string& cas, bool unknown_too,
+                                     std::uint64_t now);
 
 }  // namespace dedupd::daemon::learn

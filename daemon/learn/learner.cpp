@@ -21,7 +21,7 @@ Learner::~Learner() {
   if (socket_) loop_.unwatch_fd(socket_->fd());
 }
 
-shard::Result<bool> Learner::listen(const std::string& path) {
+base::Result<bool> Learner::listen(const std::string& path) {
   if (socket_ && socket_->from_systemd()) {
     if (!path.empty() && path != socket_->path())
       spdlog::warn("xet_endpoint.learn_socket {} is not used: dedupd.socket passed {}, where the endpoint reports",
@@ -44,7 +44,7 @@ shard::Result<bool> Learner::listen(const std::string& path) {
   return true;
 }
 
-shard::Result<bool> Learner::adopt(int fd) {
+base::Result<bool> Learner::adopt(int fd) {
   if (socket_) {
     loop_.unwatch_fd(socket_->fd());
     socket_.reset();

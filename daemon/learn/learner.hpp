@@ -38,10 +38,10 @@ class Learner {
   // Listens on the learning socket at `path` (empty: stops listening).
   // Work loop only. An error leaves learning off; the daemon runs on. Once
   // listening on systemd's socket (adopt), that one stays whatever `path`.
-  shard::Result<bool> listen(const std::string& path);
+  base::Result<bool> listen(const std::string& path);
   // The learning socket systemd passed (dedupd.socket): learning is on for
   // good, whatever xet_endpoint says, since the endpoint reports there.
-  shard::Result<bool> adopt(int fd);
+  base::Result<bool> adopt(int fd);
   void set_endpoint_gid(std::optional<gid_t> gid);
   void set_unknown_cas_answers(bool on);
   // Where an accepted shard's bytes are kept (nullptr: nowhere), so a

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "base/result.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::log {
 
@@ -33,9 +33,9 @@ struct fmt::formatter<dedupd::shard::Hash> : fmt::formatter<std::string_view> {
 };
 
 template <>
-struct fmt::formatter<dedupd::shard::Error> : fmt::formatter<std::string_view> {
+struct fmt::formatter<dedupd::base::Error> : fmt::formatter<std::string_view> {
   template <class Ctx>
-  auto format(const dedupd::shard::Error& e, Ctx& ctx) const {
+  auto format(const dedupd::base::Error& e, Ctx& ctx) const {
     return fmt::formatter<std::string_view>::format(e.to_string(), ctx);
   }
 };

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/core/errors.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::loop {
 
@@ -42,7 +42,7 @@ class EventLoop {
   // (the task still runs later; it must own its data), "daemon.internal"
   // when fn threw (the exception stops here, on the loop thread).
   template <class T>
-  shard::Result<T> call(std::function<shard::Result<T>()> fn, std::chrono::milliseconds timeout);
+  base::Result<T> call(std::function<base::Result<T>()> fn, std::chrono::milliseconds timeout);
 
   // Any thread: make the next run_once return without waiting.
   void wake();
@@ -58,8 +58,8 @@ class EventLoop {
 };
 
 template <class T>
-shard::Result<T> EventLoop::call(std::function<shard::Result<T>()> fn, std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<shard::Result<T>>>();
+base::Result<T> EventLoop::call(std::function<base::Result<T>()> fn, std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<base::Result<T>>>();
   auto future = promise->get_future();
   post([promise, fn = std::move(fn)]() {
     try {

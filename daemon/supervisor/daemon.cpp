@@ -189,7 +189,7 @@ void Daemon::on_watch_events() {
 
 // ---- reload -----------------------------------------------------------------
 
-shard::Result<core::ReloadResult> Daemon::reload_config() {
+base::Result<core::ReloadResult> Daemon::reload_config() {
   systemd::notify_reloading();
   core::ReloadResult out;
   if (!options_.config_file) {

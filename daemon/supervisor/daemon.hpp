@@ -64,7 +64,7 @@ class Daemon final {
   void stop();
   void on_signals();
   void on_watch_events();
-  shard::Result<core::ReloadResult> reload_config();
+  base::Result<core::ReloadResult> reload_config();
   // Applies `next`; on a reload, returns what it keeps as it runs until a
   // restart ("key (stays VALUE)"), each also logged.
   std::vector<std::string> apply_config(const config::Config& next, jobs::Apply when);

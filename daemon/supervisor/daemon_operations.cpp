@@ -97,17 +97,17 @@ fleet::ConnectOptions DaemonOperations::fleet_options() const {
 
 std::optional<fleet_link::PublisherState> DaemonOperations::fleet_state() const { return parts_.fleet.state(); }
 
-shard::Result<std::uint64_t> DaemonOperations::fleet_retry() { return parts_.fleet.retry_parked(); }
+base::Result<std::uint64_t> DaemonOperations::fleet_retry() { return parts_.fleet.retry_parked(); }
 
 core::RescanResult DaemonOperations::rescan() {
   counters_.rescans++;
   return parts_.queue.ingest_now(watcher_.scan());
 }
 
-shard::Result<index::RemoveOutcome> DaemonOperations::remove(const shard::Hash& shard) {
+base::Result<index::RemoveOutcome> DaemonOperations::remove(const shard::Hash& shard) {
   auto r = index_.remove(shard, core::unix_now());
   if (!r) {
-    shard::Error e = r.error();
+    base::Error e = r.error();
     e.message = "removing shard " + shard.to_string() + ": " + e.message;
     return e;
   }
@@ -118,7 +118,7 @@ shard::Result<index::RemoveOutcome> DaemonOperations::remove(const shard::Hash& 
   return r->outcome;
 }
 
-shard::Result<std::optional<index::ShardInfo>> DaemonOperations::restore(const shard::Hash& shard) {
+base::Result<std::optional<index::ShardInfo>> DaemonOperations::restore(const shard::Hash& shard) {
   auto r = index_.restore(shard);
   if (r && *r) spdlog::info("shard {} restored: it answers global-dedup queries again", shard.to_string());
   // Everywhere: its fleet marks go, and every host's copy answers again.

@@ -16,7 +16,7 @@ namespace dedupd::daemon::supervisor {
 
 class DaemonOperations final : public core::Operations {
  public:
-  using Reload = std::function<shard::Result<core::ReloadResult>()>;
+  using Reload = std::function<base::Result<core::ReloadResult>()>;
 
   DaemonOperations(const LiveConfig& config, Parts& parts, index::Index& index, core::Counters& counters,
                    watch::Watcher& watcher, const learn::LearnedCopies& learned_copies,
@@ -32,15 +32,15 @@ class DaemonOperations final : public core::Operations {
   bool fleet_set_aside(const shard::Hash& shard, const std::optional<std::string>& cas) const override;
   fleet::ConnectOptions fleet_options() const override;
   std::optional<fleet_link::PublisherState> fleet_state() const override;
-  shard::Result<std::uint64_t> fleet_retry() override;
+  base::Result<std::uint64_t> fleet_retry() override;
 
   // ---- the work loop's thread -------------------------------------------------
   core::RescanResult rescan() override;
-  shard::Result<core::ReloadResult> reload_config() override { return reload_(); }
-  shard::Result<core::IndexHealth> rebuild_index() override { return parts_.rebuild.soon(); }
-  shard::Result<core::PurgeResult> purge(bool dry_run) override { return parts_.expiry.purge(dry_run); }
-  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
-  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
+  base::Result<core::ReloadResult> reload_config() override { return reload_(); }
+  base::Result<core::IndexHealth> rebuild_index() override { return parts_.rebuild.soon(); }
+  base::Result<core::PurgeResult> purge(bool dry_run) override { return parts_.expiry.purge(dry_run); }
+  base::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
+  base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
   core::UploadResult ingest_upload(const std::vector<std::uint8_t>& bytes, const std::string& name) override;
 
  private:

@@ -25,7 +25,7 @@ class IndexLog final : public index::Observer {
   void stale_readers_cleared(int count) override {
     spdlog::warn("cleared {} reader slot(s) left by dead processes", count);
   }
-  void merge_failed(const shard::Error& error) override {
+  void merge_failed(const base::Error& error) override {
     spdlog::warn("index: merging recent chunk entries failed (retried after the next ingest): {}", error);
   }
   void outbox_queued() override { outbox_wake_.post(); }

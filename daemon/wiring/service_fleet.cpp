@@ -10,7 +10,7 @@ using fleet_link::Reach;
 
 std::optional<fleet_link::PublisherState> ServiceImpl::fleet_state() const { return parts_.ops.fleet_state(); }
 
-shard::Result<fleet::Status> ServiceImpl::fleet_status() {
+base::Result<fleet::Status> ServiceImpl::fleet_status() {
   if (!parts_.ops.fleet_enabled()) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   fleet::Status out;
   std::string error;
@@ -19,21 +19,21 @@ shard::Result<fleet::Status> ServiceImpl::fleet_status() {
   return out;
 }
 
-shard::Result<std::uint64_t> ServiceImpl::fleet_retry() { return parts_.ops.fleet_retry(); }
+base::Result<std::uint64_t> ServiceImpl::fleet_retry() { return parts_.ops.fleet_retry(); }
 
-shard::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
+base::Result<bool> ServiceImpl::fleet_forget_host(const std::string& name) {
   if (!parts_.ops.fleet_enabled()) return core::seam_error(core::kRuleNoFleet, "no fleet configured");
   // Its own short-lived connection to the primary: an admin action, rare,
   // and it must not wait behind the publisher's backlog.
   auto w = fleet::Writer::connect(parts_.ops.fleet_options());
   if (!w) {
-    shard::Error e = w.error();
+    base::Error e = w.error();
     e.message = "cannot reach the fleet primary: " + e.message;
     return e;
   }
   auto r = (*w)->forget_host(name);
   if (!r) {
-    shard::Error e = r.error();
+    base::Error e = r.error();
     e.message = "forgetting host " + name + ": " + e.message;
     return e;
   }

@@ -17,7 +17,7 @@ core::LearnHold ServiceImpl::learn_hold(const std::string& request_id, const std
   return parts_.learner.hold(request_id, cas, std::move(bytes));
 }
 
-shard::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard::Hash& shard) {
+base::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard::Hash& shard) {
   core::Operations& ops = parts_.ops;
   return parts_.loop.call<std::optional<index::ShardInfo>>([&ops, shard] { return ops.restore(shard); },
                                                            ops.admin_timeout());
@@ -25,18 +25,18 @@ shard::Result<std::optional<index::ShardInfo>> ServiceImpl::restore(const shard:
 
 core::LearnStats ServiceImpl::learn_stats() const { return parts_.learner.stats(); }
 
-shard::Result<core::RescanResult> ServiceImpl::rescan() {
+base::Result<core::RescanResult> ServiceImpl::rescan() {
   core::Operations& ops = parts_.ops;
-  return parts_.loop.call<core::RescanResult>([&ops]() -> shard::Result<core::RescanResult> { return ops.rescan(); },
+  return parts_.loop.call<core::RescanResult>([&ops]() -> base::Result<core::RescanResult> { return ops.rescan(); },
                                               ops.admin_timeout());
 }
 
-shard::Result<core::ReloadResult> ServiceImpl::reload() {
+base::Result<core::ReloadResult> ServiceImpl::reload() {
   core::Operations& ops = parts_.ops;
   return parts_.loop.call<core::ReloadResult>([&ops] { return ops.reload_config(); }, ops.admin_timeout());
 }
 
-shard::Result<core::IndexHealth> ServiceImpl::rebuild_index() {
+base::Result<core::IndexHealth> ServiceImpl::rebuild_index() {
   core::Operations& ops = parts_.ops;
   return parts_.loop.call<core::IndexHealth>([&ops] { return ops.rebuild_index(); }, ops.admin_timeout());
 }
@@ -47,12 +47,12 @@ std::optional<std::vector<core::XetCachePlan>> ServiceImpl::xet_cache_plan(const
   return parts_.ops.xet_cache_plan(root);
 }
 
-shard::Result<core::PurgeResult> ServiceImpl::purge(bool dry_run) {
+base::Result<core::PurgeResult> ServiceImpl::purge(bool dry_run) {
   core::Operations& ops = parts_.ops;
   return parts_.loop.call<core::PurgeResult>([&ops, dry_run] { return ops.purge(dry_run); }, ops.admin_timeout());
 }
 
-shard::Result<index::RemoveOutcome> ServiceImpl::remove(const shard::Hash& shard) {
+base::Result<index::RemoveOutcome> ServiceImpl::remove(const shard::Hash& shard) {
   core::Operations& ops = parts_.ops;
   return parts_.loop.call<index::RemoveOutcome>([&ops, shard] { return ops.remove(shard); }, ops.admin_timeout());
 }

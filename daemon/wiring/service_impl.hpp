@@ -25,21 +25,21 @@ class ServiceImpl final : public api::Service {
   core::LearnHold learn_hold(const std::string& request_id, const std::string& cas,
                              std::vector<std::uint8_t> bytes) override;
   core::LearnStats learn_stats() const override;
-  shard::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
+  base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
-  shard::Result<core::RescanResult> rescan() override;
-  shard::Result<core::ReloadResult> reload() override;
-  shard::Result<core::IndexHealth> rebuild_index() override;
-  shard::Result<core::PurgeResult> purge(bool dry_run) override;
+  base::Result<core::RescanResult> rescan() override;
+  base::Result<core::ReloadResult> reload() override;
+  base::Result<core::IndexHealth> rebuild_index() override;
+  base::Result<core::PurgeResult> purge(bool dry_run) override;
   std::optional<std::vector<core::XetCachePlan>> xet_cache_plan(const std::string& root) override;
-  shard::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
+  base::Result<index::RemoveOutcome> remove(const shard::Hash& shard) override;
   core::UploadResult ingest(std::vector<std::uint8_t> bytes, std::string name) override;
 
   // The fleet's status and admin (service_fleet.cpp).
   std::optional<fleet_link::PublisherState> fleet_state() const override;
-  shard::Result<fleet::Status> fleet_status() override;
-  shard::Result<bool> fleet_forget_host(const std::string& name) override;
-  shard::Result<std::uint64_t> fleet_retry() override;
+  base::Result<fleet::Status> fleet_status() override;
+  base::Result<bool> fleet_forget_host(const std::string& name) override;
+  base::Result<std::uint64_t> fleet_retry() override;
 
  private:
   core::ServiceParts parts_;

@@ -16,9 +16,9 @@ class DryRunFiles final : public StewardFiles {
   explicit DryRunFiles(StewardFiles& real) : real_(real) {}
   Listing list_logs(const std::string& dir) override { return real_.list_logs(dir); }
   std::optional<std::string> network_fs(const std::string& path) override { return real_.network_fs(path); }
-  shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override { return real_.read(path); }
-  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                            mode_t, std::int64_t) override {
+  base::Result<std::vector<std::uint8_t>> read(const std::string& path) override { return real_.read(path); }
+  base::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                           mode_t, std::int64_t) override {
     dedupd::xetcache::WrittenShard w;
     w.hash = shard::shard_file_hash(bytes);
     w.size = bytes.size();

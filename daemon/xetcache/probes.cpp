@@ -138,12 +138,12 @@ class SystemFiles final : public StewardFiles {
     }
   }
 
-  shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override {
+  base::Result<std::vector<std::uint8_t>> read(const std::string& path) override {
     return dedupd::xetcache::read_regular_file(path);
   }
 
-  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                            mode_t mode, std::int64_t mtime_ns) override {
+  base::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                           mode_t mode, std::int64_t mtime_ns) override {
     return dedupd::xetcache::write_shard_file(dir, bytes, mode, mtime_ns);
   }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 #include "xetcache/merge.hpp"
 #include "xetcache/rules.hpp"
 
@@ -66,11 +66,11 @@ class StewardFiles {
   // The file system type's name when `path` is on a network file system.
   virtual std::optional<std::string> network_fs(const std::string& path) = 0;
   // xetcache::read_regular_file.
-  virtual shard::Result<std::vector<std::uint8_t>> read(const std::string& path) = 0;
+  virtual base::Result<std::vector<std::uint8_t>> read(const std::string& path) = 0;
   // xetcache::write_shard_file.
-  virtual shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir,
-                                                                    std::span<const std::uint8_t> bytes, mode_t mode,
-                                                                    std::int64_t mtime_ns) = 0;
+  virtual base::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir,
+                                                                   std::span<const std::uint8_t> bytes, mode_t mode,
+                                                                   std::int64_t mtime_ns) = 0;
   // 0, or the errno of unlink(2).
   virtual int unlink(const std::string& path) = 0;
   // True when HF_XET_LOG_DEST is set where dedupd runs: clients started

@@ -121,17 +121,17 @@ class FakeService : public api::Service, public answers::Sources {
   answers::Sources& answers() override { return *this; }
   core::GlobalDedupKey global_dedup_key() const override { return {hash_of(99), 3600}; }
   answers::FleetPort& fleet() override { return no_fleet; }
-  shard::Result<core::RescanResult> rescan() override { return core::RescanResult{3, 2, 1}; }
-  shard::Result<core::PurgeResult> purge(bool) override {
+  base::Result<core::RescanResult> rescan() override { return core::RescanResult{3, 2, 1}; }
+  base::Result<core::PurgeResult> purge(bool) override {
     return core::PurgeResult{shards, {"/x/y.mdb", "/x/\"odd\"\n.mdb"}};
   }
-  shard::Result<index::RemoveOutcome> remove(const shard::Hash& h) override {
+  base::Result<index::RemoveOutcome> remove(const shard::Hash& h) override {
     for (const auto& s : shards)
       if (s == h) return index::RemoveOutcome::removed;
     return index::RemoveOutcome::not_found;
   }
   core::UploadResult ingest(std::vector<std::uint8_t> bytes, std::string) override {
-    if (bytes.size() < 8) return shard::Error{"header.magic", 0, "too short"};
+    if (bytes.size() < 8) return base::Error{"header.magic", 0, "too short"};
     return std::vector<core::IngestedShard>{
         {shards.empty() ? shard::Hash{} : shards[0], bytes.size() % 2 == 0, 1, 4, 0}};
   }

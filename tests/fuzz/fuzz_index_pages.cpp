@@ -179,7 +179,7 @@ Base make_base() {
   return b;
 }
 
-const Base& base() {
+const Base& the_base() {
   static const Base b = make_base();
   return b;
 }
@@ -204,7 +204,7 @@ std::vector<std::uint8_t> scribbled(const Base& b, const std::uint8_t* data, std
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const Base& b = base();
+  const Base& b = the_base();
   const std::vector<std::uint8_t> image = scribbled(b, data, size);
   write_image(b.dir + "/run/data.mdb", image);
   (void)read_as_the_daemon_does(b);

@@ -74,11 +74,11 @@ bool HashSpool::put(const shard::Hash& hash) {
   return true;
 }
 
-shard::Result<std::span<const shard::Hash>> HashSpool::next() {
+base::Result<std::span<const shard::Hash>> HashSpool::next() {
   if (!reading_) {
     reading_ = true;
     // Spilled already: the rest joins the file so reading has one source.
-    if (fd_ >= 0 && !flush()) return shard::Error{"api.spool", 0, error_};
+    if (fd_ >= 0 && !flush()) return base::Error{"api.spool", 0, error_};
     if (fd_ < 0) {
       read_ = count_;
       return std::span<const shard::Hash>(block_);
@@ -94,8 +94,8 @@ shard::Result<std::span<const shard::Hash>> HashSpool::next() {
     ssize_t r = ::pread(fd_, p, want, off_t(at));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
-      return shard::Error{"api.spool", at,
-                          fmt::format("cannot read the batch back: {}", r < 0 ? std::strerror(errno) : "short file")};
+      return base::Error{"api.spool", at,
+                         fmt::format("cannot read the batch back: {}", r < 0 ? std::strerror(errno) : "short file")};
     p += r;
     at += std::uint64_t(r);
     want -= std::size_t(r);

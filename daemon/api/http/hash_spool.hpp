@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/api/http/batch_request.hpp"
 #include "shard/hash.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -39,7 +39,7 @@ class HashSpool : public HashSink {
 
   // Reading back, after the last put(): the next block of up to
   // kBlockHashes hashes in order; empty at the end. Valid until the next call.
-  shard::Result<std::span<const shard::Hash>> next();
+  base::Result<std::span<const shard::Hash>> next();
 
  private:
   bool flush();

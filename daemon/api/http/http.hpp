@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -87,7 +87,7 @@ class BodyStream {
   // The next bytes of the answer into buf[0, max): how many, 0 once it is
   // complete; an error ends the answer early (the connection is closed, so
   // the client sees a truncated answer, never a short one that looks whole).
-  virtual shard::Result<std::size_t> read(char* buf, std::size_t max) = 0;
+  virtual base::Result<std::size_t> read(char* buf, std::size_t max) = 0;
 };
 
 struct Response {

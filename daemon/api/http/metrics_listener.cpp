@@ -40,11 +40,9 @@ constexpr std::size_t kMaxPassedBody = 16 << 20;
 // Request headers and MHD's read buffer: a scraper sends a few hundred bytes.
 constexpr std::size_t kConnectionMemory = 16 << 10;
 
-shard::Error listen_failure(std::string message) {
-  return shard::Error{"metrics.listen", 0, std::move(message), false};
-}
-shard::Error upstream_failure(std::string message) {
-  return shard::Error{"metrics.upstream", 0, std::move(message), false};
+base::Error listen_failure(std::string message) { return base::Error{"metrics.listen", 0, std::move(message), false}; }
+base::Error upstream_failure(std::string message) {
+  return base::Error{"metrics.upstream", 0, std::move(message), false};
 }
 
 void listener_mhd_log(void*, const char* fmt, va_list ap) {
@@ -107,8 +105,8 @@ struct PerRequest {
 
 }  // namespace
 
-shard::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::string_view path,
-                                        std::chrono::milliseconds timeout, std::size_t max_body, int cancel_fd) {
+base::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::string_view path,
+                                       std::chrono::milliseconds timeout, std::size_t max_body, int cancel_fd) {
   const auto deadline = Clock::now() + timeout;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -200,7 +198,7 @@ shard::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::str
 struct MetricsListener::Impl {
   explicit Impl(MetricsListenerOptions o) : options(std::move(o)) {}
 
-  shard::Result<Started> start();
+  base::Result<Started> start();
   void stop();
 
   static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,
@@ -223,7 +221,7 @@ struct MetricsListener::Impl {
   std::atomic<bool> upstream_failing{false};
 };
 
-shard::Result<MetricsListener::Started> MetricsListener::Impl::start() {
+base::Result<MetricsListener::Started> MetricsListener::Impl::start() {
   if (mhd) return Started{};
   sockaddr_storage ss{};
   socklen_t len = 0;
@@ -403,7 +401,7 @@ MetricsListener::MetricsListener(MetricsListenerOptions options) : impl_(std::ma
 
 MetricsListener::~MetricsListener() { stop(); }
 
-shard::Result<MetricsListener::Started> MetricsListener::start() {
+base::Result<MetricsListener::Started> MetricsListener::start() {
   auto started = impl_->start();
   if (started)
     spdlog::info("metrics: listening on {} (GET {}; at most {} connections)", address(),

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -57,7 +57,7 @@ class MetricsListener {
   // says why not: the address in use or not on this machine, IP sockets
   // forbidden (a sandbox), libmicrohttpd refusing.
   struct Started {};
-  [[nodiscard]] shard::Result<Started> start();
+  [[nodiscard]] base::Result<Started> start();
   // Stops accepting; a request waiting for the socket ends at once (503).
   // Idempotent.
   void stop();
@@ -79,8 +79,8 @@ struct UnixAnswer {
   std::string content_type;
   std::string body;
 };
-[[nodiscard]] shard::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::string_view path,
-                                                      std::chrono::milliseconds timeout, std::size_t max_body,
-                                                      int cancel_fd = -1);
+[[nodiscard]] base::Result<UnixAnswer> get_over_unix(const std::string& socket_path, std::string_view path,
+                                                     std::chrono::milliseconds timeout, std::size_t max_body,
+                                                     int cancel_fd = -1);
 
 }  // namespace dedupd::daemon::api::http

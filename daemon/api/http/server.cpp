@@ -60,9 +60,9 @@ ServerCore::ServerCore(api::Service& s, ServerOptions o, std::vector<Route> rout
   set_endpoint_gid(options.endpoint_gid);
 }
 
-shard::Result<ServerStarted> ServerCore::start() {
+base::Result<ServerStarted> ServerCore::start() {
   if (mhd) return ServerStarted{};
-  auto fail = [](std::string message) { return shard::Error{"api.listen", 0, std::move(message)}; };
+  auto fail = [](std::string message) { return base::Error{"api.listen", 0, std::move(message)}; };
   if (options.max_body_memory < options.max_body_bytes + options.max_query_body_bytes)
     return fail(fmt::format("max_body_memory ({}) must be at least max_body_bytes + max_query_body_bytes ({})",
                             options.max_body_memory, options.max_body_bytes + options.max_query_body_bytes));
@@ -170,7 +170,7 @@ ApiServer::ApiServer(api::Service& service, ServerOptions options, std::vector<R
 
 ApiServer::~ApiServer() { stop(); }
 
-shard::Result<ApiServer::Started> ApiServer::start() {
+base::Result<ApiServer::Started> ApiServer::start() {
   auto started = impl_->start();
   if (!started) spdlog::error("api: {}", started.error().message);
   return started;

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "daemon/api/http/router.hpp"
 #include "daemon/api/http/server_options.hpp"
 #include "daemon/api/service.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::api::http {
 
@@ -32,7 +32,7 @@ class ApiServer {
   // (rule "api.listen") says why not: path in use by a live server,
   // permission, libmicrohttpd refusing the options.
   using Started = ServerStarted;
-  [[nodiscard]] shard::Result<Started> start();
+  [[nodiscard]] base::Result<Started> start();
   // Stops accepting, lets running requests end, joins threads. Idempotent.
   void stop();
 

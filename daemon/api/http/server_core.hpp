@@ -112,7 +112,7 @@ class ServerCore {
     return load_gid(endpoint_gid) && is_admin(peer, load_gid(endpoint_gid));
   }
 
-  shard::Result<ServerStarted> start();
+  base::Result<ServerStarted> start();
   void stop();
 
   static enum MHD_Result on_request(void* cls, MHD_Connection* conn, const char* url, const char* method,

@@ -20,15 +20,15 @@ namespace {
 // being read, MHD's own) when the connection limit is fitted to RLIMIT_NOFILE.
 constexpr rlim_t kReservedFds = 128;
 
-shard::Error listen_error(std::string message) { return shard::Error{"api.listen", 0, std::move(message)}; }
+base::Error listen_error(std::string message) { return base::Error{"api.listen", 0, std::move(message)}; }
 
-shard::Error errno_error(std::string_view what, const std::string& path) {
+base::Error errno_error(std::string_view what, const std::string& path) {
   return listen_error(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
 }
 
 }  // namespace
 
-shard::Result<int> bind_unix(const std::string& path, mode_t mode) {
+base::Result<int> bind_unix(const std::string& path, mode_t mode) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path)

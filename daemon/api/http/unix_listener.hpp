@@ -7,14 +7,14 @@
 
 #include <string>
 
-#include "shard/result.hpp"
+#include "base/result.hpp"
 
 namespace dedupd::daemon::api::http {
 
 // A listening AF_UNIX stream socket (non-blocking, close-on-exec) at `path`
 // with `mode`. A socket file nobody accepts on is replaced; one a live
 // server answers on, or a file that is not a socket, is an error.
-[[nodiscard]] shard::Result<int> bind_unix(const std::string& path, mode_t mode);
+[[nodiscard]] base::Result<int> bind_unix(const std::string& path, mode_t mode);
 
 // The path a listening AF_UNIX socket is bound to (a socket systemd
 // passed); "" when it has none (unnamed or abstract).

@@ -57,7 +57,7 @@ bool ChunkStream::fill(std::size_t want) {
   return true;
 }
 
-shard::Result<std::size_t> ChunkStream::read(char* buf, std::size_t max) {
+base::Result<std::size_t> ChunkStream::read(char* buf, std::size_t max) {
   std::size_t n = 0;
   while (n < max) {
     if (sent_ == pending_.size()) {

@@ -25,7 +25,7 @@ class ChunkStream : public http::BodyStream {
   enum class Shape { document, lines };
   ChunkStream(std::unique_ptr<answers::ChunkBlocks> blocks, LookupFields fields, Shape shape, http::Metrics& metrics);
 
-  shard::Result<std::size_t> read(char* buf, std::size_t max) override;
+  base::Result<std::size_t> read(char* buf, std::size_t max) override;
 
  private:
   // Appends results to pending_ until it holds `want` bytes or all is
@@ -42,7 +42,7 @@ class ChunkStream : public http::BodyStream {
   std::size_t sent_ = 0;  // of pending_
   std::uint64_t written_ = 0, found_ = 0;
   bool started_ = false, ended_ = false;
-  shard::Error error_{};
+  base::Error error_{};
 };
 
 }  // namespace dedupd::daemon::api::render

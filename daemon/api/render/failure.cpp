@@ -21,11 +21,11 @@ constexpr FailureStatus kInProgress{http::kNotReady, "in_progress"};
 constexpr FailureStatus kOwnFault{http::kInternal, "internal"};
 constexpr FailureStatus kBadConfig{http::kUnprocessable, "bad_config"};
 
-bool is(const shard::Error& e, const char* rule) { return e.rule == rule; }
+bool is(const base::Error& e, const char* rule) { return e.rule == rule; }
 
 }  // namespace
 
-FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise) {
+FailureStatus failure_status(const base::Error& e, FailureStatus otherwise) {
   if (is(e, core::kRuleBusy)) return kInProgress;
   if (is(e, core::kRuleNoFleet)) return kUnknown;
   if (is(e, core::kRuleBadConfig)) return kBadConfig;
@@ -41,7 +41,7 @@ FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise) {
   return otherwise;
 }
 
-http::Response failure(const http::Request& request, const shard::Error& e, FailureStatus otherwise) {
+http::Response failure(const http::Request& request, const base::Error& e, FailureStatus otherwise) {
   FailureStatus s = failure_status(e, otherwise);
   if (s.status >= 500) spdlog::error("api: {} {}: {}", request.method, request.path, e.to_string());
   return http::error(s.status, s.code, e.to_string());

@@ -6,8 +6,8 @@
 
 #include <string_view>
 
+#include "base/result.hpp"
 #include "daemon/api/http/http.hpp"
-#include "shard/result.hpp"
 
 namespace dedupd::daemon::api::render {
 
@@ -22,11 +22,11 @@ struct FailureStatus {
 // the request timed out (503 "in_progress": it still runs, so a client must
 // not simply repeat it), the daemon's own fault (500). A rule of no part the daemon
 // knows is `otherwise` (an upload's validation rules: 422).
-FailureStatus failure_status(const shard::Error& e, FailureStatus otherwise = {http::kInternal, "internal"});
+FailureStatus failure_status(const base::Error& e, FailureStatus otherwise = {http::kInternal, "internal"});
 
 // The response for it: {"error": {"code", "message"}} with the rule in the
 // message; a 5xx is also logged with its request.
-http::Response failure(const http::Request& request, const shard::Error& e,
+http::Response failure(const http::Request& request, const base::Error& e,
                        FailureStatus otherwise = {http::kInternal, "internal"});
 
 }  // namespace dedupd::daemon::api::render

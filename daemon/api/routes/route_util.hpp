@@ -28,7 +28,7 @@ inline std::optional<shard::Hash> hash_param(std::string_view text, std::string_
 }
 
 // An index read failed: LMDB trouble, never the caller's fault.
-inline http::Response index_failure(const http::Request& request, const shard::Error& e) {
+inline http::Response index_failure(const http::Request& request, const base::Error& e) {
   spdlog::error("api: {} {}: {}", request.method, request.path, e.to_string());
   return http::error(http::kInternal, "index read failed: " + e.message);
 }

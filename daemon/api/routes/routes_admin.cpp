@@ -78,7 +78,7 @@ http::Response post_ingest(http::Context& ctx, http::Request& req) {
 
   core::UploadResult result = ctx.service.ingest(std::move(req.body), std::move(name));
   if (!result) {
-    const shard::Error* e = &result.error();
+    const base::Error* e = &result.error();
     // The daemon's own failure (a full disk, a busy loop), not the upload's.
     if (render::failure_status(*e, {http::kUnprocessable, "invalid_shard"}).status != http::kUnprocessable)
       return render::failure(req, *e);

@@ -25,7 +25,7 @@ class ChunkBatch : public AnswersTest {
   // Hands out `blocks` in order, then the end; counts the blocks read.
   ChunkBlocks::NextHashes blocks_of(std::vector<std::vector<shard::Hash>> blocks) {
     auto all = std::make_shared<std::vector<std::vector<shard::Hash>>>(std::move(blocks));
-    return [this, all]() -> shard::Result<std::span<const shard::Hash>> {
+    return [this, all]() -> base::Result<std::span<const shard::Hash>> {
       std::size_t i = reads_++;
       if (i < all->size()) return std::span<const shard::Hash>((*all)[i]);
       return std::span<const shard::Hash>();
@@ -130,9 +130,9 @@ TEST_F(ChunkBatch, LocalOnlyNeverAsksTheFleet) {
 
 TEST_F(ChunkBatch, ASpoolThatFailsEndsTheAnswerWithItsError) {
   const auto blocks = three_blocks();
-  ChunkBlocks answer(lookups(), [&, n = 0]() mutable -> shard::Result<std::span<const shard::Hash>> {
+  ChunkBlocks answer(lookups(), [&, n = 0]() mutable -> base::Result<std::span<const shard::Hash>> {
     if (n++ == 0) return std::span<const shard::Hash>(blocks[0]);
-    return shard::Error{"spool.read", 0, "the spool file went away", false};
+    return base::Error{"spool.read", 0, "the spool file went away", false};
   });
   ChunkBlock first = answer.next();
   EXPECT_FALSE(first.error);

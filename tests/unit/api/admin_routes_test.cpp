@@ -91,7 +91,7 @@ TEST_F(AdminRoutesTest, IngestPassesTheBodyAndName) {
 
 TEST_F(AdminRoutesTest, InvalidUploadIs422WithRuleAndOffset) {
   EXPECT_CALL(service_, ingest(_, _))
-      .WillOnce(Return(core::UploadResult(shard::Error{"header.magic", 0, "not an MDB shard"})));
+      .WillOnce(Return(core::UploadResult(base::Error{"header.magic", 0, "not an MDB shard"})));
   auto r = client_->post(std::string(dedupd::api::kIngest), "garbage");
   ASSERT_EQ(r.status, 422) << r.body;
   auto doc = r.json();
@@ -110,7 +110,7 @@ TEST_F(AdminRoutesTest, IngestRefusesEmptyBodiesAndPathNames) {
 // The seam's failures are values; each rule gets its status and code.
 // Not "busy" (which clients retry): the action is still queued and runs.
 TEST_F(AdminRoutesTest, AnActionTheWorkLoopHasNotFinishedIs503InProgress) {
-  EXPECT_CALL(service_, rescan()).WillOnce(Return(shard::Error{core::kRuleBusy, 0, "the work loop is busy", false}));
+  EXPECT_CALL(service_, rescan()).WillOnce(Return(base::Error{core::kRuleBusy, 0, "the work loop is busy", false}));
   auto r = client_->post(std::string(dedupd::api::kRescan));
   ASSERT_EQ(r.status, 503) << r.body;
   expect_error(r.json(), "in_progress");
@@ -118,7 +118,7 @@ TEST_F(AdminRoutesTest, AnActionTheWorkLoopHasNotFinishedIs503InProgress) {
 }
 
 TEST_F(AdminRoutesTest, AFullDiskIs503UnavailableAndTheServerGoesOn) {
-  EXPECT_CALL(service_, purge(false)).WillOnce(Return(shard::Error{"index.no_space", 0, "disk full", false}));
+  EXPECT_CALL(service_, purge(false)).WillOnce(Return(base::Error{"index.no_space", 0, "disk full", false}));
   auto r = client_->post(std::string(dedupd::api::kPurge));
   ASSERT_EQ(r.status, 503) << r.body;
   expect_error(r.json(), "unavailable");
@@ -128,8 +128,8 @@ TEST_F(AdminRoutesTest, AFullDiskIs503UnavailableAndTheServerGoesOn) {
 
 TEST_F(AdminRoutesTest, AnIndexFailureIs500AndABadArgument400) {
   EXPECT_CALL(service_, remove(shard_))
-      .WillOnce(Return(shard::Error{"index.lmdb", 0, "mdb_del: MDB_CORRUPTED", false}))
-      .WillOnce(Return(shard::Error{"index.argument", 0, "not a shard hash", false}));
+      .WillOnce(Return(base::Error{"index.lmdb", 0, "mdb_del: MDB_CORRUPTED", false}))
+      .WillOnce(Return(base::Error{"index.argument", 0, "not a shard hash", false}));
   auto r = client_->request("DELETE", std::string(dedupd::api::kShard) + shard_.to_string());
   ASSERT_EQ(r.status, 500) << r.body;
   expect_error(r.json(), "internal");
@@ -140,9 +140,9 @@ TEST_F(AdminRoutesTest, AnIndexFailureIs500AndABadArgument400) {
 
 TEST_F(AdminRoutesTest, AnUploadTheIndexCannotTakeIsNot422) {
   EXPECT_CALL(service_, ingest(_, _))
-      .WillOnce(Return(core::UploadResult(shard::Error{"index.map_full", 0, "max_map_size reached", false})))
+      .WillOnce(Return(core::UploadResult(base::Error{"index.map_full", 0, "max_map_size reached", false})))
       .WillOnce(
-          Return(core::UploadResult(shard::Error{core::kRuleInternal, 0, "on the work loop: std::bad_alloc", false})));
+          Return(core::UploadResult(base::Error{core::kRuleInternal, 0, "on the work loop: std::bad_alloc", false})));
   auto r = client_->post(std::string(dedupd::api::kIngest), "bytes");
   ASSERT_EQ(r.status, 503) << r.body;
   expect_error(r.json(), "unavailable");
@@ -152,7 +152,7 @@ TEST_F(AdminRoutesTest, AnUploadTheIndexCannotTakeIsNot422) {
 }
 
 TEST_F(AdminRoutesTest, AnExceptionThatEscapesAnywayIs500AndTheServerGoesOn) {
-  EXPECT_CALL(service_, rescan()).WillOnce([]() -> shard::Result<core::RescanResult> {
+  EXPECT_CALL(service_, rescan()).WillOnce([]() -> base::Result<core::RescanResult> {
     throw std::runtime_error("boom");
   });
   auto r = client_->post(std::string(dedupd::api::kRescan));
@@ -171,11 +171,11 @@ TEST_F(AdminRoutesTest, ForgetHostWithoutAFleetIs404) {
 TEST_F(AdminRoutesTest, ForgetHostMapsTheFleetsAnswers) {
   ON_CALL(service_, fleet_state()).WillByDefault(Return(fleet_link::PublisherState{}));
   EXPECT_CALL(service_, fleet_forget_host(std::string("old-host")))
-      .WillOnce(Return(shard::Result<bool>(true)))
-      .WillOnce(Return(shard::Result<bool>(false)))
-      .WillOnce(Return(shard::Result<bool>(shard::Error{"fleet.connect", 0, "connection refused", false})))
-      .WillOnce(Return(shard::Result<bool>(shard::Error{"fleet.query", 0, "syntax error", false})))
-      .WillOnce(Return(shard::Result<bool>(shard::Error{core::kRuleNoFleet, 0, "no fleet configured", false})));
+      .WillOnce(Return(base::Result<bool>(true)))
+      .WillOnce(Return(base::Result<bool>(false)))
+      .WillOnce(Return(base::Result<bool>(base::Error{"fleet.connect", 0, "connection refused", false})))
+      .WillOnce(Return(base::Result<bool>(base::Error{"fleet.query", 0, "syntax error", false})))
+      .WillOnce(Return(base::Result<bool>(base::Error{core::kRuleNoFleet, 0, "no fleet configured", false})));
   const std::string path = std::string(dedupd::api::kFleetForgetHost) + "old-host";
   auto r = client_->post(path);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -196,7 +196,7 @@ TEST_F(AdminRoutesTest, ForgetHostMapsTheFleetsAnswers) {
 TEST_F(AdminRoutesTest, FleetStatusOutOfReachIsAnswered) {
   ON_CALL(service_, fleet_state()).WillByDefault(Return(fleet_link::PublisherState{}));
   EXPECT_CALL(service_, fleet_status())
-      .WillOnce(Return(shard::Result<fleet::Status>(shard::Error{"fleet.timeout", 0, "no answer in 2 s", false})));
+      .WillOnce(Return(base::Result<fleet::Status>(base::Error{"fleet.timeout", 0, "no answer in 2 s", false})));
   auto r = client_->get(std::string(dedupd::api::kFleetStatus));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["fleet"], "unavailable");

@@ -34,10 +34,10 @@ class StaticService : public daemon::api::Service, public daemon::answers::Sourc
   daemon::answers::Sources& answers() override { return *this; }
   daemon::core::GlobalDedupKey global_dedup_key() const override { return {}; }
   daemon::answers::FleetPort& fleet() override { return no_fleet_; }
-  shard::Result<daemon::core::RescanResult> rescan() override { return daemon::core::RescanResult{}; }
-  shard::Result<daemon::core::PurgeResult> purge(bool) override { return daemon::core::PurgeResult{}; }
-  shard::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
-  daemon::core::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return shard::Error{}; }
+  base::Result<daemon::core::RescanResult> rescan() override { return daemon::core::RescanResult{}; }
+  base::Result<daemon::core::PurgeResult> purge(bool) override { return daemon::core::PurgeResult{}; }
+  base::Result<index::RemoveOutcome> remove(const shard::Hash&) override { return index::RemoveOutcome::not_found; }
+  daemon::core::UploadResult ingest(std::vector<std::uint8_t>, std::string) override { return base::Error{}; }
 
  private:
   const index::Index* idx_;

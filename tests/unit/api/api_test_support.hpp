@@ -28,13 +28,13 @@ class MockService : public api::Service, public answers::Sources {
   answers::Sources& answers() override { return *this; }
   MOCK_METHOD(core::GlobalDedupKey, global_dedup_key, (), (const, override));
   answers::FleetPort& fleet() override { return no_fleet_; }
-  MOCK_METHOD(shard::Result<core::RescanResult>, rescan, (), (override));
-  MOCK_METHOD(shard::Result<core::PurgeResult>, purge, (bool dry_run), (override));
-  MOCK_METHOD(shard::Result<index::RemoveOutcome>, remove, (const shard::Hash& shard), (override));
+  MOCK_METHOD(base::Result<core::RescanResult>, rescan, (), (override));
+  MOCK_METHOD(base::Result<core::PurgeResult>, purge, (bool dry_run), (override));
+  MOCK_METHOD(base::Result<index::RemoveOutcome>, remove, (const shard::Hash& shard), (override));
   MOCK_METHOD(core::UploadResult, ingest, (std::vector<std::uint8_t> bytes, std::string name), (override));
   MOCK_METHOD(std::optional<fleet_link::PublisherState>, fleet_state, (), (const, override));
-  MOCK_METHOD(shard::Result<fleet::Status>, fleet_status, (), (override));
-  MOCK_METHOD(shard::Result<bool>, fleet_forget_host, (const std::string& name), (override));
+  MOCK_METHOD(base::Result<fleet::Status>, fleet_status, (), (override));
+  MOCK_METHOD(base::Result<bool>, fleet_forget_host, (const std::string& name), (override));
 
  private:
   answers::NoFleet no_fleet_;

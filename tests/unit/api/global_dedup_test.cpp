@@ -30,9 +30,9 @@ namespace st = shard::testing;
 
 // A reply's bytes from this index, as the route makes them; nullopt when no
 // live shard holds the chunk.
-shard::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
-                                                                                 const Hash& raw_chunk,
-                                                                                 const ReplySettings& settings) {
+base::Result<std::optional<std::vector<std::uint8_t>>> build_global_dedup_reply(const index::Index& idx,
+                                                                                const Hash& raw_chunk,
+                                                                                const ReplySettings& settings) {
   using Out = std::optional<std::vector<std::uint8_t>>;
   auto reply = answers::local_reply(idx, raw_chunk, settings);
   if (!reply) return reply.error();

@@ -34,7 +34,7 @@ Reference reference_of(const std::vector<std::uint8_t>& bytes) {
 }
 
 // Writes bytes into a pipe from another thread; digest_fd reads the other end.
-shard::Result<FileDigest> digest_through_pipe(const std::vector<std::uint8_t>& bytes, const DigestOptions& opt) {
+base::Result<FileDigest> digest_through_pipe(const std::vector<std::uint8_t>& bytes, const DigestOptions& opt) {
   int fds[2];
   EXPECT_EQ(::pipe(fds), 0);
   std::thread writer([&] {

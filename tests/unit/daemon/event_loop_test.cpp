@@ -42,7 +42,7 @@ TEST(EventLoop, CallRunsOnTheLoopThreadAndReturnsTheResult) {
   std::thread::id ran_on;
   std::thread caller([&] {
     auto v = loop.call<int>(
-        [&]() -> shard::Result<int> {
+        [&]() -> base::Result<int> {
           ran_on = std::this_thread::get_id();
           return 42;
         },
@@ -60,10 +60,10 @@ TEST(EventLoop, CallPassesErrorsBackAndStopsExceptionsOnTheLoop) {
   EventLoop loop;
   std::atomic<bool> done{false};
   std::thread caller([&] {
-    auto failed = loop.call<int>([]() -> shard::Result<int> { return shard::Error{"index.lmdb", 0, "x", false}; }, 10s);
+    auto failed = loop.call<int>([]() -> base::Result<int> { return base::Error{"index.lmdb", 0, "x", false}; }, 10s);
     ASSERT_FALSE(failed.ok());
     EXPECT_EQ(failed.error().rule, "index.lmdb");
-    auto threw = loop.call<int>([]() -> shard::Result<int> { throw std::logic_error("boom"); }, 10s);
+    auto threw = loop.call<int>([]() -> base::Result<int> { throw std::logic_error("boom"); }, 10s);
     ASSERT_FALSE(threw.ok());
     EXPECT_EQ(threw.error().rule, core::kRuleInternal);
     EXPECT_NE(threw.error().message.find("boom"), std::string::npos);
@@ -78,7 +78,7 @@ TEST(EventLoop, CallTimesOutWhenTheLoopIsBusyAndTheTaskStillRunsLater) {
   auto ran = std::make_shared<std::atomic<bool>>(false);
   std::thread caller([&] {
     auto r = loop.call<int>(
-        [ran]() -> shard::Result<int> {
+        [ran]() -> base::Result<int> {
           *ran = true;
           return 1;
         },

@@ -86,15 +86,15 @@ class FakeFiles final : public StewardFiles {
     return {0, logs};
   }
   std::optional<std::string> network_fs(const std::string&) override { return network; }
-  shard::Result<std::vector<std::uint8_t>> read(const std::string& path) override {
+  base::Result<std::vector<std::uint8_t>> read(const std::string& path) override {
     if (before_read) before_read(path);
     if (auto it = read_errno.find(path); it != read_errno.end())
-      return shard::Error{"file.read", 0, path + ": " + std::strerror(it->second), false};
+      return base::Error{"file.read", 0, path + ": " + std::strerror(it->second), false};
     return system_steward_files().read(path);
   }
-  shard::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
-                                                            mode_t mode, std::int64_t mtime_ns) override {
-    if (write_errno != 0) return shard::Error{"xetcache.write", 0, dir + ": " + std::strerror(write_errno), false};
+  base::Result<dedupd::xetcache::WrittenShard> write_shard(const std::string& dir, std::span<const std::uint8_t> bytes,
+                                                           mode_t mode, std::int64_t mtime_ns) override {
+    if (write_errno != 0) return base::Error{"xetcache.write", 0, dir + ": " + std::strerror(write_errno), false};
     if (kill == Kill::before_rename) {
       tests::write_file(dedupd::xetcache::steward_temp_path(dir),
                         std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));

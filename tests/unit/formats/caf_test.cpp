@@ -28,10 +28,10 @@ Bytes assemble(std::string_view data, std::string_view index) {
   return out;
 }
 
-Error parse_error(const Bytes& b) {
+base::Error parse_error(const Bytes& b) {
   auto r = BundleView::parse(b);
   EXPECT_FALSE(r.ok());
-  if (r.ok()) return Error{"<none>", 0, ""};
+  if (r.ok()) return base::Error{"<none>", 0, ""};
   return r.error();
 }
 

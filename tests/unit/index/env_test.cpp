@@ -157,7 +157,7 @@ class MockObserver : public Observer {
  public:
   MOCK_METHOD(void, map_grown, (std::uint64_t old_size, std::uint64_t new_size), (override));
   MOCK_METHOD(void, stale_readers_cleared, (int count), (override));
-  MOCK_METHOD(void, merge_failed, (const shard::Error& error), (override));
+  MOCK_METHOD(void, merge_failed, (const base::Error& error), (override));
 };
 
 TEST(IndexGrowth, MapGrowsFromATinyMap) {

@@ -232,7 +232,7 @@ class CountingObserver : public Observer {
  public:
   void map_grown(std::uint64_t, std::uint64_t) override {}
   void stale_readers_cleared(int) override {}
-  void merge_failed(const shard::Error&) override {}
+  void merge_failed(const base::Error&) override {}
   void outbox_queued() override { ++queued; }
   int queued = 0;
 };

@@ -95,7 +95,7 @@ class ProgressObserver final : public Observer {
  public:
   void map_grown(std::uint64_t, std::uint64_t) override {}
   void stale_readers_cleared(int) override {}
-  void merge_failed(const shard::Error&) override {}
+  void merge_failed(const base::Error&) override {}
   void upgrade_progress(std::uint64_t done, std::uint64_t total) override { steps.emplace_back(done, total); }
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
 };

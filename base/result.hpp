@@ -1,5 +1,9 @@
-// Error values for everything that reads untrusted bytes: a parser never
-// throws past its API and never crashes, it names the rule and the offset.
+// The project's one error type, and the result that carries a value or it.
+// Every library and program reports failures this way, as values: a parser
+// never throws past its API and never crashes, it names the rule and the
+// offset; an error about no input's bytes (an LMDB call, a full disk) names
+// the rule alone. It lives apart from every library so that none of them
+// depends on another (the shard parser) just to say what went wrong.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +11,7 @@
 #include <utility>
 #include <variant>
 
-namespace dedupd::shard {
+namespace dedupd::base {
 
 struct Error {
   std::string rule;      // short stable identifier, e.g. "header.magic"
@@ -44,4 +48,4 @@ class [[nodiscard]] Result {
   std::variant<T, Error> v_;
 };
 
-}  // namespace dedupd::shard
+}  // namespace dedupd::base
