@@ -173,6 +173,23 @@ class Fleet : public FleetHostsTest {
     h.write_config(url, {.lookup_timeout = lookup_timeout, .fleet_extra = fleet_extra});
     return h;
   }
+  // Started on the fleet at `url`, each taking its shards from `cas`
+  // through a local Xet endpoint, with debug logs.
+  std::vector<Host*> start_endpoint_hosts(const std::string& url, const std::string& cas,
+                                          std::initializer_list<const char*> names) {
+    std::vector<Host*> hosts;
+    for (const char* name : names) {
+      Host& h = add_host(name, url);
+      h.incoming_cas = cas;
+      h.write_config(url, {.lookup_timeout = "200ms",
+                           .fleet_extra = "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n",
+                           .log_level = "debug",
+                           .extra = ""});
+      h.start();
+      hosts.push_back(&h);
+    }
+    return hosts;
+  }
   // Started on a new database: A, which publishes, and B, whose key
   // filters have 8 MiB.
   std::pair<Host&, Host&> publisher_and_small_filters() {
@@ -717,20 +734,10 @@ TEST_F(Fleet, AShardSetAsideAfterARefusalDoesNotComeBackThroughTheFleet) {
 // own, stop answering with it for that CAS, so their clients' uploads do not
 // rely on the lost xorb; a restore on A brings it back on every host.
 TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
-  Cluster& pg = Cluster::shared();
-  std::string url = pg.primary_url(pg.new_database());
   const std::string cas = "https://cas-a.example";
-  std::vector<Host*> three;
-  for (const char* name : {"host-a", "host-b", "host-c"}) {
-    Host& h = add_host(name, url);
-    h.incoming_cas = cas;
-    h.write_config(url, {.lookup_timeout = "200ms",
-                         .fleet_extra = "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n",
-                         .log_level = "debug",
-                         .extra = ""});
-    h.start();
-    three.push_back(&h);
-  }
+  Cluster& pg = Cluster::shared();
+  const std::string url = pg.primary_url(pg.new_database());
+  std::vector<Host*> three = start_endpoint_hosts(url, cas, {"host-a", "host-b", "host-c"});
   Host &a = *three[0], &b = *three[1], &c = *three[2];
   MadeShard sa = make_shard({.seed = 1521, .xorbs = 2, .chunks_per_xorb = 4});
   drop_file(a.incoming, sa.file_name(), sa.bytes);
@@ -780,20 +787,10 @@ TEST_F(Fleet, ARefusalOnOneHostSetsTheShardAsideOnEveryHost) {
 // CAS any more, its own fleet answers included: one failed upload, not one
 // per attempt until someone restores it.
 TEST_F(Fleet, ARefusalRelyingOnAShardOnlyInTheFleetMarksItThere) {
-  Cluster& pg = Cluster::shared();
-  std::string url = pg.primary_url(pg.new_database());
   const std::string cas = "https://cas-a.example";
-  std::vector<Host*> two;
-  for (const char* name : {"host-a", "host-b"}) {
-    Host& h = add_host(name, url);
-    h.incoming_cas = cas;
-    h.write_config(url, {.lookup_timeout = "200ms",
-                         .fleet_extra = "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n",
-                         .log_level = "debug",
-                         .extra = ""});
-    h.start();
-    two.push_back(&h);
-  }
+  Cluster& pg = Cluster::shared();
+  const std::string url = pg.primary_url(pg.new_database());
+  std::vector<Host*> two = start_endpoint_hosts(url, cas, {"host-a", "host-b"});
   Host &a = *two[0], &b = *two[1];
   MadeShard sa = make_shard({.seed = 1531, .xorbs = 2, .chunks_per_xorb = 4});
   drop_file(a.incoming, sa.file_name(), sa.bytes);
