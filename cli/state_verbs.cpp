@@ -311,7 +311,7 @@ void add_fault_fields(Fields& f, const json& doc) {
       if (h.contains("rebuild") && h["rebuild"].is_object())
         line += " (" + grouped(h["rebuild"].value("files_done", std::uint64_t(0))) + " of " +
                 grouped(h["rebuild"].value("files_total", std::uint64_t(0))) + " files)";
-      f.add("Index", line, state == "rebuilding" ? Color::red : Color::yellow);
+      f.add("Index health", line, state == "rebuilding" ? Color::red : Color::yellow);
       f.add("Damage", h.value("damage", std::string()));
       if (!h.value("moved_to", std::string()).empty()) f.add("Kept at", h.value("moved_to", std::string()));
     }

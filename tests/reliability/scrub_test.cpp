@@ -171,7 +171,8 @@ TEST_F(ScrubTest, DamageUnderARunningDaemonIsFoundByTheScrubAndRebuilt) {
   itest::ProgramRun text = itest::run_program(DEDUPCTL_BINARY, {"--socket", socket.string(), "status"});
   EXPECT_EQ(text.code, 0) << text.out;
   const std::string files = std::to_string(shards_.size());
-  EXPECT_EQ(status_field(text.out, "Index"), "rebuilt after damage (" + files + " of " + files + " files)") << text.out;
+  EXPECT_EQ(status_field(text.out, "Index health"), "rebuilt after damage (" + files + " of " + files + " files)")
+      << text.out;
   EXPECT_EQ(status_field(text.out, "Damage"), damage) << text.out;
   EXPECT_EQ(status_field(text.out, "Kept at"), kept.string()) << text.out;
   itest::ProgramRun as_json = itest::run_program(DEDUPCTL_BINARY, {"--socket", socket.string(), "--json", "status"});

@@ -107,7 +107,7 @@ TEST_F(StatusTextTest, ARebuildUnderWaySaysDamagedWithItsProgress) {
   auto r = status_text();
   EXPECT_EQ(
       fault_lines(r.out),
-      (std::vector<Line>{{"Index", "DAMAGED, rebuilding from the shards (56 of 1,234 files)"},
+      (std::vector<Line>{{"Index health", "DAMAGED, rebuilding from the shards (56 of 1,234 files)"},
                          {"Damage", "the scrub found chunk entry of xorb id 7 #12 does not match the stored hash"},
                          {"Kept at", "/var/lib/dedupd/index.damaged-20261201T000000Z"},
                          {"Free space", "5.0 GiB of 40.0 GiB"}}))
@@ -120,7 +120,7 @@ TEST_F(StatusTextTest, ARebuildUnderWaySaysDamagedWithItsProgress) {
 TEST_F(StatusTextTest, ARebuiltIndexSaysWhatWasFoundAndWhereItIsKept) {
   damaged("rebuilt", "data.mdb is 100 bytes: too short for a meta page", "/s/index.damaged-20261201T000000Z-1", 4, 4);
   auto r = status_text();
-  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index", "rebuilt after damage (4 of 4 files)"},
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index health", "rebuilt after damage (4 of 4 files)"},
                                                    {"Damage", "data.mdb is 100 bytes: too short for a meta page"},
                                                    {"Kept at", "/s/index.damaged-20261201T000000Z-1"},
                                                    {"Free space", "5.0 GiB of 40.0 GiB"}}))
@@ -130,7 +130,7 @@ TEST_F(StatusTextTest, ARebuiltIndexSaysWhatWasFoundAndWhereItIsKept) {
   status_.index_health.damage = "asked by an operator (dedupctl index rebuild)";
   status_.index_health.moved_to.clear();
   r = status_text();
-  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index", "rebuilt after damage (4 of 4 files)"},
+  EXPECT_EQ(fault_lines(r.out), (std::vector<Line>{{"Index health", "rebuilt after damage (4 of 4 files)"},
                                                    {"Damage", "asked by an operator (dedupctl index rebuild)"},
                                                    {"Free space", "5.0 GiB of 40.0 GiB"}}))
       << r.out;
@@ -185,7 +185,7 @@ TEST_F(StatusTextTest, AllFaultsAtOnceAndAsJson) {
   status_.waiting.files.push_back({"/watch/a/y.mdb", "index.io", "short write", 1'000'000, 59, 1, 2});
   auto r = status_text();
   EXPECT_EQ(fault_lines(r.out),
-            (std::vector<Line>{{"Index", "DAMAGED, rebuilding from the shards (0 of 3 files)"},
+            (std::vector<Line>{{"Index health", "DAMAGED, rebuilding from the shards (0 of 3 files)"},
                                {"Damage", "LMDB: mdb.c:6788: Assertion 'IS_LEAF(mp)' failed in mdb_cursor_next()"},
                                {"Kept at", "/s/index.damaged-20261201T000000Z"},
                                {"Free space", "0 B of 1.0 MiB: DISK FULL, index writes fail"},
