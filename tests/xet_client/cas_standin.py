@@ -21,7 +21,17 @@ singular, 1.1.10-1.2.x unversioned plural, 1.3.0 on /v1/), and nothing more:
   GET  /v2/reconstructions/<file>      a file's terms and fetch ranges
   GET  /v1/reconstructions/<file>      the same in the v1 shape
        /reconstructions/<file>, /reconstruction/<file>
-  GET  /xorb-data/<hash>               xorb bytes, with a Range header
+  and on a second port, "storage" (the Hub's CAS hands out presigned URLs
+  of its CDN: docs/XET-ENDPOINT.md, "Downloads"):
+  GET  /xorbs/default/<hash>?X-Xet-Signed-Range=bytes%3D<s>-<e>[,...]
+       &Expires=<unix s>&Signature=<hmac>
+                                       xorb bytes of a signed range: 403 for
+                                       a bad signature, a past expiry, or a
+                                       Range header that is not the signed
+                                       one (or, for a URL signed for several
+                                       ranges, not one of them); else 206 and
+                                       Content-Range. Bytes served are
+                                       counted per xorb and range.
   HEAD /v1/xorbs/<prefix>/<hash> (and the older forms), HEAD /v1/files/<file>
   POST /v1/telemetry                   hf_xet's usage reports: kept (the
                                        bodies' sizes), answered 200
@@ -38,12 +48,17 @@ with POST /_standin/reset (stored xorbs and files stay); POST
 answers chunk queries. POST /_standin/hold-queries with a count N as the
 body holds the answers to the next N chunk queries (each after dedupd or its
 404 was had) until POST /_standin/release: the client's file waits for its
-query, so a test can act while an upload is known to be under way. Every request is
+query, so a test can act while an upload is known to be under way. POST
+/_standin/url-lifetime with seconds as the body sets how long the storage
+URLs of later reconstructions live (default 3600, as hub-docs' example).
+Every request is
 logged as one JSON line to --log, so a test failure shows the whole
 conversation.
 """
 
 import argparse
+import hashlib
+import hmac
 import http.client
 import http.server
 import json
@@ -55,6 +70,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HASH = r"[0-9a-f]{64}"
 # Each route in every form a client release asks it (module docstring).
@@ -116,6 +132,11 @@ class Store:
         self.xorb_chunks = {}  # hash -> [(offset, compressed, uncompressed)]
         self.files = {}  # file hash -> [{"xorb", "start", "end", "unpacked"}]
         self.sha256 = {}  # sha256 hex -> file hash, from the shards' file metadata (what a Hub links)
+        # Storage (the second port): its URL, set once it listens, the key
+        # its URLs are signed with, and how long they live.
+        self.storage_url = None
+        self.storage_secret = os.urandom(32)
+        self.url_lifetime = 3600
         self.reset()
 
     def reset(self):
@@ -126,6 +147,8 @@ class Store:
             self.rejected = []  # {"what", "why"}
             self.telemetry = []  # {"bytes", "content_type"}
             self.requests = 0
+            self.storage_served = {}  # xorb -> {"s-e": bytes served}
+            self.storage_refused = []  # {"xorb", "why"}
             self.release_held()
 
     def hold_queries(self, n):
@@ -166,6 +189,8 @@ class Store:
                 "held": list(self.held),
                 "files": sorted(self.files),
                 "requests": self.requests,
+                "storage": {"bytes": sum(sum(r.values()) for r in self.storage_served.values()),
+                            "xorbs": self.storage_served, "refused": self.storage_refused},
             }
 
     def put_xorb(self, xorb_hash, body):
@@ -235,7 +260,51 @@ class Store:
             f.write(body)
         return path
 
-    def reconstruction(self, file_hash, v2, base_url, byte_range=None):
+    def signature(self, path, signed_range, expires):
+        msg = ("%s\n%s\n%d" % (path, signed_range, expires)).encode()
+        return hmac.new(self.storage_secret, msg, hashlib.sha256).hexdigest()
+
+    def sign(self, xorb, signed_range, expires):
+        """A presigned-style storage URL, shaped as the Hub's CloudFront
+        URLs (the signed range and the expiry readable in the query)."""
+        path = "/xorbs/default/%s" % xorb
+        return "%s%s?%s" % (self.storage_url, path, urllib.parse.urlencode(
+            {"X-Xet-Signed-Range": signed_range, "Expires": expires,
+             "Signature": self.signature(path, signed_range, expires)}))
+
+    def storage_check(self, path, query, range_header):
+        """None when a storage request may be served, else why not."""
+        q = urllib.parse.parse_qs(query, keep_blank_values=True)
+        try:
+            signed, expires, sig = q["X-Xet-Signed-Range"][0], int(q["Expires"][0]), q["Signature"][0]
+        except (KeyError, ValueError):
+            return "no signed range, expiry or signature"
+        if not hmac.compare_digest(sig, self.signature(path, signed, expires)):
+            return "bad signature"
+        if expires <= time.time():
+            return "expired"
+        allowed = {signed} | {"bytes=" + r for r in signed[len("bytes="):].split(",")}
+        if range_header not in allowed:
+            return "Range %r is not the signed %r" % (range_header, signed)
+        return None
+
+    def serve_storage(self, xorb_hash, start, end):
+        """The bytes [start, end] of a stored xorb, counted; None when they
+        are not all there."""
+        try:
+            with open(os.path.join(self.root, "xorbs", xorb_hash), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None, 0
+        if end >= len(data) or end < start:
+            return None, len(data)
+        with self.lock:
+            served = self.storage_served.setdefault(xorb_hash, {})
+            key = "%d-%d" % (start, end)
+            served[key] = served.get(key, 0) + end + 1 - start
+        return data[start:end + 1], len(data)
+
+    def reconstruction(self, file_hash, v2, byte_range=None):
         """The reconstruction of a file, or of the terms that cover
         byte_range (first, last inclusive, as a Range header says) with the
         offset of its first byte in the first of them; None for an unknown
@@ -258,7 +327,7 @@ class Store:
                         picked.append(t)
                     at += t["unpacked"]
                 terms = picked
-            out_terms, fetch = [], {}
+            out_terms, fetch, ranges = [], {}, {}
             for t in terms:
                 chunks = self.xorb_chunks[t["xorb"]]
                 first = chunks[t["start"]]
@@ -267,17 +336,23 @@ class Store:
                 byte_end = last[0] + CHUNK_HEADER + last[1] - 1  # inclusive
                 out_terms.append({"hash": t["xorb"], "unpacked_length": t["unpacked"],
                                   "range": {"start": t["start"], "end": t["end"]}})
-                url = "%s/xorb-data/%s" % (base_url, t["xorb"])
+                r = ((t["start"], t["end"]), (byte_start, byte_end))
+                if r not in ranges.setdefault(t["xorb"], []):
+                    ranges[t["xorb"]].append(r)
+            expires = int(time.time()) + self.url_lifetime
+            for xorb, rs in ranges.items():
+                rs.sort()
                 if v2:
-                    fetch.setdefault(t["xorb"], []).append({
-                        "url": url,
-                        "ranges": [{"chunks": {"start": t["start"], "end": t["end"]},
-                                    "bytes": {"start": byte_start, "end": byte_end}}]})
+                    # As the Hub's CAS: one URL per xorb, signed for all its
+                    # ranges (xet-core's XorbMultiRangeFetch).
+                    signed = "bytes=" + ",".join("%d-%d" % b for _, b in rs)
+                    fetch[xorb] = [{"url": self.sign(xorb, signed, expires),
+                                    "ranges": [{"chunks": {"start": c[0], "end": c[1]},
+                                                "bytes": {"start": b[0], "end": b[1]}} for c, b in rs]}]
                 else:
-                    fetch.setdefault(t["xorb"], []).append({
-                        "range": {"start": t["start"], "end": t["end"]},
-                        "url": url,
-                        "url_range": {"start": byte_start, "end": byte_end}})
+                    fetch[xorb] = [{"range": {"start": c[0], "end": c[1]},
+                                    "url": self.sign(xorb, "bytes=%d-%d" % b, expires),
+                                    "url_range": {"start": b[0], "end": b[1]}} for c, b in rs]
             doc = {"offset_into_first_range": offset_into_first, "terms": out_terms}
             doc["xorbs" if v2 else "fetch_info"] = fetch
             return doc
@@ -388,6 +463,10 @@ def make_handler(store, args, log):
                 with store.lock:
                     store.telemetry.append({"bytes": len(data), "content_type": self.headers.get("Content-Type")})
                 return self.reply(200, {}, bytes_in=len(data))
+            if path == "/_standin/url-lifetime":
+                with store.lock:
+                    store.url_lifetime = int(data)
+                return self.reply(200, {})
             if path == "/_standin/hold-queries":
                 store.hold_queries(int(data))
                 return self.reply(200, {})
@@ -437,19 +516,14 @@ def make_handler(store, args, log):
                 return self.reply(status, b"", "text/plain")
             m = re.fullmatch(RECONSTRUCTION_ROUTE, path)
             if m:
-                base = "%s://%s" % (getattr(self.server, "scheme", "http"),
-                                    self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1]))
                 rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
-                doc = store.reconstruction(m.group(2), m.group(1) == "v2/reconstructions", base,
+                doc = store.reconstruction(m.group(2), m.group(1) == "v2/reconstructions",
                                            (int(rng.group(1)), int(rng.group(2))) if rng else None)
                 if doc is None:
                     return self.reply(404, {"error": "file not found"})
                 if doc == "unsatisfiable":
                     return self.reply(416, {"error": "range not satisfiable"})
                 return self.reply(200, doc)
-            m = re.fullmatch(r"/xorb-data/(%s)" % HASH, path)
-            if m:
-                return self.xorb_data(m.group(1))
             m = re.fullmatch(r"/v2/file-chunk-hashes/(%s)" % HASH, path)
             if m:
                 return self.reply(501, {"error": "not served by the stand-in", "file": m.group(1),
@@ -459,23 +533,43 @@ def make_handler(store, args, log):
                 return self.reply(200, store.state())
             return self.reply(404, {"error": "no route"})
 
-        def xorb_data(self, xorb_hash):
-            try:
-                with open(os.path.join(store.root, "xorbs", xorb_hash), "rb") as f:
-                    data = f.read()
-            except FileNotFoundError:
-                return self.reply(404, {"error": "xorb not found"})
-            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
-            if not rng:
-                return self.reply(200, data, "application/octet-stream")
-            start, end = int(rng.group(1)), int(rng.group(2))
-            if start >= len(data) or end < start:
-                return self.reply(416, b"", "text/plain")
-            end = min(end, len(data) - 1)
-            return self.reply(206, data[start:end + 1], "application/octet-stream",
-                              {"Content-Range": "bytes %d-%d/%d" % (start, end, len(data))})
-
     return Handler
+
+
+def make_storage_handler(store, log):
+    """The storage port: presigned-style range reads, nothing else."""
+    base = make_handler(store, None, log)
+
+    class StorageHandler(base):
+        def do_POST(self):
+            self.body()
+            return self.reply(405, {"error": "storage is read only"})
+
+        def do_HEAD(self):
+            return self.reply(405)
+
+        def do_GET(self):
+            path, _, query = self.path.partition("?")
+            m = re.fullmatch(r"/xorbs/default/(%s)" % HASH, path)
+            if not m:
+                return self.reply(404, {"error": "no route"})
+            xorb = m.group(1)
+            rng = self.headers.get("Range", "")
+            why = store.storage_check(path, query, rng)
+            if why is None and not re.fullmatch(r"bytes=\d+-\d+", rng):
+                why = "Range %r is not one range" % rng
+            if why:
+                with store.lock:
+                    store.storage_refused.append({"xorb": xorb, "why": why})
+                return self.reply(403, {"error": why}, storage=True)
+            start, end = (int(x) for x in rng[len("bytes="):].split("-"))
+            data, total = store.serve_storage(xorb, start, end)
+            if data is None:
+                return self.reply(416 if total else 404, b"", "text/plain", storage=True)
+            return self.reply(206, data, "application/octet-stream",
+                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, storage=True)
+
+    return StorageHandler
 
 
 def main():
@@ -490,6 +584,10 @@ def main():
     log = open(args.log or os.path.join(args.store, "requests.jsonl"), "a")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(store, args, log))
     server.daemon_threads = True
+    storage = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_storage_handler(store, log))
+    storage.daemon_threads = True
+    store.storage_url = "http://127.0.0.1:%d" % storage.server_address[1]
+    threading.Thread(target=storage.serve_forever, daemon=True).start()
     with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(args.port_file)),
                                      delete=False) as f:
         f.write(str(server.server_address[1]))

@@ -315,8 +315,8 @@ def make_cas_handler(store, args, log, access_token):
 
     class CasHandler(base):
         def checked(self):
-            if self.path.startswith("/_standin/") or self.path.startswith("/xorb-data/"):
-                return True  # the test's own routes; presigned fetch URLs
+            if self.path.startswith("/_standin/"):
+                return True  # the test's own routes
             if self.headers.get("Authorization") == "Bearer " + access_token:
                 return True
             with store.lock:
@@ -373,6 +373,10 @@ def main():
     hub_log = open(os.path.join(args.store, "hub.jsonl"), "a")
     cas = serve_tls(make_cas_handler(store, args, cas_log, args.access_token), args.cert, args.key)
     args.cas_port = cas.server_address[1]
+    # Storage, where reconstructions point (presigned-style URLs): TLS as
+    # the Hub's CDN, a port of its own.
+    storage = serve_tls(cas_standin.make_storage_handler(store, cas_log), args.cert, args.key)
+    store.storage_url = "https://127.0.0.1:%d" % storage.server_address[1]
     hub = Hub(store, args.token, args.access_token, "https://127.0.0.1:%d" % args.cas_port)
     hub_server = serve_tls(make_hub_handler(hub, store, args, hub_log), args.cert, args.key)
     if args.public_url == "self":
