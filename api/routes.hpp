@@ -40,6 +40,11 @@ inline constexpr std::string_view kRestore = "/v1/admin/restore/";
 // POST <request id>: a shard the local Xet endpoint passed to its CAS,
 // mirrored by its nginx; learned once the CAS accepts it (the endpoint only).
 inline constexpr std::string_view kLearnShard = "/v1/xet-endpoint/shards/";
+// The endpoint's downloads (docs/XET-ENDPOINT.md, "Downloads"), the
+// endpoint only: a reconstruction asked of the CAS with its fetch URLs
+// renamed to the endpoint's; and nginx's check of one of those.
+inline constexpr std::string_view kXetReconstruction = "/v1/xet-endpoint/reconstruction";  // GET
+inline constexpr std::string_view kXetGrant = "/v1/xet-endpoint/grant";                    // GET
 inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format=swh-shard -> file bytes
 inline constexpr std::string_view kFleetForgetHost = "/v1/admin/fleet/forget-host/";  // POST + <host name>
 inline constexpr std::string_view kFleetRetry = "/v1/admin/fleet/retry";  // POST: queue parked entries again

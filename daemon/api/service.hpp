@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/answers/download_grants.hpp"
 #include "daemon/answers/sources.hpp"
 #include "daemon/core/errors.hpp"
 #include "daemon/core/status.hpp"
@@ -51,6 +52,10 @@ class Service {
     return {};
   }
   virtual core::LearnStats learn_stats() const { return {}; }
+  // The range URLs of the endpoint's downloads (docs/XET-ENDPOINT.md,
+  // "Downloads"); nullptr when there is no key to sign them with, and the
+  // endpoint passes the CAS's answers on as they came.
+  virtual answers::DownloadGrants* download_grants() { return nullptr; }
 
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").

@@ -7,6 +7,7 @@
 #include "daemon/api/http/server.hpp"
 #include "daemon/api/http/unix_listener.hpp"
 #include "daemon/api/routes/routes.hpp"
+#include "daemon/keys/download_key.hpp"
 #include "daemon/log/logging.hpp"
 #include "daemon/wiring/service_impl.hpp"
 
@@ -29,7 +30,7 @@ bool ApiFrontend::start(const core::ServiceParts& parts, const config::Config& c
   so.header_timeout = config.limits.header_timeout;
   so.admin_gid = listen.admin_gid;
   so.endpoint_gid = listen.endpoint_gid;
-  service_ = std::make_unique<ServiceImpl>(parts);
+  service_ = std::make_unique<ServiceImpl>(parts, download_grants(config));
   server_ = std::make_unique<api::http::ApiServer>(*service_, so, api::routes::api_routes());
   if (auto started = server_->start(); !started) {
     spdlog::critical("cannot listen on {}: {}", config.socket, started.error().message);
@@ -42,6 +43,17 @@ bool ApiFrontend::start(const core::ServiceParts& parts, const config::Config& c
     return false;
   }
   return true;
+}
+
+std::unique_ptr<answers::DownloadGrants> ApiFrontend::download_grants(const config::Config& config) {
+  // Without a key the endpoint's downloads go as they did (each client to
+  // the CAS's storage): a failure here costs the cache, never a download.
+  auto key = keys::load_or_create_download_key(config.state_dir / keys::kDownloadKeyFile);
+  if (!key) {
+    spdlog::error("Xet downloads are not cached: {}", key.error());
+    return nullptr;
+  }
+  return std::make_unique<answers::DownloadGrants>(*key, kHeldDownloadGrants);
 }
 
 bool ApiFrontend::start_metrics(const config::Config& config, const core::ListenSettings& listen) {

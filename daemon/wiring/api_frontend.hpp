@@ -14,6 +14,9 @@ namespace dedupd::daemon::api::http {
 class ApiServer;
 class MetricsListener;
 }  // namespace dedupd::daemon::api::http
+namespace dedupd::daemon::answers {
+class DownloadGrants;
+}  // namespace dedupd::daemon::answers
 
 namespace dedupd::daemon::wiring {
 
@@ -33,6 +36,11 @@ class ApiFrontend final : public core::Frontend {
 
  private:
   bool start_metrics(const config::Config& config, const core::ListenSettings& listen);
+  // The signer of the endpoint's range URLs, with its key from the state
+  // directory; nullptr (logged) when there is none.
+  static std::unique_ptr<answers::DownloadGrants> download_grants(const config::Config& config);
+  // How many CAS URLs are held at most (a few hundred bytes each).
+  static constexpr std::size_t kHeldDownloadGrants = 100'000;
 
   std::unique_ptr<ServiceImpl> service_;
   std::unique_ptr<api::http::ApiServer> server_;

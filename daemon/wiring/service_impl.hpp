@@ -6,6 +6,8 @@
 // (answer_sources.hpp).
 #pragma once
 
+#include <memory>
+
 #include "daemon/api/service.hpp"
 #include "daemon/core/frontend.hpp"
 #include "daemon/wiring/answer_sources.hpp"
@@ -14,8 +16,8 @@ namespace dedupd::daemon::wiring {
 
 class ServiceImpl final : public api::Service {
  public:
-  explicit ServiceImpl(const core::ServiceParts& parts)
-      : parts_(parts), answers_(parts.index, parts.ops, parts.fleet_lookup) {}
+  ServiceImpl(const core::ServiceParts& parts, std::unique_ptr<answers::DownloadGrants> grants)
+      : parts_(parts), answers_(parts.index, parts.ops, parts.fleet_lookup), grants_(std::move(grants)) {}
 
   const index::Index* index() const override;
   core::StatusInfo status() const override;
@@ -25,6 +27,7 @@ class ServiceImpl final : public api::Service {
   core::LearnHold learn_hold(const std::string& request_id, const std::string& cas,
                              std::vector<std::uint8_t> bytes) override;
   core::LearnStats learn_stats() const override;
+  answers::DownloadGrants* download_grants() override { return grants_.get(); }
   base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
   base::Result<core::RescanResult> rescan() override;
@@ -44,6 +47,7 @@ class ServiceImpl final : public api::Service {
  private:
   core::ServiceParts parts_;
   AnswerSources answers_;
+  std::unique_ptr<answers::DownloadGrants> grants_;
 };
 
 }  // namespace dedupd::daemon::wiring

@@ -49,10 +49,19 @@ struct Request {
   std::string via;
   // X-Dedupd-Cas: the CAS a global-dedup query is for, as sent.
   std::string cas;
+  // The headers of kRouteHeaders the request had, by those names: what the
+  // endpoint's download routes pass on (docs/XET-ENDPOINT.md, "Downloads").
+  std::vector<std::pair<std::string_view, std::string>> headers;
   // A streamed hash batch (Body::hashes), parsed as it arrived; when null
   // the route parses `body` (tests, fuzzing).
   std::shared_ptr<HashSpool> hashes{};
 
+  // A header of kRouteHeaders; nullopt when the request had none.
+  std::optional<std::string_view> header(std::string_view name) const {
+    for (const auto& [k, v] : headers)
+      if (k == name) return std::string_view(v);
+    return std::nullopt;
+  }
   // The first value of a query parameter; "" for a bare "?flag".
   std::optional<std::string_view> query_value(std::string_view key) const {
     for (const auto& [k, v] : query)
@@ -60,6 +69,11 @@ struct Request {
     return std::nullopt;
   }
 };
+
+// The headers a route may read by name (Request::header); the server keeps
+// no other.
+inline constexpr std::string_view kRouteHeaders[] = {"Authorization", "Range", "X-Dedupd-Upstream", "X-Dedupd-Base",
+                                                     "X-Dedupd-Uri"};
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";

@@ -98,6 +98,9 @@ enum MHD_Result ServerCore::first_call(MHD_Connection* conn, RequestState& st, c
     st.request.via = via;
   if (const char* cas = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, ::dedupd::api::kCasHeader.data()))
     st.request.cas = cas;
+  for (std::string_view name : http::kRouteHeaders)
+    if (const char* v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, std::string(name).c_str()))
+      st.request.headers.emplace_back(name, v);
 
   // Admin access is decided before the body is received.
   if (m.entry->access != http::Access::read) {

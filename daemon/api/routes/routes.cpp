@@ -34,6 +34,8 @@ std::vector<http::Route> api_routes() {
       {"xet_cache_plan", p::kXetCachePlan, false, {{"GET", get_xet_cache_plan, read, none, http::Wait::work}}},
       {"fleet_forget_host", p::kFleetForgetHost, true, {{"POST", post_fleet_forget_host, admin}}},
       {"fleet_retry", p::kFleetRetry, false, {{"POST", post_fleet_retry, admin}}},
+      {"xet_reconstruction", p::kXetReconstruction, false, {{"GET", get_xet_reconstruction, http::Access::endpoint}}},
+      {"xet_grant", p::kXetGrant, false, {{"GET", get_xet_grant, http::Access::endpoint}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup, read, none, fleet}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup, read, none, fleet}}},
   };

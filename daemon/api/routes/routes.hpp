@@ -41,6 +41,9 @@ http::Response post_export(http::Context&, http::Request&);
 http::Response get_fleet_status(http::Context&, http::Request&);
 http::Response post_fleet_forget_host(http::Context&, http::Request&);  // admin
 http::Response post_fleet_retry(http::Context&, http::Request&);        // admin
+// routes_xet_download.cpp: the endpoint's downloads
+http::Response get_xet_reconstruction(http::Context&, http::Request&);
+http::Response get_xet_grant(http::Context&, http::Request&);
 // routes_global_dedup.cpp
 http::Response get_global_dedup(http::Context&, http::Request&);
 

@@ -62,14 +62,16 @@ TEST(Router, AdminRoutesAreExactlyTheDocumentedOnes) {
                                       "POST /v1/admin/fleet/forget-host/", "POST /v1/admin/fleet/retry"}));
 }
 
-// What only the local Xet endpoint (or an admin) may send: a shard to learn.
-TEST(Router, EndpointRoutesAreExactlyTheLearningOne) {
+// What only the local Xet endpoint (or an admin) may send: a shard to learn,
+// and its downloads (a reconstruction to rewrite, a range URL to check).
+TEST(Router, EndpointRoutesAreExactlyTheLearningAndDownloadOnes) {
   Router router(routes::api_routes());
   std::vector<std::string> endpoint;
   for (const auto& r : router.routes())
     for (const auto& e : r.methods)
       if (e.access == Access::endpoint) endpoint.push_back(std::string(e.method) + " " + std::string(r.path));
-  EXPECT_EQ(endpoint, (std::vector<std::string>{"POST /v1/xet-endpoint/shards/"}));
+  EXPECT_EQ(endpoint, (std::vector<std::string>{"POST /v1/xet-endpoint/shards/", "GET /v1/xet-endpoint/reconstruction",
+                                                "GET /v1/xet-endpoint/grant"}));
 }
 
 const std::string kA(64, 'a');

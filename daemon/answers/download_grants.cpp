@@ -1,0 +1,183 @@
+#include "daemon/answers/download_grants.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <charconv>
+
+namespace dedupd::daemon::answers {
+
+namespace {
+
+constexpr std::size_t kXorbDigits = 64;
+constexpr std::size_t kIdBytes = 16;
+constexpr std::size_t kSignatureBytes = 16;  // HMAC-SHA256 cut to 128 bits
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (std::size_t i = 0; i < n; ++i) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  return out;
+}
+
+bool is_hex(std::string_view s, std::size_t digits) {
+  if (s.size() != digits) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::optional<std::uint64_t> number(std::string_view s) {
+  std::uint64_t v = 0;
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// "<s>-<e>" with s <= e.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> byte_range(std::string_view s) {
+  auto dash = s.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto a = number(s.substr(0, dash)), b = number(s.substr(dash + 1));
+  if (!a || !b || *a > *b) return std::nullopt;
+  return std::pair{*a, *b};
+}
+
+struct RangeUrl {
+  std::string_view xorb;
+  std::uint64_t start = 0, end = 0, expires = 0;
+  std::string_view id, signature;
+};
+
+std::optional<RangeUrl> parse_range_url(std::string_view uri) {
+  if (!uri.starts_with(kRangePathPrefix)) return std::nullopt;
+  uri.remove_prefix(kRangePathPrefix.size());
+  auto q = uri.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view path = uri.substr(0, q), query = uri.substr(q + 1);
+  auto slash = path.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  RangeUrl u;
+  u.xorb = path.substr(0, slash);
+  auto range = byte_range(path.substr(slash + 1));
+  if (!is_hex(u.xorb, kXorbDigits) || !range) return std::nullopt;
+  std::tie(u.start, u.end) = *range;
+  bool have_x = false;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string_view k = pair.substr(0, eq), v = pair.substr(eq + 1);
+    if (k == "x" && !have_x) {
+      auto x = number(v);
+      if (!x) return std::nullopt;
+      u.expires = *x;
+      have_x = true;
+    } else if (k == "k" && u.id.empty() && is_hex(v, 2 * kIdBytes)) {
+      u.id = v;
+    } else if (k == "g" && u.signature.empty() && is_hex(v, 2 * kSignatureBytes)) {
+      u.signature = v;
+    } else {
+      return std::nullopt;  // a stray or repeated parameter is an altered URL
+    }
+  }
+  if (!have_x || u.id.empty() || u.signature.empty()) return std::nullopt;
+  return u;
+}
+
+}  // namespace
+
+std::string_view refusal_name(Refusal why) {
+  switch (why) {
+    case Refusal::malformed:
+      return "malformed";
+    case Refusal::bad_signature:
+      return "bad_signature";
+    case Refusal::expired:
+      return "expired";
+    case Refusal::wrong_range:
+      return "wrong_range";
+    case Refusal::unknown:
+      return "unknown";
+  }
+  return "malformed";
+}
+
+DownloadGrants::DownloadGrants(const DownloadKey& key, std::size_t capacity) : key_(key), capacity_(capacity) {}
+
+std::string DownloadGrants::signature(std::string_view xorb, std::uint64_t start, std::uint64_t end,
+                                      std::uint64_t expires, std::string_view id) const {
+  // Every field the URL carries, in one unambiguous line.
+  std::string message = "xet1|" + std::string(xorb) + "|" + std::to_string(start) + "-" + std::to_string(end) + "|" +
+                        std::to_string(expires) + "|" + std::string(id);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key_.data(), int(key_.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), mac, &len);
+  return hex(mac, kSignatureBytes);
+}
+
+std::string DownloadGrants::grant(const Origin& origin, std::uint64_t now) {
+  unsigned char raw[kIdBytes];
+  if (RAND_bytes(raw, int(sizeof raw)) != 1) return {};
+  std::string id = hex(raw, sizeof raw);
+  std::string uri = std::string(kRangePathPrefix) + origin.xorb + "/" + std::to_string(origin.start) + "-" +
+                    std::to_string(origin.end) + "?x=" + std::to_string(origin.expires) + "&k=" + id +
+                    "&g=" + signature(origin.xorb, origin.start, origin.end, origin.expires, id);
+  std::lock_guard lock(mutex_);
+  drop_old(now);
+  origins_.emplace(id, origin);
+  order_.emplace_back(origin.expires, std::move(id));
+  return uri;
+}
+
+GrantCheck DownloadGrants::check(std::string_view uri, std::string_view range_header, std::uint64_t now) {
+  GrantCheck out;
+  auto u = parse_range_url(uri);
+  if (!u) return out;
+  std::string want = signature(u->xorb, u->start, u->end, u->expires, u->id);
+  if (CRYPTO_memcmp(want.data(), u->signature.data(), want.size()) != 0) {
+    out.why = Refusal::bad_signature;
+    return out;
+  }
+  if (u->expires <= now) {
+    out.why = Refusal::expired;
+    return out;
+  }
+  if (range_header != "bytes=" + std::to_string(u->start) + "-" + std::to_string(u->end)) {
+    out.why = Refusal::wrong_range;
+    return out;
+  }
+  std::lock_guard lock(mutex_);
+  auto it = origins_.find(std::string(u->id));
+  if (it == origins_.end() || it->second.expires <= now) {
+    out.why = Refusal::unknown;
+    return out;
+  }
+  out.origin = it->second;
+  return out;
+}
+
+std::size_t DownloadGrants::held() const {
+  std::lock_guard lock(mutex_);
+  return origins_.size();
+}
+
+void DownloadGrants::drop_old(std::uint64_t now) {
+  // Oldest grants first: those expired, and any past the capacity (their
+  // URLs are then refused as unknown, and the client asks again).
+  while (!order_.empty() && (order_.front().first <= now || origins_.size() >= capacity_)) {
+    origins_.erase(order_.front().second);
+    order_.pop_front();
+  }
+}
+
+}  // namespace dedupd::daemon::answers

@@ -1,0 +1,80 @@
+// Range URLs of the local Xet endpoint (docs/XET-ENDPOINT.md, "Downloads"):
+// a range of a xorb the CAS granted a client, renamed to the endpoint's own
+// URL, bound to that xorb and range by an HMAC of dedupd's key and expiring
+// no later than the CAS's URL. The CAS's presigned URL stays here, in
+// memory only, until it expires: a rewritten URL carries none of it, so
+// the cache (keyed by xorb and range) never depends on it, and nothing is
+// served to a client the CAS did not answer. Any thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace dedupd::daemon::answers {
+
+using DownloadKey = std::array<std::uint8_t, 32>;
+
+// A range of a xorb as the CAS granted it: bytes [start, end] (end
+// inclusive, as `url_range`), served by `url` until `expires` (Unix s).
+struct Origin {
+  std::string xorb;  // 64 hex digits, the Xet string form
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::string url;
+  std::uint64_t expires = 0;
+};
+
+// Why a range URL is refused (the endpoint answers 403, on which hf_xet asks
+// the reconstruction again and gets fresh URLs).
+enum class Refusal {
+  malformed,      // not /xet/o/<xorb>/<s>-<e>?x=..&k=..&g=..
+  bad_signature,  // altered, or signed with another key
+  expired,
+  wrong_range,  // the Range header is not the signed range
+  unknown,      // signed, but its origin is gone (dedupd restarted, or held too many)
+};
+std::string_view refusal_name(Refusal why);
+
+struct GrantCheck {
+  std::optional<Origin> origin;  // set: allowed
+  Refusal why = Refusal::malformed;
+};
+
+// The path prefix of the endpoint's range URLs.
+inline constexpr std::string_view kRangePathPrefix = "/xet/o/";
+
+class DownloadGrants {
+ public:
+  // Holds at most `capacity` origins; past that the oldest go first.
+  DownloadGrants(const DownloadKey& key, std::size_t capacity);
+
+  // The endpoint's path and query for `origin` (expiry already capped by
+  // the caller), remembered until it expires.
+  std::string grant(const Origin& origin, std::uint64_t now);
+
+  // Whether `uri` (path and query, as the client sent it) with its Range
+  // header may be served at `now`; with its origin when so.
+  GrantCheck check(std::string_view uri, std::string_view range_header, std::uint64_t now);
+
+  std::size_t held() const;
+
+ private:
+  std::string signature(std::string_view xorb, std::uint64_t start, std::uint64_t end, std::uint64_t expires,
+                        std::string_view id) const;
+  void drop_old(std::uint64_t now);  // with mutex_
+
+  DownloadKey key_;
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, Origin> origins_;          // by grant id
+  std::deque<std::pair<std::uint64_t, std::string>> order_;  // (expires, id), oldest grant first
+};
+
+}  // namespace dedupd::daemon::answers

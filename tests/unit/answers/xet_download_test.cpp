@@ -1,0 +1,228 @@
+// The endpoint's download rewrite (daemon/answers/reconstruction_rewrite.hpp)
+// and its range URLs (download_grants.hpp): the CAS's answers of both
+// shapes renamed, and every kind of tampering refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/answers/download_grants.hpp"
+#include "daemon/answers/reconstruction_rewrite.hpp"
+
+namespace dedupd::daemon::answers {
+// Named, not anonymous: the unity build puts other tests' constants beside these.
+namespace xet_download_test {
+
+using XJson = nlohmann::json;
+
+const std::string kXorbA(64, 'a');
+const std::string kXorbB = std::string(63, 'b') + "c";
+constexpr std::uint64_t kNow = 1'800'000'000;
+const std::string kBase = "http://127.0.0.1:8788";
+
+DownloadKey signing_key(std::uint8_t fill) {
+  DownloadKey k;
+  k.fill(fill);
+  return k;
+}
+
+std::string storage_url(const std::string& xorb, const std::string& range, std::uint64_t expires) {
+  return "https://storage.example/xorbs/default/" + xorb + "?X-Xet-Signed-Range=" + range +
+         "&Expires=" + std::to_string(expires) + "&Signature=abc";
+}
+
+std::string v1_answer(std::uint64_t expires) {
+  XJson doc = {{"offset_into_first_range", 0},
+               {"terms",
+                {{{"hash", kXorbA}, {"unpacked_length", 100}, {"range", {{"start", 0}, {"end", 2}}}},
+                 {{"hash", kXorbB}, {"unpacked_length", 50}, {"range", {{"start", 3}, {"end", 4}}}}}},
+               {"fetch_info",
+                {{kXorbA,
+                  {{{"range", {{"start", 0}, {"end", 2}}},
+                    {"url", storage_url(kXorbA, "bytes%3D0-999", expires)},
+                    {"url_range", {{"start", 0}, {"end", 999}}}}}},
+                 {kXorbB,
+                  {{{"range", {{"start", 3}, {"end", 4}}},
+                    {"url", storage_url(kXorbB, "bytes%3D4000-4499", expires)},
+                    {"url_range", {{"start", 4000}, {"end", 4499}}}}}}}}};
+  return doc.dump();
+}
+
+std::string v2_answer(std::uint64_t expires) {
+  XJson doc = {{"offset_into_first_range", 7},
+               {"terms", XJson::array()},
+               {"xorbs",
+                {{kXorbA,
+                  {{{"url", storage_url(kXorbA, "bytes%3D0-999,2000-2999", expires)},
+                    {"ranges",
+                     {{{"chunks", {{"start", 0}, {"end", 2}}}, {"bytes", {{"start", 0}, {"end", 999}}}},
+                      {{"chunks", {{"start", 5}, {"end", 7}}}, {"bytes", {{"start", 2000}, {"end", 2999}}}}}}}}}}}};
+  return doc.dump();
+}
+
+// The path and query of a rewritten URL (what nginx hands the grant check).
+std::string uri_of(const std::string& url) {
+  EXPECT_TRUE(url.starts_with(kBase + "/xet/o/")) << url;
+  return url.substr(kBase.size());
+}
+
+TEST(XetDownloadRewrite, V1EachUrlIsTheEndpointsBoundToItsXorbAndRangeAndTheRestIsKept) {
+  DownloadGrants grants(signing_key(1), 100);
+  auto out = rewrite_reconstruction(v1_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+  ASSERT_TRUE(out) << out.error().to_string();
+  EXPECT_EQ(out->rewritten, 2u);
+  EXPECT_EQ(out->kept, 0u);
+  XJson doc = XJson::parse(out->json);
+  XJson cas = XJson::parse(v1_answer(kNow + 3600));
+  EXPECT_EQ(doc["terms"], cas["terms"]);
+  EXPECT_EQ(doc["offset_into_first_range"], cas["offset_into_first_range"]);
+  auto a = doc["fetch_info"][kXorbA][0];
+  EXPECT_EQ(a["url_range"], cas["fetch_info"][kXorbA][0]["url_range"]);
+  EXPECT_EQ(a["range"], cas["fetch_info"][kXorbA][0]["range"]);
+  std::string url = a["url"];
+  EXPECT_TRUE(url.starts_with(kBase + "/xet/o/" + kXorbA + "/0-999?x=" + std::to_string(kNow + 600) + "&")) << url;
+  EXPECT_EQ(url.find("storage.example"), std::string::npos) << "the CAS's URL must not travel to the client";
+
+  auto ok = grants.check(uri_of(url), "bytes=0-999", kNow + 1);
+  ASSERT_TRUE(ok.origin) << refusal_name(ok.why);
+  EXPECT_EQ(ok.origin->url, cas["fetch_info"][kXorbA][0]["url"]);
+  EXPECT_EQ(ok.origin->xorb, kXorbA);
+  EXPECT_EQ(ok.origin->start, 0u);
+  EXPECT_EQ(ok.origin->end, 999u);
+  auto b = grants.check(uri_of(doc["fetch_info"][kXorbB][0]["url"]), "bytes=4000-4499", kNow + 1);
+  ASSERT_TRUE(b.origin);
+  EXPECT_EQ(b.origin->url, cas["fetch_info"][kXorbB][0]["url"]);
+}
+
+TEST(XetDownloadRewrite, TheEndpointsUrlExpiresNoLaterThanTheCasOne) {
+  DownloadGrants grants(signing_key(1), 100);
+  auto out = rewrite_reconstruction(v1_answer(kNow + 30), {kBase, kNow, 600}, grants);
+  ASSERT_TRUE(out);
+  std::string url = XJson::parse(out->json)["fetch_info"][kXorbA][0]["url"];
+  EXPECT_NE(url.find("?x=" + std::to_string(kNow + 30) + "&"), std::string::npos) << url;
+  EXPECT_TRUE(grants.check(uri_of(url), "bytes=0-999", kNow + 29).origin);
+  EXPECT_EQ(grants.check(uri_of(url), "bytes=0-999", kNow + 30).why, Refusal::expired);
+}
+
+TEST(XetDownloadRewrite, ACasUrlExpiredAlreadyIsLeftAsItCame) {
+  DownloadGrants grants(signing_key(1), 100);
+  auto out = rewrite_reconstruction(v1_answer(kNow), {kBase, kNow, 600}, grants);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->kept, 2u);
+  EXPECT_EQ(XJson::parse(out->json), XJson::parse(v1_answer(kNow)));
+  EXPECT_EQ(grants.held(), 0u);
+}
+
+TEST(XetDownloadRewrite, V2EachRangeOfAMultiRangeUrlBecomesAnEntryWithItsOwnUrl) {
+  DownloadGrants grants(signing_key(1), 100);
+  auto out = rewrite_reconstruction(v2_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+  ASSERT_TRUE(out) << out.error().to_string();
+  EXPECT_EQ(out->rewritten, 2u);
+  XJson doc = XJson::parse(out->json);
+  XJson cas = XJson::parse(v2_answer(kNow + 3600));
+  EXPECT_EQ(doc["offset_into_first_range"], 7);
+  const XJson& entries = doc["xorbs"][kXorbA];
+  ASSERT_EQ(entries.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(entries[i]["ranges"].size(), 1u);
+    EXPECT_EQ(entries[i]["ranges"][0], cas["xorbs"][kXorbA][0]["ranges"][i]);
+    const XJson& bytes = entries[i]["ranges"][0]["bytes"];
+    std::string range = "bytes=" + std::to_string(bytes["start"].get<std::uint64_t>()) + "-" +
+                        std::to_string(bytes["end"].get<std::uint64_t>());
+    auto ok = grants.check(uri_of(entries[i]["url"]), range, kNow + 1);
+    ASSERT_TRUE(ok.origin) << refusal_name(ok.why);
+    EXPECT_EQ(ok.origin->url, cas["xorbs"][kXorbA][0]["url"]);
+  }
+  // One range's URL does not serve the other range.
+  EXPECT_EQ(grants.check(uri_of(entries[0]["url"]), "bytes=2000-2999", kNow + 1).why, Refusal::wrong_range);
+}
+
+class XetDownloadRefusals : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto out = rewrite_reconstruction(v1_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+    ASSERT_TRUE(out);
+    uri = uri_of(XJson::parse(out->json)["fetch_info"][kXorbA][0]["url"]);
+    ASSERT_TRUE(grants.check(uri, "bytes=0-999", kNow).origin);
+  }
+  Refusal refused(const std::string& u, const std::string& range = "bytes=0-999", std::uint64_t now = kNow) {
+    auto c = grants.check(u, range, now);
+    EXPECT_FALSE(c.origin) << u;
+    return c.why;
+  }
+  static std::string replaced(std::string s, const std::string& from, const std::string& to) {
+    auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << s;
+    return s.replace(at, from.size(), to);
+  }
+  DownloadGrants grants{signing_key(1), 100};
+  std::string uri;
+};
+
+TEST_F(XetDownloadRefusals, AnAlteredRangeXorbExpiryOrSignatureIsRefused) {
+  EXPECT_EQ(refused(replaced(uri, "/0-999?", "/0-1999?"), "bytes=0-1999"), Refusal::bad_signature);
+  EXPECT_EQ(refused(replaced(uri, kXorbA, kXorbB)), Refusal::bad_signature);
+  EXPECT_EQ(refused(replaced(uri, "x=" + std::to_string(kNow + 600), "x=" + std::to_string(kNow + 6000))),
+            Refusal::bad_signature);
+  std::string g = uri.substr(uri.find("&g=") + 3);
+  std::string flipped = g;
+  flipped[0] = flipped[0] == '0' ? '1' : '0';
+  EXPECT_EQ(refused(replaced(uri, g, flipped)), Refusal::bad_signature);
+}
+
+TEST_F(XetDownloadRefusals, AnExpiredUrlIsRefused) {
+  EXPECT_EQ(refused(uri, "bytes=0-999", kNow + 600), Refusal::expired);
+  EXPECT_EQ(refused(uri, "bytes=0-999", kNow + 100000), Refusal::expired);
+}
+
+TEST_F(XetDownloadRefusals, AnotherRangeHeaderIsRefused) {
+  EXPECT_EQ(refused(uri, "bytes=0-998"), Refusal::wrong_range);
+  EXPECT_EQ(refused(uri, "bytes=0-999,2000-2999"), Refusal::wrong_range);
+  EXPECT_EQ(refused(uri, ""), Refusal::wrong_range);
+}
+
+TEST_F(XetDownloadRefusals, AUrlSignedWithAnotherKeyIsRefused) {
+  DownloadGrants foreign(signing_key(2), 100);
+  auto c = foreign.check(uri, "bytes=0-999", kNow);
+  EXPECT_FALSE(c.origin);
+  EXPECT_EQ(c.why, Refusal::bad_signature);
+}
+
+TEST_F(XetDownloadRefusals, MalformedUrlsAreRefused) {
+  EXPECT_EQ(refused(uri + "&x=1"), Refusal::malformed);
+  EXPECT_EQ(refused(uri.substr(0, uri.find('?'))), Refusal::malformed);
+  EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
+            Refusal::malformed);
+  EXPECT_EQ(refused("/elsewhere"), Refusal::malformed);
+}
+
+TEST(XetDownloadGrants, PastItsCapacityTheOldestOriginIsDroppedAndItsUrlRefused) {
+  DownloadGrants grants(signing_key(1), 2);
+  std::vector<std::string> uris;
+  for (std::uint64_t i = 0; i < 3; ++i)
+    uris.push_back(grants.grant(Origin{kXorbA, i * 10, i * 10 + 9, "https://s/" + std::to_string(i), kNow + 60}, kNow));
+  EXPECT_EQ(grants.held(), 2u);
+  EXPECT_EQ(grants.check(uris[0], "bytes=0-9", kNow).why, Refusal::unknown);
+  EXPECT_TRUE(grants.check(uris[2], "bytes=20-29", kNow).origin);
+}
+
+TEST(XetDownloadRewrite, NotAReconstructionIsAnError) {
+  DownloadGrants grants(signing_key(1), 100);
+  for (const std::string& bad :
+       std::vector<std::string>{"", "[]", "{}", R"({"fetch_info": [], "terms": []})", R"({"fetch_info": {"zz": []}})",
+                                R"({"xorbs": {")" + kXorbA + R"(": [{"url": "u"}]}})"}) {
+    auto out = rewrite_reconstruction(bad, {kBase, kNow, 600}, grants);
+    EXPECT_FALSE(out) << bad;
+    if (!out) EXPECT_TRUE(out.error().rule.starts_with("reconstruction.")) << out.error().to_string();
+  }
+}
+
+TEST(XetDownloadRewrite, PresignedExpiriesAreReadAsTheCdnsWriteThem) {
+  EXPECT_EQ(presigned_expiry("https://h/x?Expires=1754996679&Signature=s"), 1754996679u);
+  EXPECT_EQ(presigned_expiry("https://h/x?X-Amz-Date=20250101T000000Z&X-Amz-Expires=3600&X-Amz-Signature=s"),
+            1735689600u + 3600);
+  EXPECT_EQ(presigned_expiry("https://h/x?Signature=s"), std::nullopt);
+  EXPECT_EQ(presigned_expiry("https://h/x"), std::nullopt);
+}
+
+}  // namespace xet_download_test
+}  // namespace dedupd::daemon::answers
