@@ -467,7 +467,7 @@ def make_test_ca(root):
     p = {k: os.path.join(root, k + ".pem") for k in ("ca", "ca-key", "cert", "key")}
     csr, ext = os.path.join(root, "cert.csr"), os.path.join(root, "ext.cnf")
     with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:127.0.0.1\nbasicConstraints=CA:FALSE\n"
                 "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
     steps = [
         ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
@@ -652,12 +652,15 @@ class XetEndpoint:
             os.chmod(ca_file, 0o644)
             self.grant(dedupd_socket)
         self.hub_port, self.cas_port = free_port(), free_port()
+        self.cache_dir = os.path.join(root, "cache")  # the download cache
+        os.makedirs(self.cache_dir, exist_ok=True)
         values = {"HUB_PORT": self.hub_port, "CAS_PORT": self.cas_port,
                   "HUB_UPSTREAM": hub.endpoint, "HUB_TLS_NAME": "localhost",
                   "CAS_UPSTREAM": cas_upstream or hub.cas_url, "CAS_TLS_NAME": "localhost",
                   "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
                   "DEDUPD_LEARN_SOCKET": os.path.join(os.path.dirname(dedupd_socket), "dedupd-learn.sock"),
-                  "DEDUPD_TIMEOUT": dedupd_timeout}
+                  "DEDUPD_TIMEOUT": dedupd_timeout, "CACHE_DIR": self.cache_dir,
+                  "CACHE_MAX_SIZE": "1g"}
         with open(NGINX_TEMPLATE) as f:
             text = f.read()
         for k, v in values.items():
