@@ -339,10 +339,12 @@ class ThroughTheEndpoint(harness.EndpointTest):
         self.assertEqual(files_containing(ep.root, [TOKEN.encode(), ACCESS_TOKEN.encode()]), [])
 
     @harness.once("requests written by hand on the CAS port")
-    def test_telemetry_v2_reconstructions_and_file_chunk_hashes_pass_through_untouched(self):
+    def test_telemetry_and_file_chunk_hashes_pass_through_untouched_v2_reconstructions_are_rewritten(self):
         # What the newer clients ask that the endpoint does not read: each
         # goes to the upstream CAS as it came (path, query, headers, body),
         # its answer comes back as the CAS gave it, and dedupd hears of none.
+        # The v2 reconstruction is the CAS's but for its fetch URLs, renamed
+        # to the endpoint's (docs/XET-ENDPOINT.md, "Downloads").
         ep = self.endpoint_with_a_file("file.bin", 3 * MIB, 59)[0]
         file_hash = self.hub.state()["files"][0]
         harness.wait_for("the file learned", lambda: self.dedupd.shards(), timeout=20)
@@ -354,8 +356,8 @@ class ThroughTheEndpoint(harness.EndpointTest):
                                         {"Content-Type": "application/json"})
         self.assertEqual((status, json.loads(body)), (200, {}))
         self.assertEqual(self.hub.state()["telemetry"], [{"bytes": len(report), "content_type": "application/json"}])
-        # GET /v2/reconstructions/<file>: the CAS's answer, byte for byte (its
-        # fetch URLs name the CAS itself: the xorb bytes do not pass here).
+        # GET /v2/reconstructions/<file>: the CAS's answer, each range with
+        # a URL of the endpoint's of its own (test_downloads.py fetches them).
         via = self.cas_call(ep.cas_port, "GET", "/v2/reconstructions/" + file_hash)
         import http.client
         import ssl
@@ -365,9 +367,13 @@ class ThroughTheEndpoint(harness.EndpointTest):
         direct = conn.getresponse()
         direct_body = direct.read()
         conn.close()
-        self.assertEqual((via[0], via[2]), (200, direct_body))
-        self.assertTrue(all(u["url"].startswith(self.hub.cas_url + "/") for x in json.loads(via[2])["xorbs"].values()
-                            for u in x), via[2])
+        self.assertEqual(via[0], 200, via[2])
+        got, cas = json.loads(via[2]), json.loads(direct_body)
+        self.assertEqual((got["terms"], got["offset_into_first_range"]), (cas["terms"], cas["offset_into_first_range"]))
+        self.assertEqual({x: [r for e in es for r in e["ranges"]] for x, es in got["xorbs"].items()},
+                         {x: [r for e in es for r in e["ranges"]] for x, es in cas["xorbs"].items()})
+        self.assertTrue(all(e["url"].startswith(ep.cas_url + "/xet/o/") for es in got["xorbs"].values()
+                            for e in es), via[2])
         # GET /v2/file-chunk-hashes/<file> (hf_xet 1.6.0 on, editing a file in
         # place): its query and X-Range-Dirty header arrive unchanged, and
         # the CAS's answer (the stand-in's 501) comes back unchanged.
@@ -376,10 +382,15 @@ class ThroughTheEndpoint(harness.EndpointTest):
         self.assertEqual(status, 501)
         self.assertEqual(json.loads(body), {"error": "not served by the stand-in", "file": file_hash,
                                             "x_range_dirty": "bytes=0-99,4096-8191", "query": "?x=1"})
-        # All three went upstream, none to dedupd: its counts are unchanged.
+        # All three went upstream (the reconstruction by dedupd's way to it),
+        # and dedupd's global-dedup counts are unchanged.
+        # (The reconstruction is logged twice: the client's, answered by
+        # dedupd, and dedupd's, logged with the client's path.)
         logged = ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and l[3].strip('"').startswith(
-            ("/v1/telemetry", "/v2/reconstructions/", "/v2/file-chunk-hashes/")), 3)
-        self.assertTrue(all("upstream=127.0.0.1:%d" % self.hub.cas_port in " ".join(l) for l in logged), logged)
+            ("/v1/telemetry", "/v2/reconstructions/", "/v2/file-chunk-hashes/")), 4)
+        upstream = [l for l in logged if "upstream=127.0.0.1:%d" % self.hub.cas_port in " ".join(l)]
+        self.assertEqual(sorted(l[3].strip('"').split("/")[2] for l in upstream),
+                         ["file-chunk-hashes", "reconstructions", "telemetry"], logged)
         after = self.dedupd.json("/v1/status")["xet_endpoint"]
         self.assertEqual((after["local"], after["forwarded"], after["learning"]["accepted"]),
                          (before["local"], before["forwarded"], before["learning"]["accepted"]))
