@@ -1,15 +1,12 @@
 #include "daemon/keys/download_key.hpp"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/keys/secret_file.hpp"
 #include "daemon/log/logging.hpp"
 
 namespace dedupd::daemon::keys {
@@ -57,19 +54,7 @@ base::Result<answers::DownloadKey> load_or_create_download_key(const fs::path& f
     line += digits[b & 15];
   }
   line += '\n';
-  fs::path tmp = file;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return download_key_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  std::error_code ec;
-  if (ok) fs::rename(tmp, file, ec);
-  if (!ok || ec) {
-    fs::remove(tmp, ec);
-    return download_key_error("cannot store the Xet download key in " + file.string() +
-                              (ec ? ": " + ec.message() : std::string(": write or fsync failed")));
-  }
+  if (auto failed = write_secret_file(file, line)) return download_key_error("the Xet download key: " + *failed);
   return key;
 }
 

@@ -1,14 +1,12 @@
 #include "daemon/keys/global_dedup_key.hpp"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
-#include <unistd.h>
 
-#include <cstring>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/keys/secret_file.hpp"
 #include "daemon/log/logging.hpp"
 
 namespace dedupd::daemon::keys {
@@ -51,20 +49,8 @@ base::Result<std::monostate> GlobalDedupKeyStore::create(std::uint64_t now) {
       return key_error("no random bytes for the global-dedup key (RAND_bytes failed)");
   } while (key.is_zero());
 
-  fs::path tmp = file_;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return key_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  std::string line = std::to_string(now) + " " + key.to_string() + "\n";
-  bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  std::error_code ec;
-  if (ok) fs::rename(tmp, file_, ec);
-  if (!ok || ec) {
-    fs::remove(tmp, ec);
-    return key_error("cannot store the global-dedup key in " + file_.string() +
-                     (ec ? ": " + ec.message() : std::string(": write or fsync failed")));
-  }
+  if (auto failed = write_secret_file(file_, std::to_string(now) + " " + key.to_string() + "\n"))
+    return key_error("the global-dedup key: " + *failed);
   std::lock_guard lock(mutex_);
   key_ = key;
   created_ = now;

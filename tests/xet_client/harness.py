@@ -883,6 +883,15 @@ def hf_xet_version():
     return json.loads(r.stdout)["hf_xet"] if r.returncode == 0 else "unknown"
 
 
+def sha256_of(path):
+    """The SHA-256 of a file, read in blocks (a 200 MiB download)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def digest_tree(root):
     """{relative path: (sha256, mtime_ns)} of every regular file under root."""
     out = {}

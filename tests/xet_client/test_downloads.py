@@ -6,7 +6,6 @@ through the endpoint, cached by (xorb, range). The stand-in's storage
 (cas_standin.py, a port of its own, presigned-style URLs it checks) counts
 the bytes it serves: what each host cost the internet."""
 
-import hashlib
 import http.client
 import json
 import os
@@ -19,14 +18,6 @@ ACCESS_TOKEN = "xet_downloadsCasToken0123456789abcdef"
 REPO = "dedupd/downloads"
 MIB = 1024 * 1024
 SIZE = int(os.environ.get("DEDUPD_XET_DOWNLOAD_MIB", "48")) * MIB
-
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class DownloadsThroughTheEndpoint(harness.EndpointTest):
@@ -78,9 +69,9 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             before = self.storage_bytes()
             out = self.path(host, "download")
             self.user(host).hf("download", REPO, os.path.basename(src), "--local-dir", out)
-            got[host] = (self.storage_bytes() - before, sha256_of(os.path.join(out, os.path.basename(src))))
+            got[host] = (self.storage_bytes() - before, harness.sha256_of(os.path.join(out, os.path.basename(src))))
         print("file %d bytes; from storage: host A %d, host B %d" % (SIZE, got["host-a"][0], got["host-b"][0]))
-        want = sha256_of(src)
+        want = harness.sha256_of(src)
         self.assertEqual(got["host-a"][1], want)
         self.assertEqual(got["host-b"][1], want)
         # Host A fetched every range once (xorb bytes: at least the file's,
