@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include <charconv>
+#include <tuple>
 
 namespace dedupd::daemon::answers {
 
@@ -50,11 +51,13 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> byte_range(std::string_vi
 }
 
 struct RangeUrl {
-  std::string_view xorb;
-  std::uint64_t start = 0, end = 0, expires = 0;
-  std::string_view id, signature;
+  Grant grant;
+  std::uint64_t expires = 0;
+  std::string_view signature;
 };
 
+// /xet/o/<xorb>/<start>-<end>?r=<first>-<last>&x=<expiry>&k=<id>&g=<hmac>,
+// the granted bytes inside the object.
 std::optional<RangeUrl> parse_range_url(std::string_view uri) {
   if (!uri.starts_with(kRangePathPrefix)) return std::nullopt;
   uri.remove_prefix(kRangePathPrefix.size());
@@ -64,11 +67,12 @@ std::optional<RangeUrl> parse_range_url(std::string_view uri) {
   auto slash = path.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   RangeUrl u;
-  u.xorb = path.substr(0, slash);
-  auto range = byte_range(path.substr(slash + 1));
-  if (!is_hex(u.xorb, kXorbDigits) || !range) return std::nullopt;
-  std::tie(u.start, u.end) = *range;
-  bool have_x = false;
+  std::string_view xorb = path.substr(0, slash);
+  auto object = byte_range(path.substr(slash + 1));
+  if (!is_hex(xorb, kXorbDigits) || !object) return std::nullopt;
+  u.grant.xorb = std::string(xorb);
+  std::tie(u.grant.start, u.grant.end) = *object;
+  bool have_x = false, have_r = false;
   while (!query.empty()) {
     auto amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
@@ -76,22 +80,30 @@ std::optional<RangeUrl> parse_range_url(std::string_view uri) {
     auto eq = pair.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
     std::string_view k = pair.substr(0, eq), v = pair.substr(eq + 1);
-    if (k == "x" && !have_x) {
+    if (k == "r" && !have_r) {
+      auto r = byte_range(v);
+      if (!r) return std::nullopt;
+      std::tie(u.grant.first, u.grant.last) = *r;
+      have_r = true;
+    } else if (k == "x" && !have_x) {
       auto x = number(v);
       if (!x) return std::nullopt;
       u.expires = *x;
       have_x = true;
-    } else if (k == "k" && u.id.empty() && is_hex(v, 2 * kIdBytes)) {
-      u.id = v;
+    } else if (k == "k" && u.grant.id.empty() && is_hex(v, 2 * kIdBytes)) {
+      u.grant.id = std::string(v);
     } else if (k == "g" && u.signature.empty() && is_hex(v, 2 * kSignatureBytes)) {
       u.signature = v;
     } else {
       return std::nullopt;  // a stray or repeated parameter is an altered URL
     }
   }
-  if (!have_x || u.id.empty() || u.signature.empty()) return std::nullopt;
+  if (!have_r || !have_x || u.grant.id.empty() || u.signature.empty()) return std::nullopt;
+  if (u.grant.first < u.grant.start || u.grant.last > u.grant.end) return std::nullopt;
   return u;
 }
+
+std::string range_text(std::uint64_t a, std::uint64_t b) { return std::to_string(a) + "-" + std::to_string(b); }
 
 }  // namespace
 
@@ -113,11 +125,12 @@ std::string_view refusal_name(Refusal why) {
 
 DownloadGrants::DownloadGrants(const DownloadKey& key, std::size_t capacity) : key_(key), capacity_(capacity) {}
 
-std::string DownloadGrants::signature(std::string_view xorb, std::uint64_t start, std::uint64_t end,
-                                      std::uint64_t expires, std::string_view id) const {
+std::string Grant::range_header() const { return "bytes=" + range_text(first - start, last - start); }
+
+std::string DownloadGrants::signature(const Grant& g, std::uint64_t expires) const {
   // Every field the URL carries, in one unambiguous line.
-  std::string message = "xet1|" + std::string(xorb) + "|" + std::to_string(start) + "-" + std::to_string(end) + "|" +
-                        std::to_string(expires) + "|" + std::string(id);
+  std::string message = "xet1|" + g.xorb + "|" + range_text(g.start, g.end) + "|" + range_text(g.first, g.last) + "|" +
+                        std::to_string(expires) + "|" + g.id;
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), key_.data(), int(key_.size()), reinterpret_cast<const unsigned char*>(message.data()),
@@ -125,25 +138,26 @@ std::string DownloadGrants::signature(std::string_view xorb, std::uint64_t start
   return hex(mac, kSignatureBytes);
 }
 
-std::string DownloadGrants::grant(const Origin& origin, std::uint64_t now) {
+std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object,
+                                  std::uint64_t now) {
   unsigned char raw[kIdBytes];
   if (RAND_bytes(raw, int(sizeof raw)) != 1) return {};
-  std::string id = hex(raw, sizeof raw);
-  std::string uri = std::string(kRangePathPrefix) + origin.xorb + "/" + std::to_string(origin.start) + "-" +
-                    std::to_string(origin.end) + "?x=" + std::to_string(origin.expires) + "&k=" + id +
-                    "&g=" + signature(origin.xorb, origin.start, origin.end, origin.expires, id);
+  Grant g{origin.xorb, object.first, object.second, origin.start, origin.end, hex(raw, sizeof raw)};
+  std::string uri = std::string(kRangePathPrefix) + g.xorb + "/" + range_text(g.start, g.end) +
+                    "?r=" + range_text(g.first, g.last) + "&x=" + std::to_string(origin.expires) + "&k=" + g.id +
+                    "&g=" + signature(g, origin.expires);
   std::lock_guard lock(mutex_);
   drop_old(now);
-  origins_.emplace(id, origin);
-  order_.emplace_back(origin.expires, std::move(id));
+  origins_.emplace(g.id, origin);
+  order_.emplace_back(origin.expires, std::move(g.id));
   return uri;
 }
 
-GrantCheck DownloadGrants::check(std::string_view uri, std::string_view range_header, std::uint64_t now) {
+GrantCheck DownloadGrants::check_signed(std::string_view uri, std::uint64_t now) const {
   GrantCheck out;
   auto u = parse_range_url(uri);
   if (!u) return out;
-  std::string want = signature(u->xorb, u->start, u->end, u->expires, u->id);
+  std::string want = signature(u->grant, u->expires);
   if (CRYPTO_memcmp(want.data(), u->signature.data(), want.size()) != 0) {
     out.why = Refusal::bad_signature;
     return out;
@@ -152,17 +166,30 @@ GrantCheck DownloadGrants::check(std::string_view uri, std::string_view range_he
     out.why = Refusal::expired;
     return out;
   }
-  if (range_header != "bytes=" + std::to_string(u->start) + "-" + std::to_string(u->end)) {
+  out.grant = std::move(u->grant);
+  return out;
+}
+
+GrantCheck DownloadGrants::check(std::string_view uri, std::string_view range_header, std::uint64_t now) const {
+  GrantCheck out = check_signed(uri, now);
+  if (out.grant && range_header != out.grant->range_header()) {
+    out.grant.reset();
     out.why = Refusal::wrong_range;
-    return out;
   }
+  return out;
+}
+
+GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin) const {
+  GrantCheck out = check_signed(uri, now);
+  if (!out.grant) return out;
   std::lock_guard lock(mutex_);
-  auto it = origins_.find(std::string(u->id));
-  if (it == origins_.end() || it->second.expires <= now) {
+  auto it = origins_.find(out.grant->id);
+  if (!out.grant->own_range() || it == origins_.end() || it->second.expires <= now) {
+    out.grant.reset();
     out.why = Refusal::unknown;
     return out;
   }
-  out.origin = it->second;
+  origin = it->second;
   return out;
 }
 

@@ -22,13 +22,29 @@ namespace dedupd::daemon::answers {
 using DownloadKey = std::array<std::uint8_t, 32>;
 
 // A range of a xorb as the CAS granted it: bytes [start, end] (end
-// inclusive, as `url_range`), served by `url` until `expires` (Unix s).
+// inclusive, as `url_range`), chunks [first_chunk, end_chunk) (end_chunk 0:
+// not said), served by `url` until `expires` (Unix s).
 struct Origin {
   std::string xorb;  // 64 hex digits, the Xet string form
   std::uint64_t start = 0;
   std::uint64_t end = 0;
   std::string url;
   std::uint64_t expires = 0;
+  std::uint32_t first_chunk = 0;
+  std::uint32_t end_chunk = 0;
+};
+
+// What a range URL grants: bytes [first, last] of the xorb (what the CAS
+// granted the client), read out of the cached object [start, end] (the
+// object filled under this very grant when the two are the same).
+struct Grant {
+  std::string xorb;
+  std::uint64_t start = 0, end = 0;   // the object
+  std::uint64_t first = 0, last = 0;  // the granted bytes, xorb coordinates
+  std::string id;
+  bool own_range() const { return first == start && last == end; }
+  // The Range header the client must send: the granted bytes in the object.
+  std::string range_header() const;
 };
 
 // Why a range URL is refused (the endpoint answers 403, on which hf_xet asks
@@ -43,7 +59,7 @@ enum class Refusal {
 std::string_view refusal_name(Refusal why);
 
 struct GrantCheck {
-  std::optional<Origin> origin;  // set: allowed
+  std::optional<Grant> grant;  // set: allowed
   Refusal why = Refusal::malformed;
 };
 
@@ -56,18 +72,25 @@ class DownloadGrants {
   DownloadGrants(const DownloadKey& key, std::size_t capacity);
 
   // The endpoint's path and query for `origin` (expiry already capped by
-  // the caller), remembered until it expires.
-  std::string grant(const Origin& origin, std::uint64_t now);
+  // the caller), its bytes read from the object `object` (start, end: the
+  // origin's own range, or a cached object holding it), remembered until
+  // it expires.
+  std::string grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now);
 
   // Whether `uri` (path and query, as the client sent it) with its Range
-  // header may be served at `now`; with its origin when so.
-  GrantCheck check(std::string_view uri, std::string_view range_header, std::uint64_t now);
+  // header may be served at `now` (signed by this key, not expired, the
+  // Range the granted bytes in the object); the grant when so.
+  GrantCheck check(std::string_view uri, std::string_view range_header, std::uint64_t now) const;
+  // The same for a fill (nginx asks no Range of it): the CAS's URL of an
+  // own-range grant, or why not (Refusal::unknown: not held, or the grant
+  // reads another object).
+  GrantCheck check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin) const;
 
   std::size_t held() const;
 
  private:
-  std::string signature(std::string_view xorb, std::uint64_t start, std::uint64_t end, std::uint64_t expires,
-                        std::string_view id) const;
+  std::string signature(const Grant& g, std::uint64_t expires) const;
+  GrantCheck check_signed(std::string_view uri, std::uint64_t now) const;
   void drop_old(std::uint64_t now);  // with mutex_
 
   DownloadKey key_;

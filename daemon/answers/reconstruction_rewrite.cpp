@@ -71,27 +71,51 @@ bool is_xorb_hash(const std::string& s) {
   return true;
 }
 
+// A range's chunk indices, {"start": a, "end": b} (end exclusive); 0, 0
+// when the answer has none.
+std::pair<std::uint32_t, std::uint32_t> chunks_of(const Json& entry, const char* name) {
+  auto it = entry.find(name);
+  if (it == entry.end() || !it->is_object()) return {0, 0};
+  auto s = it->find("start"), e = it->find("end");
+  if (s == it->end() || e == it->end() || !s->is_number_unsigned() || !e->is_number_unsigned()) return {0, 0};
+  auto a = s->get<std::uint64_t>(), b = e->get<std::uint64_t>();
+  if (a >= b || b > UINT32_MAX) return {0, 0};
+  return {std::uint32_t(a), std::uint32_t(b)};
+}
+
+Json byte_range_json(std::uint64_t start, std::uint64_t end) { return Json{{"start", start}, {"end", end}}; }
+
 class Rewriter {
  public:
   Rewriter(const RewriteSettings& settings, DownloadGrants& grants) : settings_(settings), grants_(grants) {}
 
-  // The endpoint's URL for bytes [s, e] of `xorb` at `url`, or "" when the
-  // CAS's URL has expired already (it is kept: the client's fetch is
+  // The endpoint's URL for bytes [s, e] (chunks `chunks`) of `xorb` at
+  // `url`, and those bytes' range in the object it names; nullopt when
+  // the CAS's URL has expired already (it is kept: the client's fetch is
   // refused by the storage and it asks again, as it would going direct).
-  std::string url_for(const std::string& xorb, std::pair<std::uint64_t, std::uint64_t> bytes, const std::string& url) {
+  std::optional<std::pair<std::string, Json>> url_for(const std::string& xorb,
+                                                      std::pair<std::uint64_t, std::uint64_t> bytes,
+                                                      std::pair<std::uint32_t, std::uint32_t> chunks,
+                                                      const std::string& url) {
     std::uint64_t expires = settings_.now + settings_.max_lifetime;
     if (auto original = presigned_expiry(url)) expires = std::min(expires, *original);
     if (expires <= settings_.now) {
       ++out.kept;
-      return {};
+      return std::nullopt;
     }
-    std::string uri = grants_.grant(Origin{xorb, bytes.first, bytes.second, url, expires}, settings_.now);
+    std::pair<std::uint64_t, std::uint64_t> object = bytes;
+    if (settings_.objects)
+      if (auto f = settings_.objects->covering(xorb, bytes.first, bytes.second, settings_.cache_dir))
+        object = {f->start, f->end};
+    Origin origin{xorb, bytes.first, bytes.second, url, expires, chunks.first, chunks.second};
+    std::string uri = grants_.grant(origin, object, settings_.now);
     if (uri.empty()) {
       ++out.kept;
-      return {};
+      return std::nullopt;
     }
     ++out.rewritten;
-    return settings_.base + uri;
+    if (object != bytes) ++out.inside;
+    return std::pair{settings_.base + uri, byte_range_json(bytes.first - object.first, bytes.second - object.first)};
   }
 
   RewrittenReconstruction out;
@@ -102,7 +126,7 @@ class Rewriter {
 };
 
 // v1: "fetch_info": {xorb: [{"range", "url", "url_range"}]}; each entry
-// keeps its ranges, its URL renamed.
+// keeps its chunk range, its URL and url_range renamed.
 base::Result<std::monostate> rewrite_v1(Json& fetch_info, Rewriter& rw) {
   for (auto& [xorb, entries] : fetch_info.items()) {
     if (!is_xorb_hash(xorb) || !entries.is_array())
@@ -113,8 +137,10 @@ base::Result<std::monostate> rewrite_v1(Json& fetch_info, Rewriter& rw) {
         return rewrite_error("fetch_info", "an entry of xorb " + xorb + " has no url or url_range");
       auto bytes = bytes_of(entry["url_range"]);
       if (!bytes) return rewrite_error("fetch_info", "xorb " + xorb + ": url_range is not {start <= end}");
-      std::string renamed = rw.url_for(xorb, *bytes, url->get<std::string>());
-      if (!renamed.empty()) *url = std::move(renamed);
+      auto renamed = rw.url_for(xorb, *bytes, chunks_of(entry, "range"), url->get<std::string>());
+      if (!renamed) continue;
+      *url = std::move(renamed->first);
+      entry["url_range"] = std::move(renamed->second);
     }
   }
   return std::monostate{};
@@ -138,10 +164,13 @@ base::Result<std::monostate> rewrite_v2(Json& xorbs, Rewriter& rw) {
       for (auto& range : *ranges) {
         auto bytes = range.is_object() && range.contains("bytes") ? bytes_of(range["bytes"]) : std::nullopt;
         if (!bytes) return rewrite_error("xorbs", "xorb " + xorb + ": a range's bytes are not {start <= end}");
-        std::string renamed = rw.url_for(xorb, *bytes, url->get<std::string>());
+        auto renamed = rw.url_for(xorb, *bytes, chunks_of(range, "chunks"), url->get<std::string>());
         Json one = entry;
         one["ranges"] = Json::array({range});
-        if (!renamed.empty()) one["url"] = std::move(renamed);
+        if (renamed) {
+          one["url"] = std::move(renamed->first);
+          one["ranges"][0]["bytes"] = std::move(renamed->second);
+        }
         out.push_back(std::move(one));
       }
     }

@@ -2,7 +2,10 @@
 // Xet endpoint's own (docs/XET-ENDPOINT.md, "Downloads"): v1's `fetch_info`
 // (a URL and a `url_range` per entry) and v2's `xorbs` (a URL per xorb
 // covering several `ranges`), each range becoming one URL of
-// DownloadGrants bound to it. Everything else of the answer is kept.
+// DownloadGrants bound to it, and its byte range (`url_range`, `bytes`)
+// the same bytes in the object the URL names: an object of their own
+// (0 to length - 1), or a cached object holding them. Everything else of
+// the answer is kept.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,7 @@
 
 #include "base/result.hpp"
 #include "daemon/answers/download_grants.hpp"
+#include "daemon/answers/download_objects.hpp"
 
 namespace dedupd::daemon::answers {
 
@@ -21,12 +25,18 @@ struct RewriteSettings {
   std::uint64_t now = 0;
   // A rewritten URL lives no longer than this, nor than the CAS's URL.
   std::uint64_t max_lifetime = 600;
+  // The checked objects of the download cache and where nginx keeps them:
+  // a range inside one (on its chunk boundaries) is read from it. Null: each
+  // range is an object of its own.
+  const DownloadObjects* objects = nullptr;
+  std::filesystem::path cache_dir;
 };
 
 struct RewrittenReconstruction {
   std::string json;
   std::size_t rewritten = 0;  // ranges renamed
   std::size_t kept = 0;       // left as the CAS wrote them (their URL expired already)
+  std::size_t inside = 0;     // of the rewritten, read from a cached object that holds them
 };
 
 // The CAS's URL's expiry (Unix s), read from its query as the CDNs write

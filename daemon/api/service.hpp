@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/answers/download_grants.hpp"
+#include "daemon/answers/download_objects.hpp"
 #include "daemon/answers/sources.hpp"
 #include "daemon/core/errors.hpp"
 #include "daemon/core/status.hpp"
@@ -56,6 +57,8 @@ class Service {
   // "Downloads"); nullptr when there is no key to sign them with, and the
   // endpoint passes the CAS's answers on as they came.
   virtual answers::DownloadGrants* download_grants() { return nullptr; }
+  // The download cache's objects dedupd has checked; nullptr as above.
+  virtual answers::DownloadObjects* download_objects() { return nullptr; }
 
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").

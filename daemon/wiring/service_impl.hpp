@@ -14,10 +14,18 @@
 
 namespace dedupd::daemon::wiring {
 
+// The download cache's objects whose checks dedupd remembers (a few KB
+// each: a 64 MiB xorb of 64 KiB chunks keeps 4 KB of chunk boundaries);
+// past it the oldest check is forgotten and its object checked again.
+inline constexpr std::size_t kCheckedDownloadObjects = 16384;
+
 class ServiceImpl final : public api::Service {
  public:
   ServiceImpl(const core::ServiceParts& parts, std::unique_ptr<answers::DownloadGrants> grants)
-      : parts_(parts), answers_(parts.index, parts.ops, parts.fleet_lookup), grants_(std::move(grants)) {}
+      : parts_(parts),
+        answers_(parts.index, parts.ops, parts.fleet_lookup),
+        grants_(std::move(grants)),
+        objects_(grants_ ? std::make_unique<answers::DownloadObjects>(kCheckedDownloadObjects) : nullptr) {}
 
   const index::Index* index() const override;
   core::StatusInfo status() const override;
@@ -28,6 +36,7 @@ class ServiceImpl final : public api::Service {
                              std::vector<std::uint8_t> bytes) override;
   core::LearnStats learn_stats() const override;
   answers::DownloadGrants* download_grants() override { return grants_.get(); }
+  answers::DownloadObjects* download_objects() override { return objects_.get(); }
   base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
   base::Result<core::RescanResult> rescan() override;
@@ -48,6 +57,7 @@ class ServiceImpl final : public api::Service {
   core::ServiceParts parts_;
   AnswerSources answers_;
   std::unique_ptr<answers::DownloadGrants> grants_;
+  std::unique_ptr<answers::DownloadObjects> objects_;
 };
 
 }  // namespace dedupd::daemon::wiring

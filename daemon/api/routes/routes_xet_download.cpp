@@ -8,13 +8,32 @@
 //       is no reconstruction. Anything dedupd cannot do is a 5xx, on which
 //       nginx asks the CAS itself (fail open).
 //   GET /v1/xet-endpoint/grant  nginx's auth_request for a range URL
-//       (X-Dedupd-Uri, the client's Range): 200 with the CAS's URL for
-//       the fill (X-Dedupd-Origin, X-Dedupd-Origin-Host), or 403.
+//       (X-Dedupd-Uri, the client's Range, X-Dedupd-Cache-Dir): 200 when
+//       it may be served (from the cache, or filled through the route
+//       below), or 403. The object's cache file, when there, is checked
+//       again if it changed since its check; damaged, it is removed (its
+//       own range: filled again; a range inside it: 403).
+//   GET /v1/xet-endpoint/fill  nginx's cache miss of an object (X-Dedupd-Uri,
+//       X-Dedupd-Ca-File): dedupd fetches the range from the storage URL
+//       the CAS gave (held in memory, never passed to nginx), checks it as
+//       it arrives (xorb_range_check.hpp) and answers a 200 of exactly the
+//       object's bytes, which nginx caches; a 502 when they fail the check
+//       (nothing cached, the client retries), the storage's 403 as a 403
+//       (the client asks the reconstruction again).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <span>
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/answers/download_objects.hpp"
 #include "daemon/answers/reconstruction_rewrite.hpp"
+#include "daemon/answers/xorb_range_check.hpp"
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 #include "daemon/api/routes/upstream_get.hpp"
@@ -27,16 +46,42 @@ namespace {
 // past this is passed on by nginx itself.
 constexpr std::size_t kMaxReconstructionBytes = 64u << 20;
 constexpr long kUpstreamTimeoutS = 60;
+// A fill is at most a 64 MiB xorb; this bounds a storage that trickles.
+constexpr long kFillTimeoutS = 600;
 
 std::uint64_t unix_now() { return std::uint64_t(std::time(nullptr)); }
 
-std::string origin_host(std::string_view url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string_view::npos) return {};
-  url.remove_prefix(scheme + 3);
-  url = url.substr(0, url.find_first_of("/?"));
-  if (url.starts_with('[')) return std::string(url.substr(0, url.find(']') + 1));
-  return std::string(url.substr(0, url.find(':')));
+// The endpoint's download cache, as its nginx names it; empty when not
+// an absolute path (nothing is then checked or read from it).
+std::filesystem::path cache_dir_of(const http::Request& req) {
+  auto dir = req.header("X-Dedupd-Cache-Dir");
+  if (!dir || !dir->starts_with('/')) return {};
+  return std::filesystem::path(*dir);
+}
+
+http::Response refused(answers::Refusal why) {
+  http::Response r = http::error(http::kForbidden, "range URL refused: " + std::string(answers::refusal_name(why)));
+  r.headers.emplace_back("X-Dedupd-Refused", std::string(answers::refusal_name(why)));
+  return r;
+}
+
+// An unnamed file for a fill's bytes (O_TMPFILE: gone with its last
+// descriptor), in the temp directory.
+int fill_file() {
+  std::error_code ec;
+  auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
+bool write_all(int fd, std::span<const std::uint8_t> bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(std::size_t(n));
+  }
+  return true;
 }
 
 }  // namespace
@@ -62,7 +107,12 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
   r.status = unsigned(got->status);
   r.content_type = got->content_type.empty() ? std::string(http::kJson) : got->content_type;
   if (got->status == http::kOk) {
-    answers::RewriteSettings settings{std::string(*base), unix_now()};
+    answers::RewriteSettings settings;
+    settings.base = std::string(*base);
+    settings.now = unix_now();
+    settings.objects = ctx.service.download_objects();
+    settings.cache_dir = cache_dir_of(req);
+    if (settings.cache_dir.empty()) settings.objects = nullptr;
     auto rewritten = answers::rewrite_reconstruction(got->body, settings, *grants);
     if (rewritten) {
       r.body = std::move(rewritten->json);
@@ -76,21 +126,67 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
 
 http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   answers::DownloadGrants* grants = ctx.service.download_grants();
-  if (!grants) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
-  auto uri = req.header("X-Dedupd-Uri");
-  auto range = req.header("Range");
-  auto check = grants->check(uri.value_or(""), range.value_or(""), unix_now());
-  if (!check.origin) {
-    http::Response r =
-        http::error(http::kForbidden, "range URL refused: " + std::string(answers::refusal_name(check.why)));
-    r.headers.emplace_back("X-Dedupd-Refused", std::string(answers::refusal_name(check.why)));
-    return r;
+  answers::DownloadObjects* objects = ctx.service.download_objects();
+  if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
+  auto check = grants->check(req.header("X-Dedupd-Uri").value_or(""), req.header("Range").value_or(""), unix_now());
+  if (!check.grant) return refused(check.why);
+  const answers::Grant& g = *check.grant;
+  auto dir = cache_dir_of(req);
+  // Without the cache's place nothing in it can be checked: only a fill.
+  auto file = answers::CacheFile::absent;
+  if (!dir.empty()) {
+    auto expected = answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0);
+    file = objects->check_file(g.xorb, {g.start, g.end}, dir, expected);
   }
+  if (file == answers::CacheFile::damaged)
+    spdlog::warn("xet download: the cache file of xorb {} bytes {}-{} changed since it was checked: removed", g.xorb,
+                 g.start, g.end);
+  if (!g.own_range() && file != answers::CacheFile::intact) return refused(answers::Refusal::unknown);
   http::Response r;
   r.body.clear();
   r.content_type = "text/plain";
-  r.headers.emplace_back("X-Dedupd-Origin", check.origin->url);
-  r.headers.emplace_back("X-Dedupd-Origin-Host", origin_host(check.origin->url));
+  return r;
+}
+
+http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
+  answers::DownloadGrants* grants = ctx.service.download_grants();
+  answers::DownloadObjects* objects = ctx.service.download_objects();
+  if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
+  std::optional<answers::Origin> origin;
+  auto check = grants->check_fill(req.header("X-Dedupd-Uri").value_or(""), unix_now(), origin);
+  if (!check.grant) return refused(check.why);
+  const answers::Grant& g = *check.grant;
+  int fd = fill_file();
+  if (fd < 0) return http::error(502, "bad_gateway", std::string("no temp file for a fill: ") + std::strerror(errno));
+  auto body = std::make_shared<http::FileBody>(fd, g.end - g.start + 1);
+  answers::RangeChecker checker(
+      answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, origin->first_chunk, origin->end_chunk));
+  std::optional<base::Error> failed;
+  auto sink = [&](std::span<const std::uint8_t> bytes) {
+    if (auto fed = checker.feed(bytes); !fed) failed = fed.error();
+    else if (!write_all(fd, bytes)) failed = base::Error{"xet_download.fill", 0, std::strerror(errno), false};
+    return !failed;
+  };
+  auto status = origin_get(origin->url, "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end),
+                           std::string(req.header("X-Dedupd-Ca-File").value_or("")), kFillTimeoutS, sink);
+  if (!status) return http::error(502, "bad_gateway", status.error().message);
+  if (*status == http::kForbidden) return refused(answers::Refusal::unknown);
+  if (!failed && *status != 206 && *status != http::kOk)
+    failed = base::Error{"xet_download.fill", 0, "the storage answered " + std::to_string(*status), false};
+  std::optional<answers::CheckedRange> checked;
+  if (!failed) {
+    auto done = checker.finish();
+    if (done) checked = std::move(*done);
+    else failed = done.error();
+  }
+  if (failed) {
+    spdlog::warn("xet download: bytes {}-{} of xorb {} not cached: {}", g.start, g.end, g.xorb, failed->to_string());
+    return http::error(502, "bad_gateway", failed->message);
+  }
+  objects->add(g.xorb, {g.start, g.end}, std::move(*checked));
+  http::Response r;
+  r.content_type = std::string(http::kOctets);
+  r.file = std::move(body);
   return r;
 }
 

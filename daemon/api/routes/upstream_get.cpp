@@ -28,6 +28,35 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+struct Stream {
+  const std::function<bool(std::span<const std::uint8_t>)>* sink;
+  bool stopped = false;
+};
+
+std::size_t on_stream(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* stream = static_cast<Stream*>(user);
+  if (!(*stream->sink)(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data), size * n))) {
+    stream->stopped = true;
+    return 0;
+  }
+  return size * n;
+}
+
+using Curl = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+
+// A handle for one GET of `url` with `headers`, bounded by `timeout_s`,
+// never following a redirect.
+Curl get_handle(const std::string& url, curl_slist* headers, long timeout_s) {
+  Curl curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return curl;
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, timeout_s);
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 0L);
+  return curl;
+}
+
 }  // namespace
 
 bool is_loopback_http(std::string_view url) {
@@ -45,22 +74,16 @@ base::Result<UpstreamAnswer> upstream_get(std::string_view url,
                                           const std::vector<std::pair<std::string, std::string>>& headers,
                                           std::size_t max_body, long timeout_s) {
   if (!is_loopback_http(url)) return upstream_error("not a loopback http:// URL: " + std::string(url.substr(0, 200)));
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return upstream_error("curl_easy_init failed");
   curl_slist* list = nullptr;
   for (const auto& [k, v] : headers) list = curl_slist_append(list, (k + ": " + v).c_str());
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(list, curl_slist_free_all);
+  Curl curl = get_handle(std::string(url), list, timeout_s);
+  if (!curl) return upstream_error("curl_easy_init failed");
   UpstreamAnswer answer;
   Sink sink{&answer.body, max_body};
-  const std::string u(url);
-  curl_easy_setopt(curl.get(), CURLOPT_URL, u.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, list);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, timeout_s);
-  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http");
-  curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 0L);
   CURLcode rc = curl_easy_perform(curl.get());
   if (sink.over) return upstream_error("the answer is over " + std::to_string(max_body) + " bytes");
   if (rc != CURLE_OK) return upstream_error(curl_easy_strerror(rc));
@@ -69,6 +92,32 @@ base::Result<UpstreamAnswer> upstream_get(std::string_view url,
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_TYPE, &type);
   if (type) answer.content_type = type;
   return answer;
+}
+
+base::Result<long> origin_get(const std::string& url, const std::string& range, const std::string& ca_file,
+                              long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink) {
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(
+      curl_slist_append(nullptr, ("Range: " + range).c_str()), curl_slist_free_all);
+  Curl curl = get_handle(url, owned.get(), timeout_s);
+  if (!curl) return upstream_error("curl_easy_init failed");
+  Stream stream{&sink};
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &stream);
+  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "https,http");
+  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!ca_file.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO, ca_file.c_str());
+  // A refusal's body is not the range's: the sink never sees it.
+  curl_easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
+  // A stalled storage is given up after a minute without a byte.
+  curl_easy_setopt(curl.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_LOW_SPEED_TIME, 60L);
+  CURLcode rc = curl_easy_perform(curl.get());
+  long status = 0;
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+  if (stream.stopped || rc == CURLE_HTTP_RETURNED_ERROR) return status;
+  if (rc != CURLE_OK) return upstream_error(std::string("the storage's answer: ") + curl_easy_strerror(rc));
+  return status;
 }
 
 }  // namespace dedupd::daemon::api::routes

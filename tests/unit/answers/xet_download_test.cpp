@@ -59,6 +59,21 @@ std::string v2_answer(std::uint64_t expires) {
   return doc.dump();
 }
 
+RewriteSettings settings() {
+  RewriteSettings s;
+  s.base = kBase;
+  s.now = kNow;
+  s.max_lifetime = 600;
+  return s;
+}
+
+// The CAS's URL the fill of `uri` would fetch, or "" when refused.
+std::string fill_origin(const DownloadGrants& grants, const std::string& uri, std::uint64_t now) {
+  std::optional<Origin> origin;
+  auto c = grants.check_fill(uri, now, origin);
+  return c.grant && origin ? origin->url : std::string();
+}
+
 // The path and query of a rewritten URL (what nginx hands the grant check).
 std::string uri_of(const std::string& url) {
   EXPECT_TRUE(url.starts_with(kBase + "/xet/o/")) << url;
@@ -67,7 +82,7 @@ std::string uri_of(const std::string& url) {
 
 TEST(XetDownloadRewrite, V1EachUrlIsTheEndpointsBoundToItsXorbAndRangeAndTheRestIsKept) {
   DownloadGrants grants(signing_key(1), 100);
-  auto out = rewrite_reconstruction(v1_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+  auto out = rewrite_reconstruction(v1_answer(kNow + 3600), settings(), grants);
   ASSERT_TRUE(out) << out.error().to_string();
   EXPECT_EQ(out->rewritten, 2u);
   EXPECT_EQ(out->kept, 0u);
@@ -79,33 +94,40 @@ TEST(XetDownloadRewrite, V1EachUrlIsTheEndpointsBoundToItsXorbAndRangeAndTheRest
   EXPECT_EQ(a["url_range"], cas["fetch_info"][kXorbA][0]["url_range"]);
   EXPECT_EQ(a["range"], cas["fetch_info"][kXorbA][0]["range"]);
   std::string url = a["url"];
-  EXPECT_TRUE(url.starts_with(kBase + "/xet/o/" + kXorbA + "/0-999?x=" + std::to_string(kNow + 600) + "&")) << url;
+  EXPECT_TRUE(url.starts_with(kBase + "/xet/o/" + kXorbA + "/0-999?r=0-999&x=" + std::to_string(kNow + 600) + "&"))
+      << url;
   EXPECT_EQ(url.find("storage.example"), std::string::npos) << "the CAS's URL must not travel to the client";
 
   auto ok = grants.check(uri_of(url), "bytes=0-999", kNow + 1);
-  ASSERT_TRUE(ok.origin) << refusal_name(ok.why);
-  EXPECT_EQ(ok.origin->url, cas["fetch_info"][kXorbA][0]["url"]);
-  EXPECT_EQ(ok.origin->xorb, kXorbA);
-  EXPECT_EQ(ok.origin->start, 0u);
-  EXPECT_EQ(ok.origin->end, 999u);
-  auto b = grants.check(uri_of(doc["fetch_info"][kXorbB][0]["url"]), "bytes=4000-4499", kNow + 1);
-  ASSERT_TRUE(b.origin);
-  EXPECT_EQ(b.origin->url, cas["fetch_info"][kXorbB][0]["url"]);
+  ASSERT_TRUE(ok.grant) << refusal_name(ok.why);
+  EXPECT_EQ(ok.grant->xorb, kXorbA);
+  EXPECT_EQ(ok.grant->start, 0u);
+  EXPECT_EQ(ok.grant->end, 999u);
+  EXPECT_TRUE(ok.grant->own_range());
+  EXPECT_EQ(fill_origin(grants, uri_of(url), kNow + 1), cas["fetch_info"][kXorbA][0]["url"]);
+  // B's object is its own range: the client asks all of it, from 0.
+  auto b_entry = doc["fetch_info"][kXorbB][0];
+  EXPECT_EQ(b_entry["url_range"], XJson({{"start", 0}, {"end", 499}}));
+  EXPECT_TRUE(std::string(b_entry["url"]).starts_with(kBase + "/xet/o/" + kXorbB + "/4000-4499?r=4000-4499&"));
+  auto b = grants.check(uri_of(b_entry["url"]), "bytes=0-499", kNow + 1);
+  ASSERT_TRUE(b.grant) << refusal_name(b.why);
+  EXPECT_EQ(fill_origin(grants, uri_of(b_entry["url"]), kNow + 1), cas["fetch_info"][kXorbB][0]["url"]);
+  EXPECT_EQ(grants.check(uri_of(b_entry["url"]), "bytes=4000-4499", kNow + 1).why, Refusal::wrong_range);
 }
 
 TEST(XetDownloadRewrite, TheEndpointsUrlExpiresNoLaterThanTheCasOne) {
   DownloadGrants grants(signing_key(1), 100);
-  auto out = rewrite_reconstruction(v1_answer(kNow + 30), {kBase, kNow, 600}, grants);
+  auto out = rewrite_reconstruction(v1_answer(kNow + 30), settings(), grants);
   ASSERT_TRUE(out);
   std::string url = XJson::parse(out->json)["fetch_info"][kXorbA][0]["url"];
-  EXPECT_NE(url.find("?x=" + std::to_string(kNow + 30) + "&"), std::string::npos) << url;
-  EXPECT_TRUE(grants.check(uri_of(url), "bytes=0-999", kNow + 29).origin);
+  EXPECT_NE(url.find("&x=" + std::to_string(kNow + 30) + "&"), std::string::npos) << url;
+  EXPECT_TRUE(grants.check(uri_of(url), "bytes=0-999", kNow + 29).grant);
   EXPECT_EQ(grants.check(uri_of(url), "bytes=0-999", kNow + 30).why, Refusal::expired);
 }
 
 TEST(XetDownloadRewrite, ACasUrlExpiredAlreadyIsLeftAsItCame) {
   DownloadGrants grants(signing_key(1), 100);
-  auto out = rewrite_reconstruction(v1_answer(kNow), {kBase, kNow, 600}, grants);
+  auto out = rewrite_reconstruction(v1_answer(kNow), settings(), grants);
   ASSERT_TRUE(out);
   EXPECT_EQ(out->kept, 2u);
   EXPECT_EQ(XJson::parse(out->json), XJson::parse(v1_answer(kNow)));
@@ -114,7 +136,7 @@ TEST(XetDownloadRewrite, ACasUrlExpiredAlreadyIsLeftAsItCame) {
 
 TEST(XetDownloadRewrite, V2EachRangeOfAMultiRangeUrlBecomesAnEntryWithItsOwnUrl) {
   DownloadGrants grants(signing_key(1), 100);
-  auto out = rewrite_reconstruction(v2_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+  auto out = rewrite_reconstruction(v2_answer(kNow + 3600), settings(), grants);
   ASSERT_TRUE(out) << out.error().to_string();
   EXPECT_EQ(out->rewritten, 2u);
   XJson doc = XJson::parse(out->json);
@@ -124,13 +146,13 @@ TEST(XetDownloadRewrite, V2EachRangeOfAMultiRangeUrlBecomesAnEntryWithItsOwnUrl)
   ASSERT_EQ(entries.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(entries[i]["ranges"].size(), 1u);
-    EXPECT_EQ(entries[i]["ranges"][0], cas["xorbs"][kXorbA][0]["ranges"][i]);
-    const XJson& bytes = entries[i]["ranges"][0]["bytes"];
-    std::string range = "bytes=" + std::to_string(bytes["start"].get<std::uint64_t>()) + "-" +
-                        std::to_string(bytes["end"].get<std::uint64_t>());
-    auto ok = grants.check(uri_of(entries[i]["url"]), range, kNow + 1);
-    ASSERT_TRUE(ok.origin) << refusal_name(ok.why);
-    EXPECT_EQ(ok.origin->url, cas["xorbs"][kXorbA][0]["url"]);
+    EXPECT_EQ(entries[i]["ranges"][0]["chunks"], cas["xorbs"][kXorbA][0]["ranges"][i]["chunks"]);
+    // Each its own object: the client's range is all of it.
+    EXPECT_EQ(entries[i]["ranges"][0]["bytes"], XJson({{"start", 0}, {"end", 999}}));
+    auto ok = grants.check(uri_of(entries[i]["url"]), "bytes=0-999", kNow + 1);
+    ASSERT_TRUE(ok.grant) << refusal_name(ok.why);
+    EXPECT_EQ(ok.grant->start, i == 0 ? 0u : 2000u);
+    EXPECT_EQ(fill_origin(grants, uri_of(entries[i]["url"]), kNow + 1), cas["xorbs"][kXorbA][0]["url"]);
   }
   // One range's URL does not serve the other range.
   EXPECT_EQ(grants.check(uri_of(entries[0]["url"]), "bytes=2000-2999", kNow + 1).why, Refusal::wrong_range);
@@ -139,14 +161,14 @@ TEST(XetDownloadRewrite, V2EachRangeOfAMultiRangeUrlBecomesAnEntryWithItsOwnUrl)
 class XetDownloadRefusals : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto out = rewrite_reconstruction(v1_answer(kNow + 3600), {kBase, kNow, 600}, grants);
+    auto out = rewrite_reconstruction(v1_answer(kNow + 3600), settings(), grants);
     ASSERT_TRUE(out);
     uri = uri_of(XJson::parse(out->json)["fetch_info"][kXorbA][0]["url"]);
-    ASSERT_TRUE(grants.check(uri, "bytes=0-999", kNow).origin);
+    ASSERT_TRUE(grants.check(uri, "bytes=0-999", kNow).grant);
   }
   Refusal refused(const std::string& u, const std::string& range = "bytes=0-999", std::uint64_t now = kNow) {
     auto c = grants.check(u, range, now);
-    EXPECT_FALSE(c.origin) << u;
+    EXPECT_FALSE(c.grant) << u;
     return c.why;
   }
   static std::string replaced(std::string s, const std::string& from, const std::string& to) {
@@ -159,7 +181,9 @@ class XetDownloadRefusals : public ::testing::Test {
 };
 
 TEST_F(XetDownloadRefusals, AnAlteredRangeXorbExpiryOrSignatureIsRefused) {
-  EXPECT_EQ(refused(replaced(uri, "/0-999?", "/0-1999?"), "bytes=0-1999"), Refusal::bad_signature);
+  EXPECT_EQ(refused(replaced(uri, "/0-999?", "/0-1999?"), "bytes=0-999"), Refusal::bad_signature);
+  EXPECT_EQ(refused(replaced(uri, "r=0-999", "r=0-1999"), "bytes=0-1999"), Refusal::malformed);  // past the object
+  EXPECT_EQ(refused(replaced(uri, "r=0-999", "r=0-99"), "bytes=0-99"), Refusal::bad_signature);
   EXPECT_EQ(refused(replaced(uri, kXorbA, kXorbB)), Refusal::bad_signature);
   EXPECT_EQ(refused(replaced(uri, "x=" + std::to_string(kNow + 600), "x=" + std::to_string(kNow + 6000))),
             Refusal::bad_signature);
@@ -183,26 +207,50 @@ TEST_F(XetDownloadRefusals, AnotherRangeHeaderIsRefused) {
 TEST_F(XetDownloadRefusals, AUrlSignedWithAnotherKeyIsRefused) {
   DownloadGrants foreign(signing_key(2), 100);
   auto c = foreign.check(uri, "bytes=0-999", kNow);
-  EXPECT_FALSE(c.origin);
+  EXPECT_FALSE(c.grant);
   EXPECT_EQ(c.why, Refusal::bad_signature);
 }
 
 TEST_F(XetDownloadRefusals, MalformedUrlsAreRefused) {
   EXPECT_EQ(refused(uri + "&x=1"), Refusal::malformed);
+  EXPECT_EQ(refused(replaced(uri, "r=0-999&", "")), Refusal::malformed);
   EXPECT_EQ(refused(uri.substr(0, uri.find('?'))), Refusal::malformed);
-  EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
+  EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?r=999-0&x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
             Refusal::malformed);
   EXPECT_EQ(refused("/elsewhere"), Refusal::malformed);
 }
 
-TEST(XetDownloadGrants, PastItsCapacityTheOldestOriginIsDroppedAndItsUrlRefused) {
+TEST(XetDownloadGrants, PastItsCapacityTheOldestOriginIsDroppedAndItsFillRefused) {
   DownloadGrants grants(signing_key(1), 2);
   std::vector<std::string> uris;
-  for (std::uint64_t i = 0; i < 3; ++i)
-    uris.push_back(grants.grant(Origin{kXorbA, i * 10, i * 10 + 9, "https://s/" + std::to_string(i), kNow + 60}, kNow));
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    Origin o{kXorbA, i * 10, i * 10 + 9, "https://s/" + std::to_string(i), kNow + 60, 0, 0};
+    uris.push_back(grants.grant(o, {o.start, o.end}, kNow));
+  }
   EXPECT_EQ(grants.held(), 2u);
-  EXPECT_EQ(grants.check(uris[0], "bytes=0-9", kNow).why, Refusal::unknown);
-  EXPECT_TRUE(grants.check(uris[2], "bytes=20-29", kNow).origin);
+  // Its URL still reads a cached object (the signature needs no memory),
+  // but cannot fill one.
+  EXPECT_TRUE(grants.check(uris[0], "bytes=0-9", kNow).grant);
+  std::optional<Origin> origin;
+  EXPECT_EQ(grants.check_fill(uris[0], kNow, origin).why, Refusal::unknown);
+  EXPECT_EQ(fill_origin(grants, uris[2], kNow), "https://s/2");
+}
+
+TEST(XetDownloadGrants, AGrantInsideAnObjectBindsItsBytesAndCannotFill) {
+  DownloadGrants grants(signing_key(1), 10);
+  Origin o{kXorbA, 1000, 1499, "https://s/sub", kNow + 60, 3, 5};
+  std::string uri = grants.grant(o, {400, 2999}, kNow);
+  EXPECT_TRUE(uri.starts_with("/xet/o/" + kXorbA + "/400-2999?r=1000-1499&")) << uri;
+  auto ok = grants.check(uri, "bytes=600-1099", kNow);
+  ASSERT_TRUE(ok.grant) << refusal_name(ok.why);
+  EXPECT_FALSE(ok.grant->own_range());
+  EXPECT_EQ(ok.grant->first, 1000u);
+  EXPECT_EQ(ok.grant->last, 1499u);
+  // Nothing of the object beyond the granted bytes.
+  for (const char* wider : {"bytes=0-2599", "bytes=600-1100", "bytes=599-1099", "bytes=600-"})
+    EXPECT_EQ(grants.check(uri, wider, kNow).why, Refusal::wrong_range) << wider;
+  std::optional<Origin> origin;
+  EXPECT_EQ(grants.check_fill(uri, kNow, origin).why, Refusal::unknown);
 }
 
 TEST(XetDownloadRewrite, NotAReconstructionIsAnError) {
@@ -210,7 +258,7 @@ TEST(XetDownloadRewrite, NotAReconstructionIsAnError) {
   for (const std::string& bad :
        std::vector<std::string>{"", "[]", "{}", R"({"fetch_info": [], "terms": []})", R"({"fetch_info": {"zz": []}})",
                                 R"({"xorbs": {")" + kXorbA + R"(": [{"url": "u"}]}})"}) {
-    auto out = rewrite_reconstruction(bad, {kBase, kNow, 600}, grants);
+    auto out = rewrite_reconstruction(bad, settings(), grants);
     EXPECT_FALSE(out) << bad;
     if (!out) EXPECT_TRUE(out.error().rule.starts_with("reconstruction.")) << out.error().to_string();
   }

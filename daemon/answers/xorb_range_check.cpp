@@ -1,0 +1,144 @@
+#include "daemon/answers/xorb_range_check.hpp"
+
+#include <lz4.h>
+
+#include <string>
+
+namespace dedupd::daemon::answers {
+
+namespace {
+
+constexpr std::uint32_t kChunkHeaderBytes = 8;
+// A chunk's compressed bytes never exceed what LZ4 may take for the
+// largest chunk (uncompressed chunks take exactly their size).
+constexpr std::uint32_t kMaxStoredBytes = LZ4_COMPRESSBOUND(kMaxChunkBytes);
+
+enum Scheme : std::uint8_t { kNone = 0, kLz4 = 1, kGroupedLz4 = 2 };
+
+std::uint32_t u24(const std::uint8_t* p) { return p[0] | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16); }
+
+}  // namespace
+
+std::string_view check_level_name(CheckLevel level) {
+  switch (level) {
+    case CheckLevel::structure:
+      return "structure";
+    case CheckLevel::index:
+      return "index";
+    case CheckLevel::xorb_hash:
+      return "xorb_hash";
+  }
+  return "structure";
+}
+
+void ungroup4(std::span<const std::uint8_t> grouped, std::uint8_t* out) {
+  const std::size_t n = grouped.size(), base = n / 4, extra = n % 4;
+  std::size_t at = 0;
+  for (std::size_t g = 0; g < 4; ++g) {
+    const std::size_t size = base + (g < extra ? 1 : 0);
+    for (std::size_t j = 0; j < size; ++j) out[4 * j + g] = grouped[at + j];
+    at += size;
+  }
+}
+
+RangeChecker::RangeChecker(RangeExpectation expected) : expected_(std::move(expected)) {
+  blake3_hasher_init(&body_);
+  chunk_.reserve(kChunkHeaderBytes + kMaxChunkBytes);
+}
+
+base::Error RangeChecker::fail(std::uint64_t at, std::string message) const {
+  return base::Error{"xet_download.verify", at, "xorb " + expected_.xorb.to_string() + ": " + std::move(message),
+                     false};
+}
+
+base::Result<std::monostate> RangeChecker::feed(std::span<const std::uint8_t> bytes) {
+  if (seen_ + bytes.size() > expected_.length)
+    return fail(expected_.length, "more bytes than the range's " + std::to_string(expected_.length));
+  blake3_hasher_update(&body_, bytes.data(), bytes.size());
+  while (!bytes.empty()) {
+    if (chunk_.size() < kChunkHeaderBytes) {
+      std::size_t take = std::min<std::size_t>(kChunkHeaderBytes - chunk_.size(), bytes.size());
+      chunk_.insert(chunk_.end(), bytes.begin(), bytes.begin() + std::ptrdiff_t(take));
+      bytes = bytes.subspan(take);
+      seen_ += take;
+      if (chunk_.size() < kChunkHeaderBytes) break;
+      const std::uint64_t at = seen_ - kChunkHeaderBytes;
+      if (chunk_[0] != 0) return fail(at, "chunk header version " + std::to_string(chunk_[0]) + ", not 0");
+      const std::uint32_t stored = u24(&chunk_[1]), unpacked = u24(&chunk_[5]);
+      if (chunk_[4] > kGroupedLz4) return fail(at, "compression scheme " + std::to_string(chunk_[4]) + " unknown");
+      if (unpacked == 0 || unpacked > kMaxChunkBytes)
+        return fail(at, "a chunk of " + std::to_string(unpacked) + " bytes unpacked");
+      if (stored == 0 || stored > kMaxStoredBytes || (chunk_[4] == kNone && stored != unpacked))
+        return fail(at, "a chunk of " + std::to_string(stored) + " bytes stored for " + std::to_string(unpacked));
+      out_.chunk_starts.push_back(std::uint32_t(at));
+      chunk_size_ = kChunkHeaderBytes + stored;
+      if (at + chunk_size_ > expected_.length) return fail(at, "a chunk runs past the range's end");
+    }
+    std::size_t take = std::min<std::size_t>(chunk_size_ - chunk_.size(), bytes.size());
+    chunk_.insert(chunk_.end(), bytes.begin(), bytes.begin() + std::ptrdiff_t(take));
+    bytes = bytes.subspan(take);
+    seen_ += take;
+    if (chunk_.size() == chunk_size_) {
+      auto done = chunk_done();
+      if (!done) return done;
+    }
+  }
+  return std::monostate{};
+}
+
+base::Result<std::monostate> RangeChecker::chunk_done() {
+  const std::uint64_t at = out_.chunk_starts.back();
+  const std::uint8_t scheme = chunk_[4];
+  const std::uint32_t unpacked = u24(&chunk_[5]);
+  std::span<const std::uint8_t> stored(chunk_.data() + kChunkHeaderBytes, chunk_.size() - kChunkHeaderBytes);
+  std::span<const std::uint8_t> data = stored;
+  if (scheme != kNone) {
+    auto* target = &unpacked_;
+    if (scheme == kGroupedLz4) target = &grouped_;
+    target->resize(unpacked);
+    int n = LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data()), reinterpret_cast<char*>(target->data()),
+                                int(stored.size()), int(unpacked));
+    if (n != int(unpacked))
+      return fail(at, "a chunk does not decompress to its " + std::to_string(unpacked) + " bytes (LZ4)");
+    if (scheme == kGroupedLz4) {
+      unpacked_.resize(unpacked);
+      ungroup4(grouped_, unpacked_.data());
+    }
+    data = unpacked_;
+  }
+  const shard::Hash raw = shard::chunk_hash_of_data(data);
+  const std::size_t index = hashes_.size();
+  hashes_.push_back({raw, unpacked});
+  if (!expected_.known.empty()) {
+    const std::size_t i = expected_.first_chunk + index;
+    if (i >= expected_.known.size()) return fail(at, "more chunks than the xorb has");
+    const KnownChunk& want = expected_.known[i];
+    const shard::Hash got = expected_.key ? shard::keyed_chunk_hash(*expected_.key, raw) : raw;
+    if (got != want.stored || unpacked != want.unpacked)
+      return fail(at, "chunk " + std::to_string(i) + " is not the one the index holds for the xorb");
+  }
+  chunk_.clear();
+  chunk_size_ = 0;
+  return std::monostate{};
+}
+
+base::Result<CheckedRange> RangeChecker::finish() {
+  if (seen_ != expected_.length || !chunk_.empty())
+    return fail(seen_, "the range ended after " + std::to_string(seen_) + " of its " +
+                           std::to_string(expected_.length) + " bytes, or inside a chunk");
+  const std::size_t n = hashes_.size();
+  if (expected_.end_chunk != 0 && n != std::size_t(expected_.end_chunk - expected_.first_chunk))
+    return fail(seen_, std::to_string(n) + " chunks where the CAS named " +
+                           std::to_string(expected_.end_chunk - expected_.first_chunk));
+  out_.level = expected_.known.empty() ? CheckLevel::structure : CheckLevel::index;
+  if (expected_.first_chunk == 0) {
+    const bool whole_known = !expected_.known.empty() && n == expected_.known.size();
+    if (shard::xorb_hash(hashes_) == expected_.xorb) out_.level = CheckLevel::xorb_hash;
+    else if (whole_known) return fail(seen_, "the whole xorb's merkle root is not its hash");
+  }
+  out_.chunk_starts.push_back(std::uint32_t(seen_));
+  blake3_hasher_finalize(&body_, out_.digest.bytes.data(), out_.digest.bytes.size());
+  return std::move(out_);
+}
+
+}  // namespace dedupd::daemon::answers
