@@ -660,7 +660,7 @@ class XetEndpoint:
                   "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
                   "DEDUPD_LEARN_SOCKET": os.path.join(os.path.dirname(dedupd_socket), "dedupd-learn.sock"),
                   "DEDUPD_TIMEOUT": dedupd_timeout, "CACHE_DIR": self.cache_dir,
-                  "CACHE_MAX_SIZE": "1g", "RESOLVER": "127.0.0.1"}
+                  "CACHE_MAX_SIZE": "1g"}
         with open(NGINX_TEMPLATE) as f:
             text = f.read()
         for k, v in values.items():
