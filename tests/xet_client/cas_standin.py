@@ -50,7 +50,9 @@ body holds the answers to the next N chunk queries (each after dedupd or its
 404 was had) until POST /_standin/release: the client's file waits for its
 query, so a test can act while an upload is known to be under way. POST
 /_standin/url-lifetime with seconds as the body sets how long the storage
-URLs of later reconstructions live (default 3600, as hub-docs' example).
+URLs of later reconstructions live (default 3600, as hub-docs' example);
+POST /_standin/storage-damage with a count N flips a byte in the middle of
+each of the next N storage answers (their length kept).
 Every request is
 logged as one JSON line to --log, so a test failure shows the whole
 conversation.
@@ -137,6 +139,7 @@ class Store:
         self.storage_url = None
         self.storage_secret = os.urandom(32)
         self.url_lifetime = 3600
+        self.storage_damage = 0  # storage answers still to serve with a byte flipped
         self.reset()
 
     def reset(self):
@@ -298,11 +301,18 @@ class Store:
             return None, 0
         if end >= len(data) or end < start:
             return None, len(data)
+        body = data[start:end + 1]
         with self.lock:
             served = self.storage_served.setdefault(xorb_hash, {})
             key = "%d-%d" % (start, end)
             served[key] = served.get(key, 0) + end + 1 - start
-        return data[start:end + 1], len(data)
+            if self.storage_damage > 0:
+                # A storage (or a network) that damages bytes: one flipped
+                # in the middle, the length kept.
+                self.storage_damage -= 1
+                middle = len(body) // 2
+                body = body[:middle] + bytes([body[middle] ^ 0x40]) + body[middle + 1:]
+        return body, len(data)
 
     def reconstruction(self, file_hash, v2, byte_range=None):
         """The reconstruction of a file, or of the terms that cover
@@ -466,6 +476,10 @@ def make_handler(store, args, log):
             if path == "/_standin/url-lifetime":
                 with store.lock:
                     store.url_lifetime = int(data)
+                return self.reply(200, {})
+            if path == "/_standin/storage-damage":
+                with store.lock:
+                    store.storage_damage = int(data)
                 return self.reply(200, {})
             if path == "/_standin/hold-queries":
                 store.hold_queries(int(data))

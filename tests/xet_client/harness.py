@@ -307,16 +307,46 @@ def write(path, data):
     return path
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """In a child before exec: SIGTERM when the test process dies, however
+    it dies (a SIGKILL from ctest's timeout included), so no dedupd, nginx
+    or stand-in outlives its test. (A change of user clears it: nginx run
+    through setpriv sets it again with --pdeathsig.)"""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_live_procs = set()
+
+
+def _stop_all_and_exit(signum, _frame):
+    """A test process told to stop (SIGTERM, SIGINT, SIGHUP) stops its
+    children's process groups first, workers included."""
+    for p in list(_live_procs):
+        p.stop()
+    os._exit(128 + signum)
+
+
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(_sig, _stop_all_and_exit)
+
+
 class Proc:
-    """A child in its own process group, killed with its group at the end."""
+    """A child in its own process group, killed with its group at the end,
+    or when the test process is stopped or dies."""
 
     def __init__(self, args, log_path, env=None):
         self.log_path = log_path
         self.log = open(log_path, "ab")
         self.p = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                  start_new_session=True)
+                                  start_new_session=True, preexec_fn=_die_with_parent)
+        _live_procs.add(self)
 
     def stop(self):
+        _live_procs.discard(self)
         if self.p.poll() is None:
             os.killpg(self.p.pid, signal.SIGTERM)
             try:
@@ -677,7 +707,8 @@ class XetEndpoint:
             for d, _, names in os.walk(root):
                 for p in [d] + [os.path.join(d, n) for n in names]:
                     os.chown(p, self.uid, self.gid)
-            nginx = ["setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--clear-groups"] + nginx
+            nginx = ["setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--clear-groups",
+                     "--pdeathsig", "TERM"] + nginx
         error_log = os.path.join(self.logs, "error.log")
         check = subprocess.run(nginx + ["-t", "-q", "-p", root, "-c", self.config, "-e", error_log],
                                capture_output=True, text=True)
@@ -785,7 +816,7 @@ class HubClient:
 
     def run(self, *args, check=True):
         r = subprocess.run(self.command() + list(args), capture_output=True,
-                           text=True, env=self.env, timeout=600)
+                           text=True, env=self.env, timeout=600, preexec_fn=_die_with_parent)
         if r.returncode != 0 and args[0] == "upload-file" and "No such file or directory (os error 2)" in r.stderr:
             # hf_xet 1.8.0's start_upload_file failed with a local ENOENT in
             # two of eleven runs of test_endpoint on a machine at load average
@@ -795,7 +826,7 @@ class HubClient:
             print("harness: hf_xet upload-file failed with a local ENOENT; trying once more:\n" + r.stderr[-1500:],
                   file=sys.stderr)
             r = subprocess.run(self.command() + list(args), capture_output=True,
-                               text=True, env=self.env, timeout=600)
+                               text=True, env=self.env, timeout=600, preexec_fn=_die_with_parent)
         if check and r.returncode != 0:
             raise AssertionError("hub client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
                                                                           r.stderr[-3000:]))
@@ -818,7 +849,8 @@ class HubClient:
                 raise AssertionError("hfjs runs only `upload REPO FILE NAME` with NAME the file's: %s" % (args,))
             command = ["node", os.path.join(XET_JS_MODULES, "@huggingface", "hub", "dist", "cli.js"),
                        "upload", repo, src, "--quiet"]
-        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600)
+        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600,
+                           preexec_fn=_die_with_parent)
         if check and r.returncode != 0:
             raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
                                                                    r.stderr[-3000:]))
@@ -836,7 +868,7 @@ class Client:
 
     def run(self, *args):
         r = subprocess.run([XET_PYTHON, os.path.join(HERE, "xet_client.py"), *args], capture_output=True,
-                           text=True, env=self.env, timeout=600)
+                           text=True, env=self.env, timeout=600, preexec_fn=_die_with_parent)
         if r.returncode != 0:
             raise AssertionError("xet client %s failed (%d):\n%s\n%s" % (args[0], r.returncode, r.stdout,
                                                                           r.stderr[-3000:]))

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Downloads through the local Xet endpoint (docs/XET-ENDPOINT.md,
-"Downloads"; issue 72, first slice): the real `hf download` through the real
-nginx, whose reconstruction answers dedupd rewrites so every range comes
-through the endpoint, cached by (xorb, range). The stand-in's storage
-(cas_standin.py, a port of its own, presigned-style URLs it checks) counts
-the bytes it serves: what each host cost the internet."""
+"Downloads"; issue 72): the real `hf download` through the real nginx, whose
+reconstruction answers dedupd rewrites so every range comes through the
+endpoint. An object (the bytes of one range the CAS signed) is fetched from
+the storage by dedupd, checked, and cached by nginx as a 200 keyed by
+(xorb, range); a later range inside it, on its chunk boundaries, is served
+out of it. The stand-in's storage (cas_standin.py, a port of its own,
+presigned-style URLs it checks) counts the bytes it serves: what each host
+cost the internet."""
 
 import http.client
 import json
@@ -44,6 +47,32 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
 
     def storage_bytes(self):
         return self.hub.state()["storage"]["bytes"]
+
+    def download(self, host, name):
+        """`hf download` of the repository's file on `host` (a directory of
+        its own): (bytes it cost the storage, sha256 of what it got,
+        seconds it took)."""
+        before, t0 = self.storage_bytes(), time.monotonic()
+        out = self.path(host, "download")
+        self.user(host).hf("download", REPO, name, "--local-dir", out)
+        return self.storage_bytes() - before, harness.sha256_of(os.path.join(out, name)), time.monotonic() - t0
+
+    def range_lines(self):
+        """The access log's lines of range URLs."""
+        return [l for l in self.ep.access_log() if l[3].startswith("/xet/o/")]
+
+    def cache_files(self):
+        """nginx's cache files of the download cache, by path: size."""
+        out = {}
+        for d, _, names in os.walk(self.ep.cache_dir):
+            for n in names:
+                p = os.path.join(d, n)
+                if len(n) == 32 and os.path.isfile(p):
+                    out[p] = os.path.getsize(p)
+        return out
+
+    def storage_call(self, path, body):
+        self.hub_call(path, body)
 
     def cas_get(self, path, headers=None):
         """(status, headers, body) of a GET on the endpoint's CAS port."""
@@ -86,9 +115,14 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             for r, n in ranges.items():
                 first, last = (int(x) for x in r.split("-"))
                 self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
-        ranges = [l for l in self.ep.access_log() if l[3].startswith("/xet/o/")]
+        ranges = self.range_lines()
         self.assertTrue(ranges, "no range came through the endpoint")
         self.assertEqual({l[4] for l in ranges}, {"206"}, ranges)
+        # Misses were filled by dedupd (nginx's upstream is its socket, never
+        # the storage); host B's ranges were all hits (no upstream).
+        upstreams = {l[8] for l in ranges}
+        self.assertTrue(all(u == "upstream=-" or u.startswith("upstream=unix:") for u in upstreams), upstreams)
+        self.assertIn("upstream=-", upstreams)
         # No presigned URL in any file of the endpoint or of dedupd.
         for root in (self.ep.root, self.dedupd.root):
             for d, _, names in os.walk(root):
@@ -97,6 +131,104 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
                     if os.path.isfile(p) and not os.path.islink(p):
                         with open(p, "rb") as f:
                             self.assertNotIn(b"Signature=", f.read(), p)
+
+    def test_a_scribbled_cache_file_is_never_served_and_is_fetched_again(self):
+        src, _ = self.uploaded(8 * MIB, 77)
+        name = os.path.basename(src)
+        self.hub.reset()
+        a_bytes, a_sha, _ = self.download("host-a", name)
+        self.assertEqual(a_sha, harness.sha256_of(src))
+        files = self.cache_files()
+        self.assertTrue(files, "nothing in the download cache")
+        # The largest object: bytes in its middle overwritten, its size kept.
+        victim = max(files, key=files.get)
+        with open(victim, "r+b") as f:
+            f.seek(files[victim] // 2)
+            f.write(b"\0scribbled by a test\0")
+        self.assertEqual(os.path.getsize(victim), files[victim])
+        b_bytes, b_sha, _ = self.download("host-b", name)
+        print("scribbled object of %d bytes (file); from storage: host A %d, host B %d" % (files[victim], a_bytes,
+                                                                                        b_bytes))
+        self.assertEqual(b_sha, harness.sha256_of(src))
+        # Host B fetched from storage that object again, and nothing else.
+        self.assertGreater(b_bytes, 0)
+        self.assertLess(b_bytes, files[victim])
+        self.assertGreater(b_bytes, files[victim] - 4096)  # the file's header is nginx's, not the storage's
+        self.assertTrue(os.path.exists(victim), "the object was not cached again")
+        with open(victim, "rb") as f:
+            self.assertNotIn(b"scribbled by a test", f.read())
+        self.assertIn("changed since it was checked", self.dedupd.proc.tail(400))
+
+    def test_bytes_that_fail_the_check_are_neither_cached_nor_served(self):
+        src, _ = self.uploaded(4 * MIB, 78)
+        name = os.path.basename(src)
+        self.hub.reset()
+        self.storage_call("/_standin/storage-damage", b"1")
+        a_bytes, a_sha, _ = self.download("host-a", name)
+        self.assertEqual(a_sha, harness.sha256_of(src))
+        # The damaged answer was refused (a 502 the client retried), so the
+        # range was fetched twice; then cached, and host B fetches nothing.
+        ranges = self.range_lines()
+        self.assertIn("502", {l[4] for l in ranges}, ranges)
+        served = self.hub.state()["storage"]["xorbs"]
+        twice = [(x, r) for x, rs in served.items() for r, n in rs.items()
+                 if n == 2 * (int(r.split("-")[1]) + 1 - int(r.split("-")[0]))]
+        self.assertEqual(len(twice), 1, served)
+        b_bytes, b_sha, _ = self.download("host-b", name)
+        self.assertEqual(b_sha, harness.sha256_of(src))
+        self.assertEqual(b_bytes, 0)
+
+    def revision_test(self, what, edit):
+        """Host A downloads a file; its owner uploads a revision with about
+        5 % of it changed (`edit` makes it); host B, on the same endpoint,
+        downloads the revision: the bytes it costs the storage beside the
+        ideal (the revision's new xorbs)."""
+        src, _ = self.uploaded(SIZE, 79)
+        name = os.path.basename(src)
+        self.hub.reset()
+        a_bytes, a_sha, a_s = self.download("host-a", name)
+        self.assertEqual(a_sha, harness.sha256_of(src))
+        with open(src, "rb") as f:
+            data = bytearray(f.read())
+        changed = edit(data)
+        rev = harness.write(self.path("src-rev", name), bytes(data))
+        self.hub.reset()
+        self.user("uploader").run("upload-file", REPO, name, rev)
+        new = self.hub.state()["xorbs"]
+        # Random bytes do not compress: each new chunk is its bytes and an
+        # 8-byte header in the storage.
+        ideal = sum(x["bytes"] + 8 * x["chunks"] for x in new.values())
+        self.hub.reset()
+        b_bytes, b_sha, b_s = self.download("host-b", name)
+        self.assertEqual(b_sha, harness.sha256_of(rev))
+        served = self.hub.state()["storage"]["xorbs"]
+        old = sum(sum(r.values()) for x, r in served.items() if x not in new)
+        print("revision, %s: %d of %d bytes changed; from storage: host A %d (%.1f s), host B %d (%.1f s) "
+              "of which %d of old xorbs; ideal (the new xorbs) %d, B/ideal %.3f"
+              % (what, changed, len(data), a_bytes, a_s, b_bytes, b_s, old, ideal, b_bytes / max(ideal, 1)))
+        self.assertTrue(new, "the revision uploaded no new xorb")
+        # B fetched the new xorbs' bytes, and of the old xorbs nothing: each
+        # old range the revision names lies inside an object A cached.
+        self.assertGreaterEqual(b_bytes, ideal * 0.95)
+        self.assertEqual(old, 0, served)
+        self.assertLess(b_bytes, len(data) // 5)
+
+    def test_a_revision_with_a_contiguous_5_percent_fetches_its_new_xorbs_only(self):
+        def edit(data):
+            n, at = len(data) // 20, len(data) * 2 // 5
+            data[at:at + n] = harness.random_bytes(n, 80)
+            return n
+        self.revision_test("contiguous", edit)
+
+    def test_a_revision_with_5_percent_scattered_fetches_its_new_xorbs_only(self):
+        def edit(data):
+            pieces = 16
+            n = len(data) // 20 // pieces
+            for i in range(pieces):
+                at = (2 * i + 1) * len(data) // (2 * pieces)
+                data[at:at + n] = harness.random_bytes(n, 81 + i)
+            return n * pieces
+        self.revision_test("scattered", edit)
 
     @harness.once("range URLs are the endpoint's; no client of its own")
     def test_altered_expired_and_other_range_urls_are_refused(self):
@@ -112,6 +244,12 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             prefix = self.ep.cas_url + "/xet/o/%s/" % xorb
             self.assertTrue(url.startswith(prefix), url)
             uri = url[len(self.ep.cas_url):]
+            # A range of its own: the object is those bytes, the client's
+            # range all of it.
+            obj = uri[len("/xet/o/%s/" % xorb):uri.index("?")]
+            first, last = (int(x) for x in obj.split("-"))
+            self.assertIn("r=%s&" % obj, uri)
+            self.assertEqual((rng["start"], rng["end"]), (0, last - first))
             good = "bytes=%d-%d" % (rng["start"], rng["end"])
             status, headers, body = self.cas_get(uri, {"Range": good})
             self.assertEqual(status, 206, body[:300])
@@ -119,10 +257,15 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             self.assertEqual(headers["Content-Range"].split("/")[0], "bytes %d-%d" % (rng["start"], rng["end"]))
             g = uri[uri.index("&g=") + 3:]
             altered = uri.replace(g, ("0" if g[0] != "0" else "1") + g[1:])
-            other_range = uri.replace("/%d-%d?" % (rng["start"], rng["end"]), "/%d-%d?" % (rng["start"], rng["end"] + 1))
-            for what, u, r in (("altered signature", altered, good), ("another range in the URL", other_range,
-                               "bytes=%d-%d" % (rng["start"], rng["end"] + 1)),
+            wider = "%d-%d" % (first, last + 1)
+            other_object = uri.replace("/%s?" % obj, "/%s?" % wider)
+            other_grant = uri.replace("r=%s&" % obj, "r=%s&" % wider)
+            for what, u, r in (("altered signature", altered, good),
+                               ("another object in the URL", other_object, "bytes=0-%d" % (last + 1 - first)),
+                               ("another granted range in the URL", other_grant, good),
                                ("another Range header", uri, "bytes=%d-%d" % (rng["start"], rng["end"] - 1)),
+                               ("a Range past the grant", uri, "bytes=%d-%d" % (rng["start"], rng["end"] + 1)),
+                               ("two ranges", uri, "bytes=0-0,1-%d" % rng["end"]),
                                ("no Range header", uri, None)):
                 status, _, body = self.cas_get(u, {"Range": r} if r else {})
                 self.assertEqual(status, 403, "%s %s: %s" % (version, what, body[:300]))
