@@ -34,7 +34,9 @@ enum class Body {
 // run off the HTTP threads when a fleet is configured; or on work of its
 // own that may take seconds (a dry run of the Xet cache steward), always
 // run off them (job_queue.hpp).
-enum class Wait { none, fleet, work };
+// Or on a storage on the internet (a fill of the Xet endpoint's download
+// cache), on job threads of their own.
+enum class Wait { none, fleet, work, storage };
 
 struct MethodEntry {
   std::string_view method;

@@ -87,6 +87,7 @@ base::Result<ServerStarted> ServerCore::start() {
   }
   admin_jobs = std::make_unique<JobQueue>(1);
   read_jobs = std::make_unique<JobQueue>(kReadJobThreads);
+  storage_jobs = std::make_unique<JobQueue>(kStorageJobThreads);
 
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   unsigned threads = options.threads ? options.threads : 1;
@@ -105,6 +106,7 @@ base::Result<ServerStarted> ServerCore::start() {
   if (!mhd) {
     admin_jobs.reset();
     read_jobs.reset();
+    storage_jobs.reset();
     if (bound_path) {
       close(listen_fd);
       unlink(options.socket_path.c_str());
@@ -126,6 +128,7 @@ void ServerCore::stop() {
   // any is suspended.
   admin_jobs->stop();
   read_jobs->stop();
+  storage_jobs->stop();
   // Quiesced first: MHD_stop_daemon would otherwise shutdown(2) the listening
   // socket to wake its threads, and a socket systemd passed is systemd's:
   // shut down, it stops listening for good (dedupd.socket fails with
@@ -137,6 +140,7 @@ void ServerCore::stop() {
   mhd = nullptr;
   admin_jobs.reset();
   read_jobs.reset();
+  storage_jobs.reset();
   // Ours to close, never to shut down: connections still in its backlog wait
   // there for the next dedupd systemd starts.
   if (listen_fd >= 0) close(listen_fd);

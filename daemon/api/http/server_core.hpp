@@ -34,6 +34,10 @@ namespace dedupd::daemon::api::http {
 // and two more, which find none idle and wait for one within their bound
 // (or run a dry run of the steward, which runs one at a time).
 inline constexpr std::size_t kReadJobThreads = fleet_link::kFleetPoolMax + 2;
+// Fills of the Xet endpoint's download cache at once (each a storage fetch
+// of up to a 64 MiB object): apart from the reads above, so cold downloads
+// never hold a lookup up; more wait their turn.
+inline constexpr std::size_t kStorageJobThreads = 8;
 // What a route that takes no body accepts (and ignores): a client sending
 // "{}" with a POST is not worth a 413.
 inline constexpr std::size_t kStrayBodyBytes = 1024;
@@ -142,6 +146,7 @@ class ServerCore {
   std::atomic<std::int64_t> admin_gid{-1}, endpoint_gid{-1};
   std::unique_ptr<JobQueue> admin_jobs;
   std::unique_ptr<JobQueue> read_jobs;
+  std::unique_ptr<JobQueue> storage_jobs;
   BodyBudget bodies;
   ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors

@@ -70,6 +70,7 @@ enum MHD_Result ServerCore::dispatch(MHD_Connection* conn, RequestState& st) {
   else if (st.entry->wait == http::Wait::work ||
            (st.entry->wait == http::Wait::fleet && context.answers.fleet().configured()))
     jobs = read_jobs.get();
+  else if (st.entry->wait == http::Wait::storage) jobs = storage_jobs.get();
   if (!jobs) return respond(conn, st, run_handler(*st.entry, st.request));
 
   switch (st.off_thread) {

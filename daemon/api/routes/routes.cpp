@@ -37,7 +37,7 @@ std::vector<http::Route> api_routes() {
       {"xet_reconstruction", p::kXetReconstruction, false, {{"GET", get_xet_reconstruction, http::Access::endpoint}}},
       {"xet_grant", p::kXetGrant, false, {{"GET", get_xet_grant, http::Access::endpoint}}},
       // A fill takes as long as the storage: off the HTTP threads.
-      {"xet_fill", p::kXetFill, false, {{"GET", get_xet_fill, http::Access::endpoint, none, http::Wait::work}}},
+      {"xet_fill", p::kXetFill, false, {{"GET", get_xet_fill, http::Access::endpoint, none, http::Wait::storage}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup, read, none, fleet}}},
       {"global_dedup", p::kGlobalDedupShort, true, {{"GET", get_global_dedup, read, none, fleet}}},
   };
