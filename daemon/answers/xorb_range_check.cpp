@@ -127,6 +127,7 @@ base::Result<CheckedRange> RangeChecker::finish() {
     return fail(seen_, "the range ended after " + std::to_string(seen_) + " of its " +
                            std::to_string(expected_.length) + " bytes, or inside a chunk");
   const std::size_t n = hashes_.size();
+  if (n == 0) return fail(0, "a range without a chunk");
   if (expected_.end_chunk != 0 && n != std::size_t(expected_.end_chunk - expected_.first_chunk))
     return fail(seen_, std::to_string(n) + " chunks where the CAS named " +
                            std::to_string(expected_.end_chunk - expected_.first_chunk));

@@ -226,6 +226,8 @@ TEST(XetRangeCheck, BrokenBytesAreRefused) {
     ASSERT_TRUE(got);
     EXPECT_EQ(got->level, CheckLevel::structure);
   }
+  // Nothing at all (a url_range holds at least a byte).
+  refused(Bytes{}, RangeExpectation{}, "an empty range");
   // A raw chunk whose stored size is not its unpacked size.
   refused(
       Bytes{0, 9, 0, 0, 0, 10, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},
