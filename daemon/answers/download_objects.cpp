@@ -160,10 +160,10 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
   auto checked = check_cache_file(file, key, expected);
   if (checked && !*checked) return CacheFile::absent;
   if (!checked || (digest && (*checked)->digest != *digest)) {
-    ::unlink(file.c_str());
+    const bool removed = ::unlink(file.c_str()) == 0 || errno == ENOENT;
     std::lock_guard lock(mutex_);
     objects_.erase(k);
-    return CacheFile::damaged;
+    return removed ? CacheFile::damaged : CacheFile::stuck;
   }
   std::lock_guard lock(mutex_);
   auto it = objects_.find(k);

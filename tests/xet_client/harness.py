@@ -36,6 +36,8 @@ import tempfile
 import time
 import unittest
 
+from digests import sha256_of  # noqa: F401 (harness.sha256_of, for the tests)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEDUPD = os.environ.get("DEDUPD", "")
 DEDUPCTL = os.environ.get("DEDUPCTL", "")
@@ -913,15 +915,6 @@ def hf_xet_version():
     r = subprocess.run([XET_PYTHON, os.path.join(HERE, "xet_client.py"), "version"], capture_output=True,
                        text=True)
     return json.loads(r.stdout)["hf_xet"] if r.returncode == 0 else "unknown"
-
-
-def sha256_of(path):
-    """The SHA-256 of a file, read in blocks (a 200 MiB download)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def digest_tree(root):

@@ -20,13 +20,7 @@ import time
 
 from huggingface_hub import HfApi, hf_hub_download
 
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from digests import sha256_of
 
 
 def main(argv):

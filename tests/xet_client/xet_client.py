@@ -26,21 +26,14 @@ import time
 
 import hf_xet
 
+from digests import sha256_of
+
 # cas_standin checks no token; hub_standin's CAS wants the one its Hub
 # handed out, which a test passes in XET_CLIENT_TOKEN.
 TOKEN = os.environ.get("XET_CLIENT_TOKEN", "dedupd-test-token")
 # hf_xet 1.1.x-1.5.1: the module-level functions only.
 LEGACY = not hasattr(hf_xet, "XetSession")
 NEEDS_SESSION = 3  # the exit status of a verb LEGACY cannot do
-
-
-def sha256_of(path):
-    import hashlib
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def token_args():

@@ -21,12 +21,13 @@
 //       (nothing cached, the client retries), the storage's 403 as a 403
 //       (the client asks the reconstruction again).
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 #include <span>
 
 #include <spdlog/spdlog.h>
@@ -63,25 +64,6 @@ http::Response refused(answers::Refusal why) {
   http::Response r = http::error(http::kForbidden, "range URL refused: " + std::string(answers::refusal_name(why)));
   r.headers.emplace_back("X-Dedupd-Refused", std::string(answers::refusal_name(why)));
   return r;
-}
-
-// An unnamed file for a fill's bytes (O_TMPFILE: gone with its last
-// descriptor), in the temp directory.
-int fill_file() {
-  std::error_code ec;
-  auto dir = std::filesystem::temp_directory_path(ec);
-  if (ec) dir = "/tmp";
-  return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-}
-
-bool write_all(int fd, std::span<const std::uint8_t> bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes = bytes.subspan(std::size_t(n));
-  }
-  return true;
 }
 
 }  // namespace
@@ -141,6 +123,14 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   if (file == answers::CacheFile::damaged)
     spdlog::warn("xet download: the cache file of xorb {} bytes {}-{} changed since it was checked: removed", g.xorb,
                  g.start, g.end);
+  if (file == answers::CacheFile::stuck) {
+    // nginx would serve it: nothing of this object until it is gone.
+    spdlog::error(
+        "xet download: the cache file of xorb {} bytes {}-{} fails its check (or cannot be read) and "
+        "cannot be removed: refused",
+        g.xorb, g.start, g.end);
+    return refused(answers::Refusal::unknown);
+  }
   if (!g.own_range() && file != answers::CacheFile::intact) return refused(answers::Refusal::unknown);
   http::Response r;
   r.body.clear();
@@ -156,15 +146,17 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
   auto check = grants->check_fill(req.header("X-Dedupd-Uri").value_or(""), unix_now(), origin);
   if (!check.grant) return refused(check.why);
   const answers::Grant& g = *check.grant;
-  int fd = fill_file();
-  if (fd < 0) return http::error(502, "bad_gateway", std::string("no temp file for a fill: ") + std::strerror(errno));
-  auto body = std::make_shared<http::FileBody>(fd, g.end - g.start + 1);
+  // The bytes wait in an unnamed temporary file (gone with its last
+  // descriptor) until they are all checked.
+  std::unique_ptr<std::FILE, decltype(&std::fclose)> held(std::tmpfile(), &std::fclose);
+  if (!held) return http::error(502, "bad_gateway", std::string("no temp file for a fill: ") + std::strerror(errno));
   answers::RangeChecker checker(
       answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, origin->first_chunk, origin->end_chunk));
   std::optional<base::Error> failed;
   auto sink = [&](std::span<const std::uint8_t> bytes) {
     if (auto fed = checker.feed(bytes); !fed) failed = fed.error();
-    else if (!write_all(fd, bytes)) failed = base::Error{"xet_download.fill", 0, std::strerror(errno), false};
+    else if (std::fwrite(bytes.data(), 1, bytes.size(), held.get()) != bytes.size())
+      failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
     return !failed;
   };
   auto status = origin_get(origin->url, "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end),
@@ -174,6 +166,8 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
   if (!failed && *status != 206 && *status != http::kOk)
     failed = base::Error{"xet_download.fill", 0, "the storage answered " + std::to_string(*status), false};
   std::optional<answers::CheckedRange> checked;
+  if (!failed && std::fflush(held.get()) != 0)
+    failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
   if (!failed) {
     auto done = checker.finish();
     if (done) checked = std::move(*done);
@@ -183,10 +177,12 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
     spdlog::warn("xet download: bytes {}-{} of xorb {} not cached: {}", g.start, g.end, g.xorb, failed->to_string());
     return http::error(502, "bad_gateway", failed->message);
   }
+  int fd = ::fcntl(::fileno(held.get()), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return http::error(502, "bad_gateway", std::string("temp file: ") + std::strerror(errno));
   objects->add(g.xorb, {g.start, g.end}, std::move(*checked));
   http::Response r;
   r.content_type = std::string(http::kOctets);
-  r.file = std::move(body);
+  r.file = std::make_shared<http::FileBody>(fd, g.end - g.start + 1);
   return r;
 }
 

@@ -312,6 +312,15 @@ TEST_F(XetDownloadObjectsTest, AnIntactFileIsServedAndAScribbledOneRemoved) {
   EXPECT_FALSE(objects.covering(xorb, whole.start, whole.end, dir.path()));
 }
 
+TEST_F(XetDownloadObjectsTest, AnUnreadableFileThatCannotBeRemovedIsSaidSo) {
+  // A directory where the cache file should be: it cannot be read as one,
+  // nor unlinked (whoever runs the test, root included).
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::stuck);
+  EXPECT_TRUE(std::filesystem::exists(file));
+}
+
 TEST_F(XetDownloadObjectsTest, AFileRewrittenWithOtherBytesThatPassTheStructureIsStillRefused) {
   // Same structure (one chunk per chunk), other content: the digest tells.
   Xorb other;
