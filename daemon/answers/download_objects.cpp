@@ -143,7 +143,9 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
   const auto file = object_cache_file(cache_dir, key);
   const Key k{std::string(xorb), span.start, span.end};
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return CacheFile::absent;
+  // Not there: a miss. There but out of dedupd's sight (another user's
+  // cache): nothing of it may be served unchecked.
+  if (::stat(file.c_str(), &st) != 0) return errno == ENOENT ? CacheFile::absent : CacheFile::stuck;
   const Stamp now{st.st_dev, st.st_ino, st.st_size, std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
                   std::int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
   std::optional<shard::Hash> digest;

@@ -52,7 +52,7 @@ enum class CacheFile : std::uint8_t {
   absent,   // not (or no longer) in the cache: a miss
   intact,   // its body is the bytes dedupd checked
   damaged,  // it changed: removed, never to be served
-  stuck,    // damaged, or unreadable, and it could not be removed: nothing of it may be served
+  stuck,    // damaged or out of dedupd's sight, and not removed: nothing of it may be served
 };
 
 class DownloadObjects {

@@ -126,8 +126,8 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   if (file == answers::CacheFile::stuck) {
     // nginx would serve it: nothing of this object until it is gone.
     spdlog::error(
-        "xet download: the cache file of xorb {} bytes {}-{} fails its check (or cannot be read) and "
-        "cannot be removed: refused",
+        "xet download: the cache file of xorb {} bytes {}-{} fails its check, or dedupd cannot read it "
+        "(it must run as the endpoint's nginx user), and it cannot be removed: refused",
         g.xorb, g.start, g.end);
     return refused(answers::Refusal::unknown);
   }

@@ -319,6 +319,11 @@ TEST_F(XetDownloadObjectsTest, AnUnreadableFileThatCannotBeRemovedIsSaidSo) {
   std::filesystem::create_directory(file);
   EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::stuck);
   EXPECT_TRUE(std::filesystem::exists(file));
+  // A file dedupd cannot even stat (here a level directory that is a file:
+  // ENOTDIR; another user's cache: EACCES) is not taken for a miss.
+  std::filesystem::remove_all(file.parent_path().parent_path());
+  tests::write_file(file.parent_path().parent_path().string(), "not a directory");
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::stuck);
 }
 
 TEST_F(XetDownloadObjectsTest, AFileRewrittenWithOtherBytesThatPassTheStructureIsStillRefused) {
