@@ -218,6 +218,13 @@ struct LearnStats {
   std::uint64_t refused_senders = 0, unmatched = 0, not_learned = 0;
 };
 
+// What the endpoint's download routes take from the live configuration
+// (xet_endpoint.downloads; a reload applies both).
+struct XetDownloadSettings {
+  bool enabled = true;
+  std::uint64_t max_url_lifetime_s = 600;
+};
+
 struct GlobalDedupKey {
   shard::Key key;
   std::uint64_t reply_lifetime_s = 7 * 24 * 3600;

@@ -75,6 +75,13 @@ core::GlobalDedupKey DaemonOperations::global_dedup_key() const {
   return k;
 }
 
+core::XetDownloadSettings DaemonOperations::xet_download_settings() const {
+  return config_.read([](const config::Config& c) {
+    return core::XetDownloadSettings{c.xet_endpoint.downloads.enabled,
+                                     std::uint64_t(c.xet_endpoint.downloads.max_url_lifetime.count())};
+  });
+}
+
 std::chrono::milliseconds DaemonOperations::admin_timeout() const {
   return config_.read([](const config::Config& c) { return c.limits.request_timeout; });
 }
