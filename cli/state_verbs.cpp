@@ -73,6 +73,50 @@ void add_xet_endpoint_fields(Fields& f, const json& e, std::uint64_t now) {
   }
 }
 
+// The endpoint's downloads: where the bytes its clients got came from, its
+// cache, and the fleet's cache tier when nginx asked one.
+void add_xet_download_fields(Fields& f, const json& d) {
+  auto n = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number_unsigned() ? o[key].get<std::uint64_t>()
+                                                                           : std::uint64_t(0);
+  };
+  if (!d.value("enabled", true)) {
+    f.add("Downloads", "off (xet_endpoint.downloads.enabled): clients fetch from the CAS's storage", Color::yellow);
+    return;
+  }
+  const json bytes = d.contains("bytes") ? d["bytes"] : json();
+  const std::uint64_t local = n(bytes, "local_cache"), tier = n(bytes, "tier"), internet = n(bytes, "internet");
+  f.add("Downloads", human_bytes(local) + " from the local cache, " + human_bytes(tier) + " from the tier, " +
+                         human_bytes(internet) + " from the internet");
+  if (local + tier + internet != 0)
+    f.add("Hit ratio",
+          std::to_string(local * 100 / (local + tier + internet)) + " % of the bytes from the local cache");
+  const json requests = d.contains("requests") ? d["requests"] : json();
+  if (n(requests, "refused") + n(requests, "failed") != 0)
+    f.add("Range URLs", grouped(n(requests, "refused")) + " refused (the client asks again), " +
+                            grouped(n(requests, "failed")) + " failed");
+  const json cache = d.contains("cache") ? d["cache"] : json();
+  if (!cache.is_object()) f.add("Download cache", "not looked at yet");
+  else if (!cache.value("known", false))
+    f.add("Download cache", "size unknown: " + cache.value("problem", std::string("?")), Color::yellow);
+  else
+    f.add("Download cache", human_bytes(n(cache, "bytes")) + " in " + grouped(n(cache, "files")) + " files, " +
+                                grouped(n(cache, "evictions")) + " evicted (" + cache.value("dir", std::string("?")) +
+                                ")");
+  if (!d.contains("tier") || !d["tier"].is_array() || d["tier"].empty()) return;
+  std::string down;
+  std::size_t hosts = 0, up = 0;
+  for (const auto& h : d["tier"]) {
+    ++hosts;
+    if (h.value("up", false)) ++up;
+    else down += (down.empty() ? "" : ", ") + h.value("host", std::string("?"));
+  }
+  if (down.empty()) f.add("Cache tier", std::to_string(hosts) + " host(s), all answering");
+  else
+    f.add("Cache tier", std::to_string(hosts - up) + " of " + std::to_string(hosts) + " host(s) not answering: " + down,
+          up == 0 ? Color::red : Color::yellow);
+}
+
 }  // namespace
 
 // The caches dedupd looks after (`manage: xet-cache`), each against its
@@ -375,6 +419,8 @@ int status(Context& ctx) {
     if (doc.contains("fleet")) add_fleet_status_fields(f, doc["fleet"], now_s());
     if (doc.contains("xet_endpoint") && doc["xet_endpoint"].is_object())
       add_xet_endpoint_fields(f, doc["xet_endpoint"], now_s());
+    if (doc.contains("xet_downloads") && doc["xet_downloads"].is_object())
+      add_xet_download_fields(f, doc["xet_downloads"]);
     f.print(ctx.out(), ctx.style);
   }
   return ready ? kOk : kUnavailable;

@@ -53,6 +53,8 @@ class Service {
     return {};
   }
   virtual core::LearnStats learn_stats() const { return {}; }
+  // xet_endpoint.downloads as it runs (a reload changes it).
+  virtual core::XetDownloadSettings xet_download_settings() const { return {}; }
   // The range URLs of the endpoint's downloads (docs/XET-ENDPOINT.md,
   // "Downloads"); nullptr when there is no key to sign them with, and the
   // endpoint passes the CAS's answers on as they came.

@@ -92,6 +92,28 @@ struct XetCacheConfig {
 // The group the package's endpoint unit runs as (packaging/systemd/sysusers.conf).
 inline constexpr const char* kPackageEndpointGroup = "dedupd-xet";
 
+// Downloads through the local Xet endpoint (docs/XET-ENDPOINT.md,
+// "Downloads"): dedupd renames the range URLs of the CAS's reconstruction
+// answers to the endpoint's own, which nginx caches by xorb and range.
+struct XetDownloadsConfig {
+  // On by default: only the endpoint's nginx asks for a rewrite, so this
+  // acts only where an endpoint runs, whose user wants a model fetched
+  // once; every failure of the path falls back on the client fetching
+  // directly. Off: the CAS's answers go out as they came.
+  bool enabled = true;
+  // A rewritten range URL expires no later than the CAS's own URL, and no
+  // later than this from the rewrite (for CAS URLs that name no expiry).
+  std::chrono::seconds max_url_lifetime = std::chrono::minutes(10);
+  // The CAS URLs held in memory for outstanding range URLs (a few hundred
+  // bytes each); past it the oldest go, and their range URLs are refused
+  // (the client asks the reconstruction again).
+  std::uint64_t max_held_urls = 100'000;
+  // The key range URLs are signed with; empty: state_dir/xet-download.key.
+  // A fleet's cache tier shares one file.
+  std::filesystem::path key_file;
+  bool operator==(const XetDownloadsConfig&) const = default;
+};
+
 // The local Xet endpoint in front of this dedupd (docs/XET-ENDPOINT.md).
 // Set, dedupd shows its upstreams and keeps managed caches small; the
 // endpoint's nginx works without it, as dedupd counts its queries either way.
@@ -120,6 +142,7 @@ struct XetEndpointConfig {
   // an answer serves the process that asked and no later one, which asks
   // again (docs/XET-ENDPOINT.md, "When the CAS refuses").
   std::chrono::seconds reply_expiry{0};
+  XetDownloadsConfig downloads;
   bool enabled() const { return !config.empty(); }
 };
 
@@ -190,6 +213,9 @@ struct Config {
 
   std::filesystem::path index_dir() const { return state_dir / "index"; }
   std::filesystem::path key_file() const { return state_dir / "global-dedup.key"; }
+  std::filesystem::path download_key_file() const {
+    return xet_endpoint.downloads.key_file.empty() ? state_dir / "xet-download.key" : xet_endpoint.downloads.key_file;
+  }
 };
 
 // Values a config file does not set: the installed layout.

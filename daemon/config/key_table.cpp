@@ -25,6 +25,10 @@ template <class S, class M>
 auto at(S Config::*s, M S::*m) {
   return [ s, m ](auto& c) -> auto& { return (c.*s).*m; };
 }
+template <class S, class T, class M>
+auto at(S Config::*s, T S::*t, M T::*m) {
+  return [ s, t, m ](auto& c) -> auto& { return ((c.*s).*t).*m; };
+}
 
 // A row: the key bound to its field through the kind of value it takes.
 template <class Get, class Kind>
@@ -151,6 +155,27 @@ std::vector<ConfigKey> make_keys() {
           "the expiry written into the global-dedup answers of the endpoint's clients, from now; at 0 an answer "
           "serves the client process that asked and no later one, so a retry after the CAS refused an upload asks "
           "again instead of reusing the stale answer (`docs/XET-ENDPOINT.md`)"),
+      key("xet_endpoint.downloads.enabled",
+          at(&Config::xet_endpoint, &XetEndpointConfig::downloads, &XetDownloadsConfig::enabled), FlagValue{}, applied,
+          "downloads through the endpoint: the range URLs of the CAS's reconstruction answers renamed to the "
+          "endpoint's, whose nginx caches the bytes by xorb and range (`docs/XET-ENDPOINT.md`, \"Downloads\"); "
+          "off: the CAS's answers go out as they came and clients fetch from its storage"),
+      key("xet_endpoint.downloads.max_url_lifetime",
+          at(&Config::xet_endpoint, &XetEndpointConfig::downloads, &XetDownloadsConfig::max_url_lifetime),
+          DurationValue{1s}, applied,
+          "a range URL expires no later than the CAS's URL it stands for, and no later than this after the "
+          "rewrite (at least `1s`); an expired one is refused and the client asks again"),
+      key("xet_endpoint.downloads.max_held_urls",
+          at(&Config::xet_endpoint, &XetEndpointConfig::downloads, &XetDownloadsConfig::max_held_urls),
+          CountValue<std::uint64_t>{1}, restart,
+          "the CAS URLs held in memory for outstanding range URLs, a few hundred bytes each (at least `1`); past "
+          "it the oldest go and their range URLs are refused"),
+      unset_means(key("xet_endpoint.downloads.key_file",
+                      at(&Config::xet_endpoint, &XetEndpointConfig::downloads, &XetDownloadsConfig::key_file),
+                      PathValue{}, restart,
+                      "the key range URLs are signed with (made at the first start, 0600); a fleet's cache tier "
+                      "uses the same file on every host"),
+                  "`xet-download.key` in `state_dir`"),
 
       unset_means(key("fleet.url", at(&Config::fleet, &FleetConfig::url),
                       SecretTextValue{{"a libpq connection string or URI"}}, applied,
@@ -259,9 +284,12 @@ const ConfigSection* find_config_section(std::string_view name) {
 std::string config_names_under(std::string_view section) {
   std::vector<std::string_view> names;
   for (const auto& k : config_keys()) {
-    if (k.section() != section && !section.empty()) continue;
-    std::string_view name = section.empty() ? std::string_view(k.name).substr(0, k.name.find('.'))
-                                            : std::string_view(k.name).substr(section.size() + 1);
+    std::string_view name = k.name;
+    if (!section.empty()) {
+      if (!name.starts_with(section) || name.size() <= section.size() || name[section.size()] != '.') continue;
+      name.remove_prefix(section.size() + 1);
+    }
+    name = name.substr(0, name.find('.'));  // a mapping of keys below: its name
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   std::string out;

@@ -12,6 +12,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The keys of the mapping `v` at `prefix`; a mapping inside it
+// ("xet_endpoint: {downloads: {...}}") holds the keys named
+// "<prefix>.<its name>.*".
+void load_keys(const std::string& prefix, const YAML::Node& v, YamlReader& r, Config& c) {
+  const std::string known = config_names_under(prefix);
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string name = r.enter(it, prefix);
+    if (const ConfigKey* k = find_config_key(name)) k->load(r, it->second, c);
+    else if (!config_names_under(name).empty() && it->second.IsMap()) load_keys(name, it->second, r, c);
+    else if (!config_names_under(name).empty())
+      r.fail(name, it->second, "expected a mapping (" + config_names_under(name) + ")");
+    else r.unknown(name, it->first, known);
+  }
+}
+
 void load_section(const ConfigSection& section, const YAML::Node& v, YamlReader& r, Config& c) {
   const std::string known = config_names_under(section.name);
   if (v.IsNull() && section.when_empty == WhenEmpty::defaults) return;
@@ -23,11 +38,7 @@ void load_section(const ConfigSection& section, const YAML::Node& v, YamlReader&
   }
   if (!v.IsMap()) return r.fail(section.name, v, "expected a mapping (" + known + ")");
   r.begin_section();
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    const std::string name = r.enter(it, section.name);
-    if (const ConfigKey* k = find_config_key(name)) k->load(r, it->second, c);
-    else r.unknown(name, it->first, known);
-  }
+  load_keys(section.name, v, r, c);
   if (section.check) section.check(r, c);
 }
 

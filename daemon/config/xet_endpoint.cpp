@@ -56,6 +56,7 @@ XetEndpointSettings read_xet_endpoint_settings(const std::filesystem::path& file
     const std::string value = trim(t.substr(eq + 1));
     if (key == "hub_upstream") s.hub_upstream = value;
     else if (key == "cas_upstream") s.cas_upstream = value;
+    else if (key == "cache_dir") s.cache_dir = value;
     else if ((key == "hub_port" && !port_of(value, s.hub_port)) || (key == "cas_port" && !port_of(value, s.cas_port)))
       if (s.problem.empty()) s.problem = file.native() + ":" + std::to_string(n) + ": " + key + " is not a port";
   }

@@ -18,6 +18,9 @@ struct XetEndpointSettings {
   std::string cas_upstream = "https://cas-server.xethub.hf.co";
   std::uint32_t hub_port = 8787;
   std::uint32_t cas_port = 8788;
+  // The download cache (nginx's proxy_cache_path): the package's
+  // CacheDirectory unless the file names another.
+  std::string cache_dir = "/var/cache/dedupd-xet-endpoint";
 };
 
 XetEndpointSettings read_xet_endpoint_settings(const std::filesystem::path& file);

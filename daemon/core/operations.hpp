@@ -33,6 +33,7 @@ class Operations {
   // ---- any thread -------------------------------------------------------------
   virtual StatusInfo status() const = 0;
   virtual GlobalDedupKey global_dedup_key() const = 0;
+  virtual XetDownloadSettings xet_download_settings() const { return {}; }
   // How long an admin call waits for the work loop (limits.request_timeout,
   // which a reload changes).
   virtual std::chrono::milliseconds admin_timeout() const = 0;

@@ -83,6 +83,43 @@ struct XetEndpointStatus {
   std::uint32_t hub_port = 0, cas_port = 0;
 };
 
+// The endpoint's downloads (docs/XET-ENDPOINT.md, "Downloads") as its
+// nginx reports each range request to the learning socket
+// (daemon/learn/download_counts.hpp): bytes sent to clients by where they
+// came from, requests by what became of them, since dedupd started.
+struct XetTierHost {
+  std::string host;  // as nginx names it: address:port
+  bool up = false;   // the last request nginx sent it got an answer
+  std::uint64_t answered = 0, failed = 0;
+};
+struct XetDownloadCounts {
+  // By source: nginx's cache here, a host of the fleet's cache tier, the
+  // CAS's storage (the internet).
+  std::uint64_t bytes_local_cache = 0, bytes_tier = 0, bytes_internet = 0;
+  std::uint64_t requests_local_cache = 0, requests_tier = 0, requests_internet = 0;
+  std::uint64_t requests_refused = 0;  // 403: a range URL refused (the client asks again)
+  std::uint64_t requests_failed = 0;   // any other error
+  std::vector<XetTierHost> tier;       // the tier's hosts nginx asked, by name
+};
+// The endpoint's cache directory (nginx's proxy_cache_path), as the last
+// walk of it found it (daemon/jobs/download_cache.hpp).
+struct XetDownloadCache {
+  std::string dir;
+  bool known = false;                  // walked, and readable
+  std::string problem;                 // why not
+  std::uint64_t bytes = 0, files = 0;  // on disk (allocated blocks)
+  // Cache files gone between two walks: nginx's cache manager took them
+  // out for its bound or their idle time (files that came and went between
+  // two walks are not seen).
+  std::uint64_t evictions = 0;
+  std::uint64_t walked_at = 0;  // unix s
+};
+struct XetDownloadStatus {
+  bool enabled = true;  // xet_endpoint.downloads.enabled
+  XetDownloadCounts counts;
+  XetDownloadCache cache;
+};
+
 // A file the index could not take for a reason that passes, waiting for
 // its retry (daemon/ingest/waiting.hpp).
 struct WaitingFile {
@@ -140,6 +177,8 @@ struct StatusInfo {
   WaitingStatus waiting{};
   StateDirSpace state_dir_space{};
   IndexHealth index_health{};
+  // With an endpoint configured, or its reports heard.
+  std::optional<XetDownloadStatus> xet_downloads{};
 };
 
 // Counters the daemon keeps for /metrics (monotonic since start).
@@ -216,6 +255,13 @@ struct LearnStats {
   std::uint64_t set_aside = 0;                          // shards set aside after refusals
   std::uint64_t restored = 0;                           // set-aside shards the CAS accepted again
   std::uint64_t refused_senders = 0, unmatched = 0, not_learned = 0;
+};
+
+// What the endpoint's download routes take from the live configuration
+// (xet_endpoint.downloads; a reload applies both).
+struct XetDownloadSettings {
+  bool enabled = true;
+  std::uint64_t max_url_lifetime_s = 600;
 };
 
 struct GlobalDedupKey {

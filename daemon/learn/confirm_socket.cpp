@@ -80,7 +80,7 @@ ConfirmSocket::~ConfirmSocket() {
 ConfirmSocket::Received ConfirmSocket::receive(std::optional<gid_t> endpoint_gid) {
   Received out;
   for (;;) {
-    char buf[1024];
+    char buf[2048];  // nginx's syslog lines are shorter (NGX_SYSLOG_MAX_STR)
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
     iovec iov{buf, sizeof buf};
     msghdr msg{};
@@ -104,7 +104,12 @@ ConfirmSocket::Received ConfirmSocket::receive(std::optional<gid_t> endpoint_gid
       ++out.refused_senders;
       continue;
     }
-    auto c = parse_confirmation(std::string_view(buf, std::size_t(n)));
+    const std::string_view datagram(buf, std::size_t(n));
+    if (auto d = parse_download_report(datagram)) {
+      out.downloads.push_back(std::move(*d));
+      continue;
+    }
+    auto c = parse_confirmation(datagram);
     if (!c) {
       ++out.unreadable;
       continue;

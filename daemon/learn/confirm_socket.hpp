@@ -1,6 +1,7 @@
 // The learning socket: where the local Xet endpoint's nginx reports the
 // status the CAS gave each shard upload (its access log sent as syslog
-// datagrams to a Unix socket: "<request id> <status>"). Anyone may write to
+// datagrams to a Unix socket: "<request id> <status>"), and each range
+// request of a download ("xet-download ...", download_report.hpp). Anyone may write to
 // the socket file; only the endpoint is believed: the kernel says who sent
 // each datagram (SCM_CREDENTIALS), and a sender that is not root, not
 // dedupd's own user and not in the endpoint's group is ignored and counted.
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "daemon/learn/download_report.hpp"
 #include "daemon/learn/report.hpp"
 
 namespace dedupd::daemon::learn {
@@ -50,8 +52,9 @@ class ConfirmSocket {
 
   struct Received {
     std::vector<Confirmation> believed;
-    std::uint64_t refused_senders = 0;  // datagrams from someone else
-    std::uint64_t unreadable = 0;       // datagrams that are no confirmation
+    std::vector<DownloadReport> downloads;  // the range requests of downloads
+    std::uint64_t refused_senders = 0;      // datagrams from someone else
+    std::uint64_t unreadable = 0;           // datagrams that are no confirmation
   };
   // Every datagram waiting now (non-blocking).
   Received receive(std::optional<gid_t> endpoint_gid);

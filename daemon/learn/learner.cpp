@@ -109,8 +109,10 @@ void Learner::on_readable() {
   }
   if (got.unreadable) {
     unreadable_ += got.unreadable;
-    spdlog::warn("learning socket: {} report(s) that are not \"<request id> <status>\", ignored", got.unreadable);
+    spdlog::warn("learning socket: {} report(s) that are not \"<request id> <status>\" nor a download's, ignored",
+                 got.unreadable);
   }
+  for (const DownloadReport& d : got.downloads) downloads_.count(d);
   auto now = PendingShards::Clock::now();
   for (const Confirmation& c : got.believed) settle(c.request_id, pending_.confirm(c.request_id, c.status, now));
   pending_.expire(now);

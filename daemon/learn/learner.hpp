@@ -23,6 +23,7 @@
 #include "daemon/core/status.hpp"
 #include "daemon/learn/confirm_socket.hpp"
 #include "daemon/learn/copies.hpp"
+#include "daemon/learn/download_counts.hpp"
 #include "daemon/learn/pending.hpp"
 #include "daemon/learn/report.hpp"
 #include "daemon/loop/event_loop.hpp"
@@ -69,6 +70,8 @@ class Learner {
   core::LearnHold hold(const std::string& request_id, const std::string& cas, std::vector<std::uint8_t> bytes);
 
   core::LearnStats stats() const;
+  // What the endpoint reported of its downloads' range requests.
+  core::XetDownloadCounts download_counts() const { return downloads_.snapshot(); }
 
  private:
   void on_readable();                             // work loop
@@ -79,6 +82,7 @@ class Learner {
   index::Index& index_;
   loop::EventLoop& loop_;
   PendingShards pending_;
+  DownloadCounts downloads_;
   std::optional<ConfirmSocket> socket_;  // work loop only
   std::atomic<bool> listening_{false};   // what HTTP threads may read of it
   std::atomic<std::int64_t> endpoint_gid_{-1};

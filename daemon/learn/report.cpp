@@ -21,14 +21,19 @@ bool is_request_id(std::string_view id) {
   return true;
 }
 
-std::optional<Confirmation> parse_confirmation(std::string_view datagram) {
+std::string_view syslog_message(std::string_view datagram) {
   std::string_view msg = trim(datagram);
   if (!msg.empty() && msg.front() == '<') {
     // Syslog framing: the message follows the tag's ": ".
-    auto colon = msg.find(": ");
-    if (colon == std::string_view::npos) return std::nullopt;
+    const auto colon = msg.find(": ");
+    if (colon == std::string_view::npos) return {};
     msg = trim(msg.substr(colon + 2));
   }
+  return msg;
+}
+
+std::optional<Confirmation> parse_confirmation(std::string_view datagram) {
+  std::string_view msg = syslog_message(datagram);
   auto space = msg.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   std::string_view id = msg.substr(0, space), status = trim(msg.substr(space + 1));

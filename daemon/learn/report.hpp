@@ -18,6 +18,11 @@ struct Confirmation {
   unsigned status = 0;
 };
 
+// The message of a syslog datagram as nginx sends it ("<pri>timestamp
+// tag: message", no host name), or the datagram itself when bare; without
+// the spaces and line ends around it; "" for a framing without a message.
+std::string_view syslog_message(std::string_view datagram);
+
 // "<pri>timestamp tag: <id> <status>" (nginx's syslog line without host
 // name), or the bare "<id> <status>"; nullopt for anything else.
 std::optional<Confirmation> parse_confirmation(std::string_view datagram);

@@ -52,6 +52,13 @@ core::StatusInfo DaemonOperations::status() const {
   s.waiting = parts_.queue.waiting_status(core::unix_now());
   s.state_dir_space = parts_.queue.state_dir_space();
   s.xet_caches = parts_.steward.status();
+  if (!endpoint_config.empty() || parts_.learner.stats().listening) {
+    core::XetDownloadStatus d;
+    d.enabled = xet_download_settings().enabled;
+    d.counts = parts_.learner.download_counts();
+    if (auto cache = parts_.download_cache.status()) d.cache = std::move(*cache);
+    s.xet_downloads = std::move(d);
+  }
   if (!endpoint_config.empty()) {
     // Read at each status, outside the lock: it follows the file as the
     // endpoint's reload does, without a restart of dedupd.
@@ -73,6 +80,13 @@ core::GlobalDedupKey DaemonOperations::global_dedup_key() const {
     k.unknown_cas_answers = c.xet_endpoint.unknown_cas_answers;
   });
   return k;
+}
+
+core::XetDownloadSettings DaemonOperations::xet_download_settings() const {
+  return config_.read([](const config::Config& c) {
+    return core::XetDownloadSettings{c.xet_endpoint.downloads.enabled,
+                                     std::uint64_t(c.xet_endpoint.downloads.max_url_lifetime.count())};
+  });
 }
 
 std::chrono::milliseconds DaemonOperations::admin_timeout() const {

@@ -25,6 +25,7 @@ class DaemonOperations final : public core::Operations {
   // ---- any thread -------------------------------------------------------------
   core::StatusInfo status() const override;
   core::GlobalDedupKey global_dedup_key() const override;
+  core::XetDownloadSettings xet_download_settings() const override;
   std::chrono::milliseconds admin_timeout() const override;
   bool index_rebuilding() const override { return health_.rebuilding(); }
   std::optional<std::vector<core::XetCachePlan>> xet_cache_plan(const std::string& root) override;

@@ -32,7 +32,7 @@ Parts::Parts(const Ground& g)
                     .drained = [this] { filter_build.queue_drained(); }});
   for (jobs::Job* job :
        std::initializer_list<jobs::Job*>{&fleet, &safety_scan, &key_rotation, &ingest, &filter_build, &scrub, &rebuild,
-                                         &expiry, &steward_passes, &watchdog, &status})
+                                         &expiry, &steward_passes, &download_cache, &watchdog, &status})
     scheduler.add(*job);
 }
 

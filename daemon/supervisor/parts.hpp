@@ -16,6 +16,7 @@
 #include "daemon/ingest/cas_scope.hpp"
 #include "daemon/ingest/ingest_queue.hpp"
 #include "daemon/ingest/ingester.hpp"
+#include "daemon/jobs/download_cache.hpp"
 #include "daemon/jobs/expiry.hpp"
 #include "daemon/jobs/filter_build.hpp"
 #include "daemon/jobs/fleet_link.hpp"
@@ -73,6 +74,7 @@ struct Parts {
   jobs::RebuildRestart rebuild;
   jobs::ExpiryJob expiry;
   jobs::StewardJob steward_passes;
+  jobs::DownloadCacheJob download_cache;
   jobs::WatchdogJob watchdog;
   jobs::SystemdStatusJob status;
   Scheduler scheduler;

@@ -48,12 +48,12 @@ bool ApiFrontend::start(const core::ServiceParts& parts, const config::Config& c
 std::unique_ptr<answers::DownloadGrants> ApiFrontend::download_grants(const config::Config& config) {
   // Without a key the endpoint's downloads go as they did (each client to
   // the CAS's storage): a failure here costs the cache, never a download.
-  auto key = keys::load_or_create_download_key(config.state_dir / keys::kDownloadKeyFile);
+  auto key = keys::load_or_create_download_key(config.download_key_file());
   if (!key) {
     spdlog::error("Xet downloads are not cached: {}", key.error());
     return nullptr;
   }
-  return std::make_unique<answers::DownloadGrants>(*key, kHeldDownloadGrants);
+  return std::make_unique<answers::DownloadGrants>(*key, std::size_t(config.xet_endpoint.downloads.max_held_urls));
 }
 
 bool ApiFrontend::start_metrics(const config::Config& config, const core::ListenSettings& listen) {

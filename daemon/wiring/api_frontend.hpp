@@ -36,11 +36,11 @@ class ApiFrontend final : public core::Frontend {
 
  private:
   bool start_metrics(const config::Config& config, const core::ListenSettings& listen);
-  // The signer of the endpoint's range URLs, with its key from the state
-  // directory; nullptr (logged) when there is none.
+  // The signer of the endpoint's range URLs, with its key
+  // (xet_endpoint.downloads.key_file) holding at most
+  // xet_endpoint.downloads.max_held_urls CAS URLs; nullptr (logged) when
+  // there is no key. Made at start: a reload changes neither.
   static std::unique_ptr<answers::DownloadGrants> download_grants(const config::Config& config);
-  // How many CAS URLs are held at most (a few hundred bytes each).
-  static constexpr std::size_t kHeldDownloadGrants = 100'000;
 
   std::unique_ptr<ServiceImpl> service_;
   std::unique_ptr<api::http::ApiServer> server_;

@@ -31,6 +31,7 @@ class ServiceImpl final : public api::Service {
   core::StatusInfo status() const override;
   bool index_rebuilding() const override;
   core::DaemonCounters counters() const override;
+  core::XetDownloadSettings xet_download_settings() const override { return parts_.ops.xet_download_settings(); }
   answers::Sources& answers() override { return answers_; }
   core::LearnHold learn_hold(const std::string& request_id, const std::string& cas,
                              std::vector<std::uint8_t> bytes) override;

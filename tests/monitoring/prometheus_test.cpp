@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -80,6 +81,13 @@ TEST_F(Monitoring, PrometheusSeesTheFleetGoAndComeBackAndTheDashboardHasData) {
     FleetConfig c;
     c.log_level = "info";
     c.extra = "metrics:\n  listen: " + targets.back() + "\n";
+    // A local Xet endpoint's settings naming a download cache of one file,
+    // for the download panels (dedupd walks it; no nginx needed).
+    const fs::path cache = h.dir / "xet-cache" / "a" / "aa";
+    fs::create_directories(cache);
+    std::ofstream(cache / std::string(32, 'a')) << "a cached range";
+    std::ofstream(h.dir / "xet-endpoint.conf") << "cache_dir = " << (h.dir / "xet-cache").string() << "\n";
+    c.extra += "xet_endpoint:\n  config: " + (h.dir / "xet-endpoint.conf").string() + "\n";
     h.write_config(url, c);
     h.start();
     ASSERT_FALSE(HasFailure());

@@ -12,6 +12,7 @@ cost the internet."""
 import http.client
 import json
 import os
+import signal
 import time
 
 import harness
@@ -339,6 +340,83 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         finally:
             conn.close()
 
+
+    def downloads(self):
+        """dedupd's counts of the endpoint's downloads (/v1/status)."""
+        return self.dedupd.json("/v1/status")["xet_downloads"]
+
+    def test_downloads_are_counted_by_where_their_bytes_came_from(self):
+        src, _ = self.uploaded(SIZE, 75)
+        self.hub.reset()
+        # dedupd walks the endpoint's cache where the endpoint's settings
+        # say it is (a reload walks it at once).
+        os.makedirs(os.path.dirname(self.settings), exist_ok=True)
+        with open(self.settings, "w") as f:
+            f.write("cas_port = %d\ncache_dir = %s\n" % (self.ep.cas_port, self.ep.cache_dir))
+        self.dedupd.proc.p.send_signal(signal.SIGHUP)
+        name = os.path.basename(src)
+        before = self.downloads()
+        self.assertTrue(before["enabled"])
+        counted = {}
+        for host, source in (("host-a", "internet"), ("host-b", "local_cache")):
+            storage = self.storage_bytes()
+            self.user(host).hf("download", REPO, name, "--local-dir", self.path(host, "download"))
+            storage = self.storage_bytes() - storage
+            # nginx reports each range as its request ends: a moment after
+            # the client has it.
+            last = counted.get("host-a", before)["bytes"]
+            now = harness.wait_for(
+                "%s's ranges counted" % host,
+                lambda: (lambda d: d if d["bytes"][source] - last[source] >= SIZE else None)(self.downloads()))
+            counted[host] = now
+            got = {k: now["bytes"][k] - last[k] for k in ("local_cache", "tier", "internet")}
+            print("%s: %d bytes from storage; counted %s" % (host, storage, got))
+            # What came from the internet is what the storage served.
+            self.assertEqual(got["internet"], storage)
+            self.assertEqual(got["tier"], 0)
+            self.assertLess(got[source], SIZE + SIZE // 50)
+        self.assertEqual(counted["host-b"]["bytes"]["internet"], counted["host-a"]["bytes"]["internet"])
+        self.assertEqual(counted["host-b"]["requests"]["refused"], before["requests"]["refused"])
+        self.assertGreaterEqual(counted["host-b"]["hit_ratio"], 0.45)
+        # The cache holds the file (a reload walks it again).
+        self.dedupd.proc.p.send_signal(signal.SIGHUP)
+        cache = harness.wait_for("a walk of the cache that finds the file",
+                                 lambda: (lambda c: c if c and c.get("known") and c["bytes"] >= SIZE else None)(
+                                     self.downloads()["cache"]), timeout=30)
+        self.assertEqual(cache["dir"], self.ep.cache_dir)
+        self.assertGreater(cache["files"], 0)
+        # The same in dedupctl status and /metrics.
+        doc = json.loads(self.dedupd.ctl("--json", "status").stdout)
+        self.assertGreaterEqual(doc["xet_downloads"]["bytes"]["local_cache"],
+                                counted["host-b"]["bytes"]["local_cache"])
+        text = self.dedupd.ctl("status").stdout
+        self.assertRegex(text, r"Downloads +\S+ \S+ from the local cache, 0 B from the tier, \S+ \S+ from the internet")
+        self.assertIn("Download cache", text)
+        _, metrics = self.dedupd.get("/metrics")
+        line = [l for l in metrics.decode().splitlines()
+                if l.startswith('dedupd_xet_download_bytes_total{source="local_cache"} ')]
+        self.assertEqual(len(line), 1, metrics[:2000])
+        self.assertGreaterEqual(int(line[0].split()[1]), SIZE)
+
+    @harness.once("a reload of dedupd's settings; no client of its own")
+    def test_downloads_turned_off_by_a_reload_go_direct(self):
+        _, file_hash = self.uploaded(MIB, 76)
+        rewritten = self.reconstruction(file_hash)
+        entry = next(iter(rewritten["fetch_info"].values()))[0]
+        uri = entry["url"][len(self.ep.cas_url):]
+        rng = "bytes=%d-%d" % (entry["url_range"]["start"], entry["url_range"]["end"])
+        self.assertEqual(self.cas_get(uri, {"Range": rng})[0], 206)
+        # xet_endpoint is the file's last section (harness.endpoint_yaml).
+        with open(self.dedupd.config, "a") as f:
+            f.write("  downloads:\n    enabled: false\n")
+        self.dedupd.proc.p.send_signal(signal.SIGHUP)
+        harness.wait_for("the reload", lambda: not self.downloads()["enabled"])
+        # The CAS's own URLs, and the range URL handed out before refused.
+        for entries in self.reconstruction(file_hash)["fetch_info"].values():
+            for e in entries:
+                self.assertIn("Signature=", e["url"])
+        self.assertEqual(self.cas_get(uri, {"Range": rng})[0], 403)
+        self.assertIn("off (xet_endpoint.downloads.enabled)", self.dedupd.ctl("status").stdout)
 
 if __name__ == "__main__":
     harness.main()

@@ -10,6 +10,17 @@
 
 namespace dedupd::daemon::api::http {
 
+std::string prom_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
 void PromWriter::family(std::string_view name, std::string_view type, std::string_view help) {
   fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }

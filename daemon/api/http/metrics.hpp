@@ -17,6 +17,10 @@
 
 namespace dedupd::daemon::api::http {
 
+// A label value in the Prometheus text format: backslash, quote and newline
+// escaped (a cache path may hold any of them).
+std::string prom_label(std::string_view v);
+
 // Appends one Prometheus metric family (HELP/TYPE lines + samples).
 class PromWriter {
  public:

@@ -3,6 +3,7 @@
 // "Learning"), held until the CAS's status for it comes on the learning
 // socket. Only the endpoint may send it (Access::endpoint): a shard learned
 // here answers other people's uploads.
+#include "api/routes.hpp"
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 

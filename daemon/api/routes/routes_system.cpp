@@ -4,27 +4,11 @@
 #include "daemon/api/http/metrics.hpp"
 #include "daemon/api/render/fleet_json.hpp"
 #include "daemon/api/render/json_shapes.hpp"
+#include "daemon/api/render/xet_downloads.hpp"
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 
 namespace dedupd::daemon::api::routes {
-
-namespace {
-
-// A label value in the Prometheus text format: backslash, quote and newline
-// escaped (a cache path may hold any of them).
-std::string prom_label(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char ch : v) {
-    if (ch == '\\' || ch == '"') out += '\\';
-    if (ch == '\n') out += "\\n";
-    else out += ch;
-  }
-  return out;
-}
-
-}  // namespace
 
 http::Response get_stats(http::Context& ctx, http::Request& req) {
   const index::Index* idx = open_index(ctx);
@@ -132,6 +116,7 @@ http::Response get_status(http::Context& ctx, http::Request& req) {
                      {"not_learned", l.not_learned}};
     doc["xet_endpoint"] = std::move(e);
   }
+  if (s.xet_downloads) doc["xet_downloads"] = render::xet_downloads_json(*s.xet_downloads);
   return http::json(render::dump(doc));
 }
 
@@ -325,12 +310,13 @@ http::Response get_metrics(http::Context& ctx, http::Request& req) {
       w.sample("dedupd_fleet_last_contact_seconds", "", *fleet->last_contact);
     }
   }
+  if (st.xet_downloads) render::write_xet_download_metrics(w, *st.xet_downloads);
   const std::vector<core::XetCacheStatus>& caches = st.xet_caches;
   if (!caches.empty()) {
     // One series per endpoint directory of a managed cache, beside its caps.
     auto per_cache = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
       w.family(name, type, help);
-      for (const auto& x : caches) w.sample(name, "endpoint=\"" + prom_label(x.endpoint) + "\"", field(x));
+      for (const auto& x : caches) w.sample(name, "endpoint=\"" + http::prom_label(x.endpoint) + "\"", field(x));
     };
     per_cache("dedupd_xet_cache_files", "gauge", "Shard files the Xet client loads from this cache.",
               [](const core::XetCacheStatus& x) { return x.files; });

@@ -72,6 +72,9 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
   answers::DownloadGrants* grants = ctx.service.download_grants();
   if (!grants)
     return http::error(http::kNotReady, "not_ready", "no key to sign range URLs with: the CAS's answer goes as it is");
+  const core::XetDownloadSettings on = ctx.service.xet_download_settings();
+  if (!on.enabled)
+    return http::error(http::kNotReady, "off", "xet_endpoint.downloads.enabled is off: the CAS's answer goes as it is");
   auto upstream = req.header("X-Dedupd-Upstream");
   auto base = req.header("X-Dedupd-Base");
   if (!upstream || !base || !is_loopback_http(*upstream) || !is_loopback_http(std::string(*base) + "/"))
@@ -92,6 +95,7 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
     answers::RewriteSettings settings;
     settings.base = std::string(*base);
     settings.now = unix_now();
+    settings.max_lifetime = on.max_url_lifetime_s;
     settings.objects = ctx.service.download_objects();
     settings.cache_dir = cache_dir_of(req);
     if (settings.cache_dir.empty()) settings.objects = nullptr;
@@ -107,6 +111,9 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
 }
 
 http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
+  // Off: outstanding range URLs too (their clients ask again, and get the CAS's own URLs).
+  if (!ctx.service.xet_download_settings().enabled)
+    return http::error(http::kForbidden, "xet_endpoint.downloads.enabled is off");
   answers::DownloadGrants* grants = ctx.service.download_grants();
   answers::DownloadObjects* objects = ctx.service.download_objects();
   if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");

@@ -218,5 +218,83 @@ TEST_F(StatusTextTest, AllFaultsAtOnceAndAsJson) {
             (nlohmann::json{{"free_bytes", nullptr}, {"size_bytes", nullptr}, {"disk_full", true}}));
 }
 
+// The lines of the Downloads block: from its first line to the end (no
+// fleet and no endpoint block here come after it).
+std::vector<Line> download_lines(const std::string& text) {
+  const std::vector<Line> all = lines_of(text);
+  auto first = std::find_if(all.begin(), all.end(), [](const Line& l) { return l.first == "Downloads"; });
+  return {first, all.end()};
+}
+
+// Downloads through the endpoint: bytes by source, the hit ratio, refusals,
+// the cache and the tier, in the text, in --json and in /metrics.
+TEST_F(StatusTextTest, DownloadsSayWhereTheBytesCameFrom) {
+  core::XetDownloadStatus d;
+  d.counts.bytes_local_cache = std::uint64_t{1} << 30;
+  d.counts.bytes_internet = std::uint64_t{256} << 20;
+  d.counts.requests_local_cache = 16;
+  d.counts.requests_internet = 4;
+  d.counts.requests_refused = 3;
+  d.counts.tier = {{"10.0.0.1:8788", true, 9, 0}, {"10.0.0.2:8788", false, 1, 2}};
+  d.cache = {"/var/cache/dedupd-xet-endpoint", true, "", std::uint64_t{2} << 30, 40, 5, 1'000'000};
+  status_.xet_downloads = d;
+  auto r = status_text();
+  EXPECT_EQ(
+      download_lines(r.out),
+      (std::vector<Line>{{"Downloads", "1.0 GiB from the local cache, 0 B from the tier, 256.0 MiB from the internet"},
+                         {"Hit ratio", "80 % of the bytes from the local cache"},
+                         {"Range URLs", "3 refused (the client asks again), 0 failed"},
+                         {"Download cache", "2.0 GiB in 40 files, 5 evicted (/var/cache/dedupd-xet-endpoint)"},
+                         {"Cache tier", "1 of 2 host(s) not answering: 10.0.0.2:8788"}}))
+      << r.out;
+  EXPECT_NE(status_text(true).out.find(yellow("1 of 2 host(s) not answering: 10.0.0.2:8788") + "\n"),
+            std::string::npos);
+
+  const nlohmann::json printed = nlohmann::json::parse(status_text(false, true).out)["xet_downloads"];
+  EXPECT_EQ(printed["bytes"], (nlohmann::json{{"local_cache", 1 << 30}, {"tier", 0}, {"internet", 256 << 20}}));
+  EXPECT_EQ(printed["requests"]["refused"], 3);
+  EXPECT_DOUBLE_EQ(printed["hit_ratio"].get<double>(), 0.8);
+  EXPECT_EQ(printed["cache"]["bytes"], std::uint64_t{2} << 30);
+  EXPECT_EQ(printed["cache"]["evictions"], 5);
+  EXPECT_EQ(printed["tier"][1],
+            (nlohmann::json{{"host", "10.0.0.2:8788"}, {"up", false}, {"answered", 1}, {"failed", 2}}));
+
+  const std::string metrics = client_->get("/metrics").body;
+  for (const char* line :
+       {"dedupd_xet_downloads_enabled 1\n", "dedupd_xet_download_bytes_total{source=\"local_cache\"} 1073741824\n",
+        "dedupd_xet_download_bytes_total{source=\"tier\"} 0\n",
+        "dedupd_xet_download_bytes_total{source=\"internet\"} 268435456\n",
+        "dedupd_xet_download_requests_total{result=\"refused\"} 3\n", "dedupd_xet_download_cache_bytes 2147483648\n",
+        "dedupd_xet_download_cache_evictions_total 5\n", "dedupd_xet_download_tier_up{host=\"10.0.0.1:8788\"} 1\n",
+        "dedupd_xet_download_tier_hosts{state=\"down\"} 1\n", "dedupd_xet_download_tier_up{host=\"10.0.0.2:8788\"} 0\n",
+        "dedupd_xet_download_tier_requests_total{host=\"10.0.0.2:8788\",result=\"failed\"} 2\n"})
+    EXPECT_NE(metrics.find(line), std::string::npos) << line;
+
+  // Every tier host down: red. No tier asked: no line, and no tier series
+  // (its alert stays quiet); a cache dedupd may not read: why.
+  status_.xet_downloads->counts.tier[0].up = false;
+  EXPECT_NE(status_text(true).out.find(red("2 of 2 host(s) not answering: 10.0.0.1:8788, 10.0.0.2:8788") + "\n"),
+            std::string::npos);
+  status_.xet_downloads->counts.tier.clear();
+  status_.xet_downloads->cache = {"/c", false, "cannot read /c: Permission denied", 0, 0, 0, 1'000'000};
+  r = status_text();
+  const auto lines = download_lines(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines.back(), (Line{"Download cache", "size unknown: cannot read /c: Permission denied"}));
+  ON_CALL(service_, status()).WillByDefault(Return(status_));
+  EXPECT_EQ(client_->get("/metrics").body.find("dedupd_xet_download_tier_up"), std::string::npos);
+  EXPECT_EQ(client_->get("/metrics").body.find("dedupd_xet_download_cache_bytes"), std::string::npos);
+
+  // Nothing served yet: no ratio. Off: said, and nothing else.
+  status_.xet_downloads = core::XetDownloadStatus{};
+  EXPECT_EQ(download_lines(status_text().out),
+            (std::vector<Line>{{"Downloads", "0 B from the local cache, 0 B from the tier, 0 B from the internet"},
+                               {"Download cache", "not looked at yet"}}));
+  status_.xet_downloads->enabled = false;
+  EXPECT_EQ(
+      download_lines(status_text().out),
+      (std::vector<Line>{{"Downloads", "off (xet_endpoint.downloads.enabled): clients fetch from the CAS's storage"}}));
+}
+
 }  // namespace
 }  // namespace dedupd::daemon::testing

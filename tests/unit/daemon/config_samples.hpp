@@ -48,6 +48,10 @@ inline const std::vector<Sample>& samples() {
       {"xet_endpoint.group", "nginx", "nginx"},
       {"xet_endpoint.learn_socket", "/srv/learn.sock", "/srv/learn.sock"},
       {"xet_endpoint.reply_expiry", "1h", "1h"},
+      {"xet_endpoint.downloads.enabled", "false", "false"},
+      {"xet_endpoint.downloads.max_url_lifetime", "2m", "2m"},
+      {"xet_endpoint.downloads.max_held_urls", "500", "500"},
+      {"xet_endpoint.downloads.key_file", "/srv/dl.key", "/srv/dl.key"},
       {"fleet.url", "\"host=db password=s3cret\"", "(set, not shown)"},
       {"fleet.host", "build-07", "build-07"},
       {"fleet.lookup_timeout", "120ms", "120ms"},
@@ -64,9 +68,11 @@ inline const std::vector<Sample>& samples() {
 
 // The file that sets `s.key` alone (and the url a fleet section needs).
 inline std::string file_setting(const Sample& s) {
-  const auto dot = s.key.find('.');
-  if (dot == std::string::npos) return s.key + ": " + s.value + "\n";
-  std::string out = s.key.substr(0, dot) + ":\n  " + s.key.substr(dot + 1) + ": " + s.value + "\n";
+  std::string out, indent;
+  std::size_t at = 0;
+  for (std::size_t dot; (dot = s.key.find('.', at)) != std::string::npos; at = dot + 1, indent += "  ")
+    out += indent + s.key.substr(at, dot - at) + ":\n";
+  out += indent + s.key.substr(at) + ": " + s.value + "\n";
   if (s.key.starts_with("fleet.") && s.key != "fleet.url") out += "  url: postgresql://db/dedupd\n";
   return out;
 }

@@ -155,6 +155,30 @@ TEST(Config, XetEndpointReplyExpiry) {
   expect_one_error("xet_endpoint:\n  reply_expiry: soon\n", "xet_endpoint.reply_expiry", 2, "duration");
 }
 
+TEST(Config, XetEndpointDownloads) {
+  // On wherever an endpoint asks; the key beside the global-dedup one.
+  const Config d = load_ok("state_dir: /s\n");
+  EXPECT_TRUE(d.xet_endpoint.downloads.enabled);
+  EXPECT_EQ(d.xet_endpoint.downloads.max_url_lifetime, std::chrono::minutes(10));
+  EXPECT_EQ(d.xet_endpoint.downloads.max_held_urls, 100'000u);
+  EXPECT_EQ(d.download_key_file(), "/s/xet-download.key");
+  const Config c =
+      load_ok("xet_endpoint:\n  downloads:\n    enabled: false\n    max_url_lifetime: 90s\n    key_file: fleet.key\n");
+  EXPECT_FALSE(c.xet_endpoint.downloads.enabled);
+  EXPECT_EQ(c.xet_endpoint.downloads.max_url_lifetime, std::chrono::seconds(90));
+  EXPECT_EQ(c.download_key_file(), "/etc/dedupd/fleet.key");  // relative to the config file
+  // The mapping is one: what is not a mapping, or not its key, is named.
+  expect_one_error("xet_endpoint:\n  downloads: true\n", "xet_endpoint.downloads", 2,
+                   "expected a mapping (enabled, max_url_lifetime, max_held_urls, key_file)");
+  expect_one_error("xet_endpoint:\n  downloads:\n    enable: true\n", "xet_endpoint.downloads.enable", 3,
+                   "unknown key (known here: enabled, max_url_lifetime, max_held_urls, key_file)");
+  expect_one_error("xet_endpoint:\n  downloads:\n    max_url_lifetime: 0s\n", "xet_endpoint.downloads.max_url_lifetime",
+                   3, "at least");
+  expect_one_error("xet_endpoint:\n  downlods:\n    enabled: true\n", "xet_endpoint.downlods", 2,
+                   "unknown key (known here: config, unknown_cas_answers, group, learn_socket, reply_expiry, "
+                   "downloads)");
+}
+
 TEST(ConfigErrors, UnknownTopLevelKey) {
   expect_one_error("state_dir: /x\nsockets: /y\n", "sockets", 2, "unknown key");
 }

@@ -162,13 +162,18 @@ TEST(LearnConfirmation, TheSocketTakesDatagramsAndSaysWhoSentThem) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  for (std::string msg : {"<190>Nov 27 10:00:00 dedupd_learn: " + kId + " 200", std::string("garbage")})
+  // A shard upload's report, a download's (download_report.hpp), and neither.
+  for (std::string msg : {"<190>Nov 27 10:00:00 dedupd_learn: " + kId + " 200",
+                          std::string("<190>Nov 27 10:00:00 dedupd_learn: xet-download 206 4096 HIT h:443 \"-\" \"-\""),
+                          std::string("garbage")})
     ASSERT_EQ(::sendto(out, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
               ssize_t(msg.size()));
   ::close(out);
   auto got = s->receive(std::nullopt);  // this process is dedupd's own user
   ASSERT_EQ(got.believed.size(), 1u);
   EXPECT_EQ(got.believed[0].request_id, kId);
+  ASSERT_EQ(got.downloads.size(), 1u);
+  EXPECT_EQ(got.downloads[0].body_bytes, 4096u);
   EXPECT_EQ(got.unreadable, 1u);
   EXPECT_EQ(got.refused_senders, 0u);
   EXPECT_TRUE(s->receive(std::nullopt).believed.empty());

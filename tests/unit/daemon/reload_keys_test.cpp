@@ -33,7 +33,8 @@ TEST(ReloadKeys, AChangedRestartKeyIsNamedWithTheValueThatStays) {
 }
 
 // The keys that wait, named: the running server's (socket, limits, the
-// TCP listener), the index's (its directory, the filter bound it opened with).
+// TCP listener, the range URLs' signer with its key and bound), the index's
+// (its directory, the filter bound it opened with).
 TEST(ReloadKeys, TheKeysThatWaitForARestart) {
   std::vector<std::string> restart;
   for (const auto& k : config_keys())
@@ -41,6 +42,7 @@ TEST(ReloadKeys, TheKeysThatWaitForARestart) {
   EXPECT_EQ(restart,
             (std::vector<std::string>{"state_dir", "socket", "limits.max_body_bytes", "limits.max_query_body_bytes",
                                       "limits.max_body_memory", "limits.max_connections", "limits.header_timeout",
+                                      "xet_endpoint.downloads.max_held_urls", "xet_endpoint.downloads.key_file",
                                       "index.filter_memory", "metrics.listen"}));
 }
 
