@@ -14,6 +14,7 @@
 #include "harness/daemon_test.hpp"
 #include "harness/make_shard.hpp"
 #include "harness/notify_socket.hpp"
+#include "tests/support/text_file.hpp"
 
 namespace dedupd::itest {
 namespace {
@@ -44,6 +45,22 @@ TEST_F(Lifecycle, TheWorkLoopPingsTheWatchdog) {
   ASSERT_TRUE(notify.wait_for("READY=1", 30s));
   EXPECT_TRUE(notify.wait_for("WATCHDOG=1", 30s));
   EXPECT_TRUE(notify.wait_for("WATCHDOG=1", 30s));  // and keeps doing so
+}
+
+// A start reads only what serving needs back from disk: libpq and libcurl,
+// and the dozens of libraries they bring, are opened at the first fleet
+// connection and the endpoint's first download (fleet/libpq_on_demand.cpp,
+// daemon/api/http/curl_on_demand.cpp), never by a daemon answering queries.
+TEST_F(Lifecycle, ADaemonAnsweringQueriesMapsNeitherLibpqNorLibcurl) {
+  start();
+  auto shard = make_shard({.seed = 12});
+  drop_file(incoming, shard.file_name(), shard.bytes);
+  ASSERT_TRUE(eventually([&] { return chunk_found(shard.first_chunks[0].to_string()); }));
+  const std::string maps = tests::file_text("/proc/" + std::to_string(daemon.pid()) + "/maps");
+  ASSERT_NE(maps.find("/liblmdb.so"), std::string::npos) << "not dedupd's maps:\n" << maps;
+  EXPECT_EQ(maps.find("/libpq.so"), std::string::npos);
+  EXPECT_EQ(maps.find("/libcurl"), std::string::npos);
+  EXPECT_EQ(maps.find("/libnghttp2"), std::string::npos);
 }
 
 TEST_F(Lifecycle, TheBoundSocketIsGroupReadableOnly) {

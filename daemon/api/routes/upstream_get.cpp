@@ -1,5 +1,7 @@
 #include "daemon/api/routes/upstream_get.hpp"
 
+#include "daemon/api/http/curl_on_demand.hpp"
+
 #include <curl/curl.h>
 
 #include <memory>
@@ -44,6 +46,13 @@ std::size_t on_stream(char* data, std::size_t size, std::size_t n, void* user) {
 
 using Curl = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
 
+// Why no handle could be made: dedupd opens libcurl at the first transfer
+// (http/curl_on_demand.cpp), and that may fail.
+base::Error no_handle() {
+  const char* unloaded = dedupd_curl_load_error != nullptr ? dedupd_curl_load_error() : nullptr;
+  return upstream_error(unloaded ? unloaded : "curl_easy_init failed");
+}
+
 // A handle for one GET of `url` with `headers`, bounded by `timeout_s`,
 // never following a redirect.
 Curl get_handle(const std::string& url, curl_slist* headers, long timeout_s) {
@@ -78,7 +87,7 @@ base::Result<UpstreamAnswer> upstream_get(std::string_view url,
   for (const auto& [k, v] : headers) list = curl_slist_append(list, (k + ": " + v).c_str());
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(list, curl_slist_free_all);
   Curl curl = get_handle(std::string(url), list, timeout_s);
-  if (!curl) return upstream_error("curl_easy_init failed");
+  if (!curl) return no_handle();
   UpstreamAnswer answer;
   Sink sink{&answer.body, max_body};
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_body);
@@ -99,7 +108,7 @@ base::Result<long> origin_get(const std::string& url, const std::string& range, 
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(
       curl_slist_append(nullptr, ("Range: " + range).c_str()), curl_slist_free_all);
   Curl curl = get_handle(url, owned.get(), timeout_s);
-  if (!curl) return upstream_error("curl_easy_init failed");
+  if (!curl) return no_handle();
   Stream stream{&sink};
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &stream);
