@@ -115,6 +115,14 @@ void curl_slist_free_all(curl_slist* list) {
   if (list) libcurl().curl_slist_free_all_(list);
 }
 
+// curl.h declares both variadic functions after an enum parameter, which
+// C++ promotes: va_start on it is what libcurl's own C code does, and the
+// x86-64 and aarch64 ABIs pass an int-sized enum as an int. clang warns.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wvarargs"
+#endif
+
 // The option's number says the type of its one argument (curl.h's
 // CURLOPTTYPE_* bases), as libcurl itself reads it: a long, a data or
 // function pointer, or a curl_off_t.
@@ -146,5 +154,9 @@ CURLcode curl_easy_getinfo(CURL* curl, CURLINFO info, ...) {
   va_end(args);
   return libcurl().curl_easy_getinfo_(curl, info, where);
 }
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 }  // extern "C"
