@@ -1,10 +1,12 @@
+// Reading dedupd.yaml whole (daemon/config/load): every key and its
+// installed default, the mistakes named with their key and line, all of them
+// at once, and paths relative to the file.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "daemon/config/load.hpp"
 #include "daemon/config/units.hpp"
-#include "daemon/config/xet_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/daemon/config_load.hpp"
 
@@ -175,39 +177,6 @@ TEST(ConfigErrors, BadXetCache) {
 TEST(Config, LocalDefaultsNameTheEndpointDevRunWrites) {
   Config c = local_defaults("/tmp/x");
   EXPECT_EQ(c.xet_endpoint.config, "/tmp/x/xet-endpoint/xet-endpoint.conf");
-}
-
-// The endpoint's settings as dedupd shows them: the script's defaults for
-// what the file leaves out, and for a missing file.
-TEST(XetEndpointSettings, ReadsUpstreamsAndPortsWithTheScriptsDefaults) {
-  tests::TempDir dir("xet-endpoint-conf");
-  XetEndpointSettings none = read_xet_endpoint_settings(dir / "absent.conf");
-  EXPECT_FALSE(none.present);
-  EXPECT_TRUE(none.problem.empty());
-  EXPECT_EQ(none.hub_upstream, "https://huggingface.co");
-  EXPECT_EQ(none.cas_upstream, "https://cas-server.xethub.hf.co");
-  EXPECT_EQ(none.hub_port, 8787u);
-  EXPECT_EQ(none.cas_port, 8788u);
-
-  {
-    std::ofstream f(dir / "a.conf");
-    f << "# comment\n\n  cas_upstream = https://cas.example:8443  \nhub_port=9000\n#hub_upstream = https://x\n";
-  }
-  XetEndpointSettings a = read_xet_endpoint_settings(dir / "a.conf");
-  EXPECT_TRUE(a.present);
-  EXPECT_TRUE(a.problem.empty()) << a.problem;
-  EXPECT_EQ(a.hub_upstream, "https://huggingface.co");
-  EXPECT_EQ(a.cas_upstream, "https://cas.example:8443");
-  EXPECT_EQ(a.hub_port, 9000u);
-  EXPECT_EQ(a.cas_port, 8788u);
-
-  {
-    std::ofstream f(dir / "b.conf");
-    f << "cas_port = 70000\nnonsense\n";
-  }
-  XetEndpointSettings b = read_xet_endpoint_settings(dir / "b.conf");
-  EXPECT_NE(b.problem.find(":1: cas_port is not a port"), std::string::npos) << b.problem;
-  EXPECT_EQ(b.cas_port, 8788u);
 }
 
 TEST(ConfigErrors, WrongTypes) {
