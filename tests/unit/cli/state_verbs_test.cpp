@@ -1,5 +1,6 @@
-// Every daemon verb against a fake daemon answering the documented shapes
-// (docs/API.md): the request it sends, the human output, the JSON output.
+// The verbs that show the daemon's state (cli/state_verbs): shards, stats,
+// status and the Xet cache steward's status and plan, against a fake daemon
+// answering the documented shapes (docs/API.md), for a person and as JSON.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -161,112 +162,6 @@ TEST(XetCache, PlanListsTheStepsAndAsksForOneRoot) {
   auto all = run_cli(with(d, {"--json", "xet-cache", "plan"}));
   ASSERT_EQ(all.code, 0) << all.err;
   EXPECT_EQ(Json::parse(all.out), plan);
-}
-
-TEST(DedupShard, WritesTheReplyAndSaysWhatItHolds) {
-  const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
-  const std::string chunk = "9502eec19d4b0c9f7b389228fa801f68ecdf15d69ccd1da2f9ddbd0219898335";
-  auto d = daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, bytes, "application/octet-stream")}});
-  testing::TempDir dir;
-  auto r = run_cli(with(d, {"dedup-shard", chunk, "-o", dir / "reply.mdb"}));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(testing::read_file(dir / "reply.mdb"), bytes);
-  EXPECT_NE(r.out.find("Wrote       102,104 bytes to " + (dir / "reply.mdb")), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Holds       3 xorbs, 2,117 chunks"), std::string::npos) << r.out;
-  auto j = run_cli(with(d, {"--json", "dedup-shard", chunk, "-o", dir / "r2.mdb"}));
-  Json doc = Json::parse(j.out);
-  EXPECT_EQ(doc["chunks"], 2117);
-  EXPECT_EQ(doc["hmac_key"], "d6834b04843aaf16f29903e2428a99be635099f9ea5056cc4e95e7ec8a41509f");
-  EXPECT_EQ(doc["expiry"], 1754664705);
-  // -o -: the shard on stdout, the summary on stderr.
-  auto s = run_cli(with(d, {"dedup-shard", chunk, "-o", "-"}));
-  EXPECT_EQ(s.out, bytes);
-  EXPECT_NE(s.err.find("Holds"), std::string::npos);
-}
-
-TEST(DedupShard, InvalidReplyIs76AndWritesNothing) {
-  const std::string chunk(64, '1');
-  auto d =
-      daemon_with({{"GET /v1/chunks/default-merkledb/" + chunk, http(200, "garbage", "application/octet-stream")}});
-  testing::TempDir dir;
-  auto r = run_cli(with(d, {"dedup-shard", chunk, "-o", dir / "x.mdb"}));
-  EXPECT_EQ(r.code, 76);
-  EXPECT_NE(r.err.find("invalid shard"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir / "x.mdb"));
-  auto none = daemon_with({});
-  EXPECT_EQ(run_cli(with(none, {"dedup-shard", chunk, "-o", dir / "x.mdb"})).code, 1);
-  EXPECT_EQ(run_cli(with(none, {"dedup-shard", chunk})).code, 64) << "-o is required";
-}
-
-TEST(Admin, RescanPurgeRemove) {
-  Json purge = {{"dry_run", true}, {"expired", {shard_summary("live")}}, {"deleted_files", {"/x/" + kShard + ".mdb"}}};
-  auto d =
-      daemon_with({{"POST /v1/admin/rescan", http(200, R"({"scanned":10,"ingested":7,"rejected":1})")},
-                   {"POST /v1/admin/purge?dry_run=1", http(200, purge.dump())},
-                   {"POST /v1/admin/purge", http(200, R"({"dry_run":false,"expired":[],"deleted_files":[]})")},
-                   {"DELETE /v1/shard/" + kShard, http(200, Json({{"removed", shard_summary("removed")}}).dump())}});
-  auto r = run_cli(with(d, {"rescan"}));
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, "scanned 10 files: 7 ingested, 1 rejected\n");
-  auto p = run_cli(with(d, {"purge", "--dry-run"}));
-  EXPECT_EQ(p.code, 0) << p.err;
-  EXPECT_NE(p.out.find("would expire 1 shard:"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("would delete 1 file past their grace period"), std::string::npos) << p.out;
-  auto p2 = run_cli(with(d, {"purge"}));
-  EXPECT_EQ(p2.out, "nothing was due: no shard expired\n");
-  auto rm = run_cli(with(d, {"remove", kShard}));
-  EXPECT_EQ(rm.code, 0) << rm.err;
-  EXPECT_NE(rm.out.find("removed shard " + kShard), std::string::npos);
-  auto gone = run_cli(with(d, {"remove", kFile}));
-  EXPECT_EQ(gone.code, 1);
-  EXPECT_EQ(run_cli(with(d, {"remove", "nope"})).code, 65);
-}
-
-TEST(Admin, ForbiddenIs77WithTheDaemonsMessage) {
-  auto d = FakeDaemon([](const Request&) {
-    return http_error(403, "forbidden", "uid 1000 is neither root nor in group dedupd-admin");
-  });
-  for (std::vector<std::string> verb : {std::vector<std::string>{"rescan"}, {"purge"}, {"remove", kShard}}) {
-    auto r = run_cli(with(d, verb));
-    EXPECT_EQ(r.code, 77) << verb[0];
-    EXPECT_NE(r.err.find("group dedupd-admin"), std::string::npos) << r.err;
-  }
-}
-
-TEST(Admin, IngestSendsTheBytesAndItsName) {
-  const std::string bytes = testing::read_file(testing::fixture("gpt2-64-8bits.tflite.shard"));
-  FakeDaemon d([&](const Request& r) {
-    EXPECT_EQ(r.method, "POST");
-    EXPECT_EQ(r.target, "/v1/admin/ingest?name=my%20shard.mdb");
-    EXPECT_EQ(r.headers.at("content-type"), "application/octet-stream");
-    if (r.body != bytes) return http_error(422, "invalid_shard", "header.magic at offset 0: not a shard");
-    return http(
-        200,
-        Json({{"shards", {{{"hash", kShard}, {"added", true}, {"xorbs", 3}, {"chunks", 2117}, {"files", 0}}}}}).dump());
-  });
-  testing::TempDir dir;
-  testing::write_file(dir / "my shard.mdb", bytes);
-  auto r = run_cli(with(d, {"ingest", dir / "my shard.mdb"}));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find(kShard + "  added      0      3   2,117"), std::string::npos) << r.out;
-  testing::write_file(dir / "my shard.mdb", "junk");
-  auto bad = run_cli(with(d, {"ingest", dir / "my shard.mdb"}));
-  EXPECT_EQ(bad.code, 65);
-  EXPECT_NE(bad.err.find("header.magic at offset 0"), std::string::npos) << bad.err;
-  EXPECT_EQ(run_cli(with(d, {"ingest", dir / "missing"})).code, 65);
-}
-
-TEST(Admin, IngestOverTheLimitIsRefusedBeforeTheBody) {
-  FakeDaemon d([](const Request&) { return http(200, R"({"shards":[]})"); });
-  d.on_expect([](const Request& r) {
-    EXPECT_EQ(r.body, "");
-    return http_error(413, "too_large", "body of " + r.headers.at("content-length") + " bytes over the 1 MiB limit");
-  });
-  testing::TempDir dir;
-  testing::write_file(dir / "big.mdb", std::string(4 << 20, 'x'));
-  auto r = run_cli(with(d, {"ingest", dir / "big.mdb"}));
-  EXPECT_EQ(r.code, 65) << r.err;
-  EXPECT_NE(r.err.find("over the 1 MiB limit"), std::string::npos) << r.err;
 }
 
 TEST(Shards, RejectedFileWithUnknownHash) {
