@@ -18,6 +18,7 @@
 #include "shard/caf.hpp"
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/index_in.hpp"
 
 namespace dedupd::daemon::ingest {
 namespace {
@@ -38,11 +39,8 @@ std::vector<std::uint8_t> shard_bytes(std::uint64_t seed, std::optional<std::uin
 class IngesterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    index::Options o;
-    o.dir = dir / "index";
-    auto opened = index::Index::open(o);
-    ASSERT_TRUE(opened) << opened.error().to_string();
-    idx = std::move(opened).value();
+    idx = daemon::testing::open_index_in(dir / "index");
+    ASSERT_TRUE(idx);
     ingester = std::make_unique<Ingester>(*idx, counters, scopes);
   }
 

@@ -23,6 +23,7 @@
 #include "index/index.hpp"
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/index_in.hpp"
 #include "tests/unit/daemon/learn_ids.hpp"
 
 namespace dedupd::daemon::learn {
@@ -47,11 +48,8 @@ std::vector<std::uint8_t> shard_of(const st::TestXorb& x, std::uint64_t created)
 class LearnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    index::Options o;
-    o.dir = dir / "index";
-    auto opened = index::Index::open(o);
-    ASSERT_TRUE(opened) << opened.error().to_string();
-    idx = std::move(opened).value();
+    idx = daemon::testing::open_index_in(dir / "index");
+    ASSERT_TRUE(idx);
     learner = std::make_unique<Learner>(*idx, loop);
     learner->set_copies(&copies);
     learner->set_events(

@@ -19,6 +19,7 @@
 #include "index/index.hpp"
 #include "test_support.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/index_in.hpp"
 
 namespace dedupd::daemon::expiry {
 namespace {
@@ -34,11 +35,8 @@ class RunnerTest : public ::testing::Test {
   void SetUp() override {
     fs::create_directories(in);
     fs::create_directories(outside);
-    index::Options o;
-    o.dir = dir / "index";
-    auto opened = index::Index::open(o);
-    ASSERT_TRUE(opened) << opened.error().to_string();
-    idx = std::move(opened).value();
+    idx = daemon::testing::open_index_in(dir / "index");
+    ASSERT_TRUE(idx);
     watcher.set_roots({config::WatchDir{in}});
     runner = std::make_unique<Runner>(*idx, watcher, counters);
     config::ExpiryConfig c;

@@ -23,6 +23,7 @@
 #include "daemon/loop/event_loop.hpp"
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/index_in.hpp"
 
 namespace dedupd::daemon::supervisor {
 namespace {
@@ -78,11 +79,9 @@ std::string taken(bool learn, bool stream_api = true) {
     ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
     std::string result;
     {
-      index::Options o;
-      o.dir = dir / "index";
-      auto idx = index::Index::open(o);
+      auto idx = daemon::testing::open_index_in(dir / "index");
       loop::EventLoop loop;
-      learn::Learner learner(**idx, loop);
+      learn::Learner learner(*idx, loop);
       auto api = take_activated_sockets(learner);
       result =
           api ? "api=" + std::to_string(*api) + " listening=" + (learner.stats().listening ? "1" : "0") : "refused";
@@ -110,12 +109,10 @@ TEST(Sockets, WithoutActivationTheServerBindsItsOwn) {
   ::unsetenv("LISTEN_FDS");
   ::unsetenv("LISTEN_PID");
   tests::TempDir dir("sockets");
-  index::Options o;
-  o.dir = dir / "index";
-  auto idx = index::Index::open(o);
+  auto idx = daemon::testing::open_index_in(dir / "index");
   ASSERT_TRUE(idx);
   loop::EventLoop loop;
-  learn::Learner learner(**idx, loop);
+  learn::Learner learner(*idx, loop);
   EXPECT_EQ(take_activated_sockets(learner), -1);
   EXPECT_FALSE(learner.stats().listening);
 }
