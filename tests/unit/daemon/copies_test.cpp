@@ -40,7 +40,7 @@ TEST(LearnedCopies, AShardIsKeptUnderItsCasWithTheUrlBeside) {
   LearnedCopies copies(dir.path() + "/learned");
   auto kept = copies.keep(bytes_of(1000, 7), kShardA, kCas);
   ASSERT_TRUE(kept) << kept.error().to_string();
-  const fs::path folder = fs::path(dir.path()) / "learned" / xetcache::client_cache_dir_name(kCas);
+  const fs::path folder = fs::path(dir.path()) / "learned" / dedupd::xetcache::client_cache_dir_name(kCas);
   EXPECT_EQ(*kept, folder / (kShardA + ".mdb"));
   EXPECT_EQ(fs::file_size(*kept), 1000u);
   EXPECT_EQ(read_text(folder / "cas"), kCas + "\n");
@@ -61,7 +61,7 @@ TEST(LearnedCopies, EveryCopyIsFoundWithItsCas) {
   ASSERT_TRUE(copies.keep(bytes_of(30, 3), kShardA, other));
   // What is not a finished copy is passed over: a temporary file, another
   // kind of file, a folder without its CAS.
-  const fs::path folder = fs::path(dir.path()) / xetcache::client_cache_dir_name(kCas);
+  const fs::path folder = fs::path(dir.path()) / dedupd::xetcache::client_cache_dir_name(kCas);
   tests::write_file(folder / ("." + kShardB + ".mdb_temp"), "half");
   tests::write_file(folder / "notes.txt", "x");
   fs::create_directories(fs::path(dir.path()) / "stray");

@@ -45,7 +45,7 @@ class IngesterTest : public ::testing::Test {
   }
 
   std::string put(const std::string& name, const std::vector<std::uint8_t>& bytes) {
-    const std::string path = dir / name;
+    std::string path = dir / name;
     tests::write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     return path;
   }

@@ -69,8 +69,9 @@ std::string taken(bool learn, bool stream_api = true) {
       sockaddr_un a{};
       a.sun_family = AF_UNIX;
       std::strncpy(a.sun_path, (dir.path() + "/" + name).c_str(), sizeof a.sun_path - 1);
-      ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-      if (type == SOCK_STREAM) ::listen(fd, 4);
+      // A socket that cannot be bound is none: the child reports what that gives.
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+      if (type == SOCK_STREAM && ::listen(fd, 4) != 0) return -1;
       return ::fcntl(fd, F_DUPFD, 20);
     };
     ::dup2(bound(stream_api ? SOCK_STREAM : SOCK_DGRAM, "api.sock"), 3);
