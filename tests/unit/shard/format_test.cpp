@@ -43,7 +43,7 @@ TEST(Format, TheFooterHasEveryFieldAtItsOffset) {
   f.chunk_hash_key = hash_filled(0x40);
   f.creation_timestamp = 1754059905;
   f.key_expiry = kNoExpiry;
-  for (int i = 0; i < 6; ++i) f.reserved[i] = std::uint64_t(100 + i);
+  for (int i = 0; i < 6; ++i) f.reserved[i] = 100 + std::uint64_t(i);
   f.stored_bytes_on_disk = 21;
   f.materialized_bytes = 22;
   f.stored_bytes = 23;
@@ -76,7 +76,7 @@ TEST(Format, TheFooterHasEveryFieldAtItsOffset) {
   EXPECT_EQ(d.chunk_hash_key, f.chunk_hash_key);
   EXPECT_EQ(d.creation_timestamp, f.creation_timestamp);
   EXPECT_EQ(d.key_expiry, kNoExpiry);
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(d.reserved[i], std::uint64_t(100 + i));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(d.reserved[i], 100 + std::uint64_t(i));
   EXPECT_EQ(d.stored_bytes_on_disk, 21u);
   EXPECT_EQ(d.materialized_bytes, 22u);
   EXPECT_EQ(d.stored_bytes, 23u);
