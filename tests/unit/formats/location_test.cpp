@@ -8,7 +8,6 @@ namespace dedupd::swh {
 namespace {
 
 using namespace testing;
-using tests::TempDir;
 
 TEST(SwhLocation, RoundTripAndLayout) {
   std::vector<Location> locs = {location_for(5, 0), location_for(5, 1)};
