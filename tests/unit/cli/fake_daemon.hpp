@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +84,36 @@ inline const std::string kXorb = "213031765f0b4d7bc826ccd5bdda3261f624187e2997a2
 inline const std::string kShard = "d83a309e41cadb87a8b02b4d129bec6919d54ab5e84e08b7b5b4a83358643f16";
 inline const std::string kFile = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
 inline const std::string kSha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+inline nlohmann::json shard_summary(const std::string& state = "live") {
+  nlohmann::json s = {{"hash", kShard},
+                      {"state", state},
+                      {"paths", {"/var/cache/xet/shard-cache/" + kShard + ".mdb"}},
+                      {"size", 102104},
+                      {"created", 1754059905},
+                      {"expiry", 1754664705},
+                      {"keyed", true},
+                      {"xorbs", 3},
+                      {"chunks", 2117},
+                      {"files", 0},
+                      {"ingested_at", 1754100000}};
+  if (state == "rejected") s["reason"] = {{"rule", "header.magic"}, {"offset", 0}, {"message", "not a shard"}};
+  return s;
+}
+
+// Routes the fake answers, by "METHOD target".
+inline FakeDaemon daemon_with(std::map<std::string, Reply> routes) {
+  return FakeDaemon([routes = std::move(routes)](const Request& r) {
+    auto it = routes.find(r.method + " " + r.target);
+    if (it == routes.end()) return http_error(404, "not_found", "no route " + r.target);
+    return it->second;
+  });
+}
+
+inline std::vector<std::string> with(const FakeDaemon& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--socket", d.socket()});
+  return args;
+}
 }  // namespace verb_test
 
 }  // namespace dedupctl::testing

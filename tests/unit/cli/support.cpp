@@ -49,4 +49,33 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::vector<std::uint8_t> shard_with_file(bool with_footer) {
+  namespace shard = dedupd::shard;
+  shard::ShardWriter w;
+  auto [x, leaves] = small_xorb(1);
+  shard::FileRecord f;
+  f.header.file_hash = shard::file_hash(leaves);
+  shard::FileTerm t;
+  t.xorb_hash = x.header.xorb_hash;
+  t.chunk_start = 0;
+  t.chunk_end = 3;
+  t.unpacked_bytes = 3000;
+  f.terms.push_back(t);
+  std::vector<shard::Hash> raw = {leaves[0].hash, leaves[1].hash, leaves[2].hash};
+  shard::HashRecord v;
+  v.hash = shard::verification_range_hash(raw);
+  f.verification.push_back(v);
+  shard::HashRecord sha;
+  sha.hash = shard::Hash::parse_hex_bytes(std::string(64, 'a')).value();
+  f.metadata_ext = sha;
+  w.add_xorb(x);
+  w.add_file(f);
+  shard::WriteOptions o;
+  o.with_footer = with_footer;
+  o.lookup_tables = shard::LookupTables::build;
+  o.footer.creation_timestamp = 1754059905;
+  o.footer.key_expiry = shard::kNoExpiry;
+  return w.write(o);
+}
+
 }  // namespace dedupctl::testing

@@ -35,6 +35,11 @@ struct SmallXorb {
   std::vector<dedupd::shard::HashAndSize> leaves;
 };
 SmallXorb small_xorb(std::uint8_t first);
+// A shard with a file: terms, verification, sha256, and a zero key; with or
+// without its footer (an upload shard).
+std::vector<std::uint8_t> shard_with_file(bool with_footer);
+// The fixture shard of tests/fixtures (a real server shard).
+inline const std::string kFixture = "gpt2-64-8bits.tflite.shard";
 
 using dedupd::tests::TempDir;
 using dedupd::tests::write_file;

@@ -12,8 +12,7 @@
 #include <functional>
 #include <iterator>
 
-#include "fleet/wire.hpp"
-#include "tests/unit/index/gen.hpp"
+#include "tests/unit/fleet/kept_of.hpp"
 
 namespace dedupd::fleet {
 namespace {
@@ -32,16 +31,6 @@ class TempFile {
  private:
   fs::path dir_;
 };
-
-// A filter of `n` prefixes from `seed`, and the xorbs it "holds".
-KeyFilters::Kept kept_of(const shard::Key& key, std::uint64_t seed, std::size_t n, int bits = 16) {
-  auto f = std::make_shared<KeyFilter>(n, bits);
-  for (std::size_t i = 0; i < n; ++i) f->add(wire::prefix_of(index::gen::hash_of_seed(seed + i).data()));
-  KeyFilters::Kept k{key, f, {}};
-  for (std::uint64_t x = 0; x < 5; ++x) k.xorbs.push_back(index::gen::hash_of_seed(seed * 1000 + x));
-  std::sort(k.xorbs.begin(), k.xorbs.end());
-  return k;
-}
 
 std::vector<char> bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -158,21 +147,6 @@ TEST(KeptFiltersFile, WhatNoLongerFitsTheBudgetIsLeftOut) {
   EXPECT_EQ(loaded->skipped, 1u);
   ASSERT_EQ(small.kept().size(), 1u);
   EXPECT_EQ(small.kept()[0].key, key);
-}
-
-TEST(KeptFiltersFile, AdoptTakesOnlyWhatItCanVouchFor) {
-  KeyFilters set(64 << 20);
-  auto k = kept_of(shard::Key{}, 1, 100);
-  auto unsorted = k;
-  std::reverse(unsorted.xorbs.begin(), unsorted.xorbs.end());
-  EXPECT_FALSE(set.adopt(unsorted)) << "xorbs out of order: the listing's search would miss some";
-  EXPECT_TRUE(set.adopt(k));
-  EXPECT_FALSE(set.adopt(kept_of(shard::Key{}, 2, 100))) << "the key has a filter already";
-  EXPECT_EQ(set.kept().size(), 1u);
-  const auto v = set.kept_state();
-  EXPECT_EQ(v.filters, 1u);
-  EXPECT_TRUE(set.adopt(kept_of(index::gen::hash_of_seed(3), 3, 100)));
-  EXPECT_GT(set.kept_state().version, v.version);
 }
 
 TEST(KeptFiltersFile, AnUnwritableDirectoryIsAnErrorThatNamesIt) {

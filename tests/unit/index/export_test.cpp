@@ -1,95 +1,12 @@
-// The raw-chunk walk (index/export.hpp) and the Software Heritage export
-// built on it (index/swh_export.hpp): every raw chunk once, in hash order,
-// with all its locations; keyed forms left out; the file answers lookups.
+// The raw-chunk walk (index/export.hpp): every raw chunk once, in hash
+// order, with all its locations; keyed forms left out.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstring>
-#include <filesystem>
-#include <map>
-#include <set>
-
-#include "index/export.hpp"
-#include "index/swh_export.hpp"
-#include "swh/location.hpp"
-#include "swh/read_shard.hpp"
-#include "tests/unit/index/support.hpp"
+#include "tests/unit/index/export_fixture.hpp"
 
 namespace dedupd::index::gen {
 namespace {
-
-bool less_bytes(const Hash& a, const Hash& b) { return std::memcmp(a.data(), b.data(), 32) < 0; }
-
-struct HashLess {
-  bool operator()(const Hash& a, const Hash& b) const { return less_bytes(a, b); }
-};
-
-// What a walk of the index saw.
-struct Seen {
-  std::vector<Hash> order;
-  std::map<Hash, std::vector<RawLocation>, HashLess> locations;
-  WalkCounts counts;
-};
-
-class ExportTest : public IndexFixture {
- protected:
-  // raw shard A: xorbs a (40 chunks, chunk 7 repeated at 30) and b (25);
-  // raw shard B: xorb c (10 chunks), whose chunk 3 is a's chunk 5;
-  // keyed shard K: xorb k (12 chunks, only there) and a's keyed form.
-  void fill(bool merge_between) {
-    a = gen_xorb(1, 40);
-    a.raw[30] = a.raw[7];
-    b = gen_xorb(2, 25);
-    c = gen_xorb(3, 10);
-    c.raw[3] = a.raw[5];
-    k = gen_xorb(4, 12);
-    key = hash_of_seed(4242);
-    ingest(own(build_shard({.xorbs = {&a, &b}})));
-    if (merge_between) {
-      ASSERT_TRUE(idx->merge_recent());
-    }
-    ingest(own(build_shard({.xorbs = {&c}, .created = 1700000001})));
-    ingest(own(build_shard({.xorbs = {&k, &a}, .key = key, .expiry = 2200000000})));
-  }
-
-  Seen walk() {
-    Seen s;
-    auto r = for_each_raw_chunk(*idx, [&](const Hash& h, std::span<const RawLocation> locs) -> Status {
-      s.order.push_back(h);
-      EXPECT_FALSE(locs.empty());
-      EXPECT_TRUE(s.locations.emplace(h, std::vector<RawLocation>(locs.begin(), locs.end())).second)
-          << "visited twice: " << h.to_string();
-      return Ok{};
-    });
-    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
-    if (r) s.counts = *r;
-    return s;
-  }
-
-  // The index's own answer for a raw hash, keeping locations a raw shard holds.
-  std::vector<RawLocation> expected(const Hash& raw) {
-    std::vector<RawLocation> out;
-    for (const Location& l : find(raw)) {
-      if (std::none_of(l.shards.begin(), l.shards.end(), [](const ShardRef& s) { return !s.keyed; })) continue;
-      out.push_back({l.xorb, l.chunk_index, l.byte_start, l.byte_end, l.unpacked_bytes, l.flags});
-    }
-    std::sort(out.begin(), out.end(), [](const RawLocation& x, const RawLocation& y) {
-      if (int order = std::memcmp(x.xorb.data(), y.xorb.data(), 32)) return order < 0;
-      return x.chunk_index < y.chunk_index;
-    });
-    return out;
-  }
-
-  std::set<Hash, HashLess> raw_chunks() const {
-    std::set<Hash, HashLess> all;
-    for (const GenXorb* x : {&a, &b, &c}) all.insert(x->raw.begin(), x->raw.end());
-    return all;
-  }
-
-  GenXorb a, b, c, k;
-  Key key{};
-};
 
 TEST_F(ExportTest, EveryRawChunkOnceInHashOrderWithAllItsLocations) {
   for (bool merge_between : {false, true}) {
@@ -146,54 +63,6 @@ TEST_F(ExportTest, AVisitorErrorStopsTheWalk) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().rule, "test.stop");
   EXPECT_EQ(calls, 3);
-}
-
-TEST_F(ExportTest, SwhShardAnswersEveryRawChunkAndNothingKeyed) {
-  fill(true);
-  const std::string path = tmp / "snapshot.swh";
-  auto e = export_swh_shard(*idx, path);
-  ASSERT_TRUE(e) << e.error().to_string();
-  EXPECT_EQ(e->keys, 73u);
-  EXPECT_EQ(e->locations, 75u);
-  EXPECT_EQ(e->keyed_entries, 52u);
-  EXPECT_EQ(e->header.objects_count, 73u);
-  EXPECT_EQ(e->file_bytes, std::filesystem::file_size(path));
-
-  auto reader = swh::Reader::open(path);
-  ASSERT_TRUE(reader) << reader.error().to_string();
-  for (const Hash& h : raw_chunks()) {
-    auto got = reader->lookup(h.bytes);
-    ASSERT_TRUE(got) << got.error().to_string();
-    ASSERT_TRUE(got->has_value()) << "absent: " << h.to_string();
-    auto locs = swh::decode_locations(**got);
-    ASSERT_TRUE(locs) << locs.error().to_string();
-    std::vector<swh::Location> want;
-    for (const RawLocation& l : expected(h))
-      want.push_back({l.xorb, l.chunk_index, l.byte_start, l.byte_end, l.unpacked_bytes});
-    EXPECT_EQ(*locs, want) << h.to_string();
-  }
-  for (const Hash& h : k.raw) {
-    for (const Hash& q : {h, shard::keyed_chunk_hash(key, h)}) {
-      auto got = reader->lookup(q.bytes);
-      ASSERT_TRUE(got);
-      EXPECT_FALSE(got->has_value()) << "keyed-only chunk exported: " << q.to_string();
-    }
-  }
-  auto absent = reader->lookup(hash_of_seed(999999).bytes);
-  ASSERT_TRUE(absent);
-  EXPECT_FALSE(absent->has_value());
-}
-
-TEST_F(ExportTest, AnIndexWithoutRawChunksExportsNothing) {
-  k = gen_xorb(4, 12);
-  ingest(own(build_shard({.xorbs = {&k}, .key = hash_of_seed(7), .expiry = 2200000000})));
-  const std::string path = tmp / "empty.swh";
-  auto e = export_swh_shard(*idx, path);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().rule, kRuleSwhEmpty);
-  EXPECT_FALSE(std::filesystem::exists(path));
-  // No temporary file left behind either.
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(tmp.path()), {}), 1);  // idx/
 }
 
 }  // namespace

@@ -118,6 +118,33 @@ inline std::string copy_of_fixture_index(const TempDir& tmp, const std::string& 
 }
 #endif
 
+// A xorb whose raw chunk hashes all start with `first`: all its entries
+// share one chunk table key (the first byte of the stored hash).
+inline GenXorb skewed_xorb(std::uint64_t seed, std::size_t n, std::uint8_t first) {
+  GenXorb x = gen_xorb(seed, n);
+  for (auto& h : x.raw) h.bytes[0] = first;
+  return x;
+}
+
+// Leaf pages of one key's duplicates in `table`: MDB_GET_MULTIPLE and
+// MDB_NEXT_MULTIPLE return one page of a DUPFIXED key at a time.
+inline std::size_t pages_of_key(const std::string& dir, const char* table, std::uint8_t key) {
+  RawIndex raw(dir);
+  auto dbi = raw.table(table);
+  EXPECT_TRUE(dbi) << table;
+  if (!dbi) return 0;
+  MDB_cursor* c = nullptr;
+  EXPECT_EQ(mdb_cursor_open(raw.txn(), *dbi, &c), 0);
+  std::size_t pages = 0;
+  MDB_val k{1, &key}, v;
+  if (mdb_cursor_get(c, &k, &v, MDB_SET_KEY) == 0)
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_GET_MULTIPLE); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_MULTIPLE))
+      ++pages;
+  mdb_cursor_close(c);
+  return pages;
+}
+
 class IndexFixture : public ::testing::Test {
  protected:
   void SetUp() override { reopen(); }

@@ -177,17 +177,5 @@ TEST(Scan, ReportsFilesBytesAndEntriesAndSetsAsideWhatDoesNotParse) {
   }
 }
 
-TEST(Scan, ServerRepliesWithoutTablesAddTheirTablesToAMerge) {
-  auto x = shard::testing::make_xorb(4, 7);
-  shard::ShardWriter w;
-  w.add_xorb(x.record);
-  testing::FooterSpec spec;
-  spec.tables = shard::LookupTables::none_server_style;
-  auto bytes = shard_bytes(w, spec);
-  ShardDesc d = describe(testing::parse_or_fail(bytes), "reply");
-  EXPECT_EQ(d.kind, ShardKind::plain);
-  EXPECT_EQ(d.merged_bytes, bytes.size() - 344 + 12 + 7 * 16);
-}
-
 }  // namespace
 }  // namespace dedupd::xetcache

@@ -161,23 +161,5 @@ TEST(Backoff, DoublesUpToTheMaximum) {
   EXPECT_EQ(backoff_seconds(4000000000U, 60, 86400), 86400u);
 }
 
-// Issue 30, finding 6: fd0e0e3 mapped the files (a truncation under the map
-// is a SIGBUS) and followed symbolic links.
-TEST(ReadRegularFile, RefusesLinksAndFifosAndReadsIntoMemory) {
-  tests::TempDir dir;
-  tests::write_file(dir / "real", "shard bytes");
-  auto bytes = read_regular_file(dir / "real");
-  ASSERT_TRUE(bytes) << bytes.error().to_string();
-  EXPECT_EQ(std::string(bytes->begin(), bytes->end()), "shard bytes");
-  std::filesystem::create_symlink(dir / "real", dir / "link");
-  auto link = read_regular_file(dir / "link");
-  ASSERT_FALSE(link);
-  EXPECT_EQ(link.error().rule, "file.open");
-  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-  auto fifo = read_regular_file(dir / "fifo");  // must not hang waiting for a writer
-  ASSERT_FALSE(fifo);
-  EXPECT_EQ(fifo.error().rule, "xetcache.not_regular");
-}
-
 }  // namespace
 }  // namespace dedupd::xetcache

@@ -1,44 +1,19 @@
+// Reading dedupd.yaml whole (daemon/config/load): every key and its
+// installed default, the mistakes named with their key and line, all of them
+// at once, and paths relative to the file.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "daemon/config/load.hpp"
 #include "daemon/config/units.hpp"
-#include "daemon/config/xet_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/config_load.hpp"
 
 namespace dedupd::daemon::config {
 namespace {
 
 using namespace std::chrono_literals;
-
-Config load_ok(const std::string& yaml) {
-  auto r = load_config_text(yaml, "/etc/dedupd");
-  if (auto* errors = std::get_if<std::vector<ConfigError>>(&r)) {
-    for (const auto& e : *errors) ADD_FAILURE() << e.to_string("test.yaml");
-    return {};
-  }
-  return std::get<Config>(r);
-}
-
-std::vector<ConfigError> load_errors(const std::string& yaml) {
-  auto r = load_config_text(yaml, "/etc/dedupd");
-  if (std::holds_alternative<Config>(r)) {
-    ADD_FAILURE() << "expected errors for:\n" << yaml;
-    return {};
-  }
-  return std::get<std::vector<ConfigError>>(r);
-}
-
-// The single error of `yaml` names `key` on `line` and says `what`.
-void expect_one_error(const std::string& yaml, const std::string& key, int line, const std::string& what) {
-  auto errors = load_errors(yaml);
-  ASSERT_EQ(errors.size(), 1u) << yaml;
-  EXPECT_EQ(errors[0].key, key) << yaml;
-  EXPECT_EQ(errors[0].line, line) << yaml;
-  EXPECT_NE(errors[0].message.find(what), std::string::npos)
-      << "message \"" << errors[0].message << "\" lacks \"" << what << "\"";
-}
 
 TEST(Config, EmptyFileGivesInstalledDefaults) {
   Config c = load_ok("");
@@ -203,28 +178,6 @@ TEST(ConfigErrors, BadSize) {
   expect_one_error("limits:\n  max_query_body_bytes: 100\n", "limits.max_query_body_bytes", 2, "at least 1K");
 }
 
-TEST(ConfigErrors, BodyMemoryMustHoldAnUploadAndAQuery) {
-  // Named at max_body_memory when it is set, else at "limits:".
-  expect_one_error("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1G\n", "limits.max_body_memory", 3,
-                   "at least max_body_bytes + max_query_body_bytes (1G + 10M)");
-  expect_one_error("log_level: info\nlimits:\n  max_body_bytes: 1G\n", "limits.max_body_memory", 2, "(1G + 10M)");
-  EXPECT_EQ(load_ok("limits:\n  max_body_bytes: 1G\n  max_body_memory: 1034M\n").limits.max_body_memory, 1034ull << 20);
-  // A key already wrong is the one error reported.
-  expect_one_error("limits:\n  max_body_bytes: 9Z\n  max_body_memory: 1K\n", "limits.max_body_bytes", 2,
-                   "unknown unit");
-}
-
-TEST(Config, ManageIsOffUnlessAWatchEntryAsksForIt) {
-  Config c = load_ok(
-      "watch:\n  - /srv/shards\n  - path: /home/ci/.cache/huggingface/xet\n    manage: xet-cache\n"
-      "  - {path: /srv/other, manage: none}\n");
-  ASSERT_EQ(c.watch.size(), 3u);
-  EXPECT_EQ(c.watch[0].manage, Manage::none);
-  EXPECT_EQ(c.watch[1].manage, Manage::xet_cache);
-  EXPECT_TRUE(c.watch[1].recursive);
-  EXPECT_EQ(c.watch[2].manage, Manage::none);
-}
-
 TEST(Config, XetCacheSettingsAndTheirDefaults) {
   Config d = load_ok("");
   EXPECT_EQ(d.xet_cache.interval, std::chrono::minutes(1));
@@ -245,89 +198,9 @@ TEST(ConfigErrors, BadXetCache) {
   expect_one_error("xet_cache: 5\n", "xet_cache", 1, "mapping");
 }
 
-// Issue 31: with the local Xet endpoint on, the client's cache is kept
-// small by default (dedupd answers for the rest); a cap set by hand wins.
-TEST(Config, XetEndpointMakesTheEntryCapSmall) {
-  // The package's endpoint settings are known by default (enabling its unit
-  // is enough), but a cache is made small only when the file says so: a
-  // client that does not go through the endpoint needs its whole cache.
-  Config d = load_ok("");
-  EXPECT_TRUE(d.xet_endpoint.enabled());
-  EXPECT_EQ(d.xet_endpoint.config, "/etc/dedupd/xet-endpoint.conf");
-  EXPECT_EQ(d.xet_cache.max_chunk_entries_source, CapSource::client_default);
-
-  Config c = load_ok("xet_endpoint:\n  config: xet-endpoint.conf\n");
-  EXPECT_EQ(c.xet_endpoint.config, "/etc/dedupd/xet-endpoint.conf");  // relative to the config file
-  EXPECT_EQ(c.xet_cache.max_chunk_entries, kXetEndpointCacheEntries);
-  EXPECT_EQ(c.xet_cache.max_chunk_entries_source, CapSource::xet_endpoint);
-  EXPECT_EQ(c.xet_cache.max_bytes, 16'000'000'000ull);  // the byte cap stays the client's
-
-  for (const char* yaml : {"xet_cache:\n  max_chunk_entries: 5000000\nxet_endpoint:\n  config: /e.conf\n",
-                           "xet_endpoint:\n  config: /e.conf\nxet_cache:\n  max_chunk_entries: 5000000\n"}) {
-    Config e = load_ok(yaml);
-    EXPECT_EQ(e.xet_cache.max_chunk_entries, 5'000'000u) << yaml;
-    EXPECT_EQ(e.xet_cache.max_chunk_entries_source, CapSource::configured) << yaml;
-  }
-  EXPECT_FALSE(load_ok("xet_endpoint:\n").xet_endpoint.enabled());
-  expect_one_error("xet_endpoint:\n  conf: /e.conf\n", "xet_endpoint.conf", 2, "config");
-  expect_one_error("xet_endpoint: /e.conf\n", "xet_endpoint", 1, "mapping");
-}
-
 TEST(Config, LocalDefaultsNameTheEndpointDevRunWrites) {
   Config c = local_defaults("/tmp/x");
   EXPECT_EQ(c.xet_endpoint.config, "/tmp/x/xet-endpoint/xet-endpoint.conf");
-}
-
-// The endpoint's settings as dedupd shows them: the script's defaults for
-// what the file leaves out, and for a missing file.
-TEST(XetEndpointSettings, ReadsUpstreamsAndPortsWithTheScriptsDefaults) {
-  tests::TempDir dir("xet-endpoint-conf");
-  XetEndpointSettings none = read_xet_endpoint_settings(dir / "absent.conf");
-  EXPECT_FALSE(none.present);
-  EXPECT_TRUE(none.problem.empty());
-  EXPECT_EQ(none.hub_upstream, "https://huggingface.co");
-  EXPECT_EQ(none.cas_upstream, "https://cas-server.xethub.hf.co");
-  EXPECT_EQ(none.hub_port, 8787u);
-  EXPECT_EQ(none.cas_port, 8788u);
-
-  {
-    std::ofstream f(dir / "a.conf");
-    f << "# comment\n\n  cas_upstream = https://cas.example:8443  \nhub_port=9000\n#hub_upstream = https://x\n";
-  }
-  XetEndpointSettings a = read_xet_endpoint_settings(dir / "a.conf");
-  EXPECT_TRUE(a.present);
-  EXPECT_TRUE(a.problem.empty()) << a.problem;
-  EXPECT_EQ(a.hub_upstream, "https://huggingface.co");
-  EXPECT_EQ(a.cas_upstream, "https://cas.example:8443");
-  EXPECT_EQ(a.hub_port, 9000u);
-  EXPECT_EQ(a.cas_port, 8788u);
-
-  {
-    std::ofstream f(dir / "b.conf");
-    f << "cas_port = 70000\nnonsense\n";
-  }
-  XetEndpointSettings b = read_xet_endpoint_settings(dir / "b.conf");
-  EXPECT_NE(b.problem.find(":1: cas_port is not a port"), std::string::npos) << b.problem;
-  EXPECT_EQ(b.cas_port, 8788u);
-}
-
-TEST(ConfigErrors, BadManage) {
-  expect_one_error("watch:\n  - path: /a\n    manage: xet_cache\n", "watch[0].manage", 3, "xet-cache or none");
-  expect_one_error("watch:\n  - path: /a\n    manage: [xet-cache]\n", "watch[0].manage", 3, "got a list");
-  expect_one_error("watch:\n  - path: /a\n    recursive: false\n    manage: xet-cache\n", "watch[0].recursive", 2,
-                   "must be watched recursively");
-}
-
-// Issue 30: two entries over one cache made two stewards, and one deleted
-// originals under a running client; the old loader accepted both.
-TEST(ConfigErrors, DuplicateOrNestedManagedCachesNameBothLines) {
-  expect_one_error("watch:\n  - path: /c\n    manage: xet-cache\n  - path: /c/\n    manage: xet-cache\n", "watch[1]", 4,
-                   "same directory as the managed cache /c on line 2");
-  expect_one_error("watch:\n  - path: /c/hub\n    manage: xet-cache\n  - path: /c\n    manage: xet-cache\n", "watch[1]",
-                   4, "overlaps the managed cache /c/hub on line 2");
-  // Siblings with a common name prefix are not nested; an unmanaged watch
-  // of the same tree is only a watch.
-  load_ok("watch:\n  - path: /c\n    manage: xet-cache\n  - path: /c2\n    manage: xet-cache\n  - /c\n");
 }
 
 TEST(ConfigErrors, WrongTypes) {
@@ -365,12 +238,6 @@ TEST(ConfigErrors, AllErrorsAreReportedAtOnce) {
   EXPECT_EQ(errors[1].line, 3);
   EXPECT_EQ(errors[2].key, "log_level");
   EXPECT_EQ(errors[2].line, 4);
-}
-
-TEST(ConfigErrors, QuarantineInsideAWatchedTree) {
-  auto errors = load_errors("watch: [/srv/shards]\nquarantine_dir: /srv/shards/bad\n");
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].key, "quarantine_dir");
 }
 
 TEST(ConfigErrors, MessageFormatNamesFileLineAndKey) {

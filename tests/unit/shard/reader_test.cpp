@@ -1,4 +1,4 @@
-// One hand-made bad shard per validation rule of ShardView::parse; each
+// One hand-made bad shard per validation rule of ShardView::parse (shard/reader.cpp); each
 // asserts the rule name and the byte offset the error points at.
 #include <gtest/gtest.h>
 
