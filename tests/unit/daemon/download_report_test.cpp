@@ -11,6 +11,7 @@
 #include "daemon/jobs/download_cache.hpp"
 #include "daemon/learn/download_counts.hpp"
 #include "daemon/learn/download_report.hpp"
+#include "daemon/learn/report.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace dedupd::daemon::learn {
