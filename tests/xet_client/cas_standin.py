@@ -351,7 +351,7 @@ class Store:
                     ranges[t["xorb"]].append(r)
             expires = int(time.time()) + self.url_lifetime
             for xorb, rs in ranges.items():
-                rs.sort()
+                rs = merged_ranges(rs)
                 if v2:
                     # As the Hub's CAS: one URL per xorb, signed for all its
                     # ranges (xet-core's XorbMultiRangeFetch).
@@ -366,6 +366,25 @@ class Store:
             doc = {"offset_into_first_range": offset_into_first, "terms": out_terms}
             doc["xorbs" if v2 else "fetch_info"] = fetch
             return doc
+
+
+def merged_ranges(ranges):
+    """A xorb's ((chunk start, chunk end), (byte start, byte end)) ranges,
+    sorted, those that overlap or touch made one fetch entry (terms side by
+    side in one xorb, as the edits of a revision leave them in its new
+    xorb). hf_xet 1.3-1.4 need it, direct or through the endpoint: a term
+    starting where an entry ends is matched to that entry (a `<=` on its
+    exclusive end) and refused as "extending beyond" it. That the Hub's CAS
+    merges so is assumed (those clients download revisions from it), not
+    checked against it."""
+    out = []
+    for (c0, c1), (b0, b1) in sorted(ranges):
+        if out and c0 <= out[-1][0][1]:
+            (p0, p1), (q0, q1) = out[-1]
+            out[-1] = ((p0, max(p1, c1)), (q0, max(q1, b1)))
+        else:
+            out.append(((c0, c1), (b0, b1)))
+    return out
 
 
 def ask_dedupd(sock_path, prefix, chunk_hash, timeout=5.0):

@@ -133,6 +133,40 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
                         with open(p, "rb") as f:
                             self.assertNotIn(b"Signature=", f.read(), p)
 
+    def test_two_hosts_downloading_at_once_fetch_each_range_from_storage_once(self):
+        import threading
+        src, _ = self.uploaded(SIZE, 76)
+        name = os.path.basename(src)
+        self.hub.reset()
+        results, errors = {}, []
+
+        def download(host):
+            try:
+                out = self.path(host, "download")
+                self.user(host).hf("download", REPO, name, "--local-dir", out)
+                results[host] = harness.sha256_of(os.path.join(out, name))
+            except Exception as e:  # reported below, on the test's thread
+                errors.append(e)
+        threads = [threading.Thread(target=download, args=(h,)) for h in ("host-a", "host-b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertFalse(errors, errors)
+        want = harness.sha256_of(src)
+        self.assertEqual(results, {"host-a": want, "host-b": want})
+        # nginx's cache lock held the second client of each object until
+        # the first one's fill was in: every range once from storage.
+        served = self.hub.state()["storage"]["xorbs"]
+        total = 0
+        for xorb, ranges in served.items():
+            for r, n in ranges.items():
+                first, last = (int(x) for x in r.split("-"))
+                self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
+                total += n
+        print("two hosts at once, file %d bytes: %d bytes from storage" % (SIZE, total))
+        self.assertLess(total, SIZE + SIZE // 50)
+
     def test_a_scribbled_cache_file_is_never_served_and_is_fetched_again(self):
         src, _ = self.uploaded(8 * MIB, 77)
         name = os.path.basename(src)
