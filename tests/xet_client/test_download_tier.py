@@ -125,6 +125,8 @@ class FleetCacheTier(harness.EndpointTest):
         self.assertEqual(got_c["tier"], 0)
         tier_hosts = {h["host"]: h["up"] for h in self.counts("edge-c")["tier"]}
         self.assertTrue(tier_hosts and not any(tier_hosts.values()), tier_hosts)
+        # The fill after the tier failed is cached here, under the same key.
+        self.assertEqual(self.cache_files("edge-c"), self.cache_files("edge-a"))
 
         # No storage URL in any file of any host (the tier's header is never
         # logged).
