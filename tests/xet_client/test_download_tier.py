@@ -6,6 +6,8 @@ consistent hash picks), all with one key file. The real `hf download`
 through the real nginx; the stand-in's storage counts what each host cost
 the internet, and each edge's dedupd counts where its bytes came from."""
 
+import http.client
+import json
 import os
 import secrets
 
@@ -73,6 +75,31 @@ class FleetCacheTier(harness.EndpointTest):
         print("%s: %d bytes from storage; counted %s" % (name, storage, got))
         return storage, harness.sha256_of(os.path.join(out, file_name)), got
 
+    def get(self, port, uri, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.request("GET", uri, headers=headers or {})
+            r = conn.getresponse()
+            r.read()
+            return r.status
+        finally:
+            conn.close()
+
+    def range_uri(self, ep):
+        """The path and query of the first range URL of the file's
+        reconstruction, as `ep` rewrites it."""
+        conn = http.client.HTTPConnection("127.0.0.1", ep.cas_port, timeout=60)
+        try:
+            conn.request("GET", "/v1/reconstructions/" + self.hub.state()["files"][0],
+                         headers={"Authorization": "Bearer " + ACCESS_TOKEN})
+            r = conn.getresponse()
+            body = r.read()
+            self.assertEqual(r.status, 200, body[:300])
+        finally:
+            conn.close()
+        url = next(iter(json.loads(body)["fetch_info"].values()))[0]["url"]
+        return url[url.index("/xet/o/"):]
+
     def test_a_second_edge_fetches_nothing_from_storage_and_a_dead_tier_costs_a_direct_fetch(self):
         self.edge("edge-a")
         self.edge("edge-b")
@@ -110,6 +137,15 @@ class FleetCacheTier(harness.EndpointTest):
         self.assertEqual(got_b["tier"], storage_a)
         tier_hosts = {h["host"]: h["up"] for h in self.counts("edge-b")["tier"]}
         self.assertTrue(tier_hosts and all(tier_hosts.values()), tier_hosts)
+
+        # What only nginx may say is not taken from a client: a whole object
+        # (the tier's ask) at an edge without the granted Range, a tier port
+        # asked for a URL not signed.
+        uri = self.range_uri(self.hosts["edge-b"][1])
+        self.assertEqual(self.get(self.hosts["edge-b"][1].cas_port, uri, {"X-Dedupd-Tier": "1"}), 403)
+        tier_port = self.tier_ports[0] if self.cache_files("tier-1") else self.tier_ports[1]
+        self.assertEqual(self.get(tier_port, uri), 200)
+        self.assertEqual(self.get(tier_port, uri[:-1] + ("1" if uri.endswith("0") else "0")), 403)  # (g is last)
 
         # Every tier host gone: edge C (empty caches) fetches from storage
         # itself, and the download completes.
