@@ -5,6 +5,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <openssl/sha.h>
+
 #include <charconv>
 #include <tuple>
 
@@ -15,6 +17,7 @@ namespace {
 constexpr std::size_t kXorbDigits = 64;
 constexpr std::size_t kIdBytes = 16;
 constexpr std::size_t kSignatureBytes = 16;  // HMAC-SHA256 cut to 128 bits
+constexpr std::size_t kDigestBytes = 16;     // SHA-256 of the CAS's URL, cut the same
 
 std::string hex(const unsigned char* p, std::size_t n) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -31,6 +34,12 @@ bool is_hex(std::string_view s, std::size_t digits) {
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
+}
+
+std::string url_digest(std::string_view url) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(url.data()), url.size(), d);
+  return hex(d, kDigestBytes);
 }
 
 std::optional<std::uint64_t> number(std::string_view s) {
@@ -56,7 +65,7 @@ struct RangeUrl {
   std::string_view signature;
 };
 
-// /xet/o/<xorb>/<start>-<end>?r=<first>-<last>&x=<expiry>&k=<id>&g=<hmac>,
+// /xet/o/<xorb>/<start>-<end>?r=<first>-<last>&x=<expiry>&k=<id>&d=<url digest>&g=<hmac>,
 // the granted bytes inside the object.
 std::optional<RangeUrl> parse_range_url(std::string_view uri) {
   if (!uri.starts_with(kRangePathPrefix)) return std::nullopt;
@@ -92,13 +101,16 @@ std::optional<RangeUrl> parse_range_url(std::string_view uri) {
       have_x = true;
     } else if (k == "k" && u.grant.id.empty() && is_hex(v, 2 * kIdBytes)) {
       u.grant.id = std::string(v);
+    } else if (k == "d" && u.grant.origin_digest.empty() && is_hex(v, 2 * kDigestBytes)) {
+      u.grant.origin_digest = std::string(v);
     } else if (k == "g" && u.signature.empty() && is_hex(v, 2 * kSignatureBytes)) {
       u.signature = v;
     } else {
       return std::nullopt;  // a stray or repeated parameter is an altered URL
     }
   }
-  if (!have_r || !have_x || u.grant.id.empty() || u.signature.empty()) return std::nullopt;
+  if (!have_r || !have_x || u.grant.id.empty() || u.grant.origin_digest.empty() || u.signature.empty())
+    return std::nullopt;
   if (u.grant.first < u.grant.start || u.grant.last > u.grant.end) return std::nullopt;
   return u;
 }
@@ -130,7 +142,7 @@ std::string Grant::range_header() const { return "bytes=" + range_text(first - s
 std::string DownloadGrants::signature(const Grant& g, std::uint64_t expires) const {
   // Every field the URL carries, in one unambiguous line.
   std::string message = "xet1|" + g.xorb + "|" + range_text(g.start, g.end) + "|" + range_text(g.first, g.last) + "|" +
-                        std::to_string(expires) + "|" + g.id;
+                        std::to_string(expires) + "|" + g.id + "|" + g.origin_digest;
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), key_.data(), int(key_.size()), reinterpret_cast<const unsigned char*>(message.data()),
@@ -142,10 +154,11 @@ std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t,
                                   std::uint64_t now) {
   unsigned char raw[kIdBytes];
   if (RAND_bytes(raw, int(sizeof raw)) != 1) return {};
-  Grant g{origin.xorb, object.first, object.second, origin.start, origin.end, hex(raw, sizeof raw)};
+  Grant g{origin.xorb, object.first,         object.second,         origin.start,
+          origin.end,  hex(raw, sizeof raw), url_digest(origin.url)};
   std::string uri = std::string(kRangePathPrefix) + g.xorb + "/" + range_text(g.start, g.end) +
                     "?r=" + range_text(g.first, g.last) + "&x=" + std::to_string(origin.expires) + "&k=" + g.id +
-                    "&g=" + signature(g, origin.expires);
+                    "&d=" + g.origin_digest + "&g=" + signature(g, origin.expires);
   std::lock_guard lock(mutex_);
   drop_old(now);
   origins_.emplace(g.id, origin);
@@ -179,18 +192,36 @@ GrantCheck DownloadGrants::check(std::string_view uri, std::string_view range_he
   return out;
 }
 
-GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin) const {
+GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin,
+                                      std::string_view carried) const {
   GrantCheck out = check_signed(uri, now);
   if (!out.grant) return out;
-  std::lock_guard lock(mutex_);
-  auto it = origins_.find(out.grant->id);
-  if (!out.grant->own_range() || it == origins_.end() || it->second.expires <= now) {
+  const Grant& g = *out.grant;
+  if (g.own_range()) {
+    std::lock_guard lock(mutex_);
+    if (auto it = origins_.find(g.id); it != origins_.end() && it->second.expires > now) origin = it->second;
+  }
+  // A tier host's fill: the URL the signature binds, and only that one (a
+  // peer cannot have this host fetch anything else). Its chunk range is not
+  // known here: the check walks the structure alone.
+  if (!origin && g.own_range() && !carried.empty()) {
+    std::string digest = url_digest(carried);
+    if (CRYPTO_memcmp(digest.data(), g.origin_digest.data(), digest.size()) == 0)
+      origin = Origin{g.xorb, g.start, g.end, std::string(carried), 0, 0, 0};  // (expiry: not held)
+  }
+  if (!origin) {
     out.grant.reset();
     out.why = Refusal::unknown;
-    return out;
   }
-  origin = it->second;
   return out;
+}
+
+std::optional<std::string> DownloadGrants::origin_url(const Grant& g, std::uint64_t now) const {
+  if (!g.own_range()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  auto it = origins_.find(g.id);
+  if (it == origins_.end() || it->second.expires <= now) return std::nullopt;
+  return it->second.url;
 }
 
 std::size_t DownloadGrants::held() const {

@@ -42,6 +42,10 @@ struct Grant {
   std::uint64_t start = 0, end = 0;   // the object
   std::uint64_t first = 0, last = 0;  // the granted bytes, xorb coordinates
   std::string id;
+  // The first 128 bits of SHA-256 of the CAS's URL, hex: signed with the
+  // rest, so a fleet tier host (same key, no URL held) fills only from the
+  // URL the edge that granted it was given.
+  std::string origin_digest;
   bool own_range() const { return first == start && last == end; }
   // The Range header the client must send: the granted bytes in the object.
   std::string range_header() const;
@@ -81,10 +85,17 @@ class DownloadGrants {
   // header may be served at `now` (signed by this key, not expired, the
   // Range the granted bytes in the object); the grant when so.
   GrantCheck check(std::string_view uri, std::string_view range_header, std::uint64_t now) const;
+  // The same without a Range: a fleet tier host asked for a whole object.
+  GrantCheck check_whole(std::string_view uri, std::uint64_t now) const { return check_signed(uri, now); }
   // The same for a fill (nginx asks no Range of it): the CAS's URL of an
   // own-range grant, or why not (Refusal::unknown: not held, or the grant
-  // reads another object).
-  GrantCheck check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin) const;
+  // reads another object). On a tier host none is held: `carried` (the
+  // URL the edge passed along) stands in when its digest is the signed one.
+  GrantCheck check_fill(std::string_view uri, std::uint64_t now, std::optional<Origin>& origin,
+                        std::string_view carried = {}) const;
+  // The CAS's URL held for an own-range grant (for the edge to hand its
+  // fleet tier), if still held.
+  std::optional<std::string> origin_url(const Grant& g, std::uint64_t now) const;
 
   std::size_t held() const;
 

@@ -659,6 +659,20 @@ def free_port():
         s.close()
 
 
+def marked_lines(text, keep):
+    """The template's lines marked "#@NAME@ " kept (the mark cut) where
+    keep[NAME], dropped elsewhere, as dedupd-xet-endpoint does."""
+    import re
+    out = []
+    for line in text.splitlines(True):
+        m = re.match(r"#@([A-Z_]+)@ ?", line)
+        if m is None:
+            out.append(line)
+        elif keep[m.group(1)]:
+            out.append(line[m.end():])
+    return "".join(out)
+
+
 class XetEndpoint:
     """nginx from packaging/xet-endpoint/nginx.conf.in, unprivileged, in
     its own prefix under root, in front of a HubStandin and a dedupd socket.
@@ -670,8 +684,13 @@ class XetEndpoint:
     dedupd.socket's SocketGroup does); `grant` does the same for any other
     socket put in dedupd's place."""
 
-    def __init__(self, root, hub, dedupd_socket, ca_file, dedupd_timeout="2s", cas_upstream=None):
+    def __init__(self, root, hub, dedupd_socket, ca_file, dedupd_timeout="2s", cas_upstream=None, tier=(),
+                 tier_port=None):
+        """`tier`: the ports of the fleet's cache tier hosts (on 127.0.0.1)
+        this host's misses go to; `tier_port`: the port this host serves the
+        tier role on (docs/XET-ENDPOINT.md, "Fleet tier")."""
         self.root = root
+        self.tier_port = tier_port
         self.logs = os.path.join(root, "logs")
         os.makedirs(self.logs, exist_ok=True)
         self.as_nobody = os.geteuid() == 0
@@ -692,9 +711,11 @@ class XetEndpoint:
                   "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
                   "DEDUPD_LEARN_SOCKET": os.path.join(os.path.dirname(dedupd_socket), "dedupd-learn.sock"),
                   "DEDUPD_TIMEOUT": dedupd_timeout, "CACHE_DIR": self.cache_dir,
-                  "CACHE_MAX_SIZE": "1g"}
+                  "CACHE_MAX_SIZE": "1g",
+                  "TIER_SERVERS": " ".join("server 127.0.0.1:%d max_fails=1 fail_timeout=30s;" % p for p in tier),
+                  "TIER_LISTEN": "127.0.0.1:%s" % tier_port}
         with open(NGINX_TEMPLATE) as f:
-            text = f.read()
+            text = marked_lines(f.read(), {"TIER": bool(tier), "NOTIER": not tier, "TIER_HOST": bool(tier_port)})
         for k, v in values.items():
             text = text.replace("@%s@" % k, str(v))
         import re
@@ -717,8 +738,8 @@ class XetEndpoint:
         if check.returncode != 0:
             raise AssertionError("nginx -t: %s%s" % (check.stdout, check.stderr))
         self.proc = Proc(nginx + ["-p", root, "-c", self.config, "-e", error_log], os.path.join(root, "nginx.out"))
-        wait_for("nginx to listen", lambda: self._listening(self.hub_port) and self._listening(self.cas_port),
-                 timeout=20)
+        wait_for("nginx to listen", lambda: self._listening(self.hub_port) and self._listening(self.cas_port) and
+                 (not tier_port or self._listening(tier_port)), timeout=20)
         self.endpoint = "http://127.0.0.1:%d" % self.hub_port
         self.cas_url = "http://127.0.0.1:%d" % self.cas_port
 

@@ -72,9 +72,9 @@ struct Request {
 
 // The headers a route may read by name (Request::header); the server keeps
 // no other.
-inline constexpr std::string_view kRouteHeaders[] = {"Authorization",   "Range",        "X-Dedupd-Upstream",
-                                                     "X-Dedupd-Base",   "X-Dedupd-Uri", "X-Dedupd-Cache-Dir",
-                                                     "X-Dedupd-Ca-File"};
+inline constexpr std::string_view kRouteHeaders[] = {
+    "Authorization",    "Range",         "X-Dedupd-Upstream",    "X-Dedupd-Base", "X-Dedupd-Uri", "X-Dedupd-Cache-Dir",
+    "X-Dedupd-Ca-File", "X-Dedupd-Tier", "X-Dedupd-Want-Origin", "X-Xet-Origin"};
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";

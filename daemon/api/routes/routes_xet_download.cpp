@@ -13,6 +13,11 @@
 //       below), or 403. The object's cache file, when there, is checked
 //       again if it changed since its check; damaged, it is removed (its
 //       own range: filled again; a range inside it: 403).
+//       On a fleet tier host's port (X-Dedupd-Tier: 1) an edge asks the
+//       whole object, no Range. An edge whose misses go to the tier asks
+//       X-Dedupd-Want-Origin: 1 and gets the storage URL of an own-range
+//       grant in X-Xet-Origin, which its nginx hands the tier host (a
+//       header, never logged).
 //   GET /v1/xet-endpoint/fill  nginx's cache miss of an object (X-Dedupd-Uri,
 //       X-Dedupd-Ca-File): dedupd fetches the range from the storage URL
 //       the CAS gave (held in memory, never passed to nginx), checks it as
@@ -117,7 +122,10 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   answers::DownloadGrants* grants = ctx.service.download_grants();
   answers::DownloadObjects* objects = ctx.service.download_objects();
   if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
-  auto check = grants->check(req.header("X-Dedupd-Uri").value_or(""), req.header("Range").value_or(""), unix_now());
+  const std::string_view uri = req.header("X-Dedupd-Uri").value_or("");
+  const bool tier = req.header("X-Dedupd-Tier").value_or("") == "1";
+  auto check =
+      tier ? grants->check_whole(uri, unix_now()) : grants->check(uri, req.header("Range").value_or(""), unix_now());
   if (!check.grant) return refused(check.why);
   const answers::Grant& g = *check.grant;
   auto dir = cache_dir_of(req);
@@ -142,6 +150,8 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   http::Response r;
   r.body.clear();
   r.content_type = "text/plain";
+  if (req.header("X-Dedupd-Want-Origin").value_or("") == "1")
+    if (auto url = grants->origin_url(g, unix_now())) r.headers.emplace_back("X-Xet-Origin", std::move(*url));
   return r;
 }
 
@@ -150,7 +160,8 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
   answers::DownloadObjects* objects = ctx.service.download_objects();
   if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
   std::optional<answers::Origin> origin;
-  auto check = grants->check_fill(req.header("X-Dedupd-Uri").value_or(""), unix_now(), origin);
+  auto check = grants->check_fill(req.header("X-Dedupd-Uri").value_or(""), unix_now(), origin,
+                                  req.header("X-Xet-Origin").value_or(""));
   if (!check.grant) return refused(check.why);
   const answers::Grant& g = *check.grant;
   // The bytes wait in an unnamed temporary file (gone with its last

@@ -214,6 +214,7 @@ TEST_F(XetDownloadRefusals, AUrlSignedWithAnotherKeyIsRefused) {
 TEST_F(XetDownloadRefusals, MalformedUrlsAreRefused) {
   EXPECT_EQ(refused(uri + "&x=1"), Refusal::malformed);
   EXPECT_EQ(refused(replaced(uri, "r=0-999&", "")), Refusal::malformed);
+  EXPECT_EQ(refused(replaced(uri, uri.substr(uri.find("&d="), 3 + 32), "")), Refusal::malformed);  // no digest
   EXPECT_EQ(refused(uri.substr(0, uri.find('?'))), Refusal::malformed);
   EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?r=999-0&x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
             Refusal::malformed);
@@ -251,6 +252,48 @@ TEST(XetDownloadGrants, AGrantInsideAnObjectBindsItsBytesAndCannotFill) {
     EXPECT_EQ(grants.check(uri, wider, kNow).why, Refusal::wrong_range) << wider;
   std::optional<Origin> origin;
   EXPECT_EQ(grants.check_fill(uri, kNow, origin).why, Refusal::unknown);
+}
+
+TEST(XetDownloadGrants, ATierHostFillsOnlyFromTheStorageUrlTheSignatureBinds) {
+  // The edge signs and holds the CAS's URL; a tier host with the fleet's
+  // key holds none and takes the URL the edge passes along.
+  DownloadGrants edge(signing_key(1), 100), tier(signing_key(1), 100), stranger(signing_key(2), 100);
+  const Origin own{kXorbA, 0, 999, storage_url(kXorbA, "bytes%3D0-999", kNow + 3600), kNow + 600, 0, 3};
+  const std::string uri = edge.grant(own, {0, 999}, kNow);
+  std::optional<Origin> got;
+  EXPECT_EQ(tier.check_fill(uri, kNow + 1, got).why, Refusal::unknown);
+  auto ok = tier.check_fill(uri, kNow + 1, got, own.url);
+  ASSERT_TRUE(ok.grant) << refusal_name(ok.why);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->url, own.url);
+  EXPECT_EQ(got->start, 0u);
+  EXPECT_EQ(got->end, 999u);
+  // Any other URL: not fetched.
+  got.reset();
+  EXPECT_EQ(tier.check_fill(uri, kNow + 1, got, own.url + "&x").why, Refusal::unknown);
+  EXPECT_EQ(tier.check_fill(uri, kNow + 1, got, "https://elsewhere.example/").why, Refusal::unknown);
+  EXPECT_FALSE(got);
+  // Another key, or the digest in the URL changed to another URL's.
+  EXPECT_EQ(stranger.check_fill(uri, kNow + 1, got, own.url).why, Refusal::bad_signature);
+  const auto d = uri.find("&d=") + 3;
+  std::string altered = uri;
+  altered[d] = altered[d] == '0' ? '1' : '0';
+  EXPECT_EQ(tier.check_fill(altered, kNow + 1, got, own.url).why, Refusal::bad_signature);
+  EXPECT_FALSE(got);
+  // Expired.
+  EXPECT_EQ(tier.check_fill(uri, kNow + 600, got, own.url).why, Refusal::expired);
+  // A range read out of a bigger object is never filled, URL or not; the
+  // edge hands its tier the URL of own-range grants only.
+  const Origin inside{kXorbA, 100, 199, storage_url(kXorbA, "bytes%3D100-199", kNow + 3600), kNow + 600, 1, 2};
+  const std::string sub = edge.grant(inside, {0, 999}, kNow);
+  EXPECT_EQ(tier.check_fill(sub, kNow + 1, got, inside.url).why, Refusal::unknown);
+  auto whole = edge.check_whole(uri, kNow + 1);
+  ASSERT_TRUE(whole.grant);
+  EXPECT_EQ(edge.origin_url(*whole.grant, kNow + 1), own.url);
+  EXPECT_EQ(tier.origin_url(*whole.grant, kNow + 1), std::nullopt);
+  auto part = edge.check_whole(sub, kNow + 1);
+  ASSERT_TRUE(part.grant);
+  EXPECT_EQ(edge.origin_url(*part.grant, kNow + 1), std::nullopt);
 }
 
 TEST(XetDownloadRewrite, NotAReconstructionIsAnError) {
