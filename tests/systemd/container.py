@@ -20,6 +20,7 @@ container's PID 1, with a clean environment.
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -81,6 +82,29 @@ def deb_depends(deb):
     return names
 
 
+def die_with_parent():
+    """In the child before exec: SIGKILL when the test process ends. A
+    debootstrap outliving a killed test went on writing into the root the
+    next run was removing, and left /proc mounted in it."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def remove_unfinished(path):
+    """A root a debootstrap did not finish: what it mounted inside (/proc,
+    while it configures packages) unmounted first, deepest first, or the
+    removal fails on every file of /proc and the next debootstrap with it."""
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1].replace("\\040", " ") for line in f]
+    inside = sorted((m for m in points if m == path or m.startswith(path + "/")), key=len, reverse=True)
+    for m in inside:
+        subprocess.run(["umount", "--lazy", m], check=False)
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.exists(path):
+        raise ContainerError("cannot remove the unfinished root %s (still mounted inside: %s)" % (path, inside))
+
+
 def cached_root(packages, log):
     """The root with BASE and `packages` installed, made on first use:
     (path, seconds it took now, 0 when cached)."""
@@ -93,11 +117,11 @@ def cached_root(packages, log):
         fcntl.flock(lock, fcntl.LOCK_EX)  # one debootstrap per root at a time
         if os.path.exists(os.path.join(root, ".complete")):
             return root, 0.0
-        shutil.rmtree(root + ".tmp", ignore_errors=True)
+        remove_unfinished(root + ".tmp")
         t0 = time.monotonic()
         cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), SUITE, root + ".tmp", mirror()]
         with open(log, "w") as f:
-            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         if r.returncode != 0:
             with open(log) as f:
                 tail = f.read()[-3000:]
