@@ -188,7 +188,9 @@ TEST(XetRangeCheck, BrokenBytesAreRefused) {
   auto refused = [&](const Bytes& bytes, RangeExpectation e, const std::string& why) {
     auto got = check(bytes, std::move(e));
     EXPECT_FALSE(got) << why;
-    if (!got) EXPECT_EQ(got.error().rule, "xet_download.verify") << why;
+    if (!got) {
+      EXPECT_EQ(got.error().rule, "xet_download.verify") << why;
+    }
   };
   // Short, long, cut inside a chunk.
   refused(Bytes(good.begin(), good.end() - 1), x.expect(0, 4), "one byte short");

@@ -303,7 +303,9 @@ TEST(XetDownloadRewrite, NotAReconstructionIsAnError) {
                                 R"({"xorbs": {")" + kXorbA + R"(": [{"url": "u"}]}})"}) {
     auto out = rewrite_reconstruction(bad, settings(), grants);
     EXPECT_FALSE(out) << bad;
-    if (!out) EXPECT_TRUE(out.error().rule.starts_with("reconstruction.")) << out.error().to_string();
+    if (!out) {
+      EXPECT_TRUE(out.error().rule.starts_with("reconstruction.")) << out.error().to_string();
+    }
   }
 }
 
