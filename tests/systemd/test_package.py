@@ -330,6 +330,54 @@ class PackageUnderSystemd(unittest.TestCase):
         # The endpoint's own reload, with nothing but its own programs.
         self.c.run("systemctl", "reload", "dedupd-xet-endpoint.service")
         self.assertEqual(self.active("dedupd-xet-endpoint.service"), "active")
+        type(self).hub, type(self).endpoint = hub, endpoint
+
+    def test_08b_downloads_through_the_packaged_endpoint(self):
+        """A download through the packaged endpoint is rewritten, filled by
+        dedupd through the endpoint's way out (dedupd.service has no
+        network) and cached where dedupd can check it: a second host with
+        empty caches fetches nothing from the storage."""
+        hub, endpoint = self.hub, self.endpoint
+
+        def user(name):
+            return harness.HubClient(os.path.join(self.dir, name), endpoint, TOKEN, self.tls["ca"])
+
+        data = harness.random_bytes(12 * MIB, 72)
+        src = harness.write(os.path.join(self.dir, "src", "weights.bin"), data)
+        user("uploader").hf("upload", REPO, src, "weights.bin")
+        storage, got = {}, {}
+        for host in ("host-e", "host-f"):
+            before = hub.state()["storage"]["bytes"]
+            out = os.path.join(self.dir, host, "download")
+            user(host).hf("download", REPO, "weights.bin", "--local-dir", out)
+            storage[host] = hub.state()["storage"]["bytes"] - before
+            got[host] = harness.sha256_of(os.path.join(out, "weights.bin"))
+        print("packaged endpoint, %d bytes: from storage host E %d, host F %d" % (len(data), storage["host-e"],
+                                                                                 storage["host-f"]), file=sys.stderr)
+        self.assertEqual(got["host-e"], harness.sha256_of(src))
+        self.assertEqual(got["host-f"], got["host-e"])
+        self.assertGreaterEqual(storage["host-e"], len(data) // 2)  # random bytes: stored near their size
+        self.assertEqual(storage["host-f"], 0, "the second host fetched from storage: the cache was not used")
+        # dedupd counted it (nginx reports each range as it ends), and its
+        # walk of the cache (at each reload) can read the endpoint's files.
+        self.c.run("systemctl", "reload", "dedupd.service")
+        downloads = self.wait("the downloads counted and the cache walked", lambda: (
+            lambda d: d if d["bytes"]["local_cache"] >= storage["host-e"] and (d.get("cache") or {}).get("bytes")
+            else None)(self.ctl_json("status")["xet_downloads"]), timeout=30)
+        self.assertEqual(downloads["bytes"]["internet"], storage["host-e"], downloads)
+        # No storage URL (its signature) in any file the endpoint writes.
+        logs = self.c.run("sh", "-c", "cat /var/log/dedupd-xet-endpoint/*.log").stdout
+        self.assertNotIn("Signature=", logs)
+        self.assertIn("/.xet-storage", logs)  # the fills went through the way out
+        # The cache is the endpoint's user's, and the index out of its reach.
+        owner = self.c.run("stat", "-c", "%U:%G %a", "/var/cache/dedupd-xet-endpoint").stdout.split()
+        self.assertEqual(owner, ["dedupd:dedupd-xet", "700"])
+        pid = self.c.run("systemctl", "show", "-P", "MainPID", "dedupd-xet-endpoint.service").stdout.strip()
+        # (root sees through InaccessiblePaths=' mode 000: what it lists is
+        # an empty node in place of the state directory)
+        listed = self.c.run("nsenter", "-t", pid, "-m", "ls", "-A", "/var/lib/dedupd", check=False).stdout.split()
+        self.assertIn("incoming", self.c.run("ls", "-A", "/var/lib/dedupd").stdout.split())
+        self.assertEqual(listed, [], "the endpoint sees dedupd's state directory")
 
     def test_09_fleet_against_postgresql_on_the_host(self):
         pointer = os.path.join(self.dir, "pg-pointer")

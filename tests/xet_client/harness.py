@@ -711,7 +711,9 @@ class XetEndpoint:
                   "CA_FILE": ca_file, "DEDUPD_SOCKET": dedupd_socket, "LOG_DIR": self.logs,
                   "DEDUPD_LEARN_SOCKET": os.path.join(os.path.dirname(dedupd_socket), "dedupd-learn.sock"),
                   "DEDUPD_TIMEOUT": dedupd_timeout, "CACHE_DIR": self.cache_dir,
-                  "CACHE_MAX_SIZE": "1g",
+                  "CACHE_MAX_SIZE": "1g", "WAY_OUT_SOCKET": os.path.join(root, "way-out.sock"),
+                  # (the stand-ins' storage URLs name 127.0.0.1: nothing is resolved)
+                  "RESOLVER": "127.0.0.1",
                   "TIER_SERVERS": " ".join("server 127.0.0.1:%d max_fails=1 fail_timeout=30s;" % p for p in tier),
                   "TIER_LISTEN": "127.0.0.1:%s" % tier_port}
         with open(NGINX_TEMPLATE) as f:

@@ -74,7 +74,7 @@ struct Request {
 // no other.
 inline constexpr std::string_view kRouteHeaders[] = {
     "Authorization",    "Range",         "X-Dedupd-Upstream",    "X-Dedupd-Base", "X-Dedupd-Uri", "X-Dedupd-Cache-Dir",
-    "X-Dedupd-Ca-File", "X-Dedupd-Tier", "X-Dedupd-Want-Origin", "X-Xet-Origin"};
+    "X-Dedupd-Way-Out", "X-Dedupd-Tier", "X-Dedupd-Want-Origin", "X-Xet-Origin"};
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";

@@ -2,7 +2,8 @@
 // both asked by its nginx only (Access::endpoint):
 //   GET /v1/xet-endpoint/reconstruction  the client's reconstruction query,
 //       asked of the CAS through the endpoint's pass-through (the URL in
-//       X-Dedupd-Upstream, the client's Authorization and Range with it),
+//       X-Dedupd-Upstream, asked over its Unix socket X-Dedupd-Way-Out,
+//       the client's Authorization and Range with it),
 //       its fetch URLs renamed to the endpoint's (X-Dedupd-Base); a CAS
 //       answer other than a 200 goes back as it came, and so does one that
 //       is no reconstruction. Anything dedupd cannot do is a 5xx, on which
@@ -19,8 +20,9 @@
 //       grant in X-Xet-Origin, which its nginx hands the tier host (a
 //       header, never logged).
 //   GET /v1/xet-endpoint/fill  nginx's cache miss of an object (X-Dedupd-Uri,
-//       X-Dedupd-Ca-File): dedupd fetches the range from the storage URL
-//       the CAS gave (held in memory, never passed to nginx), checks it as
+//       X-Dedupd-Way-Out): dedupd fetches the range from the storage URL
+//       the CAS gave (held in memory, passed to nginx's way out only in a
+//       header, for that one fetch, never logged), checks it as
 //       it arrives (xorb_range_check.hpp) and answers a 200 of exactly the
 //       object's bytes, which nginx caches; a 502 when they fail the check
 //       (nothing cached, the client retries), the storage's 403 as a 403
@@ -80,15 +82,18 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
   const core::XetDownloadSettings on = ctx.service.xet_download_settings();
   if (!on.enabled)
     return http::error(http::kNotReady, "off", "xet_endpoint.downloads.enabled is off: the CAS's answer goes as it is");
-  auto upstream = req.header("X-Dedupd-Upstream");
+  auto way_out = req.header("X-Dedupd-Way-Out");
+  auto path = req.header("X-Dedupd-Upstream");
   auto base = req.header("X-Dedupd-Base");
-  if (!upstream || !base || !is_loopback_http(*upstream) || !is_loopback_http(std::string(*base) + "/"))
+  if (!way_out || !path || !base || !is_way_out(*way_out) || !path->starts_with("/.xet-cas/") ||
+      !is_loopback_http(std::string(*base) + "/"))
     return http::error(http::kBadRequest,
-                       "X-Dedupd-Upstream and X-Dedupd-Base must name the endpoint (http://127.0.0.1:<port>)");
-  std::vector<std::pair<std::string, std::string>> headers;
+                       "X-Dedupd-Way-Out must name the endpoint's socket, X-Dedupd-Upstream its /.xet-cas/ path and "
+                       "X-Dedupd-Base the endpoint (http://127.0.0.1:<port>)");
+  HeaderList headers;
   for (std::string_view name : {"Authorization", "Range"})
     if (auto v = req.header(name)) headers.emplace_back(std::string(name), std::string(*v));
-  auto got = upstream_get(*upstream, headers, kMaxReconstructionBytes, kUpstreamTimeoutS);
+  auto got = upstream_get(std::string(*way_out), *path, headers, kMaxReconstructionBytes, kUpstreamTimeoutS);
   if (!got) {
     spdlog::warn("xet download: the reconstruction was not had through the endpoint: {}", got.error().to_string());
     return http::error(502, "bad_gateway", got.error().message);
@@ -177,8 +182,8 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
       failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
     return !failed;
   };
-  auto status = origin_get(origin->url, "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end),
-                           std::string(req.header("X-Dedupd-Ca-File").value_or("")), kFillTimeoutS, sink);
+  auto status = storage_get(std::string(req.header("X-Dedupd-Way-Out").value_or("")), origin->url,
+                            "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end), kFillTimeoutS, sink);
   if (!status) return http::error(502, "bad_gateway", status.error().message);
   if (*status == http::kForbidden) return refused(answers::Refusal::unknown);
   if (!failed && *status != 206 && *status != http::kOk)

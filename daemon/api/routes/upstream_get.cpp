@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <cctype>
 #include <memory>
 
 namespace dedupd::daemon::api::routes {
@@ -53,17 +54,28 @@ base::Error no_handle() {
   return upstream_error(unloaded ? unloaded : "curl_easy_init failed");
 }
 
-// A handle for one GET of `url` with `headers`, bounded by `timeout_s`,
-// never following a redirect.
-Curl get_handle(const std::string& url, curl_slist* headers, long timeout_s) {
+// A handle for one GET of `path` through the Unix socket `way_out`, with
+// `headers`, bounded by `timeout_s`, never following a redirect.
+Curl get_handle(const std::string& way_out, std::string_view path, curl_slist* headers, long timeout_s) {
   Curl curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return curl;
+  const std::string url = "http://localhost" + std::string(path);
+  curl_easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, way_out.c_str());
   curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, timeout_s);
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http");
   return curl;
+}
+
+using Headers = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+Headers header_list(const HeaderList& headers) {
+  curl_slist* list = nullptr;
+  for (const auto& [k, v] : headers) list = curl_slist_append(list, (k + ": " + v).c_str());
+  return Headers(list, curl_slist_free_all);
 }
 
 }  // namespace
@@ -79,23 +91,27 @@ bool is_loopback_http(std::string_view url) {
   return false;
 }
 
-base::Result<UpstreamAnswer> upstream_get(std::string_view url,
-                                          const std::vector<std::pair<std::string, std::string>>& headers,
+bool is_way_out(std::string_view path) {
+  if (path.size() < 2 || path.size() > 107 || path.front() != '/') return false;
+  for (char c : path)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-')) return false;
+  return path.find("/../") == std::string_view::npos;
+}
+
+base::Result<UpstreamAnswer> upstream_get(const std::string& way_out, std::string_view path, const HeaderList& headers,
                                           std::size_t max_body, long timeout_s) {
-  if (!is_loopback_http(url)) return upstream_error("not a loopback http:// URL: " + std::string(url.substr(0, 200)));
-  curl_slist* list = nullptr;
-  for (const auto& [k, v] : headers) list = curl_slist_append(list, (k + ": " + v).c_str());
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(list, curl_slist_free_all);
-  Curl curl = get_handle(std::string(url), list, timeout_s);
+  if (!is_way_out(way_out)) return upstream_error("not a way out (an absolute socket path): " + way_out.substr(0, 120));
+  if (!path.starts_with('/')) return upstream_error("not an absolute path: " + std::string(path.substr(0, 200)));
+  Headers list = header_list(headers);
+  Curl curl = get_handle(way_out, path, list.get(), timeout_s);
   if (!curl) return no_handle();
   UpstreamAnswer answer;
   Sink sink{&answer.body, max_body};
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http");
   CURLcode rc = curl_easy_perform(curl.get());
   if (sink.over) return upstream_error("the answer is over " + std::to_string(max_body) + " bytes");
-  if (rc != CURLE_OK) return upstream_error(curl_easy_strerror(rc));
+  if (rc != CURLE_OK) return upstream_error(way_out + ": " + curl_easy_strerror(rc));
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &answer.status);
   char* type = nullptr;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_TYPE, &type);
@@ -103,19 +119,15 @@ base::Result<UpstreamAnswer> upstream_get(std::string_view url,
   return answer;
 }
 
-base::Result<long> origin_get(const std::string& url, const std::string& range, const std::string& ca_file,
-                              long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink) {
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(
-      curl_slist_append(nullptr, ("Range: " + range).c_str()), curl_slist_free_all);
-  Curl curl = get_handle(url, owned.get(), timeout_s);
+base::Result<long> storage_get(const std::string& way_out, const std::string& url, const std::string& range,
+                               long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink) {
+  if (!is_way_out(way_out)) return upstream_error("not a way out (an absolute socket path): " + way_out.substr(0, 120));
+  Headers list = header_list({{"Range", range}, {"X-Xet-Storage-Url", url}});
+  Curl curl = get_handle(way_out, "/.xet-storage", list.get(), timeout_s);
   if (!curl) return no_handle();
   Stream stream{&sink};
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &stream);
-  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "https,http");
-  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!ca_file.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO, ca_file.c_str());
   // A refusal's body is not the range's: the sink never sees it.
   curl_easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
   // A stalled storage is given up after a minute without a byte.

@@ -1,9 +1,9 @@
-// dedupd's GETs for the endpoint's downloads (libcurl): the endpoint's own
-// CAS pass-through, for the answers dedupd rewrites on their way to the
-// client: only to a loopback http:// URL (the endpoint's nginx, which holds
-// the CAS's TLS settings), so a caller of the socket cannot make dedupd
-// fetch anything else; and the storage's signed URLs dedupd holds, for the
-// cache's fills.
+// dedupd's GETs for the endpoint's downloads (libcurl), all through the
+// endpoint's "way out": a Unix socket of its nginx (named per request by
+// X-Dedupd-Way-Out), since dedupd itself has no network (dedupd.service:
+// PrivateNetwork=yes) and holds no TLS settings. nginx asks the CAS (the
+// answers dedupd rewrites on their way to the client) and the storage (the
+// ranges dedupd checks before they are cached) with its own TLS settings.
 #pragma once
 
 #include <cstdint>
@@ -24,22 +24,30 @@ struct UpstreamAnswer {
   std::string body;
 };
 
-// Headers are sent as given (the client's Authorization and Range); the
-// body is kept up to `max_body` bytes, past which it is an error.
-base::Result<UpstreamAnswer> upstream_get(std::string_view url,
-                                          const std::vector<std::pair<std::string, std::string>>& headers,
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// GET `path` (an absolute path of the way out's, e.g. "/.xet-cas/v1/...")
+// through the Unix socket `way_out`. Headers are sent as given (the
+// client's Authorization and Range); the body is kept up to `max_body`
+// bytes, past which it is an error.
+base::Result<UpstreamAnswer> upstream_get(const std::string& way_out, std::string_view path, const HeaderList& headers,
                                           std::size_t max_body, long timeout_s);
 
-// http://127.0.0.1:<port>/... or http://localhost:<port>/...
+// http://127.0.0.1:<port>/... or http://localhost:<port>/...: what the
+// endpoint's clients are told to ask.
 bool is_loopback_http(std::string_view url);
 
-// One GET of a storage URL the CAS signed (an endpoint fill): `range` as the
-// Range header, TLS verified against `ca_file` (empty: the system's CAs),
-// no redirect followed. Each piece of the body goes to `sink` as it comes;
-// a false from it stops the transfer (an error). The status when the
-// transfer ended; the URL is never in an error's message (it is a secret
-// until it expires).
-base::Result<long> origin_get(const std::string& url, const std::string& range, const std::string& ca_file,
-                              long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink);
+// An absolute path of plain characters that names a socket dedupd may use
+// as the way out.
+bool is_way_out(std::string_view path);
+
+// One GET of a storage URL the CAS signed (an endpoint fill), asked of the
+// way out's /.xet-storage with the URL in X-Xet-Storage-Url (a header:
+// never in a log) and `range` as the Range header. Each piece of a 2xx body
+// goes to `sink` as it comes; a false from it stops the transfer (an
+// error). The status when the transfer ended; the URL is never in an
+// error's message (it is a secret until it expires).
+base::Result<long> storage_get(const std::string& way_out, const std::string& url, const std::string& range,
+                               long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink);
 
 }  // namespace dedupd::daemon::api::routes
