@@ -385,8 +385,9 @@ class ThroughTheEndpoint(harness.EndpointTest):
         # All three went upstream (the reconstruction by dedupd's way to it),
         # and dedupd's global-dedup counts are unchanged.
         # (The reconstruction is logged twice: the client's, answered by
-        # dedupd, and dedupd's, logged with the client's path.)
-        logged = ep.wait_logged(lambda l: l[1] == str(ep.cas_port) and l[3].strip('"').startswith(
+        # dedupd, and dedupd's through its way out, logged with the
+        # client's path and "way-out" for a port.)
+        logged = ep.wait_logged(lambda l: l[1] in (str(ep.cas_port), "way-out") and l[3].strip('"').startswith(
             ("/v1/telemetry", "/v2/reconstructions/", "/v2/file-chunk-hashes/")), 4)
         upstream = [l for l in logged if "upstream=127.0.0.1:%d" % self.hub.cas_port in " ".join(l)]
         self.assertEqual(sorted(l[3].strip('"').split("/")[2] for l in upstream),
