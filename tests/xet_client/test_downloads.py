@@ -209,6 +209,15 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         twice = [(x, r) for x, rs in served.items() for r, n in rs.items()
                  if n == 2 * (int(r.split("-")[1]) + 1 - int(r.split("-")[0]))]
         self.assertEqual(len(twice), 1, served)
+        # dedupd counted the failed fill apart from the bytes served: the
+        # check, and what it had fetched of the range when the damage (in
+        # the range's middle) stopped it.
+        d = self.downloads()
+        length = int(twice[0][1].split("-")[1]) + 1 - int(twice[0][1].split("-")[0])
+        self.assertEqual(d["fill_failed"], {"check": 1, "storage": 0, "local": 0})
+        self.assertGreaterEqual(d["fill_failed_bytes"], length // 2)
+        self.assertLessEqual(d["fill_failed_bytes"], length)
+        self.assertEqual(sum(d["refused"].values()), 0)
         b_bytes, b_sha, _ = self.download("host-b", name)
         self.assertEqual(b_sha, harness.sha256_of(src))
         self.assertEqual(b_bytes, 0)
@@ -268,6 +277,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
     @harness.once("range URLs are the endpoint's; no client of its own")
     def test_altered_expired_and_other_range_urls_are_refused(self):
         _, file_hash = self.uploaded(3 * MIB, 73)
+        before = self.downloads()["refused"]
         for version in ("v1", "v2"):
             doc = self.reconstruction(file_hash, version)
             if version == "v1":
@@ -313,6 +323,13 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         time.sleep(3)
         status, _, _ = self.cas_get(uri, {"Range": "bytes=%d-%d" % (rng["start"], rng["end"])})
         self.assertEqual(status, 403)
+        # dedupd counted each refusal by its reason: per shape, two URLs
+        # whose signature no longer holds, one granting bytes past its
+        # object (malformed), four Range headers not the grant; then one
+        # expired.
+        after = self.downloads()["refused"]
+        got = {why: n - before[why] for why, n in after.items() if n != before[why]}
+        self.assertEqual(got, {"bad_signature": 4, "malformed": 2, "wrong_range": 8, "expired": 1})
 
     @harness.once("the endpoint's fail-open path; no client of its own")
     def test_with_dedupd_down_the_cas_answer_goes_out_unrewritten(self):
