@@ -867,6 +867,21 @@ class HubClient:
         """The `hf` command of the virtualenv; under XET_PAIR=js, `hf upload
         REPO FILE NAME` is `hfjs upload REPO FILE` (which names the file in
         the repository after its own name)."""
+        command = self.hf_command(args)
+        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600,
+                           preexec_fn=_die_with_parent)
+        if check and r.returncode != 0:
+            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
+                                                                   r.stderr[-3000:]))
+        return r
+
+    def hf_started(self, *args):
+        """`hf` started, not waited for: the process (text pipes), for a test
+        that acts while it runs."""
+        return subprocess.Popen(self.hf_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env, preexec_fn=_die_with_parent)
+
+    def hf_command(self, args):
         command = [os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args]
         if is_js():
             verb, repo, src, name = args
@@ -874,12 +889,7 @@ class HubClient:
                 raise AssertionError("hfjs runs only `upload REPO FILE NAME` with NAME the file's: %s" % (args,))
             command = ["node", os.path.join(XET_JS_MODULES, "@huggingface", "hub", "dist", "cli.js"),
                        "upload", repo, src, "--quiet"]
-        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600,
-                           preexec_fn=_die_with_parent)
-        if check and r.returncode != 0:
-            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
-                                                                   r.stderr[-3000:]))
-        return r
+        return command
 
 
 class Client:
