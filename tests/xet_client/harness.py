@@ -650,13 +650,24 @@ def find_nginx():
     sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
 
 
+_ports_given = set()
+
+
 def free_port():
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    """A port of 127.0.0.1 free now, never one this process was given
+    before: the kernel may hand the same port to two binds in a row (seen:
+    an endpoint's Hub and CAS ports the same, its CAS requests then served
+    by the Hub's server block)."""
+    while True:
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        finally:
+            s.close()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def marked_lines(text, keep):
