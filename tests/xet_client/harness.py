@@ -19,7 +19,8 @@ test, never runs it.
 
 Under an older pair or "js", the tests marked `once` (nothing in them is the
 client's: plain requests, nginx or dedupd alone) are not run at all; they
-run with the newest pair. A test that a client cannot take skips, with the
+run with the newest pair; those marked `ends_only` run with the newest and
+the oldest pair only. A test that a client cannot take skips, with the
 reason ../skips.txt gives it; a skip not listed there fails.
 """
 
@@ -179,14 +180,33 @@ def once(why):
     return mark
 
 
+OLDEST_PAIR = "1.1.9"
+
+
+def ends_only(why):
+    """Marks a test whose client part the pairs between the newest and the
+    oldest take as one of those two does (as `why` says): it runs with the
+    newest and the oldest pair only, and is not part of the other pairs'
+    runs at all (PairLoader). Each of those costs CI time per pair."""
+    def mark(test):
+        test.ends_only = why
+        return test
+    return mark
+
+
 class PairLoader(unittest.TestLoader):
-    """Leaves the tests marked `once` out of every run but the newest pair's."""
+    """Leaves the tests marked `once` out of every run but the newest pair's,
+    and those marked `ends_only` out of the runs between the newest and the
+    oldest pair."""
 
     def getTestCaseNames(self, test_case_class):
         names = super().getTestCaseNames(test_case_class)
         if newest_pair():
             return names
-        return [n for n in names if not getattr(getattr(test_case_class, n), "once", None)]
+        keep = [n for n in names if not getattr(getattr(test_case_class, n), "once", None)]
+        if XET_PAIR == OLDEST_PAIR:
+            return keep
+        return [n for n in keep if not getattr(getattr(test_case_class, n), "ends_only", None)]
 
 
 def listed_skips():

@@ -274,6 +274,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             return n * pieces
         self.revision_test("scattered", edit)
 
+    @harness.ends_only("the endpoint's rewrite decides it; the clients fetch what it names, as in the tests above")
     def test_a_range_across_two_cached_objects_is_fetched_again_as_one(self):
         """The cost of not splitting a term at the boundary between two
         cached objects (docs/XET-ENDPOINT.md, "A range across two
