@@ -73,6 +73,16 @@ void add_xet_endpoint_fields(Fields& f, const json& e, std::uint64_t now) {
   }
 }
 
+// "why n, ..." of the reasons counted at least once; "" when none.
+std::string by_reason(const json& counts) {
+  std::string out;
+  if (!counts.is_object()) return out;
+  for (const auto& [why, count] : counts.items())
+    if (count.is_number_unsigned() && count.get<std::uint64_t>() != 0)
+      out += (out.empty() ? "" : ", ") + why + " " + grouped(count.get<std::uint64_t>());
+  return out;
+}
+
 // The endpoint's downloads: where the bytes its clients got came from, its
 // cache, and the fleet's cache tier when nginx asked one.
 void add_xet_download_fields(Fields& f, const json& d) {
@@ -92,9 +102,21 @@ void add_xet_download_fields(Fields& f, const json& d) {
     f.add("Hit ratio",
           std::to_string(local * 100 / (local + tier + internet)) + " % of the bytes from the local cache");
   const json requests = d.contains("requests") ? d["requests"] : json();
-  if (n(requests, "refused") + n(requests, "failed") != 0)
-    f.add("Range URLs", grouped(n(requests, "refused")) + " refused (the client asks again), " +
-                            grouped(n(requests, "failed")) + " failed");
+  if (n(requests, "refused") + n(requests, "failed") != 0) {
+    const std::string why = by_reason(d.contains("refused") ? d["refused"] : json());
+    f.add("Range URLs", grouped(n(requests, "refused")) + " refused (the client asks again" +
+                            (why.empty() ? "" : "; " + why) + "), " + grouped(n(requests, "failed")) + " failed");
+  }
+  const json fills = d.contains("fill_failed") ? d["fill_failed"] : json();
+  std::uint64_t failed_fills = 0;
+  if (fills.is_object())
+    for (const auto& [why, count] : fills.items())
+      failed_fills += count.is_number_unsigned() ? count.get<std::uint64_t>() : 0;
+  if (failed_fills != 0)
+    f.add("Failed fills",
+          grouped(failed_fills) + " (" + by_reason(fills) + "), " + human_bytes(n(d, "fill_failed_bytes")) +
+              " fetched from the storage for nothing",
+          Color::yellow);
   const json cache = d.contains("cache") ? d["cache"] : json();
   if (!cache.is_object()) f.add("Download cache", "not looked at yet");
   else if (!cache.value("known", false))

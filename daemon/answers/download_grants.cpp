@@ -131,6 +131,14 @@ std::string_view refusal_name(Refusal why) {
       return "wrong_range";
     case Refusal::unknown:
       return "unknown";
+    case Refusal::not_cached:
+      return "not_cached";
+    case Refusal::unreadable:
+      return "unreadable";
+    case Refusal::storage_refused:
+      return "storage_refused";
+    case Refusal::off:
+      return "off";
   }
   return "malformed";
 }

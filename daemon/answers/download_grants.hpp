@@ -59,7 +59,13 @@ enum class Refusal {
   expired,
   wrong_range,  // the Range header is not the signed range
   unknown,      // signed, but its origin is gone (dedupd restarted, or held too many)
+  // The routes' own (daemon/api/routes/routes_xet_download.cpp):
+  not_cached,       // a range inside an object whose cache file is gone or was damaged
+  unreadable,       // the object's cache file is out of dedupd's sight and cannot be removed
+  storage_refused,  // the storage refused the fill (the CAS's URL expired)
+  off,              // xet_endpoint.downloads.enabled is off, or there is no key
 };
+inline constexpr std::size_t kRefusals = 9;
 std::string_view refusal_name(Refusal why);
 
 struct GrantCheck {

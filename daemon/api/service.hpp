@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/answers/download_faults.hpp"
 #include "daemon/answers/download_grants.hpp"
 #include "daemon/answers/download_objects.hpp"
 #include "daemon/answers/sources.hpp"
@@ -61,6 +62,8 @@ class Service {
   virtual answers::DownloadGrants* download_grants() { return nullptr; }
   // The download cache's objects dedupd has checked; nullptr as above.
   virtual answers::DownloadObjects* download_objects() { return nullptr; }
+  // What the grant and fill answers refused or failed, by reason.
+  virtual answers::DownloadFaults* download_faults() { return nullptr; }
 
   // Admin actions; block until the work loop has finished them, or until the
   // admin timeout ("daemon.busy").

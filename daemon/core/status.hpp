@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -98,7 +99,7 @@ struct XetDownloadCounts {
   std::uint64_t bytes_local_cache = 0, bytes_tier = 0, bytes_internet = 0;
   std::uint64_t requests_local_cache = 0, requests_tier = 0, requests_internet = 0;
   std::uint64_t requests_refused = 0;  // 403: a range URL refused (the client asks again)
-  std::uint64_t requests_failed = 0;   // any other error
+  std::uint64_t requests_failed = 0;   // any other error, or a body cut short
   std::vector<XetTierHost> tier;       // the tier's hosts nginx asked, by name
 };
 // The endpoint's cache directory (nginx's proxy_cache_path), as the last
@@ -114,10 +115,21 @@ struct XetDownloadCache {
   std::uint64_t evictions = 0;
   std::uint64_t walked_at = 0;  // unix s
 };
+// What dedupd itself refused or could not fill of the endpoint's range
+// requests (daemon/answers/download_faults.hpp), since it started: each
+// reason named, with 0 when none happened.
+struct XetDownloadFaults {
+  std::vector<std::pair<std::string, std::uint64_t>> refused;      // range URLs refused (403), by reason
+  std::vector<std::pair<std::string, std::uint64_t>> fill_failed;  // fills that cached nothing, by reason
+  // Bytes the storage sent for fills that then failed (dropped, never
+  // served; not in XetDownloadCounts' bytes, which are bytes served).
+  std::uint64_t fill_failed_bytes = 0;
+};
 struct XetDownloadStatus {
   bool enabled = true;  // xet_endpoint.downloads.enabled
   XetDownloadCounts counts;
   XetDownloadCache cache;
+  XetDownloadFaults faults;
 };
 
 // A file the index could not take for a reason that passes, waiting for

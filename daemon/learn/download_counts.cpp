@@ -24,7 +24,8 @@ ClassifiedDownload classify(const DownloadReport& report) {
     if (g + 1 < report.upstream.size() || last_is_tier)
       for (const UpstreamTry& t : report.upstream[g]) c.tier.push_back(tier_try(t));
   if (report.status == 403) c.result = ClassifiedDownload::Result::refused;
-  else if (report.status >= 400) c.result = ClassifiedDownload::Result::failed;
+  // A body cut short served nothing the client keeps: it asks again.
+  else if (report.status >= 400 || !report.complete()) c.result = ClassifiedDownload::Result::failed;
   else {
     c.result = ClassifiedDownload::Result::served;
     c.bytes = report.body_bytes;

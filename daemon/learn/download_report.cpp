@@ -87,7 +87,13 @@ std::optional<DownloadReport> parse_download_report(std::string_view datagram) {
   if (cache != "-") r.cache_status = std::string(cache);
   if (host != "-") r.proxy_host = std::string(host);
   const auto addrs = quoted(msg), statuses = quoted(msg);
-  if (!addrs || !statuses || !msg.empty()) return std::nullopt;
+  if (!addrs || !statuses) return std::nullopt;
+  if (!msg.empty()) {
+    const std::string_view length = word(msg);
+    std::uint64_t n = 0;
+    if (!msg.empty() || (length != "-" && !number(length, n))) return std::nullopt;
+    if (length != "-") r.content_length = n;
+  }
   auto tries = upstream_tries(*addrs, *statuses);
   if (!tries) return std::nullopt;
   r.upstream = std::move(*tries);

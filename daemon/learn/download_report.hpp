@@ -34,10 +34,17 @@ struct DownloadReport {
   // (nginx separates them with " : " after an internal redirect, the
   // servers of one group with ", ").
   std::vector<std::vector<UpstreamTry>> upstream;
+  // The Content-Length the client was told ($sent_http_content_length);
+  // none when nginx said none, or the report has no such field (an
+  // endpoint rendered before it).
+  std::optional<std::uint64_t> content_length;
+  // Whether the whole body went out: false when it was cut short (an
+  // upstream dying in its middle; the client got part of it and asks again).
+  bool complete() const { return !content_length || body_bytes >= *content_length; }
 };
 
 // `xet-download <status> <body bytes> <cache status> <proxy host>
-// "<upstream addr>" "<upstream status>"`, in syslog framing or bare;
+// "<upstream addr>" "<upstream status>" [<content length> or -]`, in syslog framing or bare;
 // nullopt for anything else (a shard upload's report among them).
 std::optional<DownloadReport> parse_download_report(std::string_view datagram);
 

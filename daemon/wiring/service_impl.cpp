@@ -8,7 +8,13 @@
 namespace dedupd::daemon::wiring {
 
 const index::Index* ServiceImpl::index() const { return parts_.index.load(); }
-core::StatusInfo ServiceImpl::status() const { return parts_.ops.status(); }
+core::StatusInfo ServiceImpl::status() const {
+  core::StatusInfo s = parts_.ops.status();
+  // The core counts what nginx reports; the grant and fill answers, this
+  // side of the seam, count why they refused or failed.
+  if (s.xet_downloads) s.xet_downloads->faults = faults_.snapshot();
+  return s;
+}
 bool ServiceImpl::index_rebuilding() const { return parts_.ops.index_rebuilding(); }
 core::DaemonCounters ServiceImpl::counters() const { return parts_.counters.snapshot(); }
 

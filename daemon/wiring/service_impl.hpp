@@ -38,6 +38,7 @@ class ServiceImpl final : public api::Service {
   core::LearnStats learn_stats() const override;
   answers::DownloadGrants* download_grants() override { return grants_.get(); }
   answers::DownloadObjects* download_objects() override { return objects_.get(); }
+  answers::DownloadFaults* download_faults() override { return &faults_; }
   base::Result<std::optional<index::ShardInfo>> restore(const shard::Hash& shard) override;
 
   base::Result<core::RescanResult> rescan() override;
@@ -59,6 +60,7 @@ class ServiceImpl final : public api::Service {
   AnswerSources answers_;
   std::unique_ptr<answers::DownloadGrants> grants_;
   std::unique_ptr<answers::DownloadObjects> objects_;
+  answers::DownloadFaults faults_;
 };
 
 }  // namespace dedupd::daemon::wiring

@@ -5,7 +5,8 @@
 // Properties beyond "no crash": a parsed report holds statuses nginx can
 // write; written back as nginx writes it, it parses to the same report; it
 // counts as exactly one request, its bytes under one source when served and
-// nowhere else; a tier host it names is counted once per try.
+// nowhere else (a body cut short is never served); a tier host it names is
+// counted once per try.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -36,7 +37,7 @@ std::string written(const DownloadReport& r) {
   if (r.upstream.empty()) addrs = statuses = "-";
   return std::string(kDownloadReportTag) + " " + std::to_string(r.status) + " " + std::to_string(r.body_bytes) + " " +
          (r.cache_status.empty() ? "-" : r.cache_status) + " " + (r.proxy_host.empty() ? "-" : r.proxy_host) + " \"" +
-         addrs + "\" \"" + statuses + "\"";
+         addrs + "\" \"" + statuses + "\" " + (r.content_length ? std::to_string(*r.content_length) : "-");
 }
 
 }  // namespace
@@ -57,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto again = parse_download_report(written(*r));
   check(again && again->status == r->status && again->body_bytes == r->body_bytes &&
-        again->cache_status == r->cache_status && again->proxy_host == r->proxy_host && again->upstream == r->upstream);
+        again->cache_status == r->cache_status && again->proxy_host == r->proxy_host &&
+        again->upstream == r->upstream && again->content_length == r->content_length);
 
   const ClassifiedDownload c = classify(*r);
   check(c.tier.size() <= tries);
@@ -67,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(n.requests_local_cache + n.requests_tier + n.requests_internet + n.requests_refused + n.requests_failed == 1);
   const std::uint64_t bytes = n.bytes_local_cache + n.bytes_tier + n.bytes_internet;
   check(bytes == (c.result == ClassifiedDownload::Result::served ? r->body_bytes : 0));
+  check(r->complete() || c.result != ClassifiedDownload::Result::served);
   std::uint64_t per_host = 0;
   for (const auto& h : n.tier) per_host += h.answered + h.failed;
   std::size_t named = 0;

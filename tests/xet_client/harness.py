@@ -19,7 +19,8 @@ test, never runs it.
 
 Under an older pair or "js", the tests marked `once` (nothing in them is the
 client's: plain requests, nginx or dedupd alone) are not run at all; they
-run with the newest pair. A test that a client cannot take skips, with the
+run with the newest pair; those marked `ends_only` run with the newest and
+the oldest pair only. A test that a client cannot take skips, with the
 reason ../skips.txt gives it; a skip not listed there fails.
 """
 
@@ -179,14 +180,33 @@ def once(why):
     return mark
 
 
+OLDEST_PAIR = "1.1.9"
+
+
+def ends_only(why):
+    """Marks a test whose client part the pairs between the newest and the
+    oldest take as one of those two does (as `why` says): it runs with the
+    newest and the oldest pair only, and is not part of the other pairs'
+    runs at all (PairLoader). Each of those costs CI time per pair."""
+    def mark(test):
+        test.ends_only = why
+        return test
+    return mark
+
+
 class PairLoader(unittest.TestLoader):
-    """Leaves the tests marked `once` out of every run but the newest pair's."""
+    """Leaves the tests marked `once` out of every run but the newest pair's,
+    and those marked `ends_only` out of the runs between the newest and the
+    oldest pair."""
 
     def getTestCaseNames(self, test_case_class):
         names = super().getTestCaseNames(test_case_class)
         if newest_pair():
             return names
-        return [n for n in names if not getattr(getattr(test_case_class, n), "once", None)]
+        keep = [n for n in names if not getattr(getattr(test_case_class, n), "once", None)]
+        if XET_PAIR == OLDEST_PAIR:
+            return keep
+        return [n for n in keep if not getattr(getattr(test_case_class, n), "ends_only", None)]
 
 
 def listed_skips():
@@ -650,13 +670,24 @@ def find_nginx():
     sys.exit(1 if os.environ.get("DEDUPD_XET_REQUIRED") == "1" else SKIP)
 
 
+_ports_given = set()
+
+
 def free_port():
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    """A port of 127.0.0.1 free now, never one this process was given
+    before: the kernel may hand the same port to two binds in a row (seen:
+    an endpoint's Hub and CAS ports the same, its CAS requests then served
+    by the Hub's server block)."""
+    while True:
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        finally:
+            s.close()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def marked_lines(text, keep):
@@ -867,6 +898,21 @@ class HubClient:
         """The `hf` command of the virtualenv; under XET_PAIR=js, `hf upload
         REPO FILE NAME` is `hfjs upload REPO FILE` (which names the file in
         the repository after its own name)."""
+        command = self.hf_command(args)
+        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600,
+                           preexec_fn=_die_with_parent)
+        if check and r.returncode != 0:
+            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
+                                                                   r.stderr[-3000:]))
+        return r
+
+    def hf_started(self, *args):
+        """`hf` started, not waited for: the process (text pipes), for a test
+        that acts while it runs."""
+        return subprocess.Popen(self.hf_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env, preexec_fn=_die_with_parent)
+
+    def hf_command(self, args):
         command = [os.path.join(os.path.dirname(XET_PYTHON), "hf"), *args]
         if is_js():
             verb, repo, src, name = args
@@ -874,12 +920,7 @@ class HubClient:
                 raise AssertionError("hfjs runs only `upload REPO FILE NAME` with NAME the file's: %s" % (args,))
             command = ["node", os.path.join(XET_JS_MODULES, "@huggingface", "hub", "dist", "cli.js"),
                        "upload", repo, src, "--quiet"]
-        r = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=600,
-                           preexec_fn=_die_with_parent)
-        if check and r.returncode != 0:
-            raise AssertionError("hf %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout,
-                                                                   r.stderr[-3000:]))
-        return r
+        return command
 
 
 class Client:

@@ -4,20 +4,54 @@
 same nginx and dedupd, on a tier port, each xorb on the host nginx's
 consistent hash picks), all with one key file. The real `hf download`
 through the real nginx; the stand-in's storage counts what each host cost
-the internet, and each edge's dedupd counts where its bytes came from."""
+the internet, and each edge's dedupd counts where its bytes came from. A
+file of several xorbs spreads over the tier hosts as the hash says, and a
+tier host killed in the middle of a body costs the storage what it had not
+sent, never the download."""
 
+import bisect
+import hashlib
 import http.client
 import json
 import os
 import secrets
+import signal
+import struct
+import zlib
 
 import harness
+import tcp_relay
 
 TOKEN = "hf_downloadTierHubToken0123456789abcdef"
 ACCESS_TOKEN = "xet_downloadTierCasToken0123456789abcdef"
 REPO = "dedupd/download-tier"
 MIB = 1024 * 1024
 SIZE = int(os.environ.get("DEDUPD_XET_DOWNLOAD_MIB", "48")) * MIB
+PART = 6 * MIB  # a xorb of the file of several
+
+
+def tier_host_of(xorb, servers):
+    """The server of `servers` ("host:port", as the upstream block names
+    them) nginx's `hash $xet_xorb consistent` sends `xorb` to while all are
+    up: nginx's ketama (ngx_http_upstream_hash_module.c): 160 points per
+    server, each CRC32(host NUL port, previous point), the key's CRC32 served
+    by the first point at or past it."""
+    points = {}
+    for server in servers:
+        host, port = server.rsplit(":", 1)
+        base, prev = zlib.crc32(host.encode() + b"\0" + port.encode()), 0
+        for _ in range(160):
+            prev = zlib.crc32(struct.pack("<I", prev), base)
+            points.setdefault(prev, server)
+    ring = sorted(points)
+    return points[ring[bisect.bisect_left(ring, zlib.crc32(xorb.encode())) % len(ring)]]
+
+
+def cache_file(cache_dir, xorb, span):
+    """Where nginx keeps object `span` ("s-e") of `xorb` (levels=1:2 of
+    the MD5 of its key, as daemon/answers/download_objects.hpp)."""
+    h = hashlib.md5(("xet1:%s:%s" % (xorb, span)).encode()).hexdigest()
+    return os.path.join(cache_dir, h[-1], h[-3:-1], h)
 
 
 class FleetCacheTier(harness.EndpointTest):
@@ -42,8 +76,8 @@ class FleetCacheTier(harness.EndpointTest):
         self.hosts[name] = (d, ep)
         return d, ep
 
-    def edge(self, name):
-        return self.host(name, tier=self.tier_ports)
+    def edge(self, name, ports=None):
+        return self.host(name, tier=ports or self.tier_ports)
 
     def user(self, name, ep):
         return harness.HubClient(self.path(name, "user"), ep.endpoint, TOKEN, self.tls["ca"])
@@ -58,18 +92,28 @@ class FleetCacheTier(harness.EndpointTest):
         ep = self.hosts[name][1]
         return sum(1 for _, _, names in os.walk(ep.cache_dir) for n in names if len(n) == 32)
 
-    def download(self, name, file_name):
+    def download(self, name, file_name, size=SIZE, during=None):
         """`hf download` on host `name`: (bytes it cost the storage, sha256
-        of what it got, its bytes by source as its dedupd counted them)."""
+        of what it got, its bytes by source as its dedupd counted them).
+        `during(process)`, when given, runs while the download is under way."""
         d, ep = self.hosts[name]
         before_storage, before = self.storage_bytes(), self.counts(name)["bytes"]
         out = self.path(name, "download")
-        self.user(name, ep).hf("download", REPO, file_name, "--local-dir", out)
+        user = self.user(name, ep)
+        if during is None:
+            user.hf("download", REPO, file_name, "--local-dir", out)
+        else:
+            p = user.hf_started("download", REPO, file_name, "--local-dir", out)
+            try:
+                during(p)
+            finally:
+                stdout, stderr = p.communicate(timeout=600)
+            self.assertEqual(p.returncode, 0, "hf download failed:\n%s\n%s" % (stdout, stderr[-3000:]))
         storage = self.storage_bytes() - before_storage
         # nginx reports each range as its request ends, a moment after the
         # client has it.
         now = harness.wait_for("%s's ranges counted" % name,
-                               lambda: (lambda b: b if sum(b.values()) - sum(before.values()) >= SIZE else None)(
+                               lambda: (lambda b: b if sum(b.values()) - sum(before.values()) >= size else None)(
                                    self.counts(name)["bytes"]))
         got = {k: now[k] - before[k] for k in now}
         print("%s: %d bytes from storage; counted %s" % (name, storage, got))
@@ -174,6 +218,116 @@ class FleetCacheTier(harness.EndpointTest):
                         if os.path.isfile(p) and not os.path.islink(p):
                             with open(p, "rb") as f:
                                 self.assertNotIn(b"Signature=", f.read(), p)
+
+    @harness.ends_only("a short body is retried by the fetch code of 1.1-1.2 (as 1.1.9's) or of xet-core's "
+                       "file reconstruction (1.3 on, as the newest's)")
+    def test_xorbs_spread_over_the_tier_hosts_and_one_killed_mid_body_costs_its_objects_again(self):
+        # The edges reach the tier hosts through relays (their network face,
+        # which the test can hold and cut); nginx hashes the relays' names.
+        relays = [tcp_relay.Relay(p) for p in self.tier_ports]
+        self.addCleanup(lambda: [r.cut() for r in relays])
+        names = ["127.0.0.1:%d" % r.port for r in relays]
+        for e in ("edge-a", "edge-b", "edge-c"):
+            self.edge(e, [r.port for r in relays])
+        up = self.user("uploader", self.hosts["edge-a"][1])
+        up.run("create-repo", REPO)
+        # A file of several xorbs: parts uploaded one by one (a xorb each),
+        # until their xorbs hash to both tier hosts, then the file made of
+        # them, whose terms are the parts' xorbs (the uploader's shard cache
+        # knows them) and a small new xorb where the parts meet.
+        parts, host_of = [], {}
+        while len(set(host_of.values())) < 2 or len(parts) < 3:
+            self.assertLess(len(parts), 12, "the parts' xorbs all hash to one tier host: %s" % host_of)
+            part = harness.write(self.path("src", "part-%d.bin" % len(parts)),
+                                 harness.random_bytes(PART, 90 + len(parts)))
+            self.hub.reset()
+            up.run("upload-file", REPO, os.path.basename(part), part)
+            new = list(self.hub.state()["xorbs"])
+            self.assertEqual(len(new), 1, new)
+            host_of[new[0]] = tier_host_of(new[0], names)
+            parts.append(part)
+        data = bytearray()
+        for p in parts:
+            with open(p, "rb") as f:
+                data += f.read()
+        src = harness.write(self.path("src", "several.bin"), data)
+        self.hub.reset()
+        up.run("upload-file", REPO, "several.bin", src)
+        for x in self.hub.state()["xorbs"]:
+            host_of[x] = tier_host_of(x, names)
+        want = harness.sha256_of(src)
+        self.hub.reset()
+
+        # Edge A: each object through the tier host its xorb hashes to, and
+        # kept there, not on the other.
+        storage_a, sha_a, got_a = self.download("edge-a", "several.bin", len(data))
+        self.assertEqual(sha_a, want)
+        self.assertEqual(got_a["tier"], storage_a)
+        tier_dir = {names[i]: self.hosts["tier-%d" % (i + 1)][1].cache_dir for i in range(2)}
+        objects = {}  # (xorb, "s-e"): bytes
+        for x, ranges in self.hub.state()["storage"]["xorbs"].items():
+            for span, n in ranges.items():
+                objects[(x, span)] = n
+                self.assertIn(x, host_of, "a xorb the file does not name was fetched")
+                for name_, d in tier_dir.items():
+                    self.assertEqual(os.path.exists(cache_file(d, x, span)), name_ == host_of[x],
+                                     "object %s %s on %s (its xorb hashes to %s)" % (x, span, name_, host_of[x]))
+        on = {n: sum(b for (x, _), b in objects.items() if host_of[x] == n) for n in names}
+        print("file of %d bytes, %d xorbs, %d objects; bytes of them per tier host: %s"
+              % (len(data), len(host_of), len(objects), on))
+        self.assertTrue(all(on.values()), on)
+        self.assertEqual(sum(on.values()), storage_a)
+
+        # Edge B, empty caches: nothing from storage, from both tier hosts.
+        storage_b, sha_b, got_b = self.download("edge-b", "several.bin", len(data))
+        self.assertEqual((sha_b, storage_b, got_b["internet"]), (want, 0, 0))
+        self.assertEqual(got_b["tier"], storage_a)
+
+        # Edge C: the tier host of the largest object dies while it sends
+        # that object to C (the relay holds its answers once one has passed
+        # 1 MiB, the host is killed, its link cut). The client retries; the
+        # edge's nginx, the host gone, asks the other tier host, which
+        # fills from storage: what the dead host had not sent costs the
+        # storage once more, and the download completes.
+        victim = host_of[max(objects, key=objects.get)[0]]
+        relay = relays[names.index(victim)]
+        tier_name = "tier-%d" % (names.index(victim) + 1)
+
+        def kill_mid_body(p):
+            relay.freeze_after(MIB)
+            self.assertTrue(relay.frozen.wait(120), "no answer of 1 MiB passed the relay")
+            self.assertIsNone(p.poll(), "the download ended before its body did")
+            for proc in self.hosts[tier_name]:
+                os.killpg(proc.proc.p.pid, signal.SIGKILL)
+            relay.cut()
+        survivor = [n for n in names if n != victim][0]
+        survivor_name = "tier-%d" % (names.index(survivor) + 1)
+        survivor_filled = self.counts(survivor_name)["bytes"]["internet"]
+        self.hub.reset()
+        storage_c, sha_c, got_c = self.download("edge-c", "several.bin", len(data), during=kill_mid_body)
+        self.assertEqual(sha_c, want)
+        again = self.hub.state()["storage"]["xorbs"]
+        print("tier host %s killed mid-body: edge C %d bytes from storage again (of %d on it); counted %s"
+              % (victim, storage_c, on[victim], got_c))
+        # Only objects of the dead host, each once, the cut one among them.
+        for x, ranges in again.items():
+            self.assertEqual(host_of[x], victim, x)
+            for span, n in ranges.items():
+                self.assertEqual(n, objects[(x, span)], "%s %s fetched %d bytes" % (x, span, n))
+        self.assertTrue(any(n > MIB for r in again.values() for n in r.values()), again)
+        self.assertLessEqual(storage_c, on[victim])
+        # Counted: edge C's bytes are the file's ranges once, all from the
+        # tier (a body cut short is a failed request, its bytes in no
+        # source: Content-Length beside the bytes sent); the other tier
+        # host filled from storage what C fetched again; no fill failed.
+        self.assertEqual((got_c["tier"], got_c["internet"], got_c["local_cache"]), (storage_a, 0, 0))
+        # (each body the relay held when the host died: one or more)
+        self.assertGreaterEqual(self.counts("edge-c")["requests"]["failed"], 1)
+        self.assertEqual(self.counts(survivor_name)["bytes"]["internet"] - survivor_filled, storage_c)
+        for host in ("edge-c", survivor_name):
+            self.assertEqual(sum(self.counts(host)["fill_failed"].values()), 0, host)
+        tier_hosts = {h["host"]: h["up"] for h in self.counts("edge-c")["tier"]}
+        self.assertEqual(tier_hosts, {victim: False, survivor: True})
 
 
 if __name__ == "__main__":

@@ -209,6 +209,15 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         twice = [(x, r) for x, rs in served.items() for r, n in rs.items()
                  if n == 2 * (int(r.split("-")[1]) + 1 - int(r.split("-")[0]))]
         self.assertEqual(len(twice), 1, served)
+        # dedupd counted the failed fill apart from the bytes served: the
+        # check, and what it had fetched of the range when the damage (in
+        # the range's middle) stopped it.
+        d = self.downloads()
+        length = int(twice[0][1].split("-")[1]) + 1 - int(twice[0][1].split("-")[0])
+        self.assertEqual(d["fill_failed"], {"check": 1, "storage": 0, "local": 0})
+        self.assertGreaterEqual(d["fill_failed_bytes"], length // 2)
+        self.assertLessEqual(d["fill_failed_bytes"], length)
+        self.assertEqual(sum(d["refused"].values()), 0)
         b_bytes, b_sha, _ = self.download("host-b", name)
         self.assertEqual(b_sha, harness.sha256_of(src))
         self.assertEqual(b_bytes, 0)
@@ -265,9 +274,60 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             return n * pieces
         self.revision_test("scattered", edit)
 
+    @harness.ends_only("the endpoint's rewrite decides it; the clients fetch what it names, as in the tests above")
+    def test_a_range_across_two_cached_objects_is_fetched_again_as_one(self):
+        """The cost of not splitting a term at the boundary between two
+        cached objects (docs/XET-ENDPOINT.md, "A range across two
+        objects"): files of chunks [0, k) and [k, 2k) of one xorb, then one
+        of [k/2, 3k/2). Its range lies in no single cached object, so it is
+        an object of its own, fetched whole from storage once; the ideal
+        (its bytes read from the two objects) is 0."""
+        src, _ = self.uploaded(8 * MIB, 82)
+        shard = self.hub.state()["shards"][-1]
+        self.assertEqual(len(shard["xorbs"]), 1, shard["xorbs"])
+        xorb = shard["xorbs"][0]["hash"]
+        at = [0]  # where each chunk starts in the file
+        for c in shard["xorbs"][0]["chunks"]:
+            at.append(at[-1] + c["unpacked_bytes"])
+        k = (len(at) - 1) // 3
+        with open(src, "rb") as f:
+            data = f.read()
+        pieces = {"first.bin": (0, k), "second.bin": (k, 2 * k), "across.bin": (k // 2, k // 2 + k)}
+        for name, (a, b) in pieces.items():
+            p = harness.write(self.path("src", name), data[at[a]:at[b]])
+            self.hub.reset()
+            self.user("uploader").run("upload-file", REPO, name, p)
+            state = self.hub.state()
+            # The uploader's shard cache knows the xorb: no new bytes, and
+            # the file is that one term.
+            self.assertEqual(state["xorbs"], {}, name)
+            terms = state["shards"][-1]["files"][0]["terms"]
+            self.assertEqual([(t["xorb"], t["chunk_start"], t["chunk_end"]) for t in terms], [(xorb, a, b)], name)
+        self.hub.reset()
+        for name in ("first.bin", "second.bin"):
+            got, sha, _ = self.download("host-a", name)
+            self.assertEqual(sha, harness.sha256_of(self.path("src", name)))
+        cached = self.hub.state()["storage"]["xorbs"][xorb]
+        self.assertEqual(len(cached), 2, cached)
+        self.hub.reset()
+        b_bytes, b_sha, _ = self.download("host-b", "across.bin")
+        self.assertEqual(b_sha, harness.sha256_of(self.path("src", "across.bin")))
+        served = self.hub.state()["storage"]["xorbs"]
+        print("range across two cached objects (chunks %d-%d of %d, objects %s): host B %d bytes from storage, "
+              "ideal 0" % (k // 2, k // 2 + k, len(at) - 1, sorted(cached), b_bytes))
+        # The range, as one new object, once: its chunks' bytes (random
+        # bytes: each stored as it is, behind an 8-byte header).
+        self.assertEqual(list(served), [xorb])
+        self.assertEqual(len(served[xorb]), 1, served)
+        self.assertEqual(b_bytes, at[k // 2 + k] - at[k // 2] + 8 * k)
+        # Then cached: a third host fetches nothing.
+        c_bytes, c_sha, _ = self.download("host-c", "across.bin")
+        self.assertEqual((c_bytes, c_sha), (0, b_sha))
+
     @harness.once("range URLs are the endpoint's; no client of its own")
     def test_altered_expired_and_other_range_urls_are_refused(self):
         _, file_hash = self.uploaded(3 * MIB, 73)
+        before = self.downloads()["refused"]
         for version in ("v1", "v2"):
             doc = self.reconstruction(file_hash, version)
             if version == "v1":
@@ -313,6 +373,13 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         time.sleep(3)
         status, _, _ = self.cas_get(uri, {"Range": "bytes=%d-%d" % (rng["start"], rng["end"])})
         self.assertEqual(status, 403)
+        # dedupd counted each refusal by its reason: per shape, two URLs
+        # whose signature no longer holds, one granting bytes past its
+        # object (malformed), four Range headers not the grant; then one
+        # expired.
+        after = self.downloads()["refused"]
+        got = {why: n - before[why] for why, n in after.items() if n != before[why]}
+        self.assertEqual(got, {"bad_signature": 4, "malformed": 2, "wrong_range": 8, "expired": 1})
 
     @harness.once("the endpoint's fail-open path; no client of its own")
     def test_with_dedupd_down_the_cas_answer_goes_out_unrewritten(self):

@@ -24,6 +24,9 @@ Json xet_downloads_json(const core::XetDownloadStatus& d) {
              {"files", c.known ? Json(c.files) : Json(nullptr)},
              {"evictions", c.evictions},
              {"walked_at", c.walked_at}};
+  Json refused = Json::object(), fill_failed = Json::object();
+  for (const auto& [why, count] : d.faults.refused) refused[why] = count;
+  for (const auto& [why, count] : d.faults.fill_failed) fill_failed[why] = count;
   return {{"enabled", d.enabled},
           {"bytes", {{"local_cache", n.bytes_local_cache}, {"tier", n.bytes_tier}, {"internet", n.bytes_internet}}},
           {"requests",
@@ -32,6 +35,9 @@ Json xet_downloads_json(const core::XetDownloadStatus& d) {
             {"internet", n.requests_internet},
             {"refused", n.requests_refused},
             {"failed", n.requests_failed}}},
+          {"refused", std::move(refused)},
+          {"fill_failed", std::move(fill_failed)},
+          {"fill_failed_bytes", d.faults.fill_failed_bytes},
           {"hit_ratio", ratio ? Json(*ratio) : Json(nullptr)},
           {"cache", std::move(cache)},
           {"tier", std::move(tier)}};
@@ -54,6 +60,17 @@ void write_xet_download_metrics(http::PromWriter& w, const core::XetDownloadStat
   w.sample("dedupd_xet_download_requests_total", "result=\"internet\"", n.requests_internet);
   w.sample("dedupd_xet_download_requests_total", "result=\"refused\"", n.requests_refused);
   w.sample("dedupd_xet_download_requests_total", "result=\"failed\"", n.requests_failed);
+  w.family("dedupd_xet_download_refusals_total", "counter",
+           "Range URLs dedupd refused (a 403: the client asks the reconstruction again), by reason.");
+  for (const auto& [why, count] : d.faults.refused)
+    w.sample("dedupd_xet_download_refusals_total", "reason=\"" + why + "\"", count);
+  w.family("dedupd_xet_download_fill_failures_total", "counter",
+           "Fills from the CAS's storage that cached nothing (a 502: the client retries), by reason.");
+  for (const auto& [why, count] : d.faults.fill_failed)
+    w.sample("dedupd_xet_download_fill_failures_total", "reason=\"" + why + "\"", count);
+  w.family("dedupd_xet_download_fill_failed_bytes_total", "counter",
+           "Bytes the storage sent for fills that failed: fetched and dropped, never served.");
+  w.sample("dedupd_xet_download_fill_failed_bytes_total", "", d.faults.fill_failed_bytes);
   const core::XetDownloadCache& c = d.cache;
   if (c.known) {
     w.family("dedupd_xet_download_cache_bytes", "gauge", "Disk the endpoint's download cache takes (last walk).");

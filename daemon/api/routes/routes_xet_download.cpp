@@ -67,10 +67,25 @@ std::filesystem::path cache_dir_of(const http::Request& req) {
   return std::filesystem::path(*dir);
 }
 
-http::Response refused(answers::Refusal why) {
+// A 403 naming why, counted.
+http::Response refused(http::Context& ctx, answers::Refusal why) {
+  if (answers::DownloadFaults* faults = ctx.service.download_faults()) faults->refused(why);
   http::Response r = http::error(http::kForbidden, "range URL refused: " + std::string(answers::refusal_name(why)));
   r.headers.emplace_back("X-Dedupd-Refused", std::string(answers::refusal_name(why)));
   return r;
+}
+
+// Downloads off, or no key: a 403 of its own words, counted.
+http::Response off(http::Context& ctx, std::string message) {
+  if (answers::DownloadFaults* faults = ctx.service.download_faults()) faults->refused(answers::Refusal::off);
+  return http::error(http::kForbidden, std::move(message));
+}
+
+// A fill that cached nothing: a 502 (the client retries), counted with the
+// bytes the storage sent for it.
+http::Response fill_failed(http::Context& ctx, answers::FillFailure why, std::uint64_t fetched, std::string message) {
+  if (answers::DownloadFaults* faults = ctx.service.download_faults()) faults->fill_failed(why, fetched);
+  return http::error(502, "bad_gateway", std::move(message));
 }
 
 }  // namespace
@@ -122,16 +137,15 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
 
 http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   // Off: outstanding range URLs too (their clients ask again, and get the CAS's own URLs).
-  if (!ctx.service.xet_download_settings().enabled)
-    return http::error(http::kForbidden, "xet_endpoint.downloads.enabled is off");
+  if (!ctx.service.xet_download_settings().enabled) return off(ctx, "xet_endpoint.downloads.enabled is off");
   answers::DownloadGrants* grants = ctx.service.download_grants();
   answers::DownloadObjects* objects = ctx.service.download_objects();
-  if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
+  if (!grants || !objects) return off(ctx, "no key: no range URL of this endpoint is valid");
   const std::string_view uri = req.header("X-Dedupd-Uri").value_or("");
   const bool tier = req.header("X-Dedupd-Tier").value_or("") == "1";
   auto check =
       tier ? grants->check_whole(uri, unix_now()) : grants->check(uri, req.header("Range").value_or(""), unix_now());
-  if (!check.grant) return refused(check.why);
+  if (!check.grant) return refused(ctx, check.why);
   const answers::Grant& g = *check.grant;
   auto dir = cache_dir_of(req);
   // Without the cache's place nothing in it can be checked: only a fill.
@@ -149,9 +163,9 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
         "xet download: the cache file of xorb {} bytes {}-{} fails its check, or dedupd cannot read it "
         "(it must run as the endpoint's nginx user), and it cannot be removed: refused",
         g.xorb, g.start, g.end);
-    return refused(answers::Refusal::unknown);
+    return refused(ctx, answers::Refusal::unreadable);
   }
-  if (!g.own_range() && file != answers::CacheFile::intact) return refused(answers::Refusal::unknown);
+  if (!g.own_range() && file != answers::CacheFile::intact) return refused(ctx, answers::Refusal::not_cached);
   http::Response r;
   r.body.clear();
   r.content_type = "text/plain";
@@ -163,34 +177,46 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
 http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
   answers::DownloadGrants* grants = ctx.service.download_grants();
   answers::DownloadObjects* objects = ctx.service.download_objects();
-  if (!grants || !objects) return http::error(http::kForbidden, "no key: no range URL of this endpoint is valid");
+  if (!grants || !objects) return off(ctx, "no key: no range URL of this endpoint is valid");
   std::optional<answers::Origin> origin;
   auto check = grants->check_fill(req.header("X-Dedupd-Uri").value_or(""), unix_now(), origin,
                                   req.header("X-Xet-Origin").value_or(""));
-  if (!check.grant) return refused(check.why);
+  if (!check.grant) return refused(ctx, check.why);
   const answers::Grant& g = *check.grant;
   // The bytes wait in an unnamed temporary file (gone with its last
   // descriptor) until they are all checked.
   std::unique_ptr<std::FILE, decltype(&std::fclose)> held(std::tmpfile(), &std::fclose);
-  if (!held) return http::error(502, "bad_gateway", std::string("no temp file for a fill: ") + std::strerror(errno));
+  if (!held)
+    return fill_failed(ctx, answers::FillFailure::local, 0,
+                       std::string("no temp file for a fill: ") + std::strerror(errno));
   answers::RangeChecker checker(
       answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, origin->first_chunk, origin->end_chunk));
   std::optional<base::Error> failed;
+  auto failure = answers::FillFailure::check;
+  std::uint64_t fetched = 0;
   auto sink = [&](std::span<const std::uint8_t> bytes) {
+    fetched += bytes.size();
     if (auto fed = checker.feed(bytes); !fed) failed = fed.error();
-    else if (std::fwrite(bytes.data(), 1, bytes.size(), held.get()) != bytes.size())
+    else if (std::fwrite(bytes.data(), 1, bytes.size(), held.get()) != bytes.size()) {
       failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
+      failure = answers::FillFailure::local;
+    }
     return !failed;
   };
   auto status = storage_get(std::string(req.header("X-Dedupd-Way-Out").value_or("")), origin->url,
                             "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end), kFillTimeoutS, sink);
-  if (!status) return http::error(502, "bad_gateway", status.error().message);
-  if (*status == http::kForbidden) return refused(answers::Refusal::unknown);
-  if (!failed && *status != 206 && *status != http::kOk)
+  // (The sink's failure stops the transfer: that, not the stop, is why.)
+  if (!status && !failed) return fill_failed(ctx, answers::FillFailure::storage, fetched, status.error().message);
+  if (status && *status == http::kForbidden) return refused(ctx, answers::Refusal::storage_refused);
+  if (!failed && *status != 206 && *status != http::kOk) {
     failed = base::Error{"xet_download.fill", 0, "the storage answered " + std::to_string(*status), false};
+    failure = answers::FillFailure::storage;
+  }
   std::optional<answers::CheckedRange> checked;
-  if (!failed && std::fflush(held.get()) != 0)
+  if (!failed && std::fflush(held.get()) != 0) {
     failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
+    failure = answers::FillFailure::local;
+  }
   if (!failed) {
     auto done = checker.finish();
     if (done) checked = std::move(*done);
@@ -198,10 +224,11 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
   }
   if (failed) {
     spdlog::warn("xet download: bytes {}-{} of xorb {} not cached: {}", g.start, g.end, g.xorb, failed->to_string());
-    return http::error(502, "bad_gateway", failed->message);
+    return fill_failed(ctx, failure, fetched, failed->message);
   }
   int fd = ::fcntl(::fileno(held.get()), F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return http::error(502, "bad_gateway", std::string("temp file: ") + std::strerror(errno));
+  if (fd < 0)
+    return fill_failed(ctx, answers::FillFailure::local, fetched, std::string("temp file: ") + std::strerror(errno));
   objects->add(g.xorb, {g.start, g.end}, std::move(*checked));
   http::Response r;
   r.content_type = std::string(http::kOctets);

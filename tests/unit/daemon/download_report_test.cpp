@@ -46,6 +46,17 @@ TEST(DownloadReport, ReadsWhatTheEndpointsLogFormatWrites) {
       "\"502, - : 206\"");
   EXPECT_EQ(fallback.upstream, (std::vector<std::vector<UpstreamTry>>{{{"10.0.0.1:8788", 502}, {"10.0.0.2:8788", 0}},
                                                                       {{"10.1.2.3:443", 206}}}));
+  // Whether the body went out whole: its bytes beside the Content-Length
+  // the client was told. A report of an endpoint rendered before the field
+  // says nothing of it: whole.
+  EXPECT_TRUE(miss.complete());
+  EXPECT_EQ(miss.content_length, std::nullopt);
+  DownloadReport whole = parsed("xet-download 206 4096 HIT h \"-\" \"-\" 4096");
+  EXPECT_EQ(whole.content_length, 4096u);
+  EXPECT_TRUE(whole.complete());
+  DownloadReport cut = parsed("xet-download 206 982669 MISS xet_tier \"10.0.0.1:8788\" \"200\" 6232238");
+  EXPECT_FALSE(cut.complete());
+  EXPECT_TRUE(parsed("xet-download 200 10 MISS h \"-\" \"-\" -").complete());  // no length said
 }
 
 TEST(DownloadReport, AnythingElseIsNoReport) {
@@ -59,6 +70,8 @@ TEST(DownloadReport, AnythingElseIsNoReport) {
                                  "xet-download 206 1 MISS h \"a\" \"600\"",      // no upstream status
                                  "xet-download 206 1 MISS h \"-\" \"-\" more",   // trailing words
                                  "xet-download 206 1 MISS h \"-\" \"-",          // unclosed quote
+                                 "xet-download 206 1 MISS h \"-\" \"-\" x1",     // no content length
+                                 "xet-download 206 1 MISS h \"-\" \"-\" 1 x",    // trailing words
                                  "<190>Dec  7 12:00:00 dedupd_learn:", "xet-download", ""})
     EXPECT_FALSE(parse_download_report(line)) << line;
   EXPECT_FALSE(parse_confirmation("xet-download 206 1 HIT h \"-\" \"-\""));
@@ -72,6 +85,9 @@ TEST(DownloadCounts, BytesGoToWhereTheyCameFrom) {
   counts.count(parsed("xet-download 206 300 MISS xet_tier \"10.0.0.1:8788\" \"206\""));
   counts.count(parsed("xet-download 403 146 - - \"-\" \"-\""));
   counts.count(parsed("xet-download 502 150 MISS storage.example:443 \"10.1.2.3:443\" \"502\""));
+  // A body cut short (its upstream died in its middle): failed, its bytes
+  // served nothing the client keeps.
+  counts.count(parsed("xet-download 206 4000 MISS xet_tier \"10.0.0.1:8788\" \"200\" 5000"));
   const core::XetDownloadCounts n = counts.snapshot();
   EXPECT_EQ(n.bytes_internet, 1000u);
   EXPECT_EQ(n.bytes_local_cache, 750u);
@@ -80,7 +96,7 @@ TEST(DownloadCounts, BytesGoToWhereTheyCameFrom) {
   EXPECT_EQ(n.requests_local_cache, 2u);
   EXPECT_EQ(n.requests_tier, 1u);
   EXPECT_EQ(n.requests_refused, 1u);  // its error page's bytes count nowhere
-  EXPECT_EQ(n.requests_failed, 1u);
+  EXPECT_EQ(n.requests_failed, 2u);
   ASSERT_EQ(n.tier.size(), 1u);
   EXPECT_EQ(n.tier[0].host, "10.0.0.1:8788");
   EXPECT_TRUE(n.tier[0].up);
