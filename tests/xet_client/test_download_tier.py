@@ -219,6 +219,44 @@ class FleetCacheTier(harness.EndpointTest):
                             with open(p, "rb") as f:
                                 self.assertNotIn(b"Signature=", f.read(), p)
 
+    @harness.ends_only("the tier host's cache lock holds the second edge, whichever client asks; the pairs "
+                       "between fetch ranges as one of the ends does")
+    def test_two_edges_downloading_at_once_fetch_each_range_from_storage_once(self):
+        """Two hosts of a fleet, empty caches, the same file at the same
+        time: their misses meet at the tier host each xorb hashes to, whose
+        cache lock lets one fill while the other waits, so the storage
+        serves each range once (issue 72: "two hosts downloading the same
+        file at once")."""
+        self.edge("edge-d")
+        self.edge("edge-e")
+        src = harness.write(self.path("src", "together.bin"), harness.random_bytes(SIZE, 74))
+        name = os.path.basename(src)
+        up = self.user("uploader", self.hosts["edge-d"][1])
+        up.run("create-repo", REPO)
+        up.run("upload-file", REPO, name, src)
+        self.hub.reset()
+        started = {e: self.user(e, self.hosts[e][1]).hf_started("download", REPO, name, "--local-dir",
+                                                                  self.path(e, "download"))
+                   for e in ("edge-d", "edge-e")}
+        for e, p in started.items():
+            stdout, stderr = p.communicate(timeout=600)
+            self.assertEqual(p.returncode, 0, "%s: hf download failed:\n%s\n%s" % (e, stdout, stderr[-3000:]))
+            self.assertEqual(harness.sha256_of(self.path(e, "download", name)), harness.sha256_of(src), e)
+        total = 0
+        for xorb, served in self.hub.state()["storage"]["xorbs"].items():
+            for r, n in served.items():
+                first, last = (int(x) for x in r.split("-"))
+                self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
+                total += n
+        print("two edges at once through the tier, file %d bytes: %d bytes from storage" % (SIZE, total))
+        self.assertGreaterEqual(total, SIZE)
+        self.assertLess(total, SIZE + SIZE // 50)
+        # Both edges' bytes came from the tier (each counted its own).
+        for e in ("edge-d", "edge-e"):
+            got = harness.wait_for("%s's ranges counted" % e, lambda e=e: (
+                lambda b: b if b["tier"] >= total else None)(self.counts(e)["bytes"]))
+            self.assertEqual(got["internet"], 0, e)
+
     @harness.ends_only("a short body is retried by the fetch code of 1.1-1.2 (as 1.1.9's) or of xet-core's "
                        "file reconstruction (1.3 on, as the newest's)")
     def test_xorbs_spread_over_the_tier_hosts_and_one_killed_mid_body_costs_its_objects_again(self):
