@@ -63,6 +63,9 @@ class DownloadObjects {
 
   // An object holding bytes [first, last] of `xorb` that begin and end on
   // its chunk boundaries and whose cache file is there; the smallest such.
+  // The range's own object is named without a look at its file: a range
+  // URL of it is the same whether or not the file is there (a miss fills
+  // it), and none is smaller.
   std::optional<ObjectSpan> covering(std::string_view xorb, std::uint64_t first, std::uint64_t last,
                                      const std::filesystem::path& cache_dir) const;
 
