@@ -322,14 +322,14 @@ class Bench:
             out.append((uri, first, last, path, offset))
         return out
 
-    def read_http(self, ep, ranges, buf):
-        """Seconds to read every range through the endpoint, one after the
-        other on one connection, readinto `buf`; a problem unless each was
-        a hit of the right length."""
+    def read_http(self, port, requests, buf, hit=True):
+        """Seconds to read every (path, first, last) on `port`, one after
+        the other on one connection, readinto `buf`; a problem unless each
+        is a 206 of its length (and, with `hit`, from the cache)."""
         view = memoryview(buf)
-        conn = http.client.HTTPConnection("127.0.0.1", ep.cas_port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         t0 = time.monotonic()
-        for uri, first, last, _, _ in ranges:
+        for uri, first, last in requests:
             conn.request("GET", uri, headers={"Range": "bytes=%d-%d" % (first, last)})
             r = conn.getresponse()
             n = 0
@@ -338,9 +338,9 @@ class Bench:
                 if not k:
                     break
                 n += k
-            if r.status != 206 or n != last + 1 - first or r.getheader("X-Xet-Cache") != "HIT":
-                self.problems.append("hit read: %d, %d bytes of %d, cache %s" % (r.status, n, last + 1 - first,
-                                                                                 r.getheader("X-Xet-Cache")))
+            if r.status != 206 or n != last + 1 - first or (hit and r.getheader("X-Xet-Cache") != "HIT"):
+                self.problems.append("read of %s: %d, %d bytes of %d, cache %s" % (
+                    uri[:40], r.status, n, last + 1 - first, r.getheader("X-Xet-Cache")))
         seconds = time.monotonic() - t0
         conn.close()
         return seconds
@@ -361,9 +361,6 @@ class Bench:
                     left -= k
         return time.monotonic() - t0
 
-    def curl_hits(self, ep, ranges):
-        return self.curl([(ep.cas_url + uri, first, last) for uri, first, last, _, _ in ranges], parallel=False)
-
     @staticmethod
     def cat(ranges):
         t0 = time.monotonic()
@@ -375,20 +372,33 @@ class Bench:
         ranges = self.hit_ranges(ep)
         nbytes = sum(last + 1 - first for _, first, last, _, _ in ranges)
         cat_bytes = sum(os.path.getsize(p) for _, _, _, p, _ in ranges)
+        # The same bytes of the same files from a plain nginx (no dedupd, no
+        # cache, no check): what HTTP on loopback costs here.
+        plain = PlainNginx(self.h, os.path.join(self.root, "plain-nginx"), ep.cache_dir)
+        self.procs.append(plain)
+        on_ep = [(uri, first, last) for uri, first, last, _, _ in ranges]
+        on_plain = [("/" + os.path.relpath(path, ep.cache_dir), offset + first, offset + last)
+                    for _, first, last, path, offset in ranges]
         buf = bytearray(READ_BUFFER)
         before = self.storage_bytes()
-        # Once untimed: the cache files in the page cache, both ways warm.
-        self.read_files(ranges, buf)
-        self.read_http(ep, ranges, buf)
-        runs = {k: [] for k in ("http", "file", "curl", "cat")}
+        ways = {
+            "file": lambda: self.read_files(ranges, buf),
+            "plain": lambda: self.read_http(plain.port, on_plain, buf, hit=False),
+            "http": lambda: self.read_http(ep.cas_port, on_ep, buf),
+            "cat": lambda: self.cat(ranges),
+            "plain_curl": lambda: self.curl([("http://127.0.0.1:%d%s" % (plain.port, u), a, b) for u, a, b in on_plain],
+                                            parallel=False),
+            "curl": lambda: self.curl([(ep.cas_url + u, a, b) for u, a, b in on_ep], parallel=False),
+        }
+        for run in ways.values():  # once untimed: the files in the page cache, every way warm
+            run()
+        runs = {k: [] for k in ways}
+        names = list(ways)
         for i in range(max(5, self.args.repeat)):
-            pairs = [("http", lambda: self.read_http(ep, ranges, buf)), ("file", lambda: self.read_files(ranges, buf)),
-                     ("curl", lambda: self.curl_hits(ep, ranges)), ("cat", lambda: self.cat(ranges))]
-            if i % 2:
-                pairs = [pairs[1], pairs[0], pairs[3], pairs[2]]
-            for name, run in pairs:
+            # The order turns each round, so no way always follows another.
+            for name in names[i % len(names):] + names[:i % len(names)]:
                 self.load.sample()
-                s = run()
+                s = ways[name]()
                 runs[name].append({"seconds": s, "mb_s": (cat_bytes if name == "cat" else nbytes) / s / 1e6})
         if self.storage_bytes() != before:
             self.problems.append("hits fetched %d bytes from the storage" % (self.storage_bytes() - before))
@@ -442,6 +452,40 @@ class Bench:
         return out
 
 
+class PlainNginx:
+    """nginx serving `serve_dir` as plain files on a port of its own (as the
+    endpoint's user, so it reads nginx's 0600 cache files), nothing else."""
+
+    def __init__(self, h, root, serve_dir):
+        self.root = root
+        os.makedirs(os.path.join(root, "logs"), exist_ok=True)
+        self.port = h.free_port()
+        user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
+        conf = os.path.join(root, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("%sdaemon off;\nworker_processes 2;\npid nginx.pid;\nevents { worker_connections 64; }\n"
+                    "http {\n access_log off;\n client_body_temp_path cb;\n proxy_temp_path pt;\n"
+                    " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n"
+                    " server { listen 127.0.0.1:%d; root %s; }\n}\n" % (user, self.port, serve_dir))
+        nginx = h.find_nginx()
+        self.proc = h.Proc([nginx, "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
+                           os.path.join(root, "nginx.out"))
+        import socket
+
+        def listening():
+            if self.proc.p.poll() is not None:
+                raise AssertionError("plain nginx exited:\n" + self.proc.tail())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        h.wait_for("plain nginx to listen", listening, timeout=20)
+
+    def stop(self):
+        self.proc.stop()
+
+
 def pct(values, q):
     s = sorted(values)
     return s[min(len(s) - 1, int(q * len(s)))]
@@ -468,20 +512,25 @@ def cold_table(cold, args):
 
 def hits_table(hits, cold, args):
     runs = hits["runs"]
-    h, f, cu, ca = med(runs["http"]), med(runs["file"]), med(runs["curl"]), med(runs["cat"])
-    rows = [("read of nginx's cache files, 1 MiB reads (baseline)", "%.0f MB/s" % f, "", ""),
-            ("hits through the endpoint, 1 MiB reads (http.client)", "%.0f MB/s" % h, "%.2fx" % (h / f),
-             ">= 1000 MB/s, >= 0.83x"),
-            ("cat of the cache files to /dev/null (baseline)", "%.0f MB/s" % ca, "", ""),
-            ("hits through the endpoint, curl to /dev/null", "%.0f MB/s" % cu, "%.2fx" % (cu / ca),
+    m = {k: med(v) for k, v in runs.items()}
+    rows = [("read of nginx's cache files, 1 MiB reads (baseline)", "%.0f MB/s" % m["file"], "", ""),
+            ("plain nginx, the same bytes of the same files (HTTP's own cost)", "%.0f MB/s" % m["plain"],
+             "%.2fx" % (m["plain"] / m["file"]), ""),
+            ("hits through the endpoint, 1 MiB reads (http.client)", "%.0f MB/s" % m["http"],
+             "%.2fx" % (m["http"] / m["file"]), ">= 1000 MB/s, >= 0.83x"),
+            ("cat of the cache files to /dev/null (baseline)", "%.0f MB/s" % m["cat"], "", ""),
+            ("plain nginx, curl to /dev/null", "%.0f MB/s" % m["plain_curl"], "%.2fx" % (m["plain_curl"] / m["cat"]),
+             ""),
+            ("hits through the endpoint, curl to /dev/null", "%.0f MB/s" % m["curl"], "%.2fx" % (m["curl"] / m["cat"]),
              ">= 1000 MB/s, >= 0.83x")]
     warm = hits["client_warm"]["mb_s"]
     if cold:
         c_d = med(cold["client_direct"])
         rows.append(("(real client through the endpoint, all hits; beside it straight)", "%.0f MB/s" % warm,
                      "%.2fx" % (warm / c_d), ""))
-    print("\nhits: the %d ranges (%d bytes) one after the other, median of %d"
-          % (hits["ranges"], hits["bytes"], len(runs["http"])))
+    print("\nhits: the %d ranges (%d bytes) one after the other, median of %d; the endpoint against plain nginx: "
+          "%.2fx (http.client), %.2fx (curl)" % (hits["ranges"], hits["bytes"], len(runs["http"]),
+                                                 m["http"] / m["plain"], m["curl"] / m["plain_curl"]))
     print(base.markdown_table(("", "throughput", "ratio", "goal"), ("---", "---:", "---:", "---"), rows))
 
 
