@@ -52,7 +52,10 @@ query, so a test can act while an upload is known to be under way. POST
 /_standin/url-lifetime with seconds as the body sets how long the storage
 URLs of later reconstructions live (default 3600, as hub-docs' example);
 POST /_standin/storage-damage with a count N flips a byte in the middle of
-each of the next N storage answers (their length kept). POST
+each of the next N storage answers (their length kept); POST
+/_standin/storage-rate with bytes a second paces each storage answer at
+that rate (a CDN's connection rather than loopback; 0, the default: as
+fast as it can). POST
 /_standin/synthetic-file with a count N makes a file of N terms, each the
 whole of a xorb of its own (1,024 chunks of 64 KiB, as a 64 GiB file for
 N = 1,000), whose bytes the storage does not have: its reconstruction's
@@ -147,6 +150,7 @@ class Store:
         self.storage_secret = os.urandom(32)
         self.url_lifetime = 3600
         self.storage_damage = 0  # storage answers still to serve with a byte flipped
+        self.storage_rate = 0  # bytes a second each storage answer is sent at (0: as fast as it can)
         self.synthetic = {}  # file hash -> {route's version: answer bytes}, made once
         self.reset()
 
@@ -452,7 +456,7 @@ def make_handler(store, args, log):
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
 
-        def reply(self, status, body=b"", ctype="application/json", headers=None, **extra):
+        def reply(self, status, body=b"", ctype="application/json", headers=None, rate=0, **extra):
             if isinstance(body, (dict, list)):
                 body = json.dumps(body).encode()
             elif isinstance(body, str):
@@ -466,8 +470,19 @@ def make_handler(store, args, log):
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
-            if self.command != "HEAD":
+            if self.command == "HEAD":
+                return
+            if not rate:
                 self.wfile.write(body)
+                return
+            # Paced as a CDN's connection: a piece at a time, each when the
+            # rate says it is due.
+            t0, piece = time.monotonic(), 256 * 1024
+            for at in range(0, len(body), piece):
+                wait = t0 + at / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self.wfile.write(body[at:at + piece])
 
         def body(self):
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -530,6 +545,10 @@ def make_handler(store, args, log):
             if path == "/_standin/url-lifetime":
                 with store.lock:
                     store.url_lifetime = int(data)
+                return self.reply(200, {})
+            if path == "/_standin/storage-rate":
+                with store.lock:
+                    store.storage_rate = int(data)
                 return self.reply(200, {})
             if path == "/_standin/storage-damage":
                 with store.lock:
@@ -637,7 +656,8 @@ def make_storage_handler(store, log):
             if data is None:
                 return self.reply(416 if total else 404, b"", "text/plain", storage=True)
             return self.reply(206, data, "application/octet-stream",
-                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, storage=True)
+                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, rate=store.storage_rate,
+                              storage=True)
 
     return StorageHandler
 
