@@ -77,6 +77,9 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mib", type=int, default=200, help="file size in MiB (default 200)")
     p.add_argument("--repeat", type=int, default=5, help="cold downloads each way (default 5; median)")
+    p.add_argument("--paced-mbps", type=float, default=50,
+                   help="also the bare fetch with each storage answer paced at this many MB/s, as a CDN's "
+                        "connection (default 50; 0: not)")
     p.add_argument("--terms", type=int, default=1000, help="terms of the timed reconstruction (default 1000)")
     p.add_argument("--answers", type=int, default=300, help="reconstructions asked of each endpoint (default 300)")
     p.add_argument("--part", action="append", choices=("cold", "hits", "answers"),
@@ -249,7 +252,13 @@ class Bench:
     def curl(self, ranges, parallel):
         """Every range to /dev/null by one curl (at once with `parallel`);
         seconds, and a problem per range not fetched whole."""
-        args = ["curl", "--noproxy", "*", "-s", "-S"] + (["-Z", "--parallel-max", "64"] if parallel else [])
+        # (--parallel-immediate: else curl waits for the first transfer on
+        # plain HTTP/1.1 to end before it opens more connections, as if it
+        # could multiplex, and a cold endpoint's ranges would go one after
+        # the other)
+        args = ["curl", "--noproxy", "*", "-s", "-S"]
+        if parallel:
+            args += ["-Z", "--parallel-immediate", "--parallel-max", "64"]
         for n, (url, first, last) in enumerate(ranges):
             if n:
                 args.append("--next")
@@ -264,6 +273,20 @@ class Bench:
             self.problems.append("curl: exit %d, got %s, want %s: %s" % (r.returncode, got[:4], want[:4],
                                                                          r.stderr[-300:]))
         return seconds
+
+    def storage_rate(self, bytes_per_s):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.hub.cas_port, timeout=30, context=self.ssl)
+        conn.request("POST", "/_standin/storage-rate", body=str(int(bytes_per_s)).encode())
+        if conn.getresponse().status != 200:
+            raise AssertionError("the stand-in refused its storage rate")
+        conn.close()
+
+    def paced_download(self, way, i):
+        self.storage_rate(self.args.paced_mbps * 1e6)
+        try:
+            return self.bare_download(way, i)
+        finally:
+            self.storage_rate(0)
 
     def bare_download(self, way, i):
         ep = self.endpoint() if way == "endpoint" else None
@@ -288,14 +311,16 @@ class Bench:
         return {k: now[k] - before[k] for k in now}
 
     def cold(self):
-        runs = {k: [] for k in ("client_direct", "client_endpoint", "bare_direct", "bare_endpoint")}
+        kinds = {"client": self.client_download, "bare": self.bare_download}
+        if self.args.paced_mbps:
+            kinds["paced"] = self.paced_download
+        runs = {"%s_%s" % (k, w): [] for k in kinds for w in ("direct", "endpoint")}
         for i in range(self.args.repeat):
-            for kind in ("client", "bare"):
+            for kind, download in kinds.items():
                 ways = ["direct", "endpoint"] if i % 2 == 0 else ["endpoint", "direct"]
                 for way in ways:
                     print("cold %d of %d: %s %s ..." % (i + 1, self.args.repeat, kind, way), file=sys.stderr)
-                    r = (self.client_download if kind == "client" else self.bare_download)(way, i)
-                    runs["%s_%s" % (kind, way)].append(r)
+                    runs["%s_%s" % (kind, way)].append(download(way, i))
         return runs
 
     # 2. Hits.
@@ -505,6 +530,12 @@ def cold_table(cold, args):
     rows.append(("curl of the same ranges at once, straight (baseline)", "%.0f MB/s" % b_d, "", ""))
     rows.append(("curl of the same ranges at once through the endpoint, empty cache", "%.0f MB/s" % b_e,
                  "%.2fx" % (b_e / b_d), ">= 0.95x"))
+    if "paced_direct" in cold:
+        p_d, p_e = med(cold["paced_direct"]), med(cold["paced_endpoint"])
+        rows.append(("the same, each storage answer paced at %g MB/s (a CDN's connection), straight (baseline)"
+                     % args.paced_mbps, "%.0f MB/s" % p_d, "", ""))
+        rows.append(("the same paced, through the endpoint, empty cache", "%.0f MB/s" % p_e, "%.2fx" % (p_e / p_d),
+                     ""))
     print("\ncold: %d MiB file of random bytes, %d ranges, median of %d each way"
           % (args.mib, cold["bare_endpoint"][0]["ranges"], args.repeat))
     print(base.markdown_table(("", "throughput", "ratio", "goal"), ("---", "---:", "---:", "---"), rows))
