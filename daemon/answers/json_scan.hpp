@@ -1,5 +1,6 @@
 // A reader of JSON text that checks it as it goes (RFC 8259: what
-// nlohmann's parser accepts, but a byte order mark) and says where each
+// nlohmann's parser accepts, but a byte order mark and a NUL byte after the
+// value, where nlohmann ends its input) and says where each
 // value lies in it, without building a document. The download rewrite
 // (reconstruction_rewrite.hpp) renames a few values of an answer of
 // hundreds of KB and copies the rest as the CAS wrote it: a parse into a
