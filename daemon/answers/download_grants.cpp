@@ -225,31 +225,24 @@ DownloadGrants::~DownloadGrants() = default;
 std::string Grant::range_header() const { return "bytes=" + range_text(first - start, last - start); }
 
 bool DownloadGrants::sign(const Signed& f, char* out) const {
-  // In one unambiguous line, built in place (a grant signs a thousand of
-  // them for a large answer; 64 + 5 numbers + 64 + separators < 256).
-  char line[320];
-  char* at = line;
-  auto put = [&](std::string_view s) { at = std::copy(s.begin(), s.end(), at); };
-  auto num = [&](std::uint64_t v) { at = std::to_chars(at, line + sizeof line, v).ptr; };
-  if (f.xorb.size() + f.id.size() + f.origin_digest.size() > 160) return false;
-  put("xet1|");
-  put(f.xorb);
-  put("|");
-  num(f.start);
-  put("-");
-  num(f.end);
-  put("|");
-  num(f.first);
-  put("-");
-  num(f.last);
-  put("|");
-  num(f.expires);
-  put("|");
-  put(f.id);
-  put("|");
-  put(f.origin_digest);
+  // In one unambiguous line, in a string of this thread's used again (a
+  // large answer signs a thousand of them).
+  thread_local std::string line;
+  line.clear();
+  line += "xet1|";
+  line += f.xorb;
+  line += '|';
+  append_range(line, f.start, f.end);
+  line += '|';
+  append_range(line, f.first, f.last);
+  line += '|';
+  append_number(line, f.expires);
+  line += '|';
+  line += f.id;
+  line += '|';
+  line += f.origin_digest;
   unsigned char mac[SHA256_DIGEST_LENGTH];
-  if (!hmac_->mac(std::string_view(line, std::size_t(at - line)), mac)) return false;
+  if (!hmac_->mac(line, mac)) return false;
   hex_into(mac, kSignatureBytes, out);
   return true;
 }
@@ -264,7 +257,7 @@ std::optional<DownloadGrants::GrantId> DownloadGrants::id_of(std::string_view he
   return id;
 }
 
-std::optional<DownloadGrants::GrantId> DownloadGrants::hold(Origin&& o, std::uint64_t now) {
+std::optional<DownloadGrants::GrantId> DownloadGrants::hold(const Origin& o, std::uint64_t now) {
   drop_old(now);
   GrantId id;
   std::uint32_t slot32 = 0;
@@ -283,7 +276,17 @@ std::optional<DownloadGrants::GrantId> DownloadGrants::hold(Origin&& o, std::uin
   std::memcpy(id.data() + sizeof slot32, id_bytes_.data() + id_bytes_used_, random);
   id_bytes_used_ += random;
   if (slot == ring_.size()) ring_.emplace_back();
-  ring_[slot] = Held{id, std::move(o)};
+  // Into the slot's own strings: their room is used again (a thousand
+  // grants an answer: no allocation, once the ring has gone round).
+  Held& h = ring_[slot];
+  h.id = id;
+  h.origin.xorb.assign(o.xorb);
+  h.origin.url.assign(o.url);
+  h.origin.start = o.start;
+  h.origin.end = o.end;
+  h.origin.expires = o.expires;
+  h.origin.first_chunk = o.first_chunk;
+  h.origin.end_chunk = o.end_chunk;
   ++count_;
   return id;
 }
@@ -295,10 +298,10 @@ const Origin* DownloadGrants::held_origin(const GrantId& id, std::uint64_t now) 
   return &ring_[slot].origin;
 }
 
-std::string DownloadGrants::grant(Origin origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now) {
+std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object,
+                                  std::uint64_t now) {
   char digest[2 * kDigestBytes], id_hex[2 * kIdBytes], sig[2 * kSignatureBytes];
   if (!url_digest_into(origin.url, digest)) return {};
-  // The URL's fields, kept before the origin moves into the held ring.
   std::string uri;
   uri.reserve(kRangePathPrefix.size() + 3 * origin.xorb.size() + 120);
   uri += kRangePathPrefix;
@@ -307,7 +310,7 @@ std::string DownloadGrants::grant(Origin origin, std::pair<std::uint64_t, std::u
   std::optional<GrantId> id;
   {
     std::lock_guard lock(mutex_);
-    id = hold(std::move(origin), now);
+    id = hold(origin, now);
   }
   if (!id) return {};
   hex_into(id->data(), id->size(), id_hex);

@@ -89,7 +89,7 @@ class DownloadGrants {
   // origin's own range, or a cached object holding it), remembered until
   // it expires. About a microsecond: a reconstruction answer of 1,000
   // ranges makes 1,000 of them (docs/PERFORMANCE.md, "Downloads").
-  std::string grant(Origin origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now);
+  std::string grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now);
 
   // Whether `uri` (path and query, as the client sent it) with its Range
   // header may be served at `now` (signed by this key, not expired, the
@@ -131,8 +131,8 @@ class DownloadGrants {
   // The slot's origin, when it is still the one `id` names (with mutex_).
   const Origin* held_origin(const GrantId& id, std::uint64_t now) const;
 
-  void drop_old(std::uint64_t now);                            // with mutex_
-  std::optional<GrantId> hold(Origin&& o, std::uint64_t now);  // with mutex_
+  void drop_old(std::uint64_t now);                                 // with mutex_
+  std::optional<GrantId> hold(const Origin& o, std::uint64_t now);  // with mutex_
 
   // HMAC-SHA256 under the key (RFC 2104), its two keyed hash states made
   // once: a signature copies them (OpenSSL's HMAC() looks the digest up
