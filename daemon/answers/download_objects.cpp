@@ -123,9 +123,8 @@ std::optional<ObjectSpan> DownloadObjects::covering(std::string_view xorb, std::
                                                     const std::filesystem::path& cache_dir) const {
   std::lock_guard lock(mutex_);
   std::optional<ObjectSpan> best;
-  const std::string x(xorb);
-  auto it = objects_.lower_bound(Key{x, 0, 0});
-  auto stop = objects_.upper_bound(Key{x, first, std::numeric_limits<std::uint64_t>::max()});
+  auto it = objects_.lower_bound(KeyView{xorb, 0, 0});
+  auto stop = objects_.upper_bound(KeyView{xorb, first, std::numeric_limits<std::uint64_t>::max()});
   for (; it != stop; ++it) {
     const auto& [start, end] = std::pair{std::get<1>(it->first), std::get<2>(it->first)};
     if (end < last || (best && end - start >= best->end - best->start)) continue;

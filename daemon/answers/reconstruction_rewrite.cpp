@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <tuple>
 #include <vector>
 
 #include "daemon/answers/json_scan.hpp"
@@ -190,8 +191,14 @@ class Rewriter {
     if (settings_.objects)
       if (auto f = settings_.objects->covering(xorb, bytes.first, bytes.second, settings_.cache_dir))
         object = {f->start, f->end};
-    Origin origin{xorb, bytes.first, bytes.second, url, expires, chunks.first, chunks.second};
-    std::string uri = grants_.grant(std::move(origin), object, settings_.now);
+    // (One Origin, its strings' room used again range after range.)
+    origin_.xorb.assign(xorb);
+    origin_.url.assign(url);
+    origin_.start = bytes.first;
+    origin_.end = bytes.second;
+    origin_.expires = expires;
+    std::tie(origin_.first_chunk, origin_.end_chunk) = chunks;
+    std::string uri = grants_.grant(origin_, object, settings_.now);
     if (uri.empty()) {
       ++out.kept;
       return std::nullopt;
@@ -207,6 +214,7 @@ class Rewriter {
  private:
   const RewriteSettings& settings_;
   DownloadGrants& grants_;
+  Origin origin_;
 };
 
 // The members of an object the rewrite reads: each once (a repeated one
