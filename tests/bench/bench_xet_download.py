@@ -3,8 +3,9 @@
 "Downloads"; docs/PERFORMANCE.md, "Downloads"), each figure beside its bare
 baseline measured in the same run.
 
-  bench_xet_download.py [--mib M] [--repeat R] [--terms N] [--answers A]
-                        [--dir D] [--json FILE] [--keep] [--quick]
+  bench_xet_download.py [--mib M] [--repeat R] [--paced-mbps P] [--terms N]
+                        [--answers A] [--part cold|hits|answers]... [--dir D]
+                        [--json FILE] [--keep] [--quick]
 
 The Hub and CAS stand-in (hub_standin.py, HTTPS) holds a file of M MiB of
 random bytes (200 by default), uploaded once; its storage port serves the
@@ -21,22 +22,29 @@ XetEndpoint, as the download tests run them) are the endpoint.
    - the bare fetch of the same ranges, so the client's own work does not
      hide the difference: the v2 reconstruction asked of the stand-in (its
      presigned URLs) or of a new endpoint (its range URLs), then every
-     range fetched by one curl at once (-Z) to /dev/null.
-   Throughput = file size / time; the figures are medians.
+     range fetched by one curl at once (-Z) to /dev/null;
+   - the same bare fetch with each storage answer paced at P MB/s (50 by
+     default; 0: not), a CDN's connection rather than loopback at memory
+     speed.
+   Throughput = file size / time; the figures are medians. The CPU seconds
+   of nginx, dedupd and the stand-in are kept for each run (--json).
 2. Hits: the ranges of an endpoint whose cache holds the file, read by a
    lean reader (http.client, readinto a 1 MiB buffer, one connection, the
    ranges one after the other, as the client asks them) against reading the
    same bytes of nginx's cache files (in the page cache) into the same
-   buffer; and curl to /dev/null against cat of the cache files. R rounds of
-   each (at least 5), interleaved; median throughput.
+   buffer, and against a plain nginx serving the same bytes of the same
+   files (HTTP's own cost on loopback); curl to /dev/null against cat of the
+   cache files and the plain nginx. At least 15 rounds, the order turning
+   each round; median throughput.
 3. The reconstruction answer of a file of N terms (1,000 by default: the
    stand-in's synthetic file, each term a whole xorb of its own, so N
    ranges to rename), asked A times of each of two endpoints on one
    connection each, interleaved: one with downloads (dedupd asks the CAS and
    renames every fetch URL) and one whose template has no reconstruction
    location (nginx passes the answer through, as before issue 72). p50 and
-   p99 of each, and what the rewrite adds. bench_xet_rewrite (C++) times the
-   rewrite alone.
+   p99 of each, what the rewrite adds, and the CPU each way costs an answer
+   (from /proc: what the load does not move). bench_xet_rewrite (C++) times
+   the rewrite alone.
 
 Nothing here asserts a timing: it fails when a download is wrong (sha256),
 when a cold download did not fetch every range from the storage or a hit
@@ -419,7 +427,7 @@ class Bench:
             run()
         runs = {k: [] for k in ways}
         names = list(ways)
-        for i in range(max(5, self.args.repeat)):
+        for i in range(max(15, self.args.repeat)):
             # The order turns each round, so no way always follows another.
             for name in names[i % len(names):] + names[:i % len(names)]:
                 self.load.sample()
