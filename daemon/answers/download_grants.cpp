@@ -224,23 +224,27 @@ DownloadGrants::~DownloadGrants() = default;
 
 std::string Grant::range_header() const { return "bytes=" + range_text(first - start, last - start); }
 
+void DownloadGrants::Signed::append_to(std::string& out, const std::array<std::string_view, 6>& before) const {
+  out += before[0];
+  out += xorb;
+  out += before[1];
+  append_range(out, start, end);
+  out += before[2];
+  append_range(out, first, last);
+  out += before[3];
+  append_number(out, expires);
+  out += before[4];
+  out += id;
+  out += before[5];
+  out += origin_digest;
+}
+
 bool DownloadGrants::sign(const Signed& f, char* out) const {
   // In one unambiguous line, in a string of this thread's used again (a
   // large answer signs a thousand of them).
   thread_local std::string line;
   line.clear();
-  line += "xet1|";
-  line += f.xorb;
-  line += '|';
-  append_range(line, f.start, f.end);
-  line += '|';
-  append_range(line, f.first, f.last);
-  line += '|';
-  append_number(line, f.expires);
-  line += '|';
-  line += f.id;
-  line += '|';
-  line += f.origin_digest;
+  f.append_to(line, {"xet1|", "|", "|", "|", "|", "|"});
   unsigned char mac[SHA256_DIGEST_LENGTH];
   if (!hmac_->mac(line, mac)) return false;
   hex_into(mac, kSignatureBytes, out);
@@ -302,11 +306,6 @@ std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t,
                                   std::uint64_t now) {
   char digest[2 * kDigestBytes], id_hex[2 * kIdBytes], sig[2 * kSignatureBytes];
   if (!url_digest_into(origin.url, digest)) return {};
-  std::string uri;
-  uri.reserve(kRangePathPrefix.size() + 3 * origin.xorb.size() + 120);
-  uri += kRangePathPrefix;
-  uri += origin.xorb;
-  Signed f{{}, object.first, object.second, origin.start, origin.end, origin.expires, {}, {}};
   std::optional<GrantId> id;
   {
     std::lock_guard lock(mutex_);
@@ -314,20 +313,18 @@ std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t,
   }
   if (!id) return {};
   hex_into(id->data(), id->size(), id_hex);
-  f.xorb = std::string_view(uri).substr(kRangePathPrefix.size());
-  f.id = std::string_view(id_hex, sizeof id_hex);
-  f.origin_digest = std::string_view(digest, sizeof digest);
+  const Signed f{origin.xorb,
+                 object.first,
+                 object.second,
+                 origin.start,
+                 origin.end,
+                 origin.expires,
+                 std::string_view(id_hex, sizeof id_hex),
+                 std::string_view(digest, sizeof digest)};
   if (!sign(f, sig)) return {};
-  uri += '/';
-  append_range(uri, f.start, f.end);
-  uri += "?r=";
-  append_range(uri, f.first, f.last);
-  uri += "&x=";
-  append_number(uri, f.expires);
-  uri += "&k=";
-  uri.append(id_hex, sizeof id_hex);
-  uri += "&d=";
-  uri.append(digest, sizeof digest);
+  std::string uri;
+  uri.reserve(kRangePathPrefix.size() + origin.xorb.size() + 200);
+  f.append_to(uri, {kRangePathPrefix, "/", "?r=", "&x=", "&k=", "&d="});
   uri += "&g=";
   uri.append(sig, sizeof sig);
   return uri;

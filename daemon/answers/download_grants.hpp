@@ -115,6 +115,9 @@ class DownloadGrants {
     std::string_view xorb;
     std::uint64_t start, end, first, last, expires;
     std::string_view id, origin_digest;
+    // The fields in this order, each after its text in `before`: the
+    // signed line and the URL say them in the same order.
+    void append_to(std::string& out, const std::array<std::string_view, 6>& before) const;
   };
   // The signature's hex digits into `out` (32 of them); false when OpenSSL
   // failed (a URL then is neither granted nor allowed).

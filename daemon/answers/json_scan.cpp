@@ -104,30 +104,24 @@ bool JsonScanner::key_and_colon(std::string* key) {
   return scan_string(key) && expect(':');
 }
 
-bool JsonScanner::member(bool& first, std::string& key) {
+bool JsonScanner::next(char close, bool& first) {
   if (failed()) return false;
-  char c = peek();
-  if (c == '}') {
+  if (peek() == close) {
     ++at_;
     return false;
   }
   if (!first && !expect(',')) return false;
   first = false;
+  return true;
+}
+
+bool JsonScanner::member(bool& first, std::string& key) {
+  if (!next('}', first)) return false;
   key.clear();
   return key_and_colon(&key);
 }
 
-bool JsonScanner::element(bool& first) {
-  if (failed()) return false;
-  char c = peek();
-  if (c == ']') {
-    ++at_;
-    return false;
-  }
-  if (!first && !expect(',')) return false;
-  first = false;
-  return !failed();
-}
+bool JsonScanner::element(bool& first) { return next(']', first) && !failed(); }
 
 bool JsonScanner::scan_string(std::string* decoded) {
   ++at_;  // the opening quote

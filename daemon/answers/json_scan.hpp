@@ -73,6 +73,8 @@ class JsonScanner {
   bool scan_literal();
   bool scan_scalar();
   bool key_and_colon(std::string* key);
+  // Past a ',' to the container's next entry, or past `close` (false).
+  bool next(char close, bool& first);
 
   std::string_view text_;
   std::size_t at_ = 0;
