@@ -651,10 +651,7 @@ def main():
     finally:
         if bench:
             bench.stop()
-        if failed or args.keep:
-            print("(kept %s)" % root, file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        base.scratch_done(root, failed, args.keep)
 
 
 if __name__ == "__main__":

@@ -174,28 +174,22 @@ int main(int argc, char** argv) {
     RewriteSettings cold;
     cold.base = "http://127.0.0.1:8788";
     cold.now = kNow;
-    std::size_t renamed = 0;
-    row("rewrite, cold cache (each range an object of its own)",
-        time_it(repeat,
-                [&] {
-                  auto r = rewrite_reconstruction(cas, cold, grants);
-                  if (!r) die(r.error().to_string());
-                  renamed = r->rewritten;
-                }),
-        size);
-    if (renamed != terms) die("renamed " + std::to_string(renamed) + " ranges of " + std::to_string(terms));
     RewriteSettings hot = cold;
     hot.objects = &warm;
     hot.cache_dir = scratch / "cache";
-    row("rewrite, warm cache (each range's own object cached)",
-        time_it(repeat,
-                [&] {
-                  auto r = rewrite_reconstruction(cas, hot, grants);
-                  if (!r) die(r.error().to_string());
-                  renamed = r->rewritten;
-                }),
-        size);
-    if (renamed != terms) die("renamed " + std::to_string(renamed) + " ranges of " + std::to_string(terms));
+    for (const auto& [what, settings] : {std::pair{"rewrite, cold cache (each range an object of its own)", &cold},
+                                         std::pair{"rewrite, warm cache (each range's own object cached)", &hot}}) {
+      std::size_t renamed = 0;
+      row(what,
+          time_it(repeat,
+                  [&, s = settings] {
+                    auto r = rewrite_reconstruction(cas, *s, grants);
+                    if (!r) die(r.error().to_string());
+                    renamed = r->rewritten;
+                  }),
+          size);
+      if (renamed != terms) die("renamed " + std::to_string(renamed) + " ranges of " + std::to_string(terms));
+    }
   }
   std::filesystem::remove_all(scratch);
   return 0;
