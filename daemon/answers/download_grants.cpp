@@ -2,12 +2,14 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
+#include <memory>
 #include <tuple>
 
 namespace dedupd::daemon::answers {
@@ -19,14 +21,12 @@ constexpr std::size_t kIdBytes = 16;
 constexpr std::size_t kSignatureBytes = 16;  // HMAC-SHA256 cut to 128 bits
 constexpr std::size_t kDigestBytes = 16;     // SHA-256 of the CAS's URL, cut the same
 
-std::string hex(const unsigned char* p, std::size_t n) {
+void hex_into(const unsigned char* p, std::size_t n, char* out) {
   static constexpr char digits[] = "0123456789abcdef";
-  std::string out(2 * n, '0');
   for (std::size_t i = 0; i < n; ++i) {
     out[2 * i] = digits[p[i] >> 4];
     out[2 * i + 1] = digits[p[i] & 15];
   }
-  return out;
 }
 
 bool is_hex(std::string_view s, std::size_t digits) {
@@ -36,10 +36,38 @@ bool is_hex(std::string_view s, std::size_t digits) {
   return true;
 }
 
-std::string url_digest(std::string_view url) {
+// SHA-256, looked up once (OpenSSL 3 looks a digest up by name at each
+// one-shot call).
+const EVP_MD* sha256() {
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+// The hex digits of SHA-256 of the CAS's URL, cut (2 * kDigestBytes of
+// them) into `out`; false when OpenSSL failed (then nothing is granted).
+bool url_digest_into(std::string_view url, char* out) {
   unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(url.data()), url.size(), d);
-  return hex(d, kDigestBytes);
+  unsigned int len = 0;
+  if (EVP_Digest(url.data(), url.size(), d, &len, sha256(), nullptr) != 1) return false;
+  hex_into(d, kDigestBytes, out);
+  return true;
+}
+
+std::string url_digest(std::string_view url) {
+  char out[2 * kDigestBytes];
+  return url_digest_into(url, out) ? std::string(out, sizeof out) : std::string();
+}
+
+void append_number(std::string& out, std::uint64_t v) {
+  char buf[20];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+void append_range(std::string& out, std::uint64_t a, std::uint64_t b) {
+  append_number(out, a);
+  out += '-';
+  append_number(out, b);
 }
 
 std::optional<std::uint64_t> number(std::string_view s) {
@@ -115,9 +143,54 @@ std::optional<RangeUrl> parse_range_url(std::string_view uri) {
   return u;
 }
 
-std::string range_text(std::uint64_t a, std::uint64_t b) { return std::to_string(a) + "-" + std::to_string(b); }
+std::string range_text(std::uint64_t a, std::uint64_t b) {
+  std::string out;
+  append_range(out, a, b);
+  return out;
+}
 
 }  // namespace
+
+// The inner and outer hash states of HMAC-SHA256 after the key's block:
+// read only once made, so any thread may copy them.
+struct DownloadGrants::KeyedHash {
+  EVP_MD_CTX* inner = EVP_MD_CTX_new();
+  EVP_MD_CTX* outer = EVP_MD_CTX_new();
+  bool ready = false;  // not: out of memory, or no SHA-256 in this OpenSSL (nothing is signed nor checked)
+
+  explicit KeyedHash(const DownloadKey& key) {
+    unsigned char ipad[64], opad[64];  // SHA-256's block; the key (32 bytes) fits it
+    for (std::size_t i = 0; i < sizeof ipad; ++i) {
+      const unsigned char k = i < key.size() ? key[i] : 0;
+      ipad[i] = k ^ 0x36;
+      opad[i] = k ^ 0x5c;
+    }
+    ready = inner && outer && EVP_DigestInit_ex(inner, sha256(), nullptr) == 1 &&
+            EVP_DigestUpdate(inner, ipad, sizeof ipad) == 1 && EVP_DigestInit_ex(outer, sha256(), nullptr) == 1 &&
+            EVP_DigestUpdate(outer, opad, sizeof opad) == 1;
+    OPENSSL_cleanse(ipad, sizeof ipad);
+    OPENSSL_cleanse(opad, sizeof opad);
+  }
+  ~KeyedHash() {
+    EVP_MD_CTX_free(inner);
+    EVP_MD_CTX_free(outer);
+  }
+  KeyedHash(const KeyedHash&) = delete;
+  KeyedHash& operator=(const KeyedHash&) = delete;
+
+  // HMAC-SHA256 of `message` into `mac` (32 bytes); false when OpenSSL failed.
+  bool mac(std::string_view message, unsigned char* mac) const {
+    if (!ready) return false;
+    // A context per thread, kept (a new one is an allocation or two).
+    thread_local const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> work(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    EVP_MD_CTX* c = work.get();
+    unsigned char inner_hash[SHA256_DIGEST_LENGTH];
+    unsigned int len = 0;
+    return c && EVP_MD_CTX_copy_ex(c, inner) == 1 && EVP_DigestUpdate(c, message.data(), message.size()) == 1 &&
+           EVP_DigestFinal_ex(c, inner_hash, &len) == 1 && EVP_MD_CTX_copy_ex(c, outer) == 1 &&
+           EVP_DigestUpdate(c, inner_hash, sizeof inner_hash) == 1 && EVP_DigestFinal_ex(c, mac, &len) == 1;
+  }
+};
 
 std::string_view refusal_name(Refusal why) {
   switch (why) {
@@ -143,34 +216,117 @@ std::string_view refusal_name(Refusal why) {
   return "malformed";
 }
 
-DownloadGrants::DownloadGrants(const DownloadKey& key, std::size_t capacity) : key_(key), capacity_(capacity) {}
+DownloadGrants::DownloadGrants(const DownloadKey& key, std::size_t capacity)
+    : hmac_(new KeyedHash(key), [](KeyedHash* k) { delete k; }),
+      capacity_(std::clamp<std::size_t>(capacity, 1, std::size_t(UINT32_MAX) + 1)) {}
+
+DownloadGrants::~DownloadGrants() = default;
 
 std::string Grant::range_header() const { return "bytes=" + range_text(first - start, last - start); }
 
-std::string DownloadGrants::signature(const Grant& g, std::uint64_t expires) const {
-  // Every field the URL carries, in one unambiguous line.
-  std::string message = "xet1|" + g.xorb + "|" + range_text(g.start, g.end) + "|" + range_text(g.first, g.last) + "|" +
-                        std::to_string(expires) + "|" + g.id + "|" + g.origin_digest;
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key_.data(), int(key_.size()), reinterpret_cast<const unsigned char*>(message.data()),
-       message.size(), mac, &len);
-  return hex(mac, kSignatureBytes);
+void DownloadGrants::Signed::append_to(std::string& out, const std::array<std::string_view, 6>& before) const {
+  out += before[0];
+  out += xorb;
+  out += before[1];
+  append_range(out, start, end);
+  out += before[2];
+  append_range(out, first, last);
+  out += before[3];
+  append_number(out, expires);
+  out += before[4];
+  out += id;
+  out += before[5];
+  out += origin_digest;
+}
+
+bool DownloadGrants::sign(const Signed& f, char* out) const {
+  // In one unambiguous line, in a string of this thread's used again (a
+  // large answer signs a thousand of them).
+  thread_local std::string line;
+  line.clear();
+  f.append_to(line, {"xet1|", "|", "|", "|", "|", "|"});
+  unsigned char mac[SHA256_DIGEST_LENGTH];
+  if (!hmac_->mac(line, mac)) return false;
+  hex_into(mac, kSignatureBytes, out);
+  return true;
+}
+
+std::optional<DownloadGrants::GrantId> DownloadGrants::id_of(std::string_view hex_id) {
+  GrantId id;
+  if (hex_id.size() != 2 * id.size()) return std::nullopt;
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    auto [p, ec] = std::from_chars(hex_id.data() + 2 * i, hex_id.data() + 2 * i + 2, id[i], 16);
+    if (ec != std::errc() || p != hex_id.data() + 2 * i + 2) return std::nullopt;
+  }
+  return id;
+}
+
+std::optional<DownloadGrants::GrantId> DownloadGrants::hold(const Origin& o, std::uint64_t now) {
+  drop_old(now);
+  GrantId id;
+  std::uint32_t slot32 = 0;
+  const std::size_t random = id.size() - sizeof slot32;
+  if (id_bytes_used_ + random > id_bytes_.size()) {
+    if (RAND_bytes(id_bytes_.data(), int(id_bytes_.size())) != 1) return std::nullopt;
+    id_bytes_used_ = 0;
+  }
+  if (count_ == capacity_) {  // full: the oldest goes
+    oldest_ = (oldest_ + 1) % capacity_;
+    --count_;
+  }
+  const std::size_t slot = (oldest_ + count_) % capacity_;
+  slot32 = std::uint32_t(slot);
+  std::memcpy(id.data(), &slot32, sizeof slot32);
+  std::memcpy(id.data() + sizeof slot32, id_bytes_.data() + id_bytes_used_, random);
+  id_bytes_used_ += random;
+  if (slot == ring_.size()) ring_.emplace_back();
+  // Into the slot's own strings: their room is used again (a thousand
+  // grants an answer: no allocation, once the ring has gone round).
+  Held& h = ring_[slot];
+  h.id = id;
+  h.origin.xorb.assign(o.xorb);
+  h.origin.url.assign(o.url);
+  h.origin.start = o.start;
+  h.origin.end = o.end;
+  h.origin.expires = o.expires;
+  h.origin.first_chunk = o.first_chunk;
+  h.origin.end_chunk = o.end_chunk;
+  ++count_;
+  return id;
+}
+
+const Origin* DownloadGrants::held_origin(const GrantId& id, std::uint64_t now) const {
+  std::uint32_t slot = 0;
+  std::memcpy(&slot, id.data(), sizeof slot);
+  if (slot >= ring_.size() || ring_[slot].id != id || ring_[slot].origin.expires <= now) return nullptr;
+  return &ring_[slot].origin;
 }
 
 std::string DownloadGrants::grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object,
                                   std::uint64_t now) {
-  unsigned char raw[kIdBytes];
-  if (RAND_bytes(raw, int(sizeof raw)) != 1) return {};
-  Grant g{origin.xorb, object.first,         object.second,         origin.start,
-          origin.end,  hex(raw, sizeof raw), url_digest(origin.url)};
-  std::string uri = std::string(kRangePathPrefix) + g.xorb + "/" + range_text(g.start, g.end) +
-                    "?r=" + range_text(g.first, g.last) + "&x=" + std::to_string(origin.expires) + "&k=" + g.id +
-                    "&d=" + g.origin_digest + "&g=" + signature(g, origin.expires);
-  std::lock_guard lock(mutex_);
-  drop_old(now);
-  origins_.emplace(g.id, origin);
-  order_.emplace_back(origin.expires, std::move(g.id));
+  char digest[2 * kDigestBytes], id_hex[2 * kIdBytes], sig[2 * kSignatureBytes];
+  if (!url_digest_into(origin.url, digest)) return {};
+  std::optional<GrantId> id;
+  {
+    std::lock_guard lock(mutex_);
+    id = hold(origin, now);
+  }
+  if (!id) return {};
+  hex_into(id->data(), id->size(), id_hex);
+  const Signed f{origin.xorb,
+                 object.first,
+                 object.second,
+                 origin.start,
+                 origin.end,
+                 origin.expires,
+                 std::string_view(id_hex, sizeof id_hex),
+                 std::string_view(digest, sizeof digest)};
+  if (!sign(f, sig)) return {};
+  std::string uri;
+  uri.reserve(kRangePathPrefix.size() + origin.xorb.size() + 200);
+  f.append_to(uri, {kRangePathPrefix, "/", "?r=", "&x=", "&k=", "&d="});
+  uri += "&g=";
+  uri.append(sig, sizeof sig);
   return uri;
 }
 
@@ -178,8 +334,10 @@ GrantCheck DownloadGrants::check_signed(std::string_view uri, std::uint64_t now)
   GrantCheck out;
   auto u = parse_range_url(uri);
   if (!u) return out;
-  std::string want = signature(u->grant, u->expires);
-  if (CRYPTO_memcmp(want.data(), u->signature.data(), want.size()) != 0) {
+  const Grant& g = u->grant;
+  char want[2 * kSignatureBytes];
+  if (!sign({g.xorb, g.start, g.end, g.first, g.last, u->expires, g.id, g.origin_digest}, want) ||
+      u->signature.size() != sizeof want || CRYPTO_memcmp(want, u->signature.data(), sizeof want) != 0) {
     out.why = Refusal::bad_signature;
     return out;
   }
@@ -205,16 +363,17 @@ GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, s
   GrantCheck out = check_signed(uri, now);
   if (!out.grant) return out;
   const Grant& g = *out.grant;
-  if (g.own_range()) {
+  if (auto id = id_of(g.id); id && g.own_range()) {
     std::lock_guard lock(mutex_);
-    if (auto it = origins_.find(g.id); it != origins_.end() && it->second.expires > now) origin = it->second;
+    if (const Origin* held = held_origin(*id, now)) origin = *held;
   }
   // A tier host's fill: the URL the signature binds, and only that one (a
   // peer cannot have this host fetch anything else). Its chunk range is not
   // known here: the check walks the structure alone.
   if (!origin && g.own_range() && !carried.empty()) {
     std::string digest = url_digest(carried);
-    if (CRYPTO_memcmp(digest.data(), g.origin_digest.data(), digest.size()) == 0)
+    if (digest.size() == g.origin_digest.size() &&
+        CRYPTO_memcmp(digest.data(), g.origin_digest.data(), digest.size()) == 0)
       origin = Origin{g.xorb, g.start, g.end, std::string(carried), 0, 0, 0};  // (expiry: not held)
   }
   if (!origin) {
@@ -225,24 +384,26 @@ GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, s
 }
 
 std::optional<std::string> DownloadGrants::origin_url(const Grant& g, std::uint64_t now) const {
-  if (!g.own_range()) return std::nullopt;
+  auto id = id_of(g.id);
+  if (!id || !g.own_range()) return std::nullopt;
   std::lock_guard lock(mutex_);
-  auto it = origins_.find(g.id);
-  if (it == origins_.end() || it->second.expires <= now) return std::nullopt;
-  return it->second.url;
+  const Origin* held = held_origin(*id, now);
+  if (!held) return std::nullopt;
+  return held->url;
 }
 
 std::size_t DownloadGrants::held() const {
   std::lock_guard lock(mutex_);
-  return origins_.size();
+  return count_;
 }
 
 void DownloadGrants::drop_old(std::uint64_t now) {
-  // Oldest grants first: those expired, and any past the capacity (their
-  // URLs are then refused as unknown, and the client asks again).
-  while (!order_.empty() && (order_.front().first <= now || origins_.size() >= capacity_)) {
-    origins_.erase(order_.front().second);
-    order_.pop_front();
+  // Oldest grants first, while expired (their memory freed: no CAS URL is
+  // held past its expiry, but until the next grant).
+  while (count_ > 0 && ring_[oldest_].origin.expires <= now) {
+    ring_[oldest_] = Held{};
+    oldest_ = (oldest_ + 1) % capacity_;
+    --count_;
   }
 }
 

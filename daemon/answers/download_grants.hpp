@@ -10,12 +10,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 namespace dedupd::daemon::answers {
 
@@ -78,13 +78,17 @@ inline constexpr std::string_view kRangePathPrefix = "/xet/o/";
 
 class DownloadGrants {
  public:
-  // Holds at most `capacity` origins; past that the oldest go first.
+  // Holds at most `capacity` origins (1 to 2^32); past that the oldest go
+  // first.
   DownloadGrants(const DownloadKey& key, std::size_t capacity);
+
+  ~DownloadGrants();
 
   // The endpoint's path and query for `origin` (expiry already capped by
   // the caller), its bytes read from the object `object` (start, end: the
   // origin's own range, or a cached object holding it), remembered until
-  // it expires.
+  // it expires. About a microsecond: a reconstruction answer of 1,000
+  // ranges makes 1,000 of them (docs/PERFORMANCE.md, "Downloads").
   std::string grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now);
 
   // Whether `uri` (path and query, as the client sent it) with its Range
@@ -106,15 +110,50 @@ class DownloadGrants {
   std::size_t held() const;
 
  private:
-  std::string signature(const Grant& g, std::uint64_t expires) const;
+  // What a range URL's signature covers: every field it carries.
+  struct Signed {
+    std::string_view xorb;
+    std::uint64_t start, end, first, last, expires;
+    std::string_view id, origin_digest;
+    // The fields in this order, each after its text in `before`: the
+    // signed line and the URL say them in the same order.
+    void append_to(std::string& out, const std::array<std::string_view, 6>& before) const;
+  };
+  // The signature's hex digits into `out` (32 of them); false when OpenSSL
+  // failed (a URL then is neither granted nor allowed).
+  bool sign(const Signed& f, char* out) const;
   GrantCheck check_signed(std::string_view uri, std::uint64_t now) const;
-  void drop_old(std::uint64_t now);  // with mutex_
+  // A grant's id (its URL's k=, in hex there): the slot that holds its
+  // origin (4 bytes) and 12 random bytes.
+  using GrantId = std::array<std::uint8_t, 16>;
+  static std::optional<GrantId> id_of(std::string_view hex);
+  struct Held {
+    GrantId id{};
+    Origin origin;
+  };
+  // The slot's origin, when it is still the one `id` names (with mutex_).
+  const Origin* held_origin(const GrantId& id, std::uint64_t now) const;
 
-  DownloadKey key_;
+  void drop_old(std::uint64_t now);                                 // with mutex_
+  std::optional<GrantId> hold(const Origin& o, std::uint64_t now);  // with mutex_
+
+  // HMAC-SHA256 under the key (RFC 2104), its two keyed hash states made
+  // once: a signature copies them (OpenSSL's HMAC() looks the digest up
+  // and keys it again each time, four times the cost).
+  struct KeyedHash;
+  std::unique_ptr<KeyedHash, void (*)(KeyedHash*)> hmac_;
+  // Random bytes for grant ids, drawn a block at a time (with mutex_).
+  std::array<std::uint8_t, 4096> id_bytes_{};
+  std::size_t id_bytes_used_ = 4096;
   std::size_t capacity_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, Origin> origins_;          // by grant id
-  std::deque<std::pair<std::uint64_t, std::string>> order_;  // (expires, id), oldest grant first
+  // The origins held: a ring in grant order (grown up to capacity_, then
+  // the oldest slot taken next), each found by the slot its id names, so a
+  // grant and a fill cost no search (at capacity, a hash map's insert and
+  // erase were half of a 1,000-range rewrite).
+  std::vector<Held> ring_;
+  std::size_t oldest_ = 0;  // the slot of the oldest origin held
+  std::size_t count_ = 0;   // origins held
 };
 
 }  // namespace dedupd::daemon::answers

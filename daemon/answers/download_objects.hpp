@@ -63,6 +63,9 @@ class DownloadObjects {
 
   // An object holding bytes [first, last] of `xorb` that begin and end on
   // its chunk boundaries and whose cache file is there; the smallest such.
+  // The range's own object is named without a look at its file: a range
+  // URL of it is the same whether or not the file is there (a miss fills
+  // it), and none is smaller.
   std::optional<ObjectSpan> covering(std::string_view xorb, std::uint64_t first, std::uint64_t last,
                                      const std::filesystem::path& cache_dir) const;
 
@@ -89,10 +92,22 @@ class DownloadObjects {
     std::uint64_t added = 0;     // order, for the capacity
   };
   using Key = std::tuple<std::string, std::uint64_t, std::uint64_t>;  // xorb, start, end
+  using KeyView = std::tuple<std::string_view, std::uint64_t, std::uint64_t>;
+  // Orders keys and views of them alike, so an object is found by a view of
+  // its xorb's name, without a copy of it.
+  struct KeyLess {
+    using is_transparent = void;
+    static KeyView view(const Key& k) { return {std::get<0>(k), std::get<1>(k), std::get<2>(k)}; }
+    static const KeyView& view(const KeyView& k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return view(a) < view(b);
+    }
+  };
 
   std::size_t capacity_;
   mutable std::mutex mutex_;
-  std::map<Key, Object> objects_;  // by xorb, then start: a xorb's objects side by side
+  std::map<Key, Object, KeyLess> objects_;  // by xorb, then start: a xorb's objects side by side
   std::uint64_t next_ = 0;
 };
 

@@ -298,6 +298,15 @@ class Bench:
         return status
 
 
+def scratch_done(root, failed, keep):
+    """Keeps the scratch directory when the run failed or was asked to (and
+    says where it is), else removes it."""
+    if failed or keep:
+        print("(kept %s)" % root, file=sys.stderr)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def report(program, problems):
     """Prints each problem under the program's name; the exit code."""
     for p in problems:

@@ -34,7 +34,6 @@ import http.client
 import json
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import sys
@@ -372,10 +371,7 @@ def main():
             p.stop()
         if wd:
             wd.close()
-        if failed or args.keep:
-            print("(kept %s)" % root, file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        base.scratch_done(root, failed, args.keep)
 
 
 def harness_wait(predicate, what, timeout=60):

@@ -1,14 +1,18 @@
 // The endpoint's download parsers (issue 72): the xorb range check over
 // bytes from the storage (daemon/answers/xorb_range_check.hpp), the range
-// URL check over a client's URI and Range (download_grants.hpp), and the
-// rewrite of a CAS's reconstruction answer (reconstruction_rewrite.hpp).
-// The first byte picks which; the rest is the input.
+// URL check over a client's URI and Range (download_grants.hpp), the
+// rewrite of a CAS's reconstruction answer (reconstruction_rewrite.hpp),
+// and the JSON scanner it reads the answer with (json_scan.hpp). The first
+// byte picks which; the rest is the input.
 //
 // Properties beyond "no crash": the range check gives the same verdict
 // however the bytes are split, and what it accepts has chunk boundaries
 // from 0 to the range's end, strictly increasing; no URI passes the grant
 // check that this key did not sign; a rewritten answer is JSON, and each
-// URL it names passes the check with the Range it names.
+// URL it names passes the check with the Range it names; the scanner takes
+// a text exactly when nlohmann's parser does (but a byte order mark and a
+// NUL byte, where nlohmann ends its input: it refuses both), and a value it
+// skips is one it reads again alone.
 #include <blake3.h>
 
 #include <cstddef>
@@ -20,6 +24,7 @@
 #include <string_view>
 
 #include "daemon/answers/download_grants.hpp"
+#include "daemon/answers/json_scan.hpp"
 #include "daemon/answers/reconstruction_rewrite.hpp"
 #include "daemon/answers/xorb_range_check.hpp"
 
@@ -99,21 +104,39 @@ void rewrite(std::string_view in) {
       for (auto& e : entries) uri_ok(e["url"], e["ranges"][0]["bytes"]);
 }
 
+void scan(std::string_view in) {
+  JsonScanner s(in);
+  auto span = s.skip();
+  const bool taken = span && s.at_end();
+  // nlohmann skips a leading byte order mark and ends its input at a NUL
+  // byte; the scanner refuses both.
+  const bool nlohmann_takes = !nlohmann::json::parse(in, nullptr, false).is_discarded();
+  if (taken) check(nlohmann_takes);
+  if (!in.starts_with("\xef\xbb\xbf") && in.find('\0') == std::string_view::npos) check(taken == nlohmann_takes);
+  if (!span) return;
+  JsonScanner alone(in.substr(span->begin, span->size()));
+  auto again = alone.skip();
+  check(again && alone.at_end() && again->size() == span->size());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   std::span<const std::uint8_t> rest(data + 2, size - 2);
   std::string_view text(reinterpret_cast<const char*>(rest.data()), rest.size());
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       range_check(rest, data[1]);
       break;
     case 1:
       grant_check(text);
       break;
-    default:
+    case 2:
       rewrite(text);
+      break;
+    default:
+      scan(text);
       break;
   }
   return 0;

@@ -52,7 +52,17 @@ query, so a test can act while an upload is known to be under way. POST
 /_standin/url-lifetime with seconds as the body sets how long the storage
 URLs of later reconstructions live (default 3600, as hub-docs' example);
 POST /_standin/storage-damage with a count N flips a byte in the middle of
-each of the next N storage answers (their length kept).
+each of the next N storage answers (their length kept); POST
+/_standin/storage-rate with bytes a second paces each storage answer at
+that rate (a CDN's connection rather than loopback; 0, the default: as
+fast as it can). POST
+/_standin/synthetic-file with a count N makes a file of N terms, each the
+whole of a xorb of its own (1,024 chunks of 64 KiB, as a 64 GiB file for
+N = 1,000), whose bytes the storage does not have: its reconstruction's
+shape and size are a real one's, for timing what handles the answer
+(bench_xet_download.py). Its answers (v1, v2) are made once, at the first
+ask, and served as made (their URLs living the url-lifetime from then), so
+the stand-in's own time is a copy; answers {"file": its hash}.
 Every request is
 logged as one JSON line to --log, so a test failure shows the whole
 conversation.
@@ -140,6 +150,8 @@ class Store:
         self.storage_secret = os.urandom(32)
         self.url_lifetime = 3600
         self.storage_damage = 0  # storage answers still to serve with a byte flipped
+        self.storage_rate = 0  # bytes a second each storage answer is sent at (0: as fast as it can)
+        self.synthetic = {}  # file hash -> {route's version: answer bytes}, made once
         self.reset()
 
     def reset(self):
@@ -314,6 +326,33 @@ class Store:
                 body = body[:middle] + bytes([body[middle] ^ 0x40]) + body[middle + 1:]
         return body, len(data)
 
+    def synthetic_file(self, terms):
+        """A file of `terms` whole xorbs of 1,024 chunks each (chunk lists
+        only: nothing to serve); its hash."""
+        chunk = (CHUNK_HEADER + 65536, 65536)
+        file_hash = hashlib.sha256(b"synthetic file %d" % terms).hexdigest()
+        with self.lock:
+            entries = []
+            for i in range(terms):
+                xorb = hashlib.sha256(b"synthetic xorb %d of %d" % (i, terms)).hexdigest()
+                self.xorb_chunks[xorb] = [(k * chunk[0], chunk[0] - CHUNK_HEADER, chunk[1]) for k in range(1024)]
+                entries.append({"xorb": xorb, "start": 0, "end": 1024, "unpacked": 1024 * chunk[1]})
+            self.files[file_hash] = entries
+            self.synthetic[file_hash] = {}
+        return file_hash
+
+    def answer(self, file_hash, v2, byte_range=None):
+        """The reconstruction answer's bytes (JSON), None or "unsatisfiable"
+        as reconstruction() says; a synthetic file's whole answer as first
+        made."""
+        made = self.synthetic.get(file_hash)
+        if made is not None and byte_range is None:
+            if v2 not in made:
+                made[v2] = json.dumps(self.reconstruction(file_hash, v2)).encode()
+            return made[v2]
+        doc = self.reconstruction(file_hash, v2, byte_range)
+        return doc if doc is None or isinstance(doc, str) else json.dumps(doc).encode()
+
     def reconstruction(self, file_hash, v2, byte_range=None):
         """The reconstruction of a file, or of the terms that cover
         byte_range (first, last inclusive, as a Range header says) with the
@@ -417,7 +456,7 @@ def make_handler(store, args, log):
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
 
-        def reply(self, status, body=b"", ctype="application/json", headers=None, **extra):
+        def reply(self, status, body=b"", ctype="application/json", headers=None, rate=0, **extra):
             if isinstance(body, (dict, list)):
                 body = json.dumps(body).encode()
             elif isinstance(body, str):
@@ -431,8 +470,19 @@ def make_handler(store, args, log):
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
-            if self.command != "HEAD":
+            if self.command == "HEAD":
+                return
+            if not rate:
                 self.wfile.write(body)
+                return
+            # Paced as a CDN's connection: a piece at a time, each when the
+            # rate says it is due.
+            t0, piece = time.monotonic(), 256 * 1024
+            for at in range(0, len(body), piece):
+                wait = t0 + at / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self.wfile.write(body[at:at + piece])
 
         def body(self):
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -496,10 +546,16 @@ def make_handler(store, args, log):
                 with store.lock:
                     store.url_lifetime = int(data)
                 return self.reply(200, {})
+            if path == "/_standin/storage-rate":
+                with store.lock:
+                    store.storage_rate = int(data)
+                return self.reply(200, {})
             if path == "/_standin/storage-damage":
                 with store.lock:
                     store.storage_damage = int(data)
                 return self.reply(200, {})
+            if path == "/_standin/synthetic-file":
+                return self.reply(200, {"file": store.synthetic_file(int(data))})
             if path == "/_standin/hold-queries":
                 store.hold_queries(int(data))
                 return self.reply(200, {})
@@ -550,8 +606,8 @@ def make_handler(store, args, log):
             m = re.fullmatch(RECONSTRUCTION_ROUTE, path)
             if m:
                 rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
-                doc = store.reconstruction(m.group(2), m.group(1) == "v2/reconstructions",
-                                           (int(rng.group(1)), int(rng.group(2))) if rng else None)
+                doc = store.answer(m.group(2), m.group(1) == "v2/reconstructions",
+                                   (int(rng.group(1)), int(rng.group(2))) if rng else None)
                 if doc is None:
                     return self.reply(404, {"error": "file not found"})
                 if doc == "unsatisfiable":
@@ -600,7 +656,8 @@ def make_storage_handler(store, log):
             if data is None:
                 return self.reply(416 if total else 404, b"", "text/plain", storage=True)
             return self.reply(206, data, "application/octet-stream",
-                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, storage=True)
+                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, rate=store.storage_rate,
+                              storage=True)
 
     return StorageHandler
 

@@ -716,10 +716,11 @@ class XetEndpoint:
     socket put in dedupd's place."""
 
     def __init__(self, root, hub, dedupd_socket, ca_file, dedupd_timeout="2s", cas_upstream=None, tier=(),
-                 tier_port=None):
+                 tier_port=None, template=NGINX_TEMPLATE):
         """`tier`: the ports of the fleet's cache tier hosts (on 127.0.0.1)
         this host's misses go to; `tier_port`: the port this host serves the
-        tier role on (docs/XET-ENDPOINT.md, "Fleet tier")."""
+        tier role on (docs/XET-ENDPOINT.md, "Fleet tier"). `template`: the
+        nginx template to render (a bench's copy with parts taken out)."""
         self.root = root
         self.tier_port = tier_port
         self.logs = os.path.join(root, "logs")
@@ -747,7 +748,7 @@ class XetEndpoint:
                   "RESOLVER": "127.0.0.1",
                   "TIER_SERVERS": " ".join("server 127.0.0.1:%d max_fails=1 fail_timeout=30s;" % p for p in tier),
                   "TIER_LISTEN": "127.0.0.1:%s" % tier_port}
-        with open(NGINX_TEMPLATE) as f:
+        with open(template) as f:
             text = marked_lines(f.read(), {"TIER": bool(tier), "NOTIER": not tier, "TIER_HOST": bool(tier_port)})
         for k, v in values.items():
             text = text.replace("@%s@" % k, str(v))

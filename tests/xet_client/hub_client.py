@@ -10,7 +10,7 @@ sets: harness.HubClient).
          and "t_start", "t_end": its wall-clock ends, to line up with the
          stand-in's request log)
   hub_client.py download REPO FILENAME DIR      (hf_hub_download)
-      -> {"path", "sha256", "size"}
+      -> {"path", "sha256", "size", "seconds": the call's duration}
 """
 
 import hashlib
@@ -38,10 +38,13 @@ def main(argv):
         info = api.upload_folder(repo_id=repo, folder_path=argv[3])
         out = {"commit": info.oid}
     elif verb == "download":
+        # The call alone is timed (bench_xet_download.py), as upload-file.
+        t0 = time.monotonic()
         path = hf_hub_download(repo_id=repo, filename=argv[3], local_dir=argv[4])
+        seconds = time.monotonic() - t0
         with open(path, "rb") as f:
             size = len(f.read())
-        out = {"path": path, "sha256": sha256_of(path), "size": size}
+        out = {"path": path, "sha256": sha256_of(path), "size": size, "seconds": seconds}
     else:
         raise SystemExit("unknown verb " + verb)
     # On a line of its own, the last: what the client may print before it

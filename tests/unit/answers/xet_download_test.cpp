@@ -3,6 +3,10 @@
 // shapes renamed, and every kind of tampering refused.
 #include <gtest/gtest.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
 #include <nlohmann/json.hpp>
 
 #include "daemon/answers/download_grants.hpp"
@@ -219,6 +223,56 @@ TEST_F(XetDownloadRefusals, MalformedUrlsAreRefused) {
   EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?r=999-0&x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
             Refusal::malformed);
   EXPECT_EQ(refused("/elsewhere"), Refusal::malformed);
+}
+
+TEST(XetDownloadGrants, TheSignatureIsHmacSha256OfTheUrlsFieldsWithTheKey) {
+  // Any host of a fleet checks another's URLs (and one of another release,
+  // while a fleet upgrades): the signature is plain HMAC-SHA256, cut to
+  // 128 bits, of "xet1|xorb|s-e|first-last|expiry|id|digest".
+  const DownloadKey key = signing_key(9);
+  DownloadGrants grants(key, 10);
+  const Origin o{kXorbA, 100, 199, storage_url(kXorbA, "bytes%3D100-199", kNow + 3600), kNow + 600, 1, 2};
+  const std::string uri = grants.grant(o, {0, 999}, kNow);
+  auto field = [&](const std::string& name) {
+    auto at = uri.find(name + "=");
+    EXPECT_NE(at, std::string::npos) << uri;
+    auto end = uri.find('&', at);
+    return uri.substr(at + name.size() + 1, end == std::string::npos ? std::string::npos : end - at - name.size() - 1);
+  };
+  const std::string message =
+      "xet1|" + kXorbA + "|0-999|100-199|" + std::to_string(kNow + 600) + "|" + field("k") + "|" + field("d");
+  auto hex16 = [](const unsigned char* p) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (int i = 0; i < 16; ++i) out += {digits[p[i] >> 4], digits[p[i] & 15]};
+    return out;
+  };
+  unsigned char mac[32];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), int(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), mac, &len);
+  EXPECT_EQ(field("g"), hex16(mac)) << uri;
+  unsigned char digest[32];
+  SHA256(reinterpret_cast<const unsigned char*>(o.url.data()), o.url.size(), digest);
+  EXPECT_EQ(field("d"), hex16(digest));
+}
+
+TEST(XetDownloadGrants, HeldUrlsGoOldestFirstPastTheCapacityAndAtTheirExpiry) {
+  DownloadGrants grants(signing_key(1), 3);
+  std::vector<std::string> uris;
+  for (std::uint64_t i = 0; i < 10; ++i) {  // round the held ring three times
+    Origin o{kXorbA, i * 10, i * 10 + 9, "https://s/" + std::to_string(i), kNow + 60, 0, 0};
+    uris.push_back(grants.grant(o, {o.start, o.end}, kNow));
+  }
+  EXPECT_EQ(grants.held(), 3u);
+  for (std::size_t i = 0; i < uris.size(); ++i)
+    EXPECT_EQ(fill_origin(grants, uris[i], kNow), i < 7 ? "" : "https://s/" + std::to_string(i)) << i;
+  // Past their expiry, each is dropped at the next grant.
+  Origin late{kXorbB, 0, 9, "https://s/late", kNow + 600, 0, 0};
+  const std::string last = grants.grant(late, {0, 9}, kNow + 60);
+  EXPECT_EQ(grants.held(), 1u);
+  EXPECT_EQ(fill_origin(grants, uris[9], kNow + 1), "");
+  EXPECT_EQ(fill_origin(grants, last, kNow + 61), "https://s/late");
 }
 
 TEST(XetDownloadGrants, PastItsCapacityTheOldestOriginIsDroppedAndItsFillRefused) {
