@@ -144,15 +144,20 @@ class FleetCacheTier(harness.EndpointTest):
         url = next(iter(json.loads(body)["fetch_info"].values()))[0]["url"]
         return url[url.index("/xet/o/"):]
 
-    def test_a_second_edge_fetches_nothing_from_storage_and_a_dead_tier_costs_a_direct_fetch(self):
-        self.edge("edge-a")
-        self.edge("edge-b")
-        src = harness.write(self.path("src", "model.bin"), harness.random_bytes(SIZE, 73))
-        name = os.path.basename(src)
-        up = self.user("uploader", self.hosts["edge-a"][1])
+    def edges_and_a_file(self, edges, file_name, seed):
+        """The edges, and a file of SIZE random bytes uploaded through the
+        first one (the storage's counts reset after): its path and name."""
+        for e in edges:
+            self.edge(e)
+        src = harness.write(self.path("src", file_name), harness.random_bytes(SIZE, seed))
+        up = self.user("uploader", self.hosts[edges[0]][1])
         up.run("create-repo", REPO)
-        up.run("upload-file", REPO, name, src)
+        up.run("upload-file", REPO, file_name, src)
         self.hub.reset()
+        return src, file_name
+
+    def test_a_second_edge_fetches_nothing_from_storage_and_a_dead_tier_costs_a_direct_fetch(self):
+        src, name = self.edges_and_a_file(("edge-a", "edge-b"), "model.bin", 73)
         want = harness.sha256_of(src)
 
         # Edge A: every object once from storage, through the tier host its
@@ -227,14 +232,7 @@ class FleetCacheTier(harness.EndpointTest):
         cache lock lets one fill while the other waits, so the storage
         serves each range once (issue 72: "two hosts downloading the same
         file at once")."""
-        self.edge("edge-d")
-        self.edge("edge-e")
-        src = harness.write(self.path("src", "together.bin"), harness.random_bytes(SIZE, 74))
-        name = os.path.basename(src)
-        up = self.user("uploader", self.hosts["edge-d"][1])
-        up.run("create-repo", REPO)
-        up.run("upload-file", REPO, name, src)
-        self.hub.reset()
+        src, name = self.edges_and_a_file(("edge-d", "edge-e"), "together.bin", 74)
         started = {e: self.user(e, self.hosts[e][1]).hf_started("download", REPO, name, "--local-dir",
                                                                   self.path(e, "download"))
                    for e in ("edge-d", "edge-e")}
