@@ -495,7 +495,8 @@ class Bench:
 
 class PlainNginx:
     """nginx serving `serve_dir` as plain files on a port of its own (as the
-    endpoint's user, so it reads nginx's 0600 cache files), nothing else."""
+    endpoint's user, so it reads nginx's 0600 cache files), nothing else;
+    sendfile on, as the endpoint's template has it."""
 
     def __init__(self, h, root, serve_dir):
         self.root = root
@@ -507,7 +508,7 @@ class PlainNginx:
             f.write("%sdaemon off;\nworker_processes 2;\npid nginx.pid;\nevents { worker_connections 64; }\n"
                     "http {\n access_log off;\n client_body_temp_path cb;\n proxy_temp_path pt;\n"
                     " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n"
-                    " server { listen 127.0.0.1:%d; root %s; }\n}\n" % (user, self.port, serve_dir))
+                    " sendfile on;\n server { listen 127.0.0.1:%d; root %s; }\n}\n" % (user, self.port, serve_dir))
         nginx = h.find_nginx()
         self.proc = h.Proc([nginx, "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
                            os.path.join(root, "nginx.out"))
