@@ -221,13 +221,16 @@ class Learning(harness.EndpointTest):
         self.assertFalse(isinstance(failed, dict), "the upload against a lost xorb succeeded")
         harness.wait_for("the refusal", lambda: self.learning()["refused"] >= 1, timeout=20)
         self.assertEqual(self.learning()["set_aside"], 1)
-        # (@huggingface/hub sends a shard per file: G's own file's was taken)
-        learned_before = 1 + (1 if own_file and harness.is_js() else 0)
         info = self.dedupd.json("/v1/shard/" + learned)
         self.assertIsNotNone(info["set_aside"])
         self.assertIn("refused shard", info["set_aside"]["reason"])
         self.assertIn("set aside", self.dedupd.ctl("shards").stdout)
-        self.assertEqual(self.learning()["learned"], learned_before, "the refused shard was learned")
+        # Learned: A's shard, and no other, but for @huggingface/hub, which
+        # sends a shard per file: G's own file's, when it went up before the
+        # refusal ended the session (its order of files varies: seen both).
+        learned_before = self.learning()["learned"]
+        allowed = (1, 2) if own_file and harness.is_js() else (1,)
+        self.assertIn(learned_before, allowed, "the refused shard was learned")
         # What G kept of the failed session: the answer, keyed, expired.
         # (@huggingface/hub keeps nothing: its next process asks anew.)
         saved = harness.Client(cache_g).shard_files() if harness.has_shard_cache() else []
