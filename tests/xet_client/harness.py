@@ -183,6 +183,19 @@ def once(why):
 OLDEST_PAIR = "1.1.9"
 
 
+def assert_each_range_once(test, served):
+    """That the storage served each range it was asked once (the stand-in's
+    state()["storage"]["xorbs"]: xorb -> {"first-last": bytes served}), and
+    the bytes it served in all."""
+    total = 0
+    for xorb, ranges in served.items():
+        for r, n in ranges.items():
+            first, last = (int(x) for x in r.split("-"))
+            test.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
+            total += n
+    return total
+
+
 def ends_only(why):
     """Marks a test whose client part the pairs between the newest and the
     oldest take as one of those two does (as `why` says): it runs with the

@@ -173,10 +173,7 @@ class FleetCacheTier(harness.EndpointTest):
         self.assertEqual(sum(per_tier), self.cache_files("edge-a"))
         # The tier hosts filled from storage themselves (their own counts).
         self.assertEqual(sum(self.counts(t)["bytes"]["internet"] for t in ("tier-1", "tier-2")), storage_a)
-        for served in self.hub.state()["storage"]["xorbs"].values():
-            for r, n in served.items():
-                first, last = (int(x) for x in r.split("-"))
-                self.assertEqual(n, last + 1 - first, "%s fetched more than once" % r)
+        harness.assert_each_range_once(self, self.hub.state()["storage"]["xorbs"])
 
         # Edge B, empty caches: nothing from storage, all from the tier.
         storage_b, sha_b, got_b = self.download("edge-b", name)
@@ -240,12 +237,7 @@ class FleetCacheTier(harness.EndpointTest):
             stdout, stderr = p.communicate(timeout=600)
             self.assertEqual(p.returncode, 0, "%s: hf download failed:\n%s\n%s" % (e, stdout, stderr[-3000:]))
             self.assertEqual(harness.sha256_of(self.path(e, "download", name)), harness.sha256_of(src), e)
-        total = 0
-        for xorb, served in self.hub.state()["storage"]["xorbs"].items():
-            for r, n in served.items():
-                first, last = (int(x) for x in r.split("-"))
-                self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
-                total += n
+        total = harness.assert_each_range_once(self, self.hub.state()["storage"]["xorbs"])
         print("two edges at once through the tier, file %d bytes: %d bytes from storage" % (SIZE, total))
         self.assertGreaterEqual(total, SIZE)
         self.assertLess(total, SIZE + SIZE // 50)

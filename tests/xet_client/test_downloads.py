@@ -112,10 +112,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         # Each range was fetched from storage once, and through the endpoint.
         served = self.hub.state()["storage"]["xorbs"]
         self.assertTrue(served)
-        for xorb, ranges in served.items():
-            for r, n in ranges.items():
-                first, last = (int(x) for x in r.split("-"))
-                self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
+        harness.assert_each_range_once(self, served)
         ranges = self.range_lines()
         self.assertTrue(ranges, "no range came through the endpoint")
         self.assertEqual({l[4] for l in ranges}, {"206"}, ranges)
@@ -157,13 +154,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         self.assertEqual(results, {"host-a": want, "host-b": want})
         # nginx's cache lock held the second client of each object until
         # the first one's fill was in: every range once from storage.
-        served = self.hub.state()["storage"]["xorbs"]
-        total = 0
-        for xorb, ranges in served.items():
-            for r, n in ranges.items():
-                first, last = (int(x) for x in r.split("-"))
-                self.assertEqual(n, last + 1 - first, "%s %s fetched more than once" % (xorb, r))
-                total += n
+        total = harness.assert_each_range_once(self, self.hub.state()["storage"]["xorbs"])
         print("two hosts at once, file %d bytes: %d bytes from storage" % (SIZE, total))
         self.assertLess(total, SIZE + SIZE // 50)
 
