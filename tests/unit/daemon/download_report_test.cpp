@@ -1,29 +1,23 @@
-// The endpoint's download reports (daemon/learn/download_report.hpp and
-// download_counts.hpp): the access log line nginx sends for each range
-// request, parsed (told apart from a shard upload's report on the learning
-// socket: learn_test.cpp) and counted by where its bytes came from; and the
-// walk of the download cache (daemon/jobs/download_cache.hpp).
+// The endpoint's download reports (daemon/learn/download_report.hpp): the
+// access log line nginx sends for each range request, parsed (told apart
+// from a shard upload's report on the learning socket:
+// confirm_socket_test.cpp). What counts them: download_counts_test.cpp.
+#include "daemon/learn/download_report.hpp"
+
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
+#include <string>
+#include <vector>
 
-#include "daemon/jobs/download_cache.hpp"
-#include "daemon/learn/download_counts.hpp"
-#include "daemon/learn/download_report.hpp"
 #include "daemon/learn/report.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "download_reports.hpp"
 
 namespace dedupd::daemon::learn {
 namespace {
 
-const std::string kFrame = "<190>Dec  7 12:00:00 dedupd_learn: ";
+using testing::parsed;
 
-DownloadReport parsed(const std::string& line) {
-  auto r = parse_download_report(line);
-  EXPECT_TRUE(r) << line;
-  return r.value_or(DownloadReport{});
-}
+const std::string kFrame = "<190>Dec  7 12:00:00 dedupd_learn: ";
 
 TEST(DownloadReport, ReadsWhatTheEndpointsLogFormatWrites) {
   // A miss filled from the CAS's storage, in syslog framing.
@@ -75,90 +69,6 @@ TEST(DownloadReport, AnythingElseIsNoReport) {
                                  "<190>Dec  7 12:00:00 dedupd_learn:", "xet-download", ""})
     EXPECT_FALSE(parse_download_report(line)) << line;
   EXPECT_FALSE(parse_confirmation("xet-download 206 1 HIT h \"-\" \"-\""));
-}
-
-TEST(DownloadCounts, BytesGoToWhereTheyCameFrom) {
-  DownloadCounts counts;
-  counts.count(parsed("xet-download 206 1000 MISS storage.example:443 \"10.1.2.3:443\" \"206\""));
-  counts.count(parsed("xet-download 206 700 HIT storage.example:443 \"-\" \"-\""));
-  counts.count(parsed("xet-download 206 50 UPDATING storage.example:443 \"-\" \"-\""));
-  counts.count(parsed("xet-download 206 300 MISS xet_tier \"10.0.0.1:8788\" \"206\""));
-  counts.count(parsed("xet-download 403 146 - - \"-\" \"-\""));
-  counts.count(parsed("xet-download 502 150 MISS storage.example:443 \"10.1.2.3:443\" \"502\""));
-  // A body cut short (its upstream died in its middle): failed, its bytes
-  // served nothing the client keeps.
-  counts.count(parsed("xet-download 206 4000 MISS xet_tier \"10.0.0.1:8788\" \"200\" 5000"));
-  const core::XetDownloadCounts n = counts.snapshot();
-  EXPECT_EQ(n.bytes_internet, 1000u);
-  EXPECT_EQ(n.bytes_local_cache, 750u);
-  EXPECT_EQ(n.bytes_tier, 300u);
-  EXPECT_EQ(n.requests_internet, 1u);
-  EXPECT_EQ(n.requests_local_cache, 2u);
-  EXPECT_EQ(n.requests_tier, 1u);
-  EXPECT_EQ(n.requests_refused, 1u);  // its error page's bytes count nowhere
-  EXPECT_EQ(n.requests_failed, 2u);
-  ASSERT_EQ(n.tier.size(), 1u);
-  EXPECT_EQ(n.tier[0].host, "10.0.0.1:8788");
-  EXPECT_TRUE(n.tier[0].up);
-}
-
-// A tier host is up or down as the last request nginx sent it went; the
-// storage is never a tier host; "no live upstreams" downs them all.
-TEST(DownloadCounts, TierHostsAreUpOrDownAsTheirLastTryWent) {
-  DownloadCounts counts;
-  counts.count(parsed("xet-download 206 9 MISS xet_tier \"10.0.0.1:8788, 10.0.0.2:8788\" \"504, 206\""));
-  auto n = counts.snapshot();
-  ASSERT_EQ(n.tier.size(), 2u);
-  EXPECT_FALSE(n.tier[0].up);
-  EXPECT_EQ(n.tier[0].failed, 1u);
-  EXPECT_TRUE(n.tier[1].up);
-  EXPECT_EQ(n.bytes_tier, 9u);
-  // The tier failed as a whole: the request was filled here, from the internet.
-  counts.count(parsed("xet-download 206 5 MISS storage.example:443 \"10.0.0.2:8788 : 10.1.2.3:443\" \"502 : 206\""));
-  n = counts.snapshot();
-  EXPECT_FALSE(n.tier[1].up);
-  EXPECT_EQ(n.tier[1].failed, 1u);
-  EXPECT_EQ(n.bytes_internet, 5u);
-  EXPECT_EQ(n.tier.size(), 2u);
-  counts.count(parsed("xet-download 206 9 MISS xet_tier \"10.0.0.1:8788\" \"403\""));  // an answer
-  EXPECT_TRUE(counts.snapshot().tier[0].up);
-  counts.count(parsed("xet-download 206 5 MISS storage.example:443 \"xet_tier : 10.1.2.3:443\" \"502 : 206\""));
-  n = counts.snapshot();
-  EXPECT_FALSE(n.tier[0].up);
-  EXPECT_FALSE(n.tier[1].up);
-  EXPECT_EQ(n.tier.size(), 2u);
-}
-
-void write_file(const std::filesystem::path& p, std::size_t bytes) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p) << std::string(bytes, 'x');
-}
-
-// nginx's layout (levels=1:2): <dir>/<c>/<cc>/<md5 of the key>.
-TEST(DownloadCache, AWalkCountsTheFilesAndWhatWentSinceTheLast) {
-  tests::TempDir dir("download-cache");
-  const std::filesystem::path root = dir.path();
-  const std::string a(32, 'a'), b(32, 'b');
-  write_file(root / "a" / "aa" / a, 10000);
-  write_file(root / "b" / "bb" / b, 5000);
-  write_file(root / "b" / "bb" / (b + ".0000000001"), 100);  // a temp file: counted, not followed
-  std::optional<std::unordered_set<std::string>> names;
-  core::XetDownloadCache c = jobs::walk_download_cache(root, names);
-  ASSERT_TRUE(c.known) << c.problem;
-  EXPECT_EQ(c.files, 3u);
-  EXPECT_GE(c.bytes, 15100u);  // allocated blocks: at least the sizes
-  EXPECT_EQ(c.evictions, 0u);
-  std::filesystem::remove(root / "a" / "aa" / a);
-  std::filesystem::remove(root / "b" / "bb" / (b + ".0000000001"));
-  c = jobs::walk_download_cache(root, names);
-  EXPECT_EQ(c.files, 1u);
-  EXPECT_EQ(c.evictions, 1u);  // the temp file was renamed, not evicted
-  c = jobs::walk_download_cache(root, names);
-  EXPECT_EQ(c.evictions, 0u);
-  // A directory it may not read: why, and no size.
-  c = jobs::walk_download_cache(root / "absent", names);
-  EXPECT_FALSE(c.known);
-  EXPECT_NE(c.problem.find("absent"), std::string::npos) << c.problem;
 }
 
 }  // namespace

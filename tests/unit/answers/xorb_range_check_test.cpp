@@ -1,0 +1,150 @@
+// The check of a xorb range's bytes before the endpoint's cache keeps them
+// (daemon/answers/xorb_range_check.hpp): chunks of every scheme in any
+// pieces, the whole xorb known by its hash, the index's chunks by theirs,
+// and broken bytes refused.
+#include "daemon/answers/xorb_range_check.hpp"
+
+#include <blake3.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "serialized_xorbs.hpp"
+
+// In the namespace of the helpers (serialized_xorbs.hpp), so their
+// names are found before another test's of the same name in a unity batch;
+// named, not anonymous, for the same reason.
+namespace dedupd::daemon::answers::download_testing {
+namespace xorb_range_check_test {
+
+shard::Hash blake3_of(const Bytes& bytes) {
+  blake3_hasher h;
+  blake3_hasher_init(&h);
+  blake3_hasher_update(&h, bytes.data(), bytes.size());
+  shard::Hash out;
+  blake3_hasher_finalize(&h, out.bytes.data(), out.bytes.size());
+  return out;
+}
+
+TEST(XetRangeCheck, UngroupingUndoesXetCoresFourByteGrouping) {
+  // 0..9 grouped: positions 0,4,8 | 1,5,9 | 2,6 | 3,7
+  Bytes grouped{0, 4, 8, 1, 5, 9, 2, 6, 3, 7}, out(10);
+  ungroup4(grouped, out.data());
+  EXPECT_EQ(out, (Bytes{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(XetRangeCheck, ChunksOfEverySchemeInAnyPiecesGiveTheirBoundariesAndDigest) {
+  Xorb x;
+  ASSERT_LT(x.serialized[1].size(), x.data[1].size() + 8) << "the LZ4 chunk should be smaller than its data";
+  for (std::size_t piece : {1u, 7u, 8u, 4096u, 100000u}) {
+    auto got = check(x.range(1, 4), x.expect(1, 4), piece);
+    ASSERT_TRUE(got) << piece << ": " << got.error().to_string();
+    EXPECT_EQ(got->chunk_starts, (std::vector<std::uint32_t>{0, x.starts[2] - x.starts[1], x.starts[3] - x.starts[1],
+                                                             x.starts[4] - x.starts[1]}));
+    EXPECT_EQ(got->digest, blake3_of(x.range(1, 4)));
+    EXPECT_EQ(got->level, CheckLevel::structure);
+  }
+}
+
+TEST(XetRangeCheck, TheWholeXorbIsKnownByItsHash) {
+  Xorb x;
+  auto got = check(x.bytes, x.expect(0, 4));
+  ASSERT_TRUE(got) << got.error().to_string();
+  EXPECT_EQ(got->level, CheckLevel::xorb_hash);
+  // A prefix from chunk 0 is not the whole xorb, and that is no error.
+  auto prefix = check(x.range(0, 2), x.expect(0, 2));
+  ASSERT_TRUE(prefix) << prefix.error().to_string();
+  EXPECT_EQ(prefix->level, CheckLevel::structure);
+}
+
+TEST(XetRangeCheck, ChunksTheIndexHoldsMustHashAsItHoldsThem) {
+  Xorb x;
+  shard::Key key{};
+  key.bytes.fill(9);
+  for (const std::optional<shard::Key>& k : {std::optional<shard::Key>(), std::optional<shard::Key>(key)}) {
+    auto e = x.expect(1, 3);
+    e.known = x.known(k);
+    e.key = k;
+    auto got = check(x.range(1, 3), e);
+    ASSERT_TRUE(got) << got.error().to_string();
+    EXPECT_EQ(got->level, CheckLevel::index);
+  }
+  // A chunk of other bytes of the same sizes: structure passes, the index does not.
+  Xorb other;
+  other.data[1] = text_data(9000, 78);
+  auto e = x.expect(1, 3);
+  e.known = x.known();
+  Bytes forged = chunk(other.data[1], 1);
+  Bytes bytes = forged;
+  bytes.insert(bytes.end(), x.serialized[2].begin(), x.serialized[2].end());
+  e.length = bytes.size();
+  auto got = check(bytes, e);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().rule, "xet_download.verify");
+  EXPECT_NE(got.error().message.find("chunk 1 is not the one the index holds"), std::string::npos)
+      << got.error().message;
+}
+
+TEST(XetRangeCheck, BrokenBytesAreRefused) {
+  Xorb x;
+  const Bytes good = x.range(0, 4);
+  auto refused = [&](const Bytes& bytes, RangeExpectation e, const std::string& why) {
+    auto got = check(bytes, std::move(e));
+    EXPECT_FALSE(got) << why;
+    if (!got) {
+      EXPECT_EQ(got.error().rule, "xet_download.verify") << why;
+    }
+  };
+  // Short, long, cut inside a chunk.
+  refused(Bytes(good.begin(), good.end() - 1), x.expect(0, 4), "one byte short");
+  {
+    auto e = x.expect(0, 4);
+    e.length += 1;
+    Bytes more = good;
+    more.push_back(0);
+    refused(more, e, "a byte after the last chunk");
+    refused(good, e, "the range is one byte longer than its chunks");
+  }
+  // Another chunk count than the CAS said.
+  {
+    auto e = x.expect(0, 4);
+    e.end_chunk = 3;
+    refused(good, e, "four chunks for three");
+  }
+  // A header of another version, an unknown scheme, a wrong unpacked size.
+  for (auto [at, value, why] : {std::tuple{0u, 1u, "version 1"}, std::tuple{4u, 7u, "scheme 7"},
+                                std::tuple{x.starts[1] + 5, 1u, "LZ4 chunk's unpacked size off"}}) {
+    Bytes bad = good;
+    bad[at] = std::uint8_t(bad[at] + value);
+    refused(bad, x.expect(0, 4), why);
+  }
+  // The whole xorb with a flipped byte in a raw chunk: with the index's
+  // chunks it is refused; without, nothing says the range is the whole
+  // xorb, so it passes as structure only (not as the xorb).
+  {
+    Bytes bad = good;
+    bad[100] ^= 1;
+    auto e = x.expect(0, 4);
+    e.known = x.known();
+    refused(bad, e, "a flipped raw byte, the index holding the xorb");
+    auto got = check(bad, x.expect(0, 4));
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->level, CheckLevel::structure);
+  }
+  // Nothing at all (a url_range holds at least a byte).
+  refused(Bytes{}, RangeExpectation{}, "an empty range");
+  // A raw chunk whose stored size is not its unpacked size.
+  refused(
+      Bytes{0, 9, 0, 0, 0, 10, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+      [] {
+        RangeExpectation e;
+        e.length = 17;
+        return e;
+      }(),
+      "raw chunk stored 9 for 10");
+}
+
+}  // namespace xorb_range_check_test
+}  // namespace dedupd::daemon::answers::download_testing
