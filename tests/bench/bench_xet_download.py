@@ -40,8 +40,8 @@ XetEndpoint, as the download tests run them) are the endpoint.
    stand-in's synthetic file, each term a whole xorb of its own, so N
    ranges to rename), asked A times of each of two endpoints on one
    connection each, interleaved: one with downloads (dedupd asks the CAS and
-   renames every fetch URL) and one whose template has no reconstruction
-   location (nginx passes the answer through, as before issue 72). p50 and
+   renames every fetch URL) and one whose reconstruction location passes
+   the answer through (as before issue 72), with the same proxy buffers. p50 and
    p99 of each, what the rewrite adds, and the CPU each way costs an answer
    (from /proc: what the load does not move). bench_xet_rewrite (C++) times
    the rewrite alone.
@@ -114,21 +114,29 @@ class Load:
 
 
 def pass_through_template(root):
-    """The shipped template without its reconstruction location: nginx
-    passes the CAS's answer on as it came (the endpoint before issue 72)."""
-    start = re.compile(r'\s*location ~ "\^/\(\?:v2/reconstructions')
+    """The shipped template with its reconstruction location passing the
+    CAS's answer on as it came (the endpoint before issue 72), relayed as
+    that location relays it (its proxy buffer lines kept): what the
+    rewrite adds is then dedupd's hop and work, not a buffer size."""
+    start = re.compile(r'(\s*)location ~ "\^/\(\?:v2/reconstructions')
     with open(os.path.join(base.REPO, "packaging", "xet-endpoint", "nginx.conf.in")) as f:
         lines = f.read().splitlines(True)
-    out, depth, cut = [], None, 0
+    out, depth, cut, kept = [], None, 0, []
     for line in lines:
-        if depth is None and start.match(line):
-            depth, cut = 0, cut + 1
+        m = start.match(line) if depth is None else None
+        if m:
+            depth, cut, indent = 0, cut + 1, m.group(1).strip("\n")
+            kept = [line]
         if depth is None:
             out.append(line)
             continue
+        if line.strip().startswith(("proxy_buffer", "proxy_busy_buffers")):
+            kept.append(line.split("#")[0].rstrip() + "\n")
         depth += line.count("{") - line.count("}")
         if depth == 0:
             depth = None
+            out += kept + [indent + "    proxy_pass @CAS_UPSTREAM@;\n",
+                           indent + "    proxy_ssl_name @CAS_TLS_NAME@;\n", indent + "}\n"]
     if cut != 1:
         raise AssertionError("the template has %d reconstruction locations, not one" % cut)
     path = os.path.join(root, "nginx-pass-through.conf.in")
