@@ -34,6 +34,18 @@ struct Origin {
   std::uint32_t end_chunk = 0;
 };
 
+// The same, its strings read where they lie (a reconstruction answer's
+// text): a grant copies them only into the slot that holds them.
+struct OriginView {
+  std::string_view xorb;
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::string_view url;
+  std::uint64_t expires = 0;
+  std::uint32_t first_chunk = 0;
+  std::uint32_t end_chunk = 0;
+};
+
 // What a range URL grants: bytes [first, last] of the xorb (what the CAS
 // granted the client), read out of the cached object [start, end] (the
 // object filled under this very grant when the two are the same).
@@ -44,7 +56,8 @@ struct Grant {
   std::string id;
   // The first 128 bits of SHA-256 of the CAS's URL, hex: signed with the
   // rest, so a fleet tier host (same key, no URL held) fills only from the
-  // URL the edge that granted it was given.
+  // URL the edge that granted it was given. Empty: the grant binds none
+  // (Binding::none), and no tier host fills it.
   std::string origin_digest;
   bool own_range() const { return first == start && last == end; }
   // The Range header the client must send: the granted bytes in the object.
@@ -90,6 +103,19 @@ class DownloadGrants {
   // it expires. About a microsecond: a reconstruction answer of 1,000
   // ranges makes 1,000 of them (docs/PERFORMANCE.md, "Downloads").
   std::string grant(const Origin& origin, std::pair<std::uint64_t, std::uint64_t> object, std::uint64_t now);
+  // What a grant's signature binds besides its fields.
+  enum class Binding {
+    // The CAS's URL's digest (d=): a fleet tier host, given that URL by
+    // the edge, fills from it and from no other.
+    url_digest,
+    // Nothing more: no tier host fills it (it refuses one without d=, and
+    // the edge fills it itself). A SHA-256 of a few hundred bytes less a
+    // range, for endpoints without a tier.
+    none,
+  };
+  // The same appended to `out` (false, nothing appended: not granted).
+  bool grant_into(std::string& out, const OriginView& origin, std::pair<std::uint64_t, std::uint64_t> object,
+                  std::uint64_t now, Binding binding);
 
   // Whether `uri` (path and query, as the client sent it) with its Range
   // header may be served at `now` (signed by this key, not expired, the
@@ -109,6 +135,9 @@ class DownloadGrants {
 
   std::size_t held() const;
 
+  // SHA-256 as a value (download_grants.cpp).
+  struct Sha256State;
+
  private:
   // What a range URL's signature covers: every field it carries.
   struct Signed {
@@ -117,7 +146,10 @@ class DownloadGrants {
     std::string_view id, origin_digest;
     // The fields in this order, each after its text in `before`: the
     // signed line and the URL say them in the same order.
-    void append_to(std::string& out, const std::array<std::string_view, 6>& before) const;
+    // The digest's field is written always (the signed line) or only when
+    // there is a digest (the URL).
+    enum class Last { always, when_set };
+    void append_to(std::string& out, const std::array<std::string_view, 6>& before, Last digest_field) const;
   };
   // The signature's hex digits into `out` (32 of them); false when OpenSSL
   // failed (a URL then is neither granted nor allowed).
@@ -134,8 +166,8 @@ class DownloadGrants {
   // The slot's origin, when it is still the one `id` names (with mutex_).
   const Origin* held_origin(const GrantId& id, std::uint64_t now) const;
 
-  void drop_old(std::uint64_t now);                                 // with mutex_
-  std::optional<GrantId> hold(const Origin& o, std::uint64_t now);  // with mutex_
+  void drop_old(std::uint64_t now);                                     // with mutex_
+  std::optional<GrantId> hold(const OriginView& o, std::uint64_t now);  // with mutex_
 
   // HMAC-SHA256 under the key (RFC 2104), its two keyed hash states made
   // once: a signature copies them (OpenSSL's HMAC() looks the digest up

@@ -1,5 +1,6 @@
 #include "daemon/answers/json_scan.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -123,25 +124,48 @@ bool JsonScanner::member(bool& first, std::string& key) {
 
 bool JsonScanner::element(bool& first) { return next(']', first) && !failed(); }
 
+std::optional<std::size_t> JsonScanner::plain_string_length() const {
+  const char* const p = text_.data() + at_;
+  const std::size_t n = text_.size() - at_;
+  std::size_t i = 0;
+  // Most strings (keys, hashes, URLs) are plain up to their closing quote:
+  // found eight bytes at a time, with the first byte that is a quote, a
+  // backslash, a control character or 0x80 or more (keys are a few bytes:
+  // one pass, no memchr call). In each mask the lowest byte flagged is
+  // exact (a borrow only flags bytes above a flagged one), so the lowest
+  // of them all is the first such byte: a little-endian word's lowest
+  // byte comes first in the text.
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
+    auto zero_bytes = [](std::uint64_t x) { return (x - ones) & ~x & tops; };
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      const std::uint64_t special =
+          zero_bytes(w ^ (ones * '"')) | zero_bytes(w ^ (ones * '\\')) | ((w - ones * 0x20) & ~w & tops) | (w & tops);
+      if (special != 0) {
+        const std::size_t at = i + std::size_t(std::countr_zero(special)) / 8;
+        if (p[at] == '"') return at;
+        return std::nullopt;
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    const auto c = std::uint8_t(p[i]);
+    if (c == '"') return i;
+    if (c < 0x20 || c >= 0x80 || c == '\\') return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool JsonScanner::scan_string(std::string* decoded) {
   ++at_;  // the opening quote
   const char* const s = text_.data();
   const std::size_t n = text_.size();
-  // Most strings (hashes, URLs) are plain up to their closing quote: found
-  // by memchr, and checked by a loop the compiler makes wide, several
-  // times faster than the walk below, which does the rest.
-  if (const auto* quote = static_cast<const char*>(std::memchr(s + at_, '"', n - at_))) {
-    const std::size_t len = std::size_t(quote - (s + at_));
-    unsigned bad = 0;
-    for (std::size_t i = 0; i < len; ++i) {
-      const auto c = std::uint8_t(s[at_ + i]);
-      bad |= unsigned(c < 0x20) | unsigned(c >= 0x80) | unsigned(c == '\\');
-    }
-    if (!bad) {
-      if (decoded) decoded->append(s + at_, len);
-      at_ += len + 1;
-      return true;
-    }
+  if (auto len = plain_string_length()) {
+    if (decoded) decoded->append(s + at_, *len);
+    at_ += *len + 1;
+    return true;
   }
   for (;;) {
     std::size_t run = at_;
@@ -310,6 +334,26 @@ std::optional<std::string> JsonScanner::string(JsonSpan* where) {
   if (!scan_string(&out)) return std::nullopt;
   if (where) *where = JsonSpan{begin, at_};
   return out;
+}
+
+std::optional<std::string_view> JsonScanner::string_view(std::string& scratch, JsonSpan* where) {
+  if (peek() != '"') {
+    skip();
+    return std::nullopt;
+  }
+  const std::size_t begin = at_;
+  ++at_;
+  if (auto len = plain_string_length()) {
+    const std::string_view view = text_.substr(at_, *len);
+    at_ += *len + 1;
+    if (where) *where = JsonSpan{begin, at_};
+    return view;
+  }
+  at_ = begin;
+  scratch.clear();
+  if (!scan_string(&scratch)) return std::nullopt;
+  if (where) *where = JsonSpan{begin, at_};
+  return std::string_view(scratch);
 }
 
 std::optional<std::uint64_t> JsonScanner::unsigned_number() {

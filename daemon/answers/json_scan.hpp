@@ -52,6 +52,9 @@ class JsonScanner {
   // A string value decoded, and where it lies (quotes included); nothing
   // when the value is no string (it is skipped) or on an error.
   std::optional<std::string> string(JsonSpan* where = nullptr);
+  // The same without a copy where it can: a view of the text when the
+  // string has no escape (URLs, hashes), else of `scratch`, decoded into it.
+  std::optional<std::string_view> string_view(std::string& scratch, JsonSpan* where = nullptr);
   // A number value that is an integer from 0 to 2^64 - 1 written without
   // fraction or exponent (nlohmann's unsigned); nothing for any other
   // value (it is skipped) or on an error.
@@ -69,6 +72,10 @@ class JsonScanner {
   void space();
   bool expect(char c);
   bool scan_string(std::string* decoded);
+  // The plain run of a string from at_ (its content, no quote): the bytes
+  // before the first quote when none of them needs decoding or is not
+  // ASCII; nullopt otherwise (the scanner has not moved).
+  std::optional<std::size_t> plain_string_length() const;
   bool scan_number(std::optional<std::uint64_t>* unsigned_value);
   bool scan_literal();
   bool scan_scalar();

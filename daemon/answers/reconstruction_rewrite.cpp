@@ -105,108 +105,103 @@ std::pair<std::uint32_t, std::uint32_t> chunk_range(const StartEnd& r) {
   return {std::uint32_t(*r.start), std::uint32_t(*r.end)};
 }
 
-std::string byte_range_json(Bytes b) {
-  char first[20], last[20];
-  std::string_view a(first, std::size_t(std::to_chars(first, first + sizeof first, b.first).ptr - first));
-  std::string_view z(last, std::size_t(std::to_chars(last, last + sizeof last, b.second).ptr - last));
-  std::string out;
-  out.reserve(20 + a.size() + z.size());
+void append_decimal(std::string& out, std::uint64_t v) {
+  char digits[20];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+
+// {"start":a,"end":b}
+void append_byte_range(std::string& out, Bytes b) {
   out += "{\"start\":";
-  out += a;
+  append_decimal(out, b.first);
   out += ",\"end\":";
-  out += z;
+  append_decimal(out, b.second);
   out += '}';
-  return out;
 }
 
-// A JSON string of `base` and `rest` (the endpoint's URLs need no escape
+// `s` as the inside of a JSON string (the endpoint's URLs need no escape
 // but what a base of another shape could bring).
-std::string json_string(std::string_view base, std::string_view rest) {
-  std::string out;
-  out.reserve(base.size() + rest.size() + 2);
-  out += '"';
-  for (std::string_view s : {base, rest})
-    for (std::size_t at = 0; at < s.size();) {
-      std::size_t run = at;
-      while (run < s.size() && s[run] != '"' && s[run] != '\\' && std::uint8_t(s[run]) >= 0x20) ++run;
-      out.append(s.substr(at, run - at));
-      if (run == s.size()) break;
-      static constexpr char digits[] = "0123456789abcdef";
-      const auto c = std::uint8_t(s[run]);
-      if (c >= 0x20) {
-        out += '\\';
-        out += char(c);
-      } else {
-        out += "\\u00";
-        out += digits[c >> 4];
-        out += digits[c & 15];
-      }
-      at = run + 1;
+void append_json_escaped(std::string& out, std::string_view s) {
+  for (std::size_t at = 0; at < s.size();) {
+    std::size_t run = at;
+    while (run < s.size() && s[run] != '"' && s[run] != '\\' && std::uint8_t(s[run]) >= 0x20) ++run;
+    out.append(s.substr(at, run - at));
+    if (run == s.size()) break;
+    static constexpr char digits[] = "0123456789abcdef";
+    const auto c = std::uint8_t(s[run]);
+    if (c >= 0x20) {
+      out += '\\';
+      out += char(c);
+    } else {
+      out += "\\u00";
+      out += digits[c >> 4];
+      out += digits[c & 15];
     }
-  out += '"';
-  return out;
+    at = run + 1;
+  }
 }
 
-// Replacements of spans of a text, applied in the text's order.
+// Replacements of spans of a text, applied in the text's order, their new
+// bytes [at, at + size) of a buffer the rewrite writes them all into (one
+// buffer for the whole answer: no allocation per range).
 struct Edit {
   JsonSpan span;
-  std::string with;
+  std::size_t at = 0, size = 0;
 };
 
-std::string apply(std::string_view text, std::size_t offset, std::vector<Edit> edits) {
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; });
-  std::string out;
-  std::size_t grown = 0;
-  for (const Edit& e : edits) grown += e.with.size();
-  out.reserve(text.size() + grown);
-  std::size_t at = offset;
+void apply_into(std::string& out, std::string_view text, std::vector<Edit>& edits, std::string_view made) {
+  if (!std::is_sorted(edits.begin(), edits.end(),
+                      [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; }))
+    std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; });
+  std::size_t at = 0;
   for (const Edit& e : edits) {
-    out.append(text.substr(at - offset, e.span.begin - at));
-    out += e.with;
+    out.append(text.substr(at, e.span.begin - at));
+    out.append(made.substr(e.at, e.size));
     at = e.span.end;
   }
-  out.append(text.substr(at - offset));
-  return out;
+  out.append(text.substr(at));
 }
 
 class Rewriter {
  public:
-  Rewriter(const RewriteSettings& settings, DownloadGrants& grants) : settings_(settings), grants_(grants) {}
+  Rewriter(const RewriteSettings& settings, DownloadGrants& grants) : settings_(settings), grants_(grants) {
+    append_json_escaped(base_, settings.base);
+  }
 
   // The endpoint's URL (a JSON string) for bytes [s, e] (chunks `chunks`)
-  // of `xorb` at `url`, and those bytes' range in the object it names (a
-  // JSON object); nullopt when the CAS's URL has expired already (it is
-  // kept: the client's fetch is refused by the storage and it asks again,
-  // as it would going direct).
-  std::optional<std::pair<std::string, std::string>> url_for(const std::string& xorb, Bytes bytes,
-                                                             std::pair<std::uint32_t, std::uint32_t> chunks,
-                                                             const std::string& url) {
+  // of `xorb` at `url` into `url_json`, and those bytes' range in the
+  // object it names (a JSON object) into `range_json` (both cleared
+  // first); false when the CAS's URL has expired already (it is kept: the
+  // client's fetch is refused by the storage and it asks again, as it
+  // would going direct).
+  bool url_for(std::string_view xorb, Bytes bytes, std::pair<std::uint32_t, std::uint32_t> chunks, std::string_view url,
+               std::string& url_json, std::string& range_json) {
     std::uint64_t expires = settings_.now + settings_.max_lifetime;
     if (auto original = presigned_expiry(url)) expires = std::min(expires, *original);
     if (expires <= settings_.now) {
       ++out.kept;
-      return std::nullopt;
+      return false;
     }
     Bytes object = bytes;
     if (settings_.objects)
       if (auto f = settings_.objects->covering(xorb, bytes.first, bytes.second, settings_.cache_dir))
         object = {f->start, f->end};
-    // (One Origin, its strings' room used again range after range.)
-    origin_.xorb.assign(xorb);
-    origin_.url.assign(url);
-    origin_.start = bytes.first;
-    origin_.end = bytes.second;
-    origin_.expires = expires;
-    std::tie(origin_.first_chunk, origin_.end_chunk) = chunks;
-    std::string uri = grants_.grant(origin_, object, settings_.now);
-    if (uri.empty()) {
+    const OriginView origin{xorb, bytes.first, bytes.second, url, expires, chunks.first, chunks.second};
+    url_json.clear();
+    url_json += '"';
+    url_json += base_;
+    // (The range URL is hex digits, digits and the query's punctuation:
+    // nothing to escape.)
+    if (!grants_.grant_into(url_json, origin, object, settings_.now, settings_.binding)) {
       ++out.kept;
-      return std::nullopt;
+      return false;
     }
+    url_json += '"';
+    range_json.clear();
+    append_byte_range(range_json, {bytes.first - object.first, bytes.second - object.first});
     ++out.rewritten;
     if (object != bytes) ++out.inside;
-    return std::pair{json_string(settings_.base, uri),
-                     byte_range_json({bytes.first - object.first, bytes.second - object.first})};
+    return true;
   }
 
   RewrittenReconstruction out;
@@ -214,7 +209,7 @@ class Rewriter {
  private:
   const RewriteSettings& settings_;
   DownloadGrants& grants_;
-  Origin origin_;
+  std::string base_;  // the settings' base, escaped for a JSON string
 };
 
 // The members of an object the rewrite reads: each once (a repeated one
@@ -243,16 +238,28 @@ base::Result<std::monostate> each_xorb(JsonScanner& s, const char* section, Entr
   return std::monostate{};
 }
 
+// What the sections' rewrites write: the edits of the answer, their new
+// bytes, and the strings used again from range to range.
+struct Made {
+  std::vector<Edit> edits;
+  std::string bytes;
+  std::string url_json, range_json, scratch;
+  void add(JsonSpan span, std::string_view with) {
+    edits.push_back({span, bytes.size(), with.size()});
+    bytes += with;
+  }
+};
+
 // v1: "fetch_info": {xorb: [{"range", "url", "url_range"}]}; each entry
 // keeps its chunk range, its URL and url_range renamed.
-base::Result<std::monostate> rewrite_v1(JsonScanner& s, Rewriter& rw, std::vector<Edit>& edits) {
+base::Result<std::monostate> rewrite_v1(JsonScanner& s, Rewriter& rw, Made& made) {
   return each_xorb(s, "fetch_info", [&](const std::string& xorb) -> base::Result<std::monostate> {
     s.array();
     bool first = true;
     while (s.element(first)) {
       if (s.peek() != '{') return rewrite_error("fetch_info", "an entry of xorb " + xorb + " is not an object");
       s.object();
-      std::optional<std::string> url;
+      std::optional<std::string_view> url;
       JsonSpan url_at, range_at;
       std::optional<StartEnd> bytes;
       StartEnd chunks;
@@ -263,7 +270,7 @@ base::Result<std::monostate> rewrite_v1(JsonScanner& s, Rewriter& rw, std::vecto
         const unsigned bit = key == "url" ? 1 : key == "url_range" ? 2 : key == "range" ? 4 : 0;
         if (bit && !seen.add(bit)) return rewrite_error("fetch_info", "an entry of xorb " + xorb + " repeats " + key);
         if (bit == 1) {
-          url = s.string(&url_at);
+          url = s.string_view(made.scratch, &url_at);
         } else if (bit == 2) {
           range_at.begin = s.offset();
           bytes = start_end(s);
@@ -278,13 +285,30 @@ base::Result<std::monostate> rewrite_v1(JsonScanner& s, Rewriter& rw, std::vecto
       if (!url || !bytes) return rewrite_error("fetch_info", "an entry of xorb " + xorb + " has no url or url_range");
       auto range = request_bytes(*bytes);
       if (!range) return rewrite_error("fetch_info", "xorb " + xorb + ": url_range is not {start <= end}");
-      auto renamed = rw.url_for(xorb, *range, chunk_range(chunks), *url);
-      if (!renamed) continue;
-      edits.push_back({url_at, std::move(renamed->first)});
-      edits.push_back({range_at, std::move(renamed->second)});
+      if (!rw.url_for(xorb, *range, chunk_range(chunks), *url, made.url_json, made.range_json)) continue;
+      made.add(url_at, made.url_json);
+      made.add(range_at, made.range_json);
     }
     return std::monostate{};
   });
+}
+
+// Text [begin, end) into `out` with up to two of its spans replaced (each
+// inside it, apart from the other).
+struct Splice {
+  JsonSpan span;
+  std::string_view with;
+};
+void splice_into(std::string& out, std::string_view text, JsonSpan whole, Splice a, Splice b) {
+  if (b.span.begin < a.span.begin) std::swap(a, b);
+  std::size_t at = whole.begin;
+  for (const Splice& x : {a, b}) {
+    if (x.span.end == 0) continue;  // none
+    out.append(text.substr(at, x.span.begin - at));
+    out += x.with;
+    at = x.span.end;
+  }
+  out.append(text.substr(at, whole.end - at));
 }
 
 // v2: "xorbs": {xorb: [{"url", "ranges": [{"chunks", "bytes"}]}]}; each
@@ -292,24 +316,29 @@ base::Result<std::monostate> rewrite_v1(JsonScanner& s, Rewriter& rw, std::vecto
 // one range per request unless told to fetch several at once, and then it
 // sends them as one Range header, which a single-range URL refuses: it
 // asks again, per range).
-base::Result<std::monostate> rewrite_v2(JsonScanner& s, std::string_view text, Rewriter& rw, std::vector<Edit>& edits) {
+base::Result<std::monostate> rewrite_v2(JsonScanner& s, std::string_view text, Rewriter& rw, Made& made) {
+  struct Range {
+    JsonSpan at, bytes_at;
+    StartEnd bytes, chunks;
+    bool has_bytes = false;
+  };
+  std::vector<Range> ranges;  // of one entry, their room used again entry after entry
+  std::string range_text;
   return each_xorb(s, "xorbs", [&](const std::string& xorb) -> base::Result<std::monostate> {
     const std::size_t list_begin = s.offset();
+    const std::size_t list_made = made.bytes.size();
     s.array();
-    std::string list = "[";
+    made.bytes += '[';
     bool first = true;
     while (s.element(first)) {
       if (s.peek() != '{') return rewrite_error("xorbs", "an entry of xorb " + xorb + " has no url or ranges");
       const std::size_t entry_begin = s.offset();
       s.object();
-      std::optional<std::string> url;
+      // (A URL with an escape is decoded into made.scratch, which no other
+      // string of the entry uses.)
+      std::optional<std::string_view> url;
       JsonSpan url_at, ranges_at;
-      struct Range {
-        JsonSpan at, bytes_at;
-        StartEnd bytes, chunks;
-        bool has_bytes = false;
-      };
-      std::vector<Range> ranges;
+      ranges.clear();
       bool has_ranges = false;
       Seen seen;
       std::string key;
@@ -318,7 +347,7 @@ base::Result<std::monostate> rewrite_v2(JsonScanner& s, std::string_view text, R
         const unsigned bit = key == "url" ? 1 : key == "ranges" ? 2 : 0;
         if (bit && !seen.add(bit)) return rewrite_error("xorbs", "an entry of xorb " + xorb + " repeats " + key);
         if (bit == 1) {
-          url = s.string(&url_at);
+          url = s.string_view(made.scratch, &url_at);
         } else if (bit == 2 && s.peek() == '[') {
           has_ranges = true;
           ranges_at.begin = s.offset();
@@ -363,20 +392,17 @@ base::Result<std::monostate> rewrite_v2(JsonScanner& s, std::string_view text, R
       for (const Range& r : ranges) {
         auto bytes = r.has_bytes ? request_bytes(r.bytes) : std::nullopt;
         if (!bytes) return rewrite_error("xorbs", "xorb " + xorb + ": a range's bytes are not {start <= end}");
-        auto renamed = rw.url_for(xorb, *bytes, chunk_range(r.chunks), *url);
-        std::vector<Edit> one;
-        std::string range(text.substr(r.at.begin, r.at.size()));
-        if (renamed) {
-          one.push_back({url_at, std::move(renamed->first)});
-          range = apply(range, r.at.begin, {{r.bytes_at, std::move(renamed->second)}});
-        }
-        one.push_back({ranges_at, "[" + range + "]"});
-        if (list.size() > 1) list += ',';
-        list += apply(text.substr(entry_at.begin, entry_at.size()), entry_at.begin, std::move(one));
+        const bool renamed = rw.url_for(xorb, *bytes, chunk_range(r.chunks), *url, made.url_json, made.range_json);
+        range_text.assign("[");
+        splice_into(range_text, text, r.at, {renamed ? r.bytes_at : JsonSpan{}, made.range_json}, {});
+        range_text += ']';
+        if (made.bytes.size() > list_made + 1) made.bytes += ',';
+        splice_into(made.bytes, text, entry_at, {renamed ? url_at : JsonSpan{}, made.url_json},
+                    {ranges_at, range_text});
       }
     }
-    list += ']';
-    edits.push_back({{list_begin, s.offset()}, std::move(list)});
+    made.bytes += ']';
+    made.edits.push_back({{list_begin, s.offset()}, list_made, made.bytes.size() - list_made});
     return std::monostate{};
   });
 }
@@ -400,7 +426,7 @@ base::Result<RewrittenReconstruction> rewrite_reconstruction(std::string_view ca
   if (s.peek() != '{') return rewrite_error("json", "the CAS's answer is not a JSON object");
   s.object();
   Rewriter rw(settings, grants);
-  std::vector<Edit> edits;
+  Made made;
   int sections = 0;
   std::string key;
   bool first = true;
@@ -412,13 +438,14 @@ base::Result<RewrittenReconstruction> rewrite_reconstruction(std::string_view ca
     }
     if (++sections > 1) break;
     if (s.peek() != '{') return rewrite_error("shape", key + " is not an object");
-    auto done = v1 ? rewrite_v1(s, rw, edits) : rewrite_v2(s, cas_json, rw, edits);
+    auto done = v1 ? rewrite_v1(s, rw, made) : rewrite_v2(s, cas_json, rw, made);
     if (!done) return done.error();
   }
   if (s.failed() || (sections <= 1 && !s.at_end()))
     return rewrite_error("json", "the CAS's answer is not JSON: " + (s.failed() ? s.error() : "more after its end"));
   if (sections != 1) return rewrite_error("shape", "neither a v1 (fetch_info) nor a v2 (xorbs) reconstruction");
-  rw.out.json = apply(cas_json, 0, std::move(edits));
+  rw.out.json.reserve(cas_json.size() + made.bytes.size());
+  apply_into(rw.out.json, cas_json, made.edits, made.bytes);
   return std::move(rw.out);
 }
 

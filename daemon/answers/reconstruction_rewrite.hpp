@@ -30,6 +30,9 @@ struct RewriteSettings {
   // range is an object of its own.
   const DownloadObjects* objects = nullptr;
   std::filesystem::path cache_dir;
+  // Whether a fleet tier host may fill the range URLs (their signatures
+  // bind the CAS's URL's digest): only when the endpoint has a tier.
+  DownloadGrants::Binding binding = DownloadGrants::Binding::url_digest;
 };
 
 struct RewrittenReconstruction {

@@ -6,7 +6,9 @@
 // and dump of it with nothing renamed. Two cases of the rewrite: a cold
 // cache (each range an object of its own) and a warm one (every range lies
 // inside a checked object whose cache file is there, so each range also
-// costs a lookup and a stat). Prints p50 and p99 of R runs' wall time and
+// costs a lookup and a stat), both for an endpoint without a fleet tier,
+// and the cold one again for an endpoint with one (each range URL then
+// binds a digest of the CAS's URL). Prints p50 and p99 of R runs' wall time and
 // the p50 of their CPU time (the thread's: what the work costs, whatever
 // else the machine runs); asserts nothing.
 //
@@ -174,11 +176,15 @@ int main(int argc, char** argv) {
     RewriteSettings cold;
     cold.base = "http://127.0.0.1:8788";
     cold.now = kNow;
+    cold.binding = DownloadGrants::Binding::none;  // an endpoint without a tier
     RewriteSettings hot = cold;
     hot.objects = &warm;
     hot.cache_dir = scratch / "cache";
+    RewriteSettings tiered = cold;
+    tiered.binding = DownloadGrants::Binding::url_digest;
     for (const auto& [what, settings] : {std::pair{"rewrite, cold cache (each range an object of its own)", &cold},
-                                         std::pair{"rewrite, warm cache (each range's own object cached)", &hot}}) {
+                                         std::pair{"rewrite, warm cache (each range's own object cached)", &hot},
+                                         std::pair{"rewrite, cold cache, a fleet tier (CAS URLs' digests)", &tiered}}) {
       std::size_t renamed = 0;
       row(what,
           time_it(repeat,

@@ -72,9 +72,12 @@ struct Request {
 
 // The headers a route may read by name (Request::header); the server keeps
 // no other.
-inline constexpr std::string_view kRouteHeaders[] = {
-    "Authorization",    "Range",         "X-Dedupd-Upstream",    "X-Dedupd-Base", "X-Dedupd-Uri", "X-Dedupd-Cache-Dir",
-    "X-Dedupd-Way-Out", "X-Dedupd-Tier", "X-Dedupd-Want-Origin", "X-Xet-Origin"};
+inline constexpr std::string_view kRouteHeaders[] = {"Authorization",        "Range",
+                                                     "X-Dedupd-Upstream",    "X-Dedupd-Base",
+                                                     "X-Dedupd-Uri",         "X-Dedupd-Cache-Dir",
+                                                     "X-Dedupd-Way-Out",     "X-Dedupd-Tier",
+                                                     "X-Dedupd-Want-Origin", "X-Xet-Origin",
+                                                     "X-Dedupd-Tier-Fills"};
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";

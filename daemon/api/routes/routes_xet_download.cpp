@@ -4,7 +4,9 @@
 //       asked of the CAS through the endpoint's pass-through (the URL in
 //       X-Dedupd-Upstream, asked over its Unix socket X-Dedupd-Way-Out,
 //       the client's Authorization and Range with it),
-//       its fetch URLs renamed to the endpoint's (X-Dedupd-Base); a CAS
+//       its fetch URLs renamed to the endpoint's (X-Dedupd-Base), bound to
+//       the CAS's URL when a tier host may fill them (X-Dedupd-Tier-Fills:
+//       1, from an endpoint with a fleet tier); a CAS
 //       answer other than a 200 goes back as it came, and so does one that
 //       is no reconstruction. Anything dedupd cannot do is a 5xx, on which
 //       nginx asks the CAS itself (fail open).
@@ -123,6 +125,11 @@ http::Response get_xet_reconstruction(http::Context& ctx, http::Request& req) {
     settings.max_lifetime = on.max_url_lifetime_s;
     settings.objects = ctx.service.download_objects();
     settings.cache_dir = cache_dir_of(req);
+    // (An endpoint with a fleet tier says so: its misses may be filled by
+    // a tier host, which needs the CAS's URL bound to each range URL.)
+    settings.binding = req.header("X-Dedupd-Tier-Fills").value_or("") == "1"
+                           ? answers::DownloadGrants::Binding::url_digest
+                           : answers::DownloadGrants::Binding::none;
     if (settings.cache_dir.empty()) settings.objects = nullptr;
     auto rewritten = answers::rewrite_reconstruction(got->body, settings, *grants);
     if (rewritten) {

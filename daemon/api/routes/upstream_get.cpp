@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 
@@ -16,6 +17,7 @@ base::Error upstream_error(std::string message) {
 }
 
 struct Sink {
+  CURL* curl;
   std::string* body;
   std::size_t max;
   bool over = false;
@@ -26,6 +28,13 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   if (sink->body->size() + size * n > sink->max) {
     sink->over = true;
     return 0;  // libcurl stops with CURLE_WRITE_ERROR
+  }
+  if (sink->body->empty()) {
+    // The whole body's room at once when its length is said (a
+    // reconstruction answer is hundreds of KB: no copy as it grows).
+    curl_off_t length = -1;
+    if (curl_easy_getinfo(sink->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0)
+      sink->body->reserve(std::min<std::size_t>(std::size_t(length), sink->max));
   }
   sink->body->append(data, size * n);
   return size * n;
@@ -106,7 +115,9 @@ base::Result<UpstreamAnswer> upstream_get(const std::string& way_out, std::strin
   Curl curl = get_handle(way_out, path, list.get(), timeout_s);
   if (!curl) return no_handle();
   UpstreamAnswer answer;
-  Sink sink{&answer.body, max_body};
+  Sink sink{curl.get(), &answer.body, max_body};
+  // Large reads: an answer of hundreds of KB in a few calls, not dozens.
+  curl_easy_setopt(curl.get(), CURLOPT_BUFFERSIZE, 256L * 1024);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &sink);
   CURLcode rc = curl_easy_perform(curl.get());

@@ -78,7 +78,10 @@ TEST_F(XetDownloadRefusals, AUrlSignedWithAnotherKeyIsRefused) {
 TEST_F(XetDownloadRefusals, MalformedUrlsAreRefused) {
   EXPECT_EQ(refused(uri + "&x=1"), Refusal::malformed);
   EXPECT_EQ(refused(replaced(uri, "r=0-999&", "")), Refusal::malformed);
-  EXPECT_EQ(refused(replaced(uri, uri.substr(uri.find("&d="), 3 + 32), "")), Refusal::malformed);  // no digest
+  // A digest taken away: another grant's signed line (one no tier host
+  // fills), which this signature does not sign.
+  EXPECT_EQ(refused(replaced(uri, uri.substr(uri.find("&d="), 3 + 32), "")), Refusal::bad_signature);
+  EXPECT_EQ(refused(replaced(uri, "&d=", "&d=&d=")), Refusal::malformed);
   EXPECT_EQ(refused(uri.substr(0, uri.find('?'))), Refusal::malformed);
   EXPECT_EQ(refused("/xet/o/" + kXorbA + "/999-0?r=999-0&x=1&k=" + std::string(32, '0') + "&g=" + std::string(32, '0')),
             Refusal::malformed);
@@ -208,6 +211,32 @@ TEST(XetDownloadGrants, ATierHostFillsOnlyFromTheStorageUrlTheSignatureBinds) {
   auto part = edge.check_whole(sub, kNow + 1);
   ASSERT_TRUE(part.grant);
   EXPECT_EQ(edge.origin_url(*part.grant, kNow + 1), std::nullopt);
+}
+
+TEST(XetDownloadGrants, AGrantBindingNoUrlHasNoDigestAndNoTierHostFillsIt) {
+  // An endpoint without a tier signs no digest of the CAS's URL: the edge
+  // fills from the URL it holds, and a tier host given one refuses.
+  DownloadGrants edge(signing_key(1), 100), tier(signing_key(1), 100);
+  const Origin own{kXorbA, 0, 999, storage_url(kXorbA, "bytes%3D0-999", kNow + 3600), kNow + 600, 0, 3};
+  std::string uri;
+  ASSERT_TRUE(edge.grant_into(
+      uri, OriginView{own.xorb, own.start, own.end, own.url, own.expires, own.first_chunk, own.end_chunk}, {0, 999},
+      kNow, DownloadGrants::Binding::none));
+  EXPECT_EQ(uri.find("&d="), std::string::npos) << uri;
+  auto checked = edge.check(uri, "bytes=0-999", kNow + 1);
+  ASSERT_TRUE(checked.grant) << refusal_name(checked.why);
+  EXPECT_EQ(checked.grant->origin_digest, "");
+  std::optional<Origin> got;
+  ASSERT_TRUE(edge.check_fill(uri, kNow + 1, got).grant);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->url, own.url);
+  got.reset();
+  EXPECT_EQ(tier.check_fill(uri, kNow + 1, got, own.url).why, Refusal::unknown);
+  EXPECT_FALSE(got);
+  // A digest added to it: not what was signed.
+  const std::string with_digest =
+      uri.substr(0, uri.find("&g=")) + "&d=" + std::string(32, '0') + uri.substr(uri.find("&g="));
+  EXPECT_EQ(tier.check_fill(with_digest, kNow + 1, got, own.url).why, Refusal::bad_signature);
 }
 
 }  // namespace download_grants_test

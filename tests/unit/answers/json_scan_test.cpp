@@ -64,6 +64,33 @@ TEST(JsonScan, DecodesStringsAndSaysWhereTheyLie) {
   EXPECT_FALSE(s.failed());
 }
 
+TEST(JsonScan, AByteThatNeedsDecodingIsFoundAtAnyPlaceOfAString) {
+  // Plain strings are checked eight bytes at a time: a control character,
+  // an escape or a non-ASCII byte at any place (before, across and after a
+  // word's edge, at the end) must take the careful path, and a string
+  // without one must not change.
+  const std::vector<std::string> odd = {"\x01", "\x1f", "\\n", "\\u0041", "\xc3\xa9", "\x7f", " ", "~"};
+  for (std::size_t at = 0; at < 20; ++at)
+    for (std::size_t tail = 0; tail < 10; tail += 3)
+      for (const std::string& o : odd) {
+        const std::string text = "\"" + std::string(at, 'a') + o + std::string(tail, 'z') + "\"";
+        const auto theirs = nlohmann::json::parse(text, nullptr, false);
+        JsonScanner s(text);
+        std::string scratch;
+        auto ours = s.string_view(scratch);
+        ASSERT_EQ(ours.has_value(), !theirs.is_discarded()) << text;
+        if (ours) {
+          EXPECT_EQ(*ours, theirs.get<std::string>()) << text;
+        }
+        JsonScanner again(text);
+        auto decoded = again.string();
+        EXPECT_EQ(decoded.has_value(), ours.has_value()) << text;
+        if (decoded && ours) {
+          EXPECT_EQ(*decoded, *ours);
+        }
+      }
+}
+
 TEST(JsonScan, UnsignedNumbersAreWholeNonNegativeAndFitSixtyFourBits) {
   auto number = [](std::string_view text) {
     JsonScanner s(text);

@@ -65,6 +65,26 @@ TEST(XetDownloadRewrite, V1EachUrlIsTheEndpointsBoundToItsXorbAndRangeAndTheRest
   EXPECT_EQ(grants.check(uri_of(b_entry["url"]), "bytes=4000-4499", kNow + 1).why, Refusal::wrong_range);
 }
 
+TEST(XetDownloadRewrite, UrlsBindTheCasUrlOnlyWhenATierHostMayFillThem) {
+  DownloadGrants grants(signing_key(1), 100);
+  for (auto binding : {DownloadGrants::Binding::url_digest, DownloadGrants::Binding::none}) {
+    RewriteSettings s = settings();
+    s.binding = binding;
+    for (const std::string& answer : {v1_answer(kNow + 3600), v2_answer(kNow + 3600)}) {
+      auto out = rewrite_reconstruction(answer, s, grants);
+      ASSERT_TRUE(out) << out.error().to_string();
+      ASSERT_EQ(out->rewritten, 2u);
+      const bool bound = binding == DownloadGrants::Binding::url_digest;
+      EXPECT_EQ(out->json.find("&d=") != std::string::npos, bound) << out->json;
+      XJson doc = XJson::parse(out->json);
+      const XJson& entry = doc.contains("xorbs") ? doc["xorbs"][kXorbA][0] : doc["fetch_info"][kXorbA][0];
+      const std::string uri = uri_of(entry["url"]);
+      EXPECT_TRUE(grants.check(uri, "bytes=0-999", kNow + 1).grant) << uri;
+      EXPECT_NE(fill_origin(grants, uri, kNow + 1), "");
+    }
+  }
+}
+
 TEST(XetDownloadRewrite, TheEndpointsUrlExpiresNoLaterThanTheCasOne) {
   DownloadGrants grants(signing_key(1), 100);
   auto out = rewrite_reconstruction(v1_answer(kNow + 30), settings(), grants);
