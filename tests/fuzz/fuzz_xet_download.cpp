@@ -11,8 +11,9 @@
 // check that this key did not sign; a rewritten answer is JSON, and each
 // URL it names passes the check with the Range it names; the scanner takes
 // a text exactly when nlohmann's parser does (but a byte order mark and a
-// NUL byte, where nlohmann ends its input: it refuses both), and a value it
-// skips is one it reads again alone.
+// NUL byte, where nlohmann ends its input: it refuses both), a value it
+// skips is one it reads again alone, and a string it takes decodes as
+// nlohmann's does.
 #include <blake3.h>
 
 #include <cstddef>
@@ -117,6 +118,15 @@ void scan(std::string_view in) {
   JsonScanner alone(in.substr(span->begin, span->size()));
   auto again = alone.skip();
   check(again && alone.at_end() && again->size() == span->size());
+  // A string taken decodes as nlohmann decodes it, viewed or copied.
+  if (taken && in.substr(span->begin).starts_with('"')) {
+    const std::string theirs = nlohmann::json::parse(in, nullptr, false).get<std::string>();
+    JsonScanner viewed(in), copied(in);
+    std::string scratch;
+    auto view = viewed.string_view(scratch);
+    auto copy = copied.string();
+    check(view && copy && *view == theirs && *copy == theirs);
+  }
 }
 
 }  // namespace
