@@ -117,6 +117,8 @@ base::Result<std::monostate> RangeChecker::chunk_done() {
     if (got != want.stored || unpacked != want.unpacked)
       return fail(at, "chunk " + std::to_string(i) + " is not the one the index holds for the xorb");
   }
+  last_checked_start_ = at;
+  checked_ = at + chunk_.size();
   chunk_.clear();
   chunk_size_ = 0;
   return std::monostate{};

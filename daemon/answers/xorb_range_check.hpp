@@ -65,6 +65,15 @@ class RangeChecker {
   base::Result<std::monostate> feed(std::span<const std::uint8_t> bytes);
   // After the last byte.
   base::Result<CheckedRange> finish();
+  // How many leading bytes of the range are whole chunks that passed
+  // their check (structure, and the index's hash where it holds the
+  // xorb): what may be relayed before the range is all in. What only the
+  // end decides (the chunk count, the xorb hash) is finish()'s: a relay
+  // holds the range's last chunk back until then.
+  std::uint64_t checked_bytes() const { return checked_; }
+  // Where the last chunk that passed starts: once checked_bytes() is the
+  // range's length, what a relay may pass before finish().
+  std::uint64_t last_checked_start() const { return last_checked_start_; }
 
  private:
   base::Result<std::monostate> chunk_done();
@@ -73,6 +82,8 @@ class RangeChecker {
   RangeExpectation expected_;
   blake3_hasher body_;
   std::uint64_t seen_ = 0;
+  std::uint64_t checked_ = 0;
+  std::uint64_t last_checked_start_ = 0;
   std::vector<std::uint8_t> chunk_;  // the chunk in progress, header first
   std::uint32_t chunk_size_ = 0;     // header + compressed, once the header is in
   std::vector<std::uint8_t> unpacked_;

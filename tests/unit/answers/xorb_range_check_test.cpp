@@ -1,7 +1,8 @@
 // The check of a xorb range's bytes before the endpoint's cache keeps them
 // (daemon/answers/xorb_range_check.hpp): chunks of every scheme in any
 // pieces, the whole xorb known by its hash, the index's chunks by theirs,
-// and broken bytes refused.
+// what of a range may be relayed before it is all in, and broken bytes
+// refused.
 #include "daemon/answers/xorb_range_check.hpp"
 
 #include <blake3.h>
@@ -85,6 +86,61 @@ TEST(XetRangeCheck, ChunksTheIndexHoldsMustHashAsItHoldsThem) {
   EXPECT_EQ(got.error().rule, "xet_download.verify");
   EXPECT_NE(got.error().message.find("chunk 1 is not the one the index holds"), std::string::npos)
       << got.error().message;
+}
+
+// What a fill may relay before the range is all in: whole chunks that
+// passed, never a byte of the chunk in progress or of one that failed.
+TEST(XetRangeCheck, CheckedBytesAreTheWholeChunksThatPassed) {
+  Xorb x;
+  // The largest chunk boundary at or before `fed` (a boundary is passed
+  // once the chunk before it is all in).
+  auto boundary_before = [&](std::size_t fed) {
+    std::uint64_t b = 0;
+    for (auto s : x.starts)
+      if (s <= fed) b = s;
+    return b;
+  };
+  for (std::size_t piece : {1u, 13u, 5000u}) {
+    RangeChecker checker(x.expect(0, 4));
+    EXPECT_EQ(checker.checked_bytes(), 0u);
+    for (std::size_t at = 0; at < x.bytes.size(); at += piece) {
+      const std::size_t n = std::min(piece, x.bytes.size() - at);
+      ASSERT_TRUE(checker.feed(std::span<const std::uint8_t>(x.bytes).subspan(at, n)));
+      ASSERT_EQ(checker.checked_bytes(), boundary_before(at + n)) << "piece " << piece << ", fed " << at + n;
+    }
+    EXPECT_EQ(checker.checked_bytes(), x.bytes.size());
+    EXPECT_EQ(checker.last_checked_start(), x.starts[3]);
+    EXPECT_TRUE(checker.finish());
+  }
+  // Chunk 2 broken on purpose: with the index's chunks, a flipped byte of
+  // its data; without them, its LZ4 bytes cut. Neither it nor anything
+  // after it is ever counted checked; chunks 0 and 1 are.
+  for (bool known : {true, false}) {
+    Bytes bad = x.bytes;
+    auto e = x.expect(0, 4);
+    if (known) {
+      e.known = x.known();
+      Xorb other;
+      other.data[2] = text_data(7003, 99);
+      Bytes forged = chunk(other.data[2], 2);
+      bad = x.range(0, 2);
+      bad.insert(bad.end(), forged.begin(), forged.end());
+      Bytes rest = x.range(3, 4);
+      bad.insert(bad.end(), rest.begin(), rest.end());
+      e.length = bad.size();
+    } else {
+      bad[x.starts[2] + 8] ^= 0xff;  // the first LZ4 token of chunk 2
+    }
+    RangeChecker checker(e);
+    std::size_t at = 0;
+    for (; at < bad.size(); ++at) {
+      auto fed = checker.feed(std::span<const std::uint8_t>(bad).subspan(at, 1));
+      EXPECT_LE(checker.checked_bytes(), x.starts[2]) << (known ? "known" : "structure") << ", fed " << at + 1;
+      if (!fed) break;
+    }
+    EXPECT_LT(at, bad.size()) << (known ? "known" : "structure") << ": the broken chunk passed";
+    EXPECT_EQ(checker.checked_bytes(), x.starts[2]);
+  }
 }
 
 TEST(XetRangeCheck, BrokenBytesAreRefused) {
