@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,7 +19,9 @@
 
 namespace dedupd::daemon::api::http {
 
+class BodyPipe;
 class HashSpool;
+struct Response;
 
 // HTTP status codes the API uses (docs/API.md, "Errors").
 enum Status : unsigned {
@@ -55,6 +59,14 @@ struct Request {
   // A streamed hash batch (Body::hashes), parsed as it arrived; when null
   // the route parses `body` (tests, fuzzing).
   std::shared_ptr<HashSpool> hashes{};
+  // For a handler run off the HTTP threads (a job): queues `r` as the
+  // answer now, while the handler goes on (writing the BodyPipe of `r`,
+  // which is sent as it comes); what the handler then returns is dropped.
+  // Once. Empty where the handler runs in place (and in tests).
+  std::function<void(Response&&)> answer_now{};
+  // Requested when the server stops: a handler that may run long (a fill
+  // from the storage) gives up.
+  std::stop_token stopping{};
 
   // A header of kRouteHeaders; nullopt when the request had none.
   std::optional<std::string_view> header(std::string_view name) const {
@@ -115,6 +127,9 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const FileBody> file{};  // when set, the body (and `body` is empty)
   std::shared_ptr<BodyStream> stream{};    // likewise
+  // Likewise: a body of known length that another thread writes as the
+  // server sends it (Request::answer_now).
+  std::shared_ptr<BodyPipe> pipe{};
 };
 
 // {"error": {"code": ..., "message": ...}} with the code docs/API.md gives

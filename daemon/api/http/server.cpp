@@ -85,6 +85,7 @@ base::Result<ServerStarted> ServerCore::start() {
       return fail(fmt::format("cannot use the inherited socket for {}: {}", options.socket_path, std::strerror(errno)));
     }
   }
+  stopping = std::stop_source();
   admin_jobs = std::make_unique<JobQueue>(1);
   read_jobs = std::make_unique<JobQueue>(kReadJobThreads);
   storage_jobs = std::make_unique<JobQueue>(kStorageJobThreads);
@@ -125,7 +126,10 @@ void ServerCore::stop() {
   if (!mhd) return;
   sweeper.reset();
   // Jobs resume their suspended connections; MHD must not be stopped while
-  // any is suspended.
+  // any is suspended. A fill gives up first (its storage fetch and its
+  // wait for room in its pipe), and fails its pipe, which resumes the
+  // connection its reader suspended.
+  stopping.request_stop();
   admin_jobs->stop();
   read_jobs->stop();
   storage_jobs->stop();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ inline constexpr std::size_t kHashStreamBytes = 1 << 20;
 // How much of a streamed answer MHD asks for at once (it may ask for less:
 // its buffer lives in the connection's memory pool).
 inline constexpr std::size_t kStreamBlockBytes = 64 << 10;
+// The same for a piped answer (a fill relayed as it comes), whose buffer
+// MHD allocates with the response: one copy and one send per block.
+inline constexpr std::size_t kPipeBlockBytes = 256 << 10;
 
 static_assert(kDefaultMaxQueryBodyBytes >= ::dedupd::api::kMaxBatchHashes * 72,
               "the default query body limit must fit a batch of the most hashes, one per line");
@@ -147,6 +151,9 @@ class ServerCore {
   std::unique_ptr<JobQueue> admin_jobs;
   std::unique_ptr<JobQueue> read_jobs;
   std::unique_ptr<JobQueue> storage_jobs;
+  // Requested by stop(): handlers on the jobs that may run long give up
+  // (Request::stopping), so stop() never waits for a storage.
+  std::stop_source stopping;
   BodyBudget bodies;
   ConnectionTable connections;
   unsigned connection_limit = 0;  // max_connections as it fits the descriptors

@@ -1,7 +1,8 @@
 // A request's way out: its handler run, on this HTTP thread or off it
 // (admin work, and reads that may wait on the fleet, on their job queues),
-// and its answer queued to MHD as a buffer, a file or a stream, with the
-// room a large one holds and the request counted in the metrics.
+// and its answer queued to MHD as a buffer, a file, a stream or a pipe (a
+// body the handler's job writes after answering), with the room a large
+// one holds and the request counted in the metrics.
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +10,7 @@
 
 #include <exception>
 
+#include "daemon/api/http/body_pipe.hpp"
 #include "daemon/api/http/server_core.hpp"
 
 namespace dedupd::daemon::api::http {
@@ -35,6 +37,49 @@ ssize_t read_stream(void* cls, std::uint64_t, char* buf, std::size_t max) {
 }
 
 void free_stream(void* cls) { delete static_cast<std::shared_ptr<BodyStream>*>(cls); }
+
+// A piped answer: its body as a thread of the handler's writes it.
+struct PipeReader {
+  std::shared_ptr<BodyPipe> pipe;
+  MHD_Connection* conn;
+};
+
+// MHD runs this on the HTTP thread that serves the connection, with the
+// whole thread pool's other connections waiting on it: it never waits.
+// With nothing to send it suspends the connection, which is what MHD
+// 0.9.75 allows here: returning 0 alone makes it call again at once
+// (internal polling: a busy loop, microhttpd.h's content reader notes),
+// and MHD_suspend_connection is documented safe from a content reader; a
+// suspended connection is out of the epoll set, and its next MHD_resume_
+// connection (the pipe's waker, on the writer's thread) brings it back,
+// where MHD calls this again. The pipe calls the suspension under its
+// lock and the waker only after it, so a resume never comes first (which
+// MHD leaves undefined). Suspended connections never time out; a
+// writer's wait has its own bound (the fill's storage timeouts) and
+// stop() makes it give up, which wakes the reader: MHD must not stop
+// with a connection suspended.
+ssize_t read_pipe(void* cls, std::uint64_t, char* buf, std::size_t max) {
+  auto& reader = *static_cast<PipeReader*>(cls);
+  auto read = reader.pipe->read(buf, max, [&reader] { MHD_suspend_connection(reader.conn); });
+  switch (read.got) {
+    case BodyPipe::Got::bytes:
+      return ssize_t(read.n);
+    case BodyPipe::Got::not_yet:
+      return 0;
+    case BodyPipe::Got::end:
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    case BodyPipe::Got::error:
+      break;
+  }
+  // The connection closes short of the Content-Length: nginx keeps nothing.
+  return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+void free_pipe(void* cls) {
+  auto* reader = static_cast<PipeReader*>(cls);
+  reader->pipe->close();
+  delete reader;
+}
 
 }  // namespace
 
@@ -78,9 +123,21 @@ enum MHD_Result ServerCore::dispatch(MHD_Connection* conn, RequestState& st) {
       st.off_thread = RequestState::OffThread::running;
       MHD_suspend_connection(conn);
       jobs->post([this, conn, &st] {
-        st.off_thread_result = run_handler(*st.entry, st.request);
-        st.off_thread = RequestState::OffThread::done;
-        MHD_resume_connection(conn);
+        // The job's own: once the handler has answered (answer_now) the
+        // connection may end, its state with it, before the handler does.
+        Request request = std::move(st.request);
+        const MethodEntry& entry = *st.entry;
+        bool answered = false;
+        request.answer_now = [conn, &st, &answered](Response&& r) {
+          if (answered) return;
+          answered = true;
+          st.off_thread_result = std::move(r);
+          st.off_thread = RequestState::OffThread::done;
+          MHD_resume_connection(conn);
+        };
+        request.stopping = stopping.get_token();
+        Response r = run_handler(entry, request);
+        request.answer_now(std::move(r));
       });
       return MHD_YES;
     }
@@ -116,7 +173,7 @@ enum MHD_Result ServerCore::respond(MHD_Connection* conn, RequestState& st, Resp
   // batch answer is ~10 MB); one that does not read would otherwise make
   // its query cost that much for as long as it keeps the connection. So it
   // takes room like a request body; small ones fit in the socket buffer.
-  if (!r.file && !r.stream && r.body.size() > kSmallAnswerBytes) {
+  if (!r.file && !r.stream && !r.pipe && r.body.size() > kSmallAnswerBytes) {
     if (bodies.take(st.body_kind, r.body.size())) st.charged = r.body.size();
     else r = busy(bodies.cap(st.body_kind));
   }
@@ -129,6 +186,14 @@ enum MHD_Result ServerCore::respond(MHD_Connection* conn, RequestState& st, Resp
     resp = MHD_create_response_from_fd64(r.file->size, fd);
     if (!resp) {
       ::close(fd);
+      return MHD_NO;
+    }
+  } else if (r.pipe) {
+    auto* reader = new PipeReader{std::move(r.pipe), conn};
+    reader->pipe->set_waker([conn] { MHD_resume_connection(conn); });
+    resp = MHD_create_response_from_callback(reader->pipe->length(), kPipeBlockBytes, &read_pipe, reader, &free_pipe);
+    if (!resp) {
+      free_pipe(reader);
       return MHD_NO;
     }
   } else if (r.stream) {
