@@ -24,26 +24,27 @@
 //   GET /v1/xet-endpoint/fill  nginx's cache miss of an object (X-Dedupd-Uri,
 //       X-Dedupd-Way-Out): dedupd fetches the range from the storage URL
 //       the CAS gave (held in memory, passed to nginx's way out only in a
-//       header, for that one fetch, never logged), checks it as
-//       it arrives (xorb_range_check.hpp) and answers a 200 of exactly the
-//       object's bytes, which nginx caches; a 502 when they fail the check
-//       (nothing cached, the client retries), the storage's 403 as a 403
-//       (the client asks the reconstruction again).
-#include <fcntl.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+//       header, for that one fetch, never logged) and, once the storage's
+//       headers say it sends it, answers a 200 of the object's length
+//       whose body is each chunk as it passes its check (fill_relay.hpp),
+//       the last one once the whole range passed; nginx caches it. Bytes
+//       that fail, or a storage that fails, after that: the answer ends
+//       short of its length (nothing cached, the client retries); before
+//       it, a 502; the storage's 403 as a 403 (the client asks the
+//       reconstruction again).
 #include <ctime>
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <stop_token>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/answers/download_objects.hpp"
 #include "daemon/answers/reconstruction_rewrite.hpp"
 #include "daemon/answers/xorb_range_check.hpp"
+#include "daemon/api/http/body_pipe.hpp"
+#include "daemon/api/routes/fill_relay.hpp"
 #include "daemon/api/routes/route_util.hpp"
 #include "daemon/api/routes/routes.hpp"
 #include "daemon/api/routes/upstream_get.hpp"
@@ -58,6 +59,10 @@ constexpr std::size_t kMaxReconstructionBytes = 64u << 20;
 constexpr long kUpstreamTimeoutS = 60;
 // A fill is at most a 64 MiB xorb; this bounds a storage that trickles.
 constexpr long kFillTimeoutS = 600;
+// A fill's bytes in dedupd at most, checked and not yet read by nginx
+// (beside the chunk in progress): a reader slower than the storage slows
+// the fetch instead.
+constexpr std::size_t kFillPipeBytes = 2 << 20;
 
 std::uint64_t unix_now() { return std::uint64_t(std::time(nullptr)); }
 
@@ -190,57 +195,83 @@ http::Response get_xet_fill(http::Context& ctx, http::Request& req) {
                                   req.header("X-Xet-Origin").value_or(""));
   if (!check.grant) return refused(ctx, check.why);
   const answers::Grant& g = *check.grant;
-  // The bytes wait in an unnamed temporary file (gone with its last
-  // descriptor) until they are all checked.
-  std::unique_ptr<std::FILE, decltype(&std::fclose)> held(std::tmpfile(), &std::fclose);
-  if (!held)
-    return fill_failed(ctx, answers::FillFailure::local, 0,
-                       std::string("no temp file for a fill: ") + std::strerror(errno));
-  answers::RangeChecker checker(
-      answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, origin->first_chunk, origin->end_chunk));
+  // The answer starts before the handler ends: only a job can do that.
+  if (!req.answer_now) return http::error(http::kInternal, "a fill runs on a job of its own only");
+  if (req.stopping.stop_requested()) return http::error(http::kNotReady, "not_ready", "dedupd is stopping");
+  auto pipe = std::make_shared<http::BodyPipe>(g.end - g.start + 1, kFillPipeBytes);
+  // However the fill ends, its answer ends: whole, or short (a no-op once
+  // whole). A reader left waiting would hold its connection suspended.
+  struct EndsShortUnlessWhole {
+    http::BodyPipe& pipe;
+    ~EndsShortUnlessWhole() { pipe.fail(); }
+  } ends{*pipe};
+  // dedupd stopping: a wait for room in the pipe ends.
+  std::stop_callback on_stop(req.stopping, [&pipe] { pipe->stop(); });
+  FillRelay relay(
+      answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, origin->first_chunk, origin->end_chunk), *pipe);
+  bool answered = false;
   std::optional<base::Error> failed;
   auto failure = answers::FillFailure::check;
   std::uint64_t fetched = 0;
-  auto sink = [&](std::span<const std::uint8_t> bytes) {
-    fetched += bytes.size();
-    if (auto fed = checker.feed(bytes); !fed) failed = fed.error();
-    else if (std::fwrite(bytes.data(), 1, bytes.size(), held.get()) != bytes.size()) {
-      failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
-      failure = answers::FillFailure::local;
+  StorageStream stream;
+  // The answer (a 200 of the object's length) starts once the storage said
+  // it sends the range, not before: a refusal (403) or a failure of the
+  // storage before any byte is still answered as such.
+  stream.head = [&](long status) {
+    if (status / 100 == 2 && !answered) {
+      http::Response r;
+      r.content_type = std::string(http::kOctets);
+      r.pipe = pipe;
+      req.answer_now(std::move(r));
+      answered = true;
     }
-    return !failed;
+    return true;
   };
+  stream.body = [&](std::span<const std::uint8_t> bytes) {
+    fetched += bytes.size();
+    if (!answered) {
+      failed = base::Error{"xet_download.fill", 0, "a body without a 2xx status from the storage", false};
+      failure = answers::FillFailure::storage;
+      return false;
+    }
+    if (auto fed = relay.feed(bytes); !fed) {
+      failed = fed.error();
+      failure = failed->rule == kRelayGone ? answers::FillFailure::local : answers::FillFailure::check;
+      return false;
+    }
+    return true;
+  };
+  stream.stop = req.stopping;
   auto status = storage_get(std::string(req.header("X-Dedupd-Way-Out").value_or("")), origin->url,
-                            "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end), kFillTimeoutS, sink);
-  // (The sink's failure stops the transfer: that, not the stop, is why.)
-  if (!status && !failed) return fill_failed(ctx, answers::FillFailure::storage, fetched, status.error().message);
-  if (status && *status == http::kForbidden) return refused(ctx, answers::Refusal::storage_refused);
-  if (!failed && *status != 206 && *status != http::kOk) {
+                            "bytes=" + std::to_string(g.start) + "-" + std::to_string(g.end), kFillTimeoutS, stream);
+  // (A stop of the transfer by the body's own failure: that, not the stop, is why.)
+  if (!status && !failed) {
+    failed = status.error();
+    failure = req.stopping.stop_requested() ? answers::FillFailure::local : answers::FillFailure::storage;
+  } else if (status && !failed && !answered) {
+    if (*status == http::kForbidden) return refused(ctx, answers::Refusal::storage_refused);
     failed = base::Error{"xet_download.fill", 0, "the storage answered " + std::to_string(*status), false};
     failure = answers::FillFailure::storage;
   }
   std::optional<answers::CheckedRange> checked;
-  if (!failed && std::fflush(held.get()) != 0) {
-    failed = base::Error{"xet_download.fill", 0, std::string("temp file: ") + std::strerror(errno), false};
-    failure = answers::FillFailure::local;
-  }
   if (!failed) {
-    auto done = checker.finish();
-    if (done) checked = std::move(*done);
+    if (auto done = relay.finish()) checked = std::move(*done);
     else failed = done.error();
   }
   if (failed) {
     spdlog::warn("xet download: bytes {}-{} of xorb {} not cached: {}", g.start, g.end, g.xorb, failed->to_string());
+    // Answered: the answer ends short, and this return is dropped.
     return fill_failed(ctx, failure, fetched, failed->message);
   }
-  int fd = ::fcntl(::fileno(held.get()), F_DUPFD_CLOEXEC, 0);
-  if (fd < 0)
-    return fill_failed(ctx, answers::FillFailure::local, fetched, std::string("temp file: ") + std::strerror(errno));
+  // Known before nginx has the last byte, so its next grant finds it.
   objects->add(g.xorb, {g.start, g.end}, std::move(*checked));
-  http::Response r;
-  r.content_type = std::string(http::kOctets);
-  r.file = std::make_shared<http::FileBody>(fd, g.end - g.start + 1);
-  return r;
+  if (!relay.complete()) {
+    spdlog::warn("xet download: bytes {}-{} of xorb {} not cached: nginx stopped reading the fill", g.start, g.end,
+                 g.xorb);
+    if (answers::DownloadFaults* faults = ctx.service.download_faults())
+      faults->fill_failed(answers::FillFailure::local, fetched);
+  }
+  return {};
 }
 
 }  // namespace dedupd::daemon::api::routes

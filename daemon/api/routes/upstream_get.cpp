@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <string_view>
 
 namespace dedupd::daemon::api::routes {
 
@@ -41,17 +42,40 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
 }
 
 struct Stream {
-  const std::function<bool(std::span<const std::uint8_t>)>* sink;
+  const StorageStream* to;
+  CURL* curl;
   bool stopped = false;
 };
 
 std::size_t on_stream(char* data, std::size_t size, std::size_t n, void* user) {
   auto* stream = static_cast<Stream*>(user);
-  if (!(*stream->sink)(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data), size * n))) {
+  if (!stream->to->body(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data), size * n))) {
     stream->stopped = true;
     return 0;
   }
   return size * n;
+}
+
+// Each header line; the empty one ends a block, whose status is then known.
+std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* stream = static_cast<Stream*>(user);
+  const std::string_view line(data, size * n);
+  if (line != "\r\n" && line != "\n") return size * n;
+  long status = 0;
+  curl_easy_getinfo(stream->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (stream->to->head && !stream->to->head(status)) {
+    stream->stopped = true;
+    return 0;
+  }
+  return size * n;
+}
+
+// Called at least once a second during a transfer: a stop requested ends it.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* stream = static_cast<Stream*>(user);
+  if (!stream->to->stop.stop_requested()) return 0;
+  stream->stopped = true;
+  return 1;
 }
 
 using Curl = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
@@ -131,14 +155,22 @@ base::Result<UpstreamAnswer> upstream_get(const std::string& way_out, std::strin
 }
 
 base::Result<long> storage_get(const std::string& way_out, const std::string& url, const std::string& range,
-                               long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink) {
+                               long timeout_s, const StorageStream& stream) {
   if (!is_way_out(way_out)) return upstream_error("not a way out (an absolute socket path): " + way_out.substr(0, 120));
   Headers list = header_list({{"Range", range}, {"X-Xet-Storage-Url", url}});
   Curl curl = get_handle(way_out, "/.xet-storage", list.get(), timeout_s);
   if (!curl) return no_handle();
-  Stream stream{&sink};
+  Stream transfer{&stream, curl.get()};
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, on_stream);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &stream);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl.get(), CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl.get(), CURLOPT_HEADERDATA, &transfer);
+  curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &transfer);
+  curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
+  // Larger pieces than libcurl's 16 KiB: fewer calls into the check and
+  // the relay for the same bytes.
+  curl_easy_setopt(curl.get(), CURLOPT_BUFFERSIZE, 256L * 1024);
   // A refusal's body is not the range's: the sink never sees it.
   curl_easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
   // A stalled storage is given up after a minute without a byte.
@@ -147,7 +179,8 @@ base::Result<long> storage_get(const std::string& way_out, const std::string& ur
   CURLcode rc = curl_easy_perform(curl.get());
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (stream.stopped || rc == CURLE_HTTP_RETURNED_ERROR) return status;
+  if (transfer.stopped && stream.stop.stop_requested()) return upstream_error("dedupd is stopping");
+  if (transfer.stopped || rc == CURLE_HTTP_RETURNED_ERROR) return status;
   if (rc != CURLE_OK) return upstream_error(std::string("the storage's answer: ") + curl_easy_strerror(rc));
   return status;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,13 +42,26 @@ bool is_loopback_http(std::string_view url);
 // as the way out.
 bool is_way_out(std::string_view path);
 
+// What a storage GET hands on as it comes (storage_get).
+struct StorageStream {
+  // The status, once the storage's headers are in (each header block's:
+  // only a 2xx one is followed by the range's bytes). False stops the
+  // transfer.
+  std::function<bool(long status)> head;
+  // Each piece of a 2xx body. False stops the transfer.
+  std::function<bool(std::span<const std::uint8_t>)> body;
+  // The transfer stops (an error) once this is requested, within about a
+  // second even while nothing comes.
+  std::stop_token stop;
+};
+
 // One GET of a storage URL the CAS signed (an endpoint fill), asked of the
 // way out's /.xet-storage with the URL in X-Xet-Storage-Url (a header:
-// never in a log) and `range` as the Range header. Each piece of a 2xx body
-// goes to `sink` as it comes; a false from it stops the transfer (an
-// error). The status when the transfer ended; the URL is never in an
-// error's message (it is a secret until it expires).
+// never in a log) and `range` as the Range header, handed on as it comes
+// (`stream`). The status when the transfer ended, also when `stream`
+// stopped it; an error when it broke; the URL is never in an error's
+// message (it is a secret until it expires).
 base::Result<long> storage_get(const std::string& way_out, const std::string& url, const std::string& range,
-                               long timeout_s, const std::function<bool(std::span<const std::uint8_t>)>& sink);
+                               long timeout_s, const StorageStream& stream);
 
 }  // namespace dedupd::daemon::api::routes
