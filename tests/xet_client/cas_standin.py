@@ -55,7 +55,11 @@ POST /_standin/storage-damage with a count N flips a byte in the middle of
 each of the next N storage answers (their length kept); POST
 /_standin/storage-rate with bytes a second paces each storage answer at
 that rate (a CDN's connection rather than loopback; 0, the default: as
-fast as it can). POST
+fast as it can); POST /_standin/storage-hold with a count N makes each
+storage answer stop after its first N bytes until POST /_standin/release
+(0: none), so a test can act while a range is known to be part sent; the
+storage's "sent" in the state is the bytes it has written so far (its
+"bytes" count each range whole as its answer starts). POST
 /_standin/synthetic-file with a count N makes a file of N terms, each the
 whole of a xorb of its own (1,024 chunks of 64 KiB, as a 64 GiB file for
 N = 1,000), whose bytes the storage does not have: its reconstruction's
@@ -151,6 +155,8 @@ class Store:
         self.url_lifetime = 3600
         self.storage_damage = 0  # storage answers still to serve with a byte flipped
         self.storage_rate = 0  # bytes a second each storage answer is sent at (0: as fast as it can)
+        self.storage_hold = 0  # bytes after which each storage answer waits for release (0: none)
+        self.storage_released = threading.Event()
         self.synthetic = {}  # file hash -> {route's version: answer bytes}, made once
         self.reset()
 
@@ -164,6 +170,7 @@ class Store:
             self.requests = 0
             self.storage_served = {}  # xorb -> {"s-e": bytes served}
             self.storage_refused = []  # {"xorb", "why"}
+            self.storage_sent = 0  # bytes the storage's answers have written
             self.release_held()
 
     def hold_queries(self, n):
@@ -174,11 +181,14 @@ class Store:
             self.released = threading.Event()
 
     def release_held(self):
-        """Lets every held query answer; later ones are not held."""
+        """Lets every held query and storage answer go on; later ones are
+        not held."""
         released = getattr(self, "released", None)
         self.to_hold, self.held = 0, getattr(self, "held", [])
         if released is not None:
             released.set()
+        self.storage_hold = 0
+        self.storage_released.set()
 
     def maybe_hold(self, chunk_hash):
         """Blocks a query while holding is on (hold_queries) and its count
@@ -205,7 +215,8 @@ class Store:
                 "files": sorted(self.files),
                 "requests": self.requests,
                 "storage": {"bytes": sum(sum(r.values()) for r in self.storage_served.values()),
-                            "xorbs": self.storage_served, "refused": self.storage_refused},
+                            "xorbs": self.storage_served, "refused": self.storage_refused,
+                            "sent": self.storage_sent},
             }
 
     def put_xorb(self, xorb_hash, body):
@@ -461,7 +472,7 @@ def make_handler(store, args, log):
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
 
-        def reply(self, status, body=b"", ctype="application/json", headers=None, rate=0, **extra):
+        def reply(self, status, body=b"", ctype="application/json", headers=None, write=None, **extra):
             if isinstance(body, (dict, list)):
                 body = json.dumps(body).encode()
             elif isinstance(body, str):
@@ -477,17 +488,31 @@ def make_handler(store, args, log):
             self.end_headers()
             if self.command == "HEAD":
                 return
-            if not rate:
-                self.wfile.write(body)
-                return
+            (write or self.wfile.write)(body)
+
+        def write_storage_body(self, body):
+            """A storage answer's body: paced (storage-rate), stopped after
+            its first bytes until released (storage-hold), each piece
+            counted as sent once written."""
+            with store.lock:
+                rate, hold, released = store.storage_rate, store.storage_hold, store.storage_released
             # Paced as a CDN's connection: a piece at a time, each when the
             # rate says it is due.
-            t0, piece = time.monotonic(), 256 * 1024
-            for at in range(0, len(body), piece):
-                wait = t0 + at / rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                self.wfile.write(body[at:at + piece])
+            t0, piece, at = time.monotonic(), 256 * 1024, 0
+            while at < len(body):
+                if hold and at == hold:
+                    released.wait(300)
+                end = min(len(body), at + piece)
+                if hold and at < hold:
+                    end = min(end, hold)
+                if rate:
+                    wait = t0 + at / rate - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
+                self.wfile.write(body[at:end])
+                with store.lock:
+                    store.storage_sent += end - at
+                at = end
 
         def body(self):
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -554,6 +579,11 @@ def make_handler(store, args, log):
             if path == "/_standin/storage-rate":
                 with store.lock:
                     store.storage_rate = int(data)
+                return self.reply(200, {})
+            if path == "/_standin/storage-hold":
+                with store.lock:
+                    store.storage_hold = int(data)
+                    store.storage_released = threading.Event()
                 return self.reply(200, {})
             if path == "/_standin/storage-damage":
                 with store.lock:
@@ -661,8 +691,8 @@ def make_storage_handler(store, log):
             if data is None:
                 return self.reply(416 if total else 404, b"", "text/plain", storage=True)
             return self.reply(206, data, "application/octet-stream",
-                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)}, rate=store.storage_rate,
-                              storage=True)
+                              {"Content-Range": "bytes %d-%d/%d" % (start, end, total)},
+                              write=self.write_storage_body, storage=True)
 
     return StorageHandler
 
