@@ -300,6 +300,32 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         served = self.hub.state()["storage"]["xorbs"]
         self.assertEqual([n for rs in served.values() for n in rs.values()], [2 * length])
 
+    @harness.once("the fill as nginx relays it, asked by hand; no client of its own")
+    def test_dedupd_stopping_in_the_middle_of_a_fill_ends_its_answer_short_and_exits(self):
+        """A fill under way (the storage holding the rest of the object)
+        does not hold dedupd's stop up: the fill gives up, its answer ends
+        short of its length, dedupd exits cleanly, and nothing is cached."""
+        _, file_hash = self.uploaded(8 * MIB, 85)
+        uri, rng, length = self.largest_range_url(file_hash)
+        self.hub.reset()
+        self.storage_call("/_standin/storage-hold", str(length // 2).encode())
+        try:
+            conn, r = self.range_request(uri, rng)
+            self.assertEqual(r.status, 206)
+            first = r.read(64 * 1024)
+            os.killpg(self.dedupd.proc.p.pid, signal.SIGTERM)
+            self.assertEqual(self.dedupd.proc.p.wait(60), 0, self.dedupd.proc.tail())
+            try:
+                rest = r.read()
+            except http.client.IncompleteRead as e:
+                rest = e.partial
+            conn.close()
+        finally:
+            self.storage_call("/_standin/release", b"")
+        print("dedupd stopped in a fill: %d of %d bytes reached the client" % (len(first) + len(rest), length))
+        self.assertLess(len(first) + len(rest), length)
+        self.assertEqual(self.cache_files(), {})
+
     def revision_test(self, what, edit):
         """Host A downloads a file; its owner uploads a revision with about
         5 % of it changed (`edit` makes it); host B, on the same endpoint,
