@@ -64,7 +64,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import ssl
 import statistics
 import subprocess
@@ -403,21 +402,6 @@ class Bench:
                     left -= k
         return time.monotonic() - t0
 
-    def read_socket(self, sender, ranges, buf):
-        """Seconds to read the same bytes over one loopback TCP connection
-        from `sender` (SocketSender: sendfile of each range, nothing
-        else), readinto `buf`: the transport's own floor, no HTTP."""
-        view = memoryview(buf)
-        t0 = time.monotonic()
-        with socket.create_connection(("127.0.0.1", sender.port), timeout=60) as sock:
-            left = sum(last + 1 - first for _, first, last, _, _ in ranges)
-            while left:
-                k = sock.recv_into(view[:min(left, len(view))])
-                if not k:
-                    raise AssertionError("the socket sender stopped %d bytes early" % left)
-                left -= k
-        return time.monotonic() - t0
-
     @staticmethod
     def cat(ranges):
         t0 = time.monotonic()
@@ -436,13 +420,10 @@ class Bench:
         on_ep = [(uri, first, last) for uri, first, last, _, _ in ranges]
         on_plain = [("/" + os.path.relpath(path, ep.cache_dir), offset + first, offset + last)
                     for _, first, last, path, offset in ranges]
-        sender = SocketSender([(path, offset + first, last + 1 - first) for _, first, last, path, offset in ranges])
-        self.procs.append(sender)
         buf = bytearray(READ_BUFFER)
         before = self.storage_bytes()
         ways = {
             "file": lambda: self.read_files(ranges, buf),
-            "socket": lambda: self.read_socket(sender, ranges, buf),
             "plain": lambda: self.read_http(plain.port, on_plain, buf, hit=False),
             "http": lambda: self.read_http(ep.cas_port, on_ep, buf),
             "cat": lambda: self.cat(ranges),
@@ -520,43 +501,6 @@ class Bench:
         return out
 
 
-SOCKET_SENDER = r"""
-import json, os, socket, sys
-ranges = json.loads(sys.stdin.read())
-srv = socket.socket()
-srv.bind(("127.0.0.1", 0))
-srv.listen(4)
-print(srv.getsockname()[1], flush=True)
-files = {}
-while True:
-    conn, _ = srv.accept()
-    with conn:
-        for path, offset, length in ranges:
-            fd = files.get(path) or files.setdefault(path, os.open(path, os.O_RDONLY))
-            while length:
-                n = os.sendfile(conn.fileno(), fd, offset, length)
-                offset, length = offset + n, length - n
-"""
-
-
-class SocketSender:
-    """A process that, on each loopback TCP connection, sends the given
-    (path, offset, length) ranges with sendfile and closes: the bytes of a
-    hit with no HTTP around them (the transport's floor beside the file
-    read)."""
-
-    def __init__(self, ranges):
-        self.proc = subprocess.Popen([sys.executable, "-c", SOCKET_SENDER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        self.proc.stdin.write(json.dumps(ranges))
-        self.proc.stdin.close()
-        self.port = int(self.proc.stdout.readline())
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-
-
 class PlainNginx:
     """nginx serving `serve_dir` as plain files on a port of its own (as the
     endpoint's user, so it reads nginx's 0600 cache files), nothing else;
@@ -626,8 +570,6 @@ def hits_table(hits, cold, args):
     runs = hits["runs"]
     m = {k: med(v) for k, v in runs.items()}
     rows = [("read of nginx's cache files, 1 MiB reads (baseline)", "%.0f MB/s" % m["file"], "", ""),
-            ("the same bytes sendfile'd over one loopback TCP connection, no HTTP (baseline)",
-             "%.0f MB/s" % m["socket"], "%.2fx" % (m["socket"] / m["file"]), ""),
             ("plain nginx, the same bytes of the same files (HTTP's own cost)", "%.0f MB/s" % m["plain"],
              "%.2fx" % (m["plain"] / m["file"]), ""),
             ("hits through the endpoint, 1 MiB reads (http.client)", "%.0f MB/s" % m["http"],
@@ -643,9 +585,8 @@ def hits_table(hits, cold, args):
         rows.append(("(real client through the endpoint, all hits; beside it straight)", "%.0f MB/s" % warm,
                      "%.2fx" % (warm / c_d), ""))
     print("\nhits: the %d ranges (%d bytes) one after the other, median of %d; the endpoint against plain nginx: "
-          "%.2fx (http.client), %.2fx (curl); against the bare socket: %.2fx"
-          % (hits["ranges"], hits["bytes"], len(runs["http"]), m["http"] / m["plain"], m["curl"] / m["plain_curl"],
-             m["http"] / m["socket"]))
+          "%.2fx (http.client), %.2fx (curl)" % (hits["ranges"], hits["bytes"], len(runs["http"]),
+                                                 m["http"] / m["plain"], m["curl"] / m["plain_curl"]))
     print(base.markdown_table(("", "throughput", "ratio", "goal"), ("---", "---:", "---:", "---"), rows))
 
 
