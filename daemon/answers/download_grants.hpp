@@ -23,28 +23,21 @@ using DownloadKey = std::array<std::uint8_t, 32>;
 
 // A range of a xorb as the CAS granted it: bytes [start, end] (end
 // inclusive, as `url_range`), chunks [first_chunk, end_chunk) (end_chunk 0:
-// not said), served by `url` until `expires` (Unix s).
-struct Origin {
-  std::string xorb;  // 64 hex digits, the Xet string form
+// not said), served by `url` until `expires` (Unix s). Held as an Origin;
+// granted from an OriginView, its strings read where they lie (a
+// reconstruction answer's text), copied only into the slot that holds them.
+template <class Text>
+struct BasicOrigin {
+  Text xorb;  // 64 hex digits, the Xet string form
   std::uint64_t start = 0;
   std::uint64_t end = 0;
-  std::string url;
+  Text url;
   std::uint64_t expires = 0;
   std::uint32_t first_chunk = 0;
   std::uint32_t end_chunk = 0;
 };
-
-// The same, its strings read where they lie (a reconstruction answer's
-// text): a grant copies them only into the slot that holds them.
-struct OriginView {
-  std::string_view xorb;
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  std::string_view url;
-  std::uint64_t expires = 0;
-  std::uint32_t first_chunk = 0;
-  std::uint32_t end_chunk = 0;
-};
+using Origin = BasicOrigin<std::string>;
+using OriginView = BasicOrigin<std::string_view>;
 
 // What a range URL grants: bytes [first, last] of the xorb (what the CAS
 // granted the client), read out of the cached object [start, end] (the
