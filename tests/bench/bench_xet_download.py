@@ -23,6 +23,9 @@ XetEndpoint, as the download tests run them) are the endpoint.
      hide the difference: the v2 reconstruction asked of the stand-in (its
      presigned URLs) or of a new endpoint (its range URLs), then every
      range fetched by one curl at once (-Z) to /dev/null;
+   - the same bare fetch through a plain nginx caching the storage's
+     answers (TLS to it, proxy_cache, an empty cache; no dedupd): the
+     least a cold path costs whose bytes nginx moves and caches;
    - the same bare fetch with each storage answer paced at P MB/s (50 by
      default; 0: not), a CDN's connection rather than loopback at memory
      speed.
@@ -64,6 +67,7 @@ import os
 import platform
 import re
 import shutil
+import socket
 import ssl
 import statistics
 import subprocess
@@ -307,15 +311,26 @@ class Bench:
     def bare_download(self, way, i):
         ep = self.endpoint() if way == "endpoint" else None
         ranges = self.ranges(ep)
-        before, cpu = self.storage_bytes(), self.cpu(ep)
+        proxy = None
+        if way == "nginx_cache":
+            # The storage's own URLs, asked of a plain caching nginx in
+            # front of it instead (the same path and signed query).
+            proxy = CachingNginx(self.h, os.path.join(self.root, "nginx-cache-%d" % i), ranges[0][0])
+            self.procs.append(proxy)
+            ranges = [(proxy.url + re.sub(r"^https://[^/]+", "", u), a, b) for u, a, b in ranges]
+        before, cpu = self.storage_bytes(), self.cpu(ep or proxy)
         self.load.sample()
         seconds = self.curl(ranges, parallel=True)
         fetched = self.storage_bytes() - before
         self.check_cold("bare fetch " + way, i, fetched)
         out = {"seconds": seconds, "mb_s": self.size() / seconds / 1e6, "ranges": len(ranges),
-               "storage_bytes": fetched, "cpu_s": self.cpu_since(ep, cpu)}
+               "storage_bytes": fetched, "cpu_s": self.cpu_since(ep or proxy, cpu)}
         if ep:
             self.drop(ep)
+        if proxy:
+            proxy.stop()
+            self.procs.remove(proxy)
+            shutil.rmtree(proxy.root, ignore_errors=True)
         return out
 
     def cpu(self, ep):
@@ -331,9 +346,12 @@ class Bench:
         if self.args.paced_mbps:
             kinds["paced"] = self.paced_download
         runs = {"%s_%s" % (k, w): [] for k in kinds for w in ("direct", "endpoint")}
+        runs["bare_nginx_cache"] = []
         for i in range(self.args.repeat):
             for kind, download in kinds.items():
                 ways = ["direct", "endpoint"] if i % 2 == 0 else ["endpoint", "direct"]
+                if kind == "bare":
+                    ways.insert(1, "nginx_cache")
                 for way in ways:
                     print("cold %d of %d: %s %s ..." % (i + 1, self.args.repeat, kind, way), file=sys.stderr)
                     runs["%s_%s" % (kind, way)].append(download(way, i))
@@ -520,20 +538,53 @@ class PlainNginx:
         nginx = h.find_nginx()
         self.proc = h.Proc([nginx, "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
                            os.path.join(root, "nginx.out"))
-        import socket
-
-        def listening():
-            if self.proc.p.poll() is not None:
-                raise AssertionError("plain nginx exited:\n" + self.proc.tail())
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return True
-            except OSError:
-                return False
-        h.wait_for("plain nginx to listen", listening, timeout=20)
+        h.wait_for("plain nginx to listen", lambda: listening(self.proc, self.port, "plain nginx"), timeout=20)
 
     def stop(self):
         self.proc.stop()
+
+
+class CachingNginx:
+    """A plain nginx caching the storage's answers (TLS to it, proxy_cache
+    keyed by URL and Range, an empty cache), no dedupd: the least any
+    endpoint costs whose bytes nginx moves and caches, as the endpoint's
+    do (the floor of its cold path beside the direct one)."""
+
+    def __init__(self, h, root, storage_url):
+        self.root = root
+        os.makedirs(os.path.join(root, "logs"), exist_ok=True)
+        self.port = h.free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        upstream = re.match(r"^https://[^/]+", storage_url).group(0)
+        user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
+        conf = os.path.join(root, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("%sdaemon off;\nworker_processes 2;\npid nginx.pid;\nevents { worker_connections 256; }\n"
+                    "http {\n access_log off;\n client_body_temp_path cb;\n proxy_temp_path pt;\n"
+                    " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n sendfile on;\n"
+                    " proxy_cache_path %s levels=1:2 keys_zone=bench:16m max_size=20g use_temp_path=off;\n"
+                    " server {\n  listen 127.0.0.1:%d;\n  location / {\n   proxy_pass %s;\n"
+                    "   proxy_ssl_verify off;\n   proxy_http_version 1.1;\n   proxy_set_header Connection \"\";\n"
+                    "   proxy_cache bench;\n   proxy_cache_key \"$uri$is_args$args|$http_range\";\n"
+                    "   proxy_set_header Range $http_range;\n   proxy_cache_valid 200 206 1h;\n"
+                    "   proxy_buffering on;\n  }\n }\n}\n"
+                    % (user, os.path.join(root, "cache"), self.port, upstream))
+        self.proc = h.Proc([h.find_nginx(), "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
+                           os.path.join(root, "nginx.out"))
+        h.wait_for("caching nginx to listen", lambda: listening(self.proc, self.port, "caching nginx"), timeout=20)
+
+    def stop(self):
+        self.proc.stop()
+
+
+def listening(proc, port, what):
+    if proc.p.poll() is not None:
+        raise AssertionError("%s exited:\n%s" % (what, proc.tail()))
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def pct(values, q):
@@ -555,6 +606,10 @@ def cold_table(cold, args):
     rows.append(("curl of the same ranges at once, straight (baseline)", "%.0f MB/s" % b_d, "", ""))
     rows.append(("curl of the same ranges at once through the endpoint, empty cache", "%.0f MB/s" % b_e,
                  "%.2fx" % (b_e / b_d), ">= 0.95x"))
+    if cold.get("bare_nginx_cache"):
+        b_n = med(cold["bare_nginx_cache"])
+        rows.append(("the same through a plain caching nginx, no dedupd (the floor of nginx moving and caching "
+                     "the bytes)", "%.0f MB/s" % b_n, "%.2fx" % (b_n / b_d), ""))
     if "paced_direct" in cold:
         p_d, p_e = med(cold["paced_direct"]), med(cold["paced_endpoint"])
         rows.append(("the same, each storage answer paced at %g MB/s (a CDN's connection), straight (baseline)"
