@@ -315,7 +315,7 @@ class Bench:
         if way == "nginx_cache":
             # The storage's own URLs, asked of a plain caching nginx in
             # front of it instead (the same path and signed query).
-            proxy = CachingNginx(self.h, os.path.join(self.root, "nginx-cache-%d" % i), ranges[0][0])
+            proxy = caching_nginx(self.h, os.path.join(self.root, "nginx-cache-%d" % i), ranges[0][0])
             self.procs.append(proxy)
             ranges = [(proxy.url + re.sub(r"^https://[^/]+", "", u), a, b) for u, a, b in ranges]
         before, cpu = self.storage_bytes(), self.cpu(ep or proxy)
@@ -433,7 +433,7 @@ class Bench:
         cat_bytes = sum(os.path.getsize(p) for _, _, _, p, _ in ranges)
         # The same bytes of the same files from a plain nginx (no dedupd, no
         # cache, no check): what HTTP on loopback costs here.
-        plain = PlainNginx(self.h, os.path.join(self.root, "plain-nginx"), ep.cache_dir)
+        plain = plain_nginx(self.h, os.path.join(self.root, "plain-nginx"), ep.cache_dir)
         self.procs.append(plain)
         on_ep = [(uri, first, last) for uri, first, last, _, _ in ranges]
         on_plain = [("/" + os.path.relpath(path, ep.cache_dir), offset + first, offset + last)
@@ -519,72 +519,59 @@ class Bench:
         return out
 
 
-class PlainNginx:
-    """nginx serving `serve_dir` as plain files on a port of its own (as the
-    endpoint's user, so it reads nginx's 0600 cache files), nothing else;
-    sendfile on, as the endpoint's template has it."""
+class BenchNginx:
+    """An nginx of the bench's own on a free port, as the endpoint's user
+    (so it reads nginx's 0600 cache files), sendfile on as the endpoint's
+    template has it, no log; `http` is what its http block holds beside
+    that, with {port} for its port."""
 
-    def __init__(self, h, root, serve_dir):
-        self.root = root
-        os.makedirs(os.path.join(root, "logs"), exist_ok=True)
-        self.port = h.free_port()
-        user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
-        conf = os.path.join(root, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("%sdaemon off;\nworker_processes 2;\npid nginx.pid;\nevents { worker_connections 64; }\n"
-                    "http {\n access_log off;\n client_body_temp_path cb;\n proxy_temp_path pt;\n"
-                    " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n"
-                    " sendfile on;\n server { listen 127.0.0.1:%d; root %s; }\n}\n" % (user, self.port, serve_dir))
-        nginx = h.find_nginx()
-        self.proc = h.Proc([nginx, "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
-                           os.path.join(root, "nginx.out"))
-        h.wait_for("plain nginx to listen", lambda: listening(self.proc, self.port, "plain nginx"), timeout=20)
-
-    def stop(self):
-        self.proc.stop()
-
-
-class CachingNginx:
-    """A plain nginx caching the storage's answers (TLS to it, proxy_cache
-    keyed by URL and Range, an empty cache), no dedupd: the least any
-    endpoint costs whose bytes nginx moves and caches, as the endpoint's
-    do (the floor of its cold path beside the direct one)."""
-
-    def __init__(self, h, root, storage_url):
-        self.root = root
+    def __init__(self, h, root, what, http):
+        self.root, self.what = root, what
         os.makedirs(os.path.join(root, "logs"), exist_ok=True)
         self.port = h.free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        upstream = re.match(r"^https://[^/]+", storage_url).group(0)
         user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
         conf = os.path.join(root, "nginx.conf")
         with open(conf, "w") as f:
             f.write("%sdaemon off;\nworker_processes 2;\npid nginx.pid;\nevents { worker_connections 256; }\n"
                     "http {\n access_log off;\n client_body_temp_path cb;\n proxy_temp_path pt;\n"
-                    " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n sendfile on;\n"
-                    " proxy_cache_path %s levels=1:2 keys_zone=bench:16m max_size=20g use_temp_path=off;\n"
-                    " server {\n  listen 127.0.0.1:%d;\n  location / {\n   proxy_pass %s;\n"
-                    "   proxy_ssl_verify off;\n   proxy_http_version 1.1;\n   proxy_set_header Connection \"\";\n"
-                    "   proxy_cache bench;\n   proxy_cache_key \"$uri$is_args$args|$http_range\";\n"
-                    "   proxy_set_header Range $http_range;\n   proxy_cache_valid 200 206 1h;\n"
-                    "   proxy_buffering on;\n  }\n }\n}\n"
-                    % (user, os.path.join(root, "cache"), self.port, upstream))
+                    " fastcgi_temp_path ft;\n uwsgi_temp_path ut;\n scgi_temp_path st;\n sendfile on;\n%s}\n"
+                    % (user, http.replace("{port}", str(self.port))))
         self.proc = h.Proc([h.find_nginx(), "-p", root, "-c", conf, "-e", os.path.join(root, "logs", "error.log")],
                            os.path.join(root, "nginx.out"))
-        h.wait_for("caching nginx to listen", lambda: listening(self.proc, self.port, "caching nginx"), timeout=20)
+        h.wait_for(what + " to listen", self.listening, timeout=20)
+
+    def listening(self):
+        if self.proc.p.poll() is not None:
+            raise AssertionError("%s exited:\n%s" % (self.what, self.proc.tail()))
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def stop(self):
         self.proc.stop()
 
 
-def listening(proc, port, what):
-    if proc.p.poll() is not None:
-        raise AssertionError("%s exited:\n%s" % (what, proc.tail()))
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
+def plain_nginx(h, root, serve_dir):
+    """nginx serving `serve_dir` as plain files, nothing else."""
+    return BenchNginx(h, root, "plain nginx", " server { listen 127.0.0.1:{port}; root %s; }\n" % serve_dir)
+
+
+def caching_nginx(h, root, storage_url):
+    """A plain nginx caching the storage's answers (TLS to it, proxy_cache
+    keyed by URL and Range, an empty cache), no dedupd: the least any
+    endpoint costs whose bytes nginx moves and caches, as the endpoint's
+    do (the floor of its cold path beside the direct one)."""
+    upstream = re.match(r"^https://[^/]+", storage_url).group(0)
+    return BenchNginx(h, root, "caching nginx",
+                      " proxy_cache_path %s levels=1:2 keys_zone=bench:16m max_size=20g use_temp_path=off;\n"
+                      " server {\n  listen 127.0.0.1:{port};\n  location / {\n   proxy_pass %s;\n"
+                      "   proxy_ssl_verify off;\n   proxy_http_version 1.1;\n   proxy_set_header Connection \"\";\n"
+                      "   proxy_cache bench;\n   proxy_cache_key \"$uri$is_args$args|$http_range\";\n"
+                      "   proxy_set_header Range $http_range;\n   proxy_cache_valid 200 206 1h;\n"
+                      "   proxy_buffering on;\n  }\n }\n" % (os.path.join(root, "cache"), upstream))
 
 
 def pct(values, q):
