@@ -150,9 +150,9 @@ struct Edit {
 };
 
 void apply_into(std::string& out, std::string_view text, std::vector<Edit>& edits, std::string_view made) {
-  if (!std::is_sorted(edits.begin(), edits.end(),
-                      [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; }))
-    std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; });
+  // In the text's order, as the loop below writes them (most come so).
+  auto in_text_order = [](const Edit& a, const Edit& b) { return a.span.begin < b.span.begin; };
+  if (!std::is_sorted(edits.begin(), edits.end(), in_text_order)) std::sort(edits.begin(), edits.end(), in_text_order);
   std::size_t at = 0;
   for (const Edit& e : edits) {
     out.append(text.substr(at, e.span.begin - at));

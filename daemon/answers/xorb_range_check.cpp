@@ -42,7 +42,7 @@ void ungroup4(std::span<const std::uint8_t> grouped, std::uint8_t* out) {
 }
 
 RangeChecker::RangeChecker(RangeExpectation expected) : expected_(std::move(expected)) {
-  blake3_hasher_init(&body_);
+  blake3_hasher_init(&digest_);
   chunk_.reserve(kChunkHeaderBytes + kMaxChunkBytes);
 }
 
@@ -51,46 +51,67 @@ base::Error RangeChecker::fail(std::uint64_t at, std::string message) const {
                      false};
 }
 
+base::Result<std::monostate> RangeChecker::begin_chunk(const std::uint8_t* header, std::uint64_t at) {
+  if (header[0] != 0) return fail(at, "chunk header version " + std::to_string(header[0]) + ", not 0");
+  const std::uint32_t stored = u24(&header[1]), unpacked = u24(&header[5]);
+  if (header[4] > kGroupedLz4) return fail(at, "compression scheme " + std::to_string(header[4]) + " unknown");
+  if (unpacked == 0 || unpacked > kMaxChunkBytes)
+    return fail(at, "a chunk of " + std::to_string(unpacked) + " bytes unpacked");
+  if (stored == 0 || stored > kMaxStoredBytes || (header[4] == kNone && stored != unpacked))
+    return fail(at, "a chunk of " + std::to_string(stored) + " bytes stored for " + std::to_string(unpacked));
+  out_.chunk_starts.push_back(std::uint32_t(at));
+  chunk_size_ = kChunkHeaderBytes + stored;
+  if (at + chunk_size_ > expected_.length) return fail(at, "a chunk runs past the range's end");
+  return std::monostate{};
+}
+
 base::Result<std::monostate> RangeChecker::feed(std::span<const std::uint8_t> bytes) {
   if (seen_ + bytes.size() > expected_.length)
     return fail(expected_.length, "more bytes than the range's " + std::to_string(expected_.length));
-  blake3_hasher_update(&body_, bytes.data(), bytes.size());
   while (!bytes.empty()) {
+    // A chunk whole in these bytes is checked where it lies (most are: the
+    // fill reads 256 KiB at a time); only one the buffer cuts is gathered.
+    if (chunk_.empty() && chunk_size_ == 0 && bytes.size() >= kChunkHeaderBytes) {
+      auto begun = begin_chunk(bytes.data(), seen_);
+      if (!begun) return begun;
+      if (bytes.size() >= chunk_size_) {
+        const std::size_t size = chunk_size_;
+        seen_ += size;
+        auto done = chunk_done(bytes.first(size));
+        if (!done) return done;
+        bytes = bytes.subspan(size);
+        continue;
+      }
+    }
     if (chunk_.size() < kChunkHeaderBytes) {
       std::size_t take = std::min<std::size_t>(kChunkHeaderBytes - chunk_.size(), bytes.size());
       chunk_.insert(chunk_.end(), bytes.begin(), bytes.begin() + std::ptrdiff_t(take));
       bytes = bytes.subspan(take);
       seen_ += take;
       if (chunk_.size() < kChunkHeaderBytes) break;
-      const std::uint64_t at = seen_ - kChunkHeaderBytes;
-      if (chunk_[0] != 0) return fail(at, "chunk header version " + std::to_string(chunk_[0]) + ", not 0");
-      const std::uint32_t stored = u24(&chunk_[1]), unpacked = u24(&chunk_[5]);
-      if (chunk_[4] > kGroupedLz4) return fail(at, "compression scheme " + std::to_string(chunk_[4]) + " unknown");
-      if (unpacked == 0 || unpacked > kMaxChunkBytes)
-        return fail(at, "a chunk of " + std::to_string(unpacked) + " bytes unpacked");
-      if (stored == 0 || stored > kMaxStoredBytes || (chunk_[4] == kNone && stored != unpacked))
-        return fail(at, "a chunk of " + std::to_string(stored) + " bytes stored for " + std::to_string(unpacked));
-      out_.chunk_starts.push_back(std::uint32_t(at));
-      chunk_size_ = kChunkHeaderBytes + stored;
-      if (at + chunk_size_ > expected_.length) return fail(at, "a chunk runs past the range's end");
+      if (chunk_size_ == 0) {
+        auto begun = begin_chunk(chunk_.data(), seen_ - kChunkHeaderBytes);
+        if (!begun) return begun;
+      }
     }
     std::size_t take = std::min<std::size_t>(chunk_size_ - chunk_.size(), bytes.size());
     chunk_.insert(chunk_.end(), bytes.begin(), bytes.begin() + std::ptrdiff_t(take));
     bytes = bytes.subspan(take);
     seen_ += take;
     if (chunk_.size() == chunk_size_) {
-      auto done = chunk_done();
+      auto done = chunk_done(chunk_);
+      chunk_.clear();
       if (!done) return done;
     }
   }
   return std::monostate{};
 }
 
-base::Result<std::monostate> RangeChecker::chunk_done() {
+base::Result<std::monostate> RangeChecker::chunk_done(std::span<const std::uint8_t> whole) {
   const std::uint64_t at = out_.chunk_starts.back();
-  const std::uint8_t scheme = chunk_[4];
-  const std::uint32_t unpacked = u24(&chunk_[5]);
-  std::span<const std::uint8_t> stored(chunk_.data() + kChunkHeaderBytes, chunk_.size() - kChunkHeaderBytes);
+  const std::uint8_t scheme = whole[4];
+  const std::uint32_t unpacked = u24(&whole[5]);
+  std::span<const std::uint8_t> stored = whole.subspan(kChunkHeaderBytes);
   std::span<const std::uint8_t> data = stored;
   if (scheme != kNone) {
     auto* target = &unpacked_;
@@ -117,9 +138,10 @@ base::Result<std::monostate> RangeChecker::chunk_done() {
     if (got != want.stored || unpacked != want.unpacked)
       return fail(at, "chunk " + std::to_string(i) + " is not the one the index holds for the xorb");
   }
+  blake3_hasher_update(&digest_, whole.data(), kChunkHeaderBytes);
+  blake3_hasher_update(&digest_, raw.bytes.data(), raw.bytes.size());
   last_checked_start_ = at;
-  checked_ = at + chunk_.size();
-  chunk_.clear();
+  checked_ = at + whole.size();
   chunk_size_ = 0;
   return std::monostate{};
 }
@@ -140,7 +162,7 @@ base::Result<CheckedRange> RangeChecker::finish() {
     else if (whole_known) return fail(seen_, "the whole xorb's merkle root is not its hash");
   }
   out_.chunk_starts.push_back(std::uint32_t(seen_));
-  blake3_hasher_finalize(&body_, out_.digest.bytes.data(), out_.digest.bytes.size());
+  blake3_hasher_finalize(&digest_, out_.digest.bytes.data(), out_.digest.bytes.size());
   return std::move(out_);
 }
 

@@ -49,7 +49,12 @@ struct CheckedRange {
   // Where each chunk starts in the range, and the range's length last:
   // the sub-ranges of it that begin and end on chunk boundaries.
   std::vector<std::uint32_t> chunk_starts;
-  shard::Hash digest{};  // BLAKE3 of the bytes, to know them again in a file
+  // To know the bytes again in a file: BLAKE3 over each chunk's header
+  // (scheme, stored and unpacked size) and the hash of what it unpacks to,
+  // in order. Bytes that pass the structure check with this digest unpack
+  // to the same chunks at the same places; the chunk hashes are computed
+  // anyway, so the range's bytes are hashed once, not twice.
+  shard::Hash digest{};
   CheckLevel level = CheckLevel::structure;
 };
 
@@ -76,11 +81,14 @@ class RangeChecker {
   std::uint64_t last_checked_start() const { return last_checked_start_; }
 
  private:
-  base::Result<std::monostate> chunk_done();
+  // A chunk's header at `at` in the range: checked, and its size known.
+  base::Result<std::monostate> begin_chunk(const std::uint8_t* header, std::uint64_t at);
+  // A whole chunk, header first.
+  base::Result<std::monostate> chunk_done(std::span<const std::uint8_t> whole);
   base::Error fail(std::uint64_t at, std::string message) const;
 
   RangeExpectation expected_;
-  blake3_hasher body_;
+  blake3_hasher digest_;
   std::uint64_t seen_ = 0;
   std::uint64_t checked_ = 0;
   std::uint64_t last_checked_start_ = 0;
