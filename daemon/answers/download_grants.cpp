@@ -388,7 +388,9 @@ GrantCheck DownloadGrants::check_fill(std::string_view uri, std::uint64_t now, s
   }
   // A tier host's fill: the URL the signature binds, and only that one (a
   // peer cannot have this host fetch anything else). Its chunk range is not
-  // known here: the check walks the structure alone.
+  // known here: the check finds the range's chunks in the xorb by their
+  // hashes where this index holds the xorb, and walks the structure alone
+  // where not.
   if (!origin && g.own_range() && !carried.empty()) {
     std::string digest = url_digest(carried);
     if (digest.size() == g.origin_digest.size() &&

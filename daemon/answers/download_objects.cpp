@@ -42,7 +42,6 @@ RangeExpectation range_expectation(Sources& sources, std::string_view xorb, std:
   e.length = end - start + 1;
   e.first_chunk = first_chunk;
   e.end_chunk = end_chunk;
-  if (end_chunk == 0) return e;
   // This host's index only: a fill does not wait on the fleet.
   auto lookups = Lookups::open(sources, Lookups::Scope::local_only);
   if (!lookups) return e;
@@ -143,7 +142,7 @@ std::optional<ObjectSpan> DownloadObjects::covering(std::string_view xorb, std::
 }
 
 CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, const std::filesystem::path& cache_dir,
-                                      const RangeExpectation& expected) {
+                                      const std::function<RangeExpectation()>& expected) {
   const std::string key = object_cache_key(xorb, span.start, span.end);
   const auto file = object_cache_file(cache_dir, key);
   const Key k{std::string(xorb), span.start, span.end};
@@ -164,7 +163,7 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
   }
   // Changed since its check, or never checked by this process: its body
   // again, outside the lock (up to 64 MiB).
-  auto checked = check_cache_file(file, key, expected);
+  auto checked = check_cache_file(file, key, expected());
   if (checked && !*checked) return CacheFile::absent;
   if (!checked || (digest && (*checked)->digest != *digest)) {
     const bool removed = ::unlink(file.c_str()) == 0 || errno == ENOENT;

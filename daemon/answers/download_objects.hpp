@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,7 +34,8 @@ class Sources;
 
 // What the bytes [start, end] of `xorb` (chunks [first_chunk, end_chunk),
 // end_chunk 0 when not known) must be: with this index's chunks of the
-// xorb when it holds the xorb and the chunk range is known.
+// xorb when it holds the xorb (an index read: only when bytes are to be
+// checked).
 RangeExpectation range_expectation(Sources& sources, std::string_view xorb, std::uint64_t start, std::uint64_t end,
                                    std::uint32_t first_chunk, std::uint32_t end_chunk);
 
@@ -70,11 +72,12 @@ class DownloadObjects {
                                      const std::filesystem::path& cache_dir) const;
 
   // The object's cache file, checked again (its body through a
-  // RangeChecker of `expected`) when its stat changed since its last check,
-  // or when dedupd knows no check of it (a restart): intact then, and
-  // remembered, or damaged and removed. `expected` is the object's.
+  // RangeChecker of what `expected()` says, asked only then) when its stat
+  // changed since its last check, or when dedupd knows no check of it (a
+  // restart, a fill of the tier's): intact then, and remembered, or
+  // damaged and removed.
   CacheFile check_file(std::string_view xorb, ObjectSpan span, const std::filesystem::path& cache_dir,
-                       const RangeExpectation& expected);
+                       const std::function<RangeExpectation()>& expected);
 
   std::size_t size() const;
 

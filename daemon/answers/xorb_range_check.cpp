@@ -2,6 +2,8 @@
 
 #include <lz4.h>
 
+#include <algorithm>
+
 #include <string>
 
 namespace dedupd::daemon::answers {
@@ -131,12 +133,27 @@ base::Result<std::monostate> RangeChecker::chunk_done(std::span<const std::uint8
   const std::size_t index = hashes_.size();
   hashes_.push_back({raw, unpacked});
   if (!expected_.known.empty()) {
-    const std::size_t i = expected_.first_chunk + index;
-    if (i >= expected_.known.size()) return fail(at, "more chunks than the xorb has");
-    const KnownChunk& want = expected_.known[i];
     const shard::Hash got = expected_.key ? shard::keyed_chunk_hash(*expected_.key, raw) : raw;
-    if (got != want.stored || unpacked != want.unpacked)
-      return fail(at, "chunk " + std::to_string(i) + " is not the one the index holds for the xorb");
+    auto is = [&](std::size_t i) {
+      return i < expected_.known.size() && expected_.known[i].stored == got && expected_.known[i].unpacked == unpacked;
+    };
+    if (expected_.end_chunk != 0) {
+      const std::size_t i = expected_.first_chunk + index;
+      if (i >= expected_.known.size()) return fail(at, "more chunks than the xorb has");
+      if (!is(i)) return fail(at, "chunk " + std::to_string(i) + " is not the one the index holds for the xorb");
+    } else if (index == 0) {
+      // Where the range lies in the xorb was not said (a tier host's fill,
+      // a cache file checked again): the first chunk is found by its hash
+      // among the xorb's (at each place it has: a xorb may hold the same
+      // chunk twice), and every next one must follow one of those.
+      for (std::size_t i = 0; i < expected_.known.size(); ++i)
+        if (is(i)) places_.push_back(i);
+      if (places_.empty()) return fail(at, "the range's first chunk is none the index holds for the xorb");
+    } else {
+      std::erase_if(places_, [&](std::size_t first) { return !is(first + index); });
+      if (places_.empty())
+        return fail(at, "chunk " + std::to_string(index) + " of the range follows none the index holds for the xorb");
+    }
   }
   blake3_hasher_update(&digest_, whole.data(), kChunkHeaderBytes);
   blake3_hasher_update(&digest_, raw.bytes.data(), raw.bytes.size());
@@ -156,7 +173,8 @@ base::Result<CheckedRange> RangeChecker::finish() {
     return fail(seen_, std::to_string(n) + " chunks where the CAS named " +
                            std::to_string(expected_.end_chunk - expected_.first_chunk));
   out_.level = expected_.known.empty() ? CheckLevel::structure : CheckLevel::index;
-  if (expected_.first_chunk == 0) {
+  const bool located = expected_.end_chunk == 0 && !expected_.known.empty();
+  if (located ? std::find(places_.begin(), places_.end(), 0) != places_.end() : expected_.first_chunk == 0) {
     const bool whole_known = !expected_.known.empty() && n == expected_.known.size();
     if (shard::xorb_hash(hashes_) == expected_.xorb) out_.level = CheckLevel::xorb_hash;
     else if (whole_known) return fail(seen_, "the whole xorb's merkle root is not its hash");

@@ -4,7 +4,9 @@
 //   structure  chunk headers walk to exactly the range's length, as many
 //              chunks as the CAS's chunk range says, each decompressing
 //              (none, LZ4, byte-grouped LZ4) to its declared size;
-//   index      each chunk's hash is the one this index holds for the xorb;
+//   index      each chunk's hash is the one this index holds for the xorb
+//              at its place (the CAS's chunk range, or, not said, where
+//              the range's chunks are found in the xorb in a row);
 //   xorb hash  the range starts at chunk 0 and the merkle root of its
 //              chunks is the xorb's hash: the bytes are the whole xorb.
 // Any thread; one checker per range.
@@ -34,7 +36,9 @@ struct KnownChunk {
 struct RangeExpectation {
   shard::Hash xorb{};
   std::uint64_t length = 0;  // bytes: url_range's end - start + 1
-  // The CAS's chunk range [first_chunk, end_chunk); end_chunk 0: not said.
+  // The CAS's chunk range [first_chunk, end_chunk); end_chunk 0: not said
+  // (then, with `known`, the range's chunks are found in the xorb by their
+  // hashes: the first's places, and each next one following).
   std::uint32_t first_chunk = 0;
   std::uint32_t end_chunk = 0;
   // Every chunk of the xorb as this index holds it (empty: not held).
@@ -97,6 +101,10 @@ class RangeChecker {
   std::vector<std::uint8_t> unpacked_;
   std::vector<std::uint8_t> grouped_;
   std::vector<shard::HashAndSize> hashes_;
+  // Where in the xorb the range may start, when the CAS did not say and
+  // the index holds the xorb: the places of its first chunk that every
+  // chunk since has followed.
+  std::vector<std::size_t> places_;
   CheckedRange out_;
 };
 

@@ -163,8 +163,8 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   // Without the cache's place nothing in it can be checked: only a fill.
   auto file = answers::CacheFile::absent;
   if (!dir.empty()) {
-    auto expected = answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0);
-    file = objects->check_file(g.xorb, {g.start, g.end}, dir, expected);
+    file = objects->check_file(g.xorb, {g.start, g.end}, dir,
+                               [&] { return answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0); });
   }
   if (file == answers::CacheFile::damaged)
     spdlog::warn("xet download: the cache file of xorb {} bytes {}-{} changed since it was checked: removed", g.xorb,

@@ -83,8 +83,8 @@ TEST_F(XetDownloadObjectsTest, ARangeOnChunkBoundariesInsideACachedObjectIsCover
 }
 
 TEST_F(XetDownloadObjectsTest, AnIntactFileIsServedAndAScribbledOneRemoved) {
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::intact);
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::intact);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::intact);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::intact);
   // Scribbled in the middle, the size kept.
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -92,9 +92,9 @@ TEST_F(XetDownloadObjectsTest, AnIntactFileIsServedAndAScribbledOneRemoved) {
     f.write("scribble", 8);
   }
   ::utime(file.c_str(), nullptr);
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::damaged);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::damaged);
   EXPECT_FALSE(std::filesystem::exists(file));
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::absent);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::absent);
   EXPECT_FALSE(objects.covering(xorb, whole.start, whole.end, dir.path()));
 }
 
@@ -103,13 +103,13 @@ TEST_F(XetDownloadObjectsTest, AnUnreadableFileThatCannotBeRemovedIsSaidSo) {
   // nor unlinked (whoever runs the test, root included).
   std::filesystem::remove(file);
   std::filesystem::create_directory(file);
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::stuck);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::stuck);
   EXPECT_TRUE(std::filesystem::exists(file));
   // A file dedupd cannot even stat (here a level directory that is a file:
   // ENOTDIR; another user's cache: EACCES) is not taken for a miss.
   std::filesystem::remove_all(file.parent_path().parent_path());
   tests::write_file(file.parent_path().parent_path().string(), "not a directory");
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::stuck);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::stuck);
 }
 
 TEST_F(XetDownloadObjectsTest, AFileRewrittenWithOtherBytesThatPassTheStructureIsStillRefused) {
@@ -121,19 +121,44 @@ TEST_F(XetDownloadObjectsTest, AFileRewrittenWithOtherBytesThatPassTheStructureI
   std::copy(other.serialized[0].begin(), other.serialized[0].end(), bytes.begin());
   std::filesystem::remove(file);
   write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), bytes);
-  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::damaged);
+  EXPECT_EQ(objects.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::damaged);
+}
+
+TEST_F(XetDownloadObjectsTest, AFileNeverCheckedIsCheckedAgainstTheIndexWhereItHoldsTheXorb) {
+  // A byte of chunk 0's data flipped (stored as it is: the structure still
+  // walks), in a file this dedupd knows no check of (a restart, a tier
+  // host's fill): with the index's chunks it is found and removed; without
+  // them, the structure is all there is to check.
+  Bytes scribbled = x.bytes;
+  scribbled[8 + 100] ^= 0x01;
+  auto with_index = [&] {
+    auto e = whole_expected();
+    e.known = x.known();
+    return e;
+  };
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), scribbled);
+  DownloadObjects fresh(10);
+  EXPECT_EQ(fresh.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::intact);
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), scribbled);
+  DownloadObjects restarted(10);
+  EXPECT_EQ(restarted.check_file(xorb, whole, dir.path(), with_index), CacheFile::damaged);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  // The right bytes pass the same check.
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), x.bytes);
+  DownloadObjects again(10);
+  EXPECT_EQ(again.check_file(xorb, whole, dir.path(), with_index), CacheFile::intact);
 }
 
 TEST_F(XetDownloadObjectsTest, AFileDedupdNeverCheckedIsCheckedOnceAndThenKnown) {
   DownloadObjects fresh(10);  // as after a restart
   EXPECT_FALSE(fresh.covering(xorb, whole.start, whole.end, dir.path()));
-  EXPECT_EQ(fresh.check_file(xorb, whole, dir.path(), whole_expected()), CacheFile::intact);
+  EXPECT_EQ(fresh.check_file(xorb, whole, dir.path(), [&] { return whole_expected(); }), CacheFile::intact);
   EXPECT_TRUE(fresh.covering(xorb, whole.start + x.starts[2], whole.end, dir.path()));
   // One that fails the check is removed.
   DownloadObjects other(10);
   auto e = whole_expected();
   e.length -= 1;
-  EXPECT_EQ(other.check_file(xorb, whole, dir.path(), e), CacheFile::damaged);
+  EXPECT_EQ(other.check_file(xorb, whole, dir.path(), [&] { return e; }), CacheFile::damaged);
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 

@@ -94,6 +94,70 @@ TEST(XetRangeCheck, ChunksTheIndexHoldsMustHashAsItHoldsThem) {
       << got.error().message;
 }
 
+// Where the CAS's chunk range is not known (a tier host's fill, a cache
+// file checked again) and the index holds the xorb: the range's chunks
+// must be the xorb's, in a row, the first found by its hash.
+TEST(XetRangeCheck, ARangeWhosePlaceIsNotSaidIsFoundInTheXorbByItsChunks) {
+  Xorb x;
+  auto unplaced = [&](std::size_t a, std::size_t b) {
+    auto e = x.expect(std::uint32_t(a), std::uint32_t(b));
+    e.first_chunk = e.end_chunk = 0;
+    e.known = x.known();
+    return e;
+  };
+  auto middle = check(x.range(1, 3), unplaced(1, 3));
+  ASSERT_TRUE(middle) << middle.error().to_string();
+  EXPECT_EQ(middle->level, CheckLevel::index);
+  auto whole = check(x.bytes, unplaced(0, 4), 4096);
+  ASSERT_TRUE(whole) << whole.error().to_string();
+  EXPECT_EQ(whole->level, CheckLevel::xorb_hash);
+
+  // A chunk of other bytes of the same size: first, or after one that was found.
+  Xorb other;
+  other.data[2] = text_data(7003, 99);
+  Bytes forged = chunk(other.data[2], 2);
+  auto e = unplaced(2, 3);
+  e.length = forged.size();
+  auto first = check(forged, e);
+  ASSERT_FALSE(first);
+  EXPECT_NE(first.error().message.find("first chunk is none the index holds"), std::string::npos)
+      << first.error().message;
+  Bytes after = x.range(1, 2);
+  after.insert(after.end(), forged.begin(), forged.end());
+  e = unplaced(1, 3);
+  e.length = after.size();
+  auto next = check(after, e);
+  ASSERT_FALSE(next);
+  EXPECT_NE(next.error().message.find("chunk 1 of the range follows none"), std::string::npos) << next.error().message;
+  // Chunks of the xorb, but not in a row: 1 then 3.
+  Bytes gap = x.range(1, 2);
+  Bytes third = x.range(3, 4);
+  gap.insert(gap.end(), third.begin(), third.end());
+  e.length = gap.size();
+  EXPECT_FALSE(check(gap, e));
+}
+
+TEST(XetRangeCheck, AChunkTheXorbHoldsTwiceIsFollowedFromEachOfItsPlaces) {
+  // The index's xorb: A B A C (A at 0 and 2); the bytes are Xorb's chunks
+  // 0 (A), 1 (B) and 3 (C).
+  Xorb x;
+  const auto k = x.known();
+  RangeExpectation e;
+  e.known = {k[0], k[1], k[0], k[3]};
+  std::vector<shard::HashAndSize> leaves;
+  for (const auto& c : e.known) leaves.push_back({c.stored, c.unpacked});
+  e.xorb = shard::xorb_hash(leaves);  // (all four: the whole xorb, its hash checked)
+  for (auto [chunks, ok] : std::vector<std::pair<std::vector<std::size_t>, bool>>{
+           {{0, 1}, true}, {{0, 3}, true}, {{0, 1, 0, 3}, true}, {{0, 0}, false}, {{1, 3}, false}}) {
+    Bytes b;
+    for (auto c : chunks) b.insert(b.end(), x.serialized[c].begin(), x.serialized[c].end());
+    e.length = b.size();
+    auto got = check(b, e);
+    EXPECT_EQ(bool(got), ok) << chunks.size() << " chunks from " << chunks.front() << ": "
+                             << (got ? "passed" : got.error().message);
+  }
+}
+
 // What a fill may relay before the range is all in: whole chunks that
 // passed, never a byte of the chunk in progress or of one that failed.
 TEST(XetRangeCheck, CheckedBytesAreTheWholeChunksThatPassed) {
