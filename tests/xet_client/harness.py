@@ -1118,6 +1118,19 @@ class EndpointTest(RealClientTest):
         super().setUp()
         self.tls = make_test_ca(self.path("tls"))
 
+    def hub_call(self, path, body):
+        """A POST to the Hub and CAS stand-in's control routes (self.hub:
+        /_standin/...), which must answer 200."""
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.tls["ca"])
+        conn = http.client.HTTPSConnection("127.0.0.1", self.hub.cas_port, timeout=30, context=ctx)
+        try:
+            conn.request("POST", path, body=body)
+            self.assertEqual(conn.getresponse().status, 200)
+        finally:
+            conn.close()
+
 
 class TwoHosts:
     """Host A uploaded a file earlier; host B, with its own cache, now

@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import secrets
+import shutil
 import signal
 import struct
 import zlib
@@ -220,6 +221,51 @@ class FleetCacheTier(harness.EndpointTest):
                         if os.path.isfile(p) and not os.path.islink(p):
                             with open(p, "rb") as f:
                                 self.assertNotIn(b"Signature=", f.read(), p)
+
+    @harness.ends_only("the client's part, asking a range cut short again, is the single-host check test's, "
+                       "which every pair runs")
+    def test_bytes_that_fail_the_check_on_a_tier_host_are_cached_nowhere_and_the_download_completes(self):
+        """The storage damages one answer to a tier host whose index holds
+        the file's xorbs (their shards dropped in its watched directory): its
+        dedupd ends the answer short at the damaged chunk, so neither that
+        host's nginx nor the edge's caches any of it; the client asks the
+        range again and the download completes with the right bytes. Only
+        the damaged range cost the storage twice, and a second edge then
+        costs it nothing. (A tier host that does not hold the xorb checks
+        the structure only, as any host: docs/XET-ENDPOINT.md, "Fleet tier".)"""
+        src, name = self.edges_and_a_file(("edge-a", "edge-b"), "damaged.bin", 79)
+        want = harness.sha256_of(src)
+        tiers = ("tier-1", "tier-2")
+        shards = sorted(os.path.join(dirpath, n) for dirpath, _, names in os.walk(self.hub.root)
+                        for n in names if n.endswith(".mdb") and os.path.basename(dirpath) == "shards")
+        self.assertTrue(shards, "the stand-in kept no shard of the upload")
+        for t in tiers:
+            for i, f in enumerate(shards):
+                shutil.copyfile(f, self.path(t, "xet", "upload-%d.mdb" % i))
+            harness.wait_for("%s to index the upload's shards" % t,
+                             lambda: len(self.hosts[t][0].shards()) >= len(shards))
+        before = {t: self.counts(t)["fill_failed"] for t in tiers}
+        self.hub_call("/_standin/storage-damage", b"1")
+        storage_a, sha_a, got_a = self.download("edge-a", name)
+        self.assertEqual(sha_a, want)
+        self.assertEqual(got_a["internet"], 0)
+        # Every range once from storage, but the damaged one: once whole
+        # and once as far as the storage got before the tier host hung up.
+        served = self.hub.state()["storage"]["xorbs"]
+        again = {(x, r): n / (int(r.split("-")[1]) + 1 - int(r.split("-")[0])) for x, rs in served.items()
+                 for r, n in rs.items() if n != int(r.split("-")[1]) + 1 - int(r.split("-")[0])}
+        self.assertEqual(len(again), 1, served)
+        self.assertTrue(1 < next(iter(again.values())) <= 2, served)
+        failed = {t: {k: v - before[t][k] for k, v in self.counts(t)["fill_failed"].items()} for t in tiers}
+        print("fills failed on the tier hosts: %s" % failed)
+        self.assertEqual(sum(f["check"] for f in failed.values()), 1, failed)
+        self.assertEqual(sum(f["storage"] + f["local"] for f in failed.values()), 0, failed)
+        self.assertEqual(self.counts("edge-a")["fill_failed"], {"check": 0, "storage": 0, "local": 0})
+        # What was cached (the good bytes of every object, once per host) is
+        # what a second edge gets, and nothing of it from storage.
+        self.assertEqual(self.cache_files("tier-1") + self.cache_files("tier-2"), self.cache_files("edge-a"))
+        storage_b, sha_b, got_b = self.download("edge-b", name)
+        self.assertEqual((sha_b, storage_b, got_b["internet"]), (want, 0, 0))
 
     @harness.ends_only("the tier host's cache lock holds the second edge, whichever client asks; the pairs "
                        "between fetch ranges as one of the ends does")

@@ -503,16 +503,6 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         status, _, _ = self.cas_get(uri, {"Range": "bytes=0-0"})
         self.assertEqual(status, 403)
 
-    def hub_call(self, path, body):
-        import ssl
-        ctx = ssl.create_default_context(cafile=self.tls["ca"])
-        conn = http.client.HTTPSConnection("127.0.0.1", self.hub.cas_port, timeout=30, context=ctx)
-        try:
-            conn.request("POST", path, body=body)
-            self.assertEqual(conn.getresponse().status, 200)
-        finally:
-            conn.close()
-
 
     def downloads(self):
         """dedupd's counts of the endpoint's downloads (/v1/status)."""
