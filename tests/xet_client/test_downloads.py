@@ -185,6 +185,38 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
             self.assertNotIn(b"scribbled by a test", f.read())
         self.assertIn("changed since it was checked", self.dedupd.proc.tail(400))
 
+    @harness.once("a restart of dedupd under a full cache; the clients only download, as in the test above")
+    def test_a_cache_file_damaged_while_dedupd_was_down_is_found_against_the_index(self):
+        """dedupd restarted knows no check of the cache's files: the first
+        grant of each checks its bytes again, chunk by chunk against the
+        index (which learned the file's xorbs at its upload), so one bit
+        flipped in the data of an uncompressed chunk, which the structure
+        alone passes, is found; the file is removed and fetched again."""
+        src, _ = self.uploaded(8 * MIB, 85)
+        name = os.path.basename(src)
+        self.hub.reset()
+        _, a_sha, _ = self.download("host-a", name)
+        self.assertEqual(a_sha, harness.sha256_of(src))
+        files = self.cache_files()
+        victim = max(files, key=files.get)
+        self.dedupd.stop()
+        with open(victim, "r+b") as f:
+            f.seek(files[victim] // 2)
+            byte = f.read(1)[0]
+            f.seek(files[victim] // 2)
+            f.write(bytes([byte ^ 1]))
+        self.dedupd = harness.Dedupd(self.dedupd.root, [self.path("host-" + h, "xet") for h in "ab"],
+                                     harness.endpoint_yaml(self.settings))
+        self.procs.append(self.dedupd)
+        self.ep.grant(self.dedupd.socket)  # (the new socket, for nginx's user)
+        b_bytes, b_sha, _ = self.download("host-b", name)
+        print("object of %d bytes (file) damaged while dedupd was down; host B fetched %d bytes from storage"
+              % (files[victim], b_bytes))
+        self.assertEqual(b_sha, harness.sha256_of(src))
+        self.assertGreater(b_bytes, files[victim] - 4096)  # that object again (its file has nginx's header)
+        self.assertLess(b_bytes, files[victim])  # and nothing else
+        self.assertIn("removed", self.dedupd.proc.tail(400))
+
     def test_bytes_that_fail_the_check_are_neither_cached_nor_served(self):
         src, _ = self.uploaded(4 * MIB, 78)
         name = os.path.basename(src)
