@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <set>
 
 namespace dedupd::daemon::answers {
 
@@ -104,10 +105,38 @@ base::Result<std::optional<CheckedRange>> check_cache_file(const std::filesystem
   return std::optional<CheckedRange>(std::move(*done));
 }
 
-DownloadObjects::DownloadObjects(std::size_t capacity) : capacity_(capacity) {}
+DownloadObjects::DownloadObjects(std::size_t capacity, std::optional<ObjectChecksFile> checks)
+    : capacity_(capacity), checks_(std::move(checks)) {}
+
+base::Result<ObjectChecksFile::Loaded> DownloadObjects::load_checks() {
+  if (!checks_) return ObjectChecksFile::Loaded{};
+  auto loaded = checks_->load();
+  if (!loaded) return loaded;
+  std::lock_guard lock(mutex_);
+  kept_ = loaded->digests;
+  kept_lines_ = loaded->lines;
+  return loaded;
+}
+
+void DownloadObjects::keep_digest(const std::string& key, const shard::Hash& digest) {
+  // (Under mutex_.) A digest that cannot be written costs that object the
+  // structure-only check after a restart, nothing now.
+  if (!checks_) return;
+  kept_[key] = digest;
+  if (checks_->append(key, digest)) ++kept_lines_;
+  if (kept_lines_ <= 2 * checks_->keep()) return;
+  // Past its bound: the digests of objects not in memory go first.
+  std::set<std::string, std::less<>> in_memory{key};
+  for (const auto& [k, object] : objects_)
+    in_memory.insert(object_cache_key(std::get<0>(k), std::get<1>(k), std::get<2>(k)));
+  for (auto it = kept_.begin(); it != kept_.end() && kept_.size() > checks_->keep();)
+    it = in_memory.count(it->first) ? std::next(it) : kept_.erase(it);
+  if (checks_->rewrite(kept_)) kept_lines_ = kept_.size();
+}
 
 void DownloadObjects::add(std::string_view xorb, ObjectSpan span, CheckedRange checked) {
   std::lock_guard lock(mutex_);
+  keep_digest(object_cache_key(xorb, span.start, span.end), checked.digest);
   objects_[Key{std::string(xorb), span.start, span.end}] = Object{std::move(checked), std::nullopt, next_++};
   if (objects_.size() > capacity_) {
     // Past the capacity the oldest check goes: its object is filled again
@@ -159,6 +188,8 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
     if (it != objects_.end()) {
       if (it->second.stamp == now) return CacheFile::intact;
       digest = it->second.checked.digest;
+    } else if (auto kept = kept_.find(key); kept != kept_.end()) {
+      digest = kept->second;  // checked by an earlier run
     }
   }
   // Changed since its check, or never checked by this process: its body
@@ -169,11 +200,15 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
     const bool removed = ::unlink(file.c_str()) == 0 || errno == ENOENT;
     std::lock_guard lock(mutex_);
     objects_.erase(k);
+    kept_.erase(key);
     return removed ? CacheFile::damaged : CacheFile::stuck;
   }
   std::lock_guard lock(mutex_);
   auto it = objects_.find(k);
-  if (it == objects_.end()) it = objects_.emplace(k, Object{std::move(**checked), std::nullopt, next_++}).first;
+  if (it == objects_.end()) {
+    if (!digest) keep_digest(key, (*checked)->digest);  // (a tier's fill, or a file from before the file of digests)
+    it = objects_.emplace(k, Object{std::move(**checked), std::nullopt, next_++}).first;
+  }
   it->second.stamp = now;
   return CacheFile::intact;
 }

@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/answers/object_checks_file.hpp"
 #include "daemon/answers/xorb_range_check.hpp"
 
 namespace dedupd::daemon::answers {
@@ -59,7 +60,13 @@ enum class CacheFile : std::uint8_t {
 
 class DownloadObjects {
  public:
-  explicit DownloadObjects(std::size_t capacity);
+  // `checks`, when given, keeps each checked object's digest across
+  // restarts (object_checks_file.hpp): load_checks() reads it back.
+  explicit DownloadObjects(std::size_t capacity, std::optional<ObjectChecksFile> checks = std::nullopt);
+
+  // The digests the checks file kept: how many were read back, or why
+  // none could be (then objects are checked as after a first start).
+  base::Result<ObjectChecksFile::Loaded> load_checks();
 
   void add(std::string_view xorb, ObjectSpan span, CheckedRange checked);
 
@@ -108,10 +115,18 @@ class DownloadObjects {
     }
   };
 
+  void keep_digest(const std::string& key, const shard::Hash& digest);
+
   std::size_t capacity_;
   mutable std::mutex mutex_;
   std::map<Key, Object, KeyLess> objects_;  // by xorb, then start: a xorb's objects side by side
   std::uint64_t next_ = 0;
+  // Digests of objects checked before (this run's and, read back, an
+  // earlier one's), by cache key: what a cache file dedupd has no Object
+  // of is compared with.
+  std::optional<ObjectChecksFile> checks_;
+  std::map<std::string, shard::Hash, std::less<>> kept_;
+  std::size_t kept_lines_ = 0;  // lines in the file
 };
 
 // The body of an nginx cache file (after its "KEY: <key>" line and the

@@ -30,7 +30,7 @@ bool ApiFrontend::start(const core::ServiceParts& parts, const config::Config& c
   so.header_timeout = config.limits.header_timeout;
   so.admin_gid = listen.admin_gid;
   so.endpoint_gid = listen.endpoint_gid;
-  service_ = std::make_unique<ServiceImpl>(parts, download_grants(config));
+  service_ = std::make_unique<ServiceImpl>(parts, download_grants(config), download_objects(config));
   server_ = std::make_unique<api::http::ApiServer>(*service_, so, api::routes::api_routes());
   if (auto started = server_->start(); !started) {
     spdlog::critical("cannot listen on {}: {}", config.socket, started.error().message);
@@ -54,6 +54,19 @@ std::unique_ptr<answers::DownloadGrants> ApiFrontend::download_grants(const conf
     return nullptr;
   }
   return std::make_unique<answers::DownloadGrants>(*key, std::size_t(config.xet_endpoint.downloads.max_held_urls));
+}
+
+std::unique_ptr<answers::DownloadObjects> ApiFrontend::download_objects(const config::Config& config) {
+  auto objects = std::make_unique<answers::DownloadObjects>(
+      kCheckedDownloadObjects,
+      answers::ObjectChecksFile(config.state_dir / "xet-download-checks", kKeptDownloadDigests));
+  auto loaded = objects->load_checks();
+  if (!loaded)
+    spdlog::warn("the download cache's files are checked as after a first start: {}", loaded.error().to_string());
+  else if (loaded->lines > 0)
+    spdlog::info("download cache: {} checked objects' digests read back ({} lines, {} skipped)", loaded->digests.size(),
+                 loaded->lines, loaded->skipped);
+  return objects;
 }
 
 bool ApiFrontend::start_metrics(const config::Config& config, const core::ListenSettings& listen) {

@@ -16,6 +16,7 @@ class MetricsListener;
 }  // namespace dedupd::daemon::api::http
 namespace dedupd::daemon::answers {
 class DownloadGrants;
+class DownloadObjects;
 }  // namespace dedupd::daemon::answers
 
 namespace dedupd::daemon::wiring {
@@ -41,6 +42,9 @@ class ApiFrontend final : public core::Frontend {
   // xet_endpoint.downloads.max_held_urls CAS URLs; nullptr (logged) when
   // there is no key. Made at start: a reload changes neither.
   static std::unique_ptr<answers::DownloadGrants> download_grants(const config::Config& config);
+  // The download cache's checked objects, with the digests an earlier run
+  // kept in the state dir (xet-download-checks) read back.
+  static std::unique_ptr<answers::DownloadObjects> download_objects(const config::Config& config);
 
   std::unique_ptr<ServiceImpl> service_;
   std::unique_ptr<api::http::ApiServer> server_;

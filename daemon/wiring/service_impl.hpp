@@ -18,14 +18,18 @@ namespace dedupd::daemon::wiring {
 // each: a 64 MiB xorb of 64 KiB chunks keeps 4 KB of chunk boundaries);
 // past it the oldest check is forgotten and its object checked again.
 inline constexpr std::size_t kCheckedDownloadObjects = 16384;
+// Their digests kept in the state dir (a line of about 150 bytes each).
+inline constexpr std::size_t kKeptDownloadDigests = 4 * kCheckedDownloadObjects;
 
 class ServiceImpl final : public api::Service {
  public:
-  ServiceImpl(const core::ServiceParts& parts, std::unique_ptr<answers::DownloadGrants> grants)
+  // `objects`: the download cache's checked objects (none without grants).
+  ServiceImpl(const core::ServiceParts& parts, std::unique_ptr<answers::DownloadGrants> grants,
+              std::unique_ptr<answers::DownloadObjects> objects)
       : parts_(parts),
         answers_(parts.index, parts.ops, parts.fleet_lookup),
         grants_(std::move(grants)),
-        objects_(grants_ ? std::make_unique<answers::DownloadObjects>(kCheckedDownloadObjects) : nullptr) {}
+        objects_(grants_ ? std::move(objects) : nullptr) {}
 
   const index::Index* index() const override;
   core::StatusInfo status() const override;

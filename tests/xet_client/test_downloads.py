@@ -192,7 +192,25 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         index (which learned the file's xorbs at its upload), so one bit
         flipped in the data of an uncompressed chunk, which the structure
         alone passes, is found; the file is removed and fetched again."""
-        src, _ = self.uploaded(8 * MIB, 85)
+        self.damaged_while_down(*self.uploaded(8 * MIB, 85))
+
+    @harness.once("a restart of dedupd under a full cache; the clients only download, as in the test above")
+    def test_a_cache_file_of_a_xorb_the_index_lacks_damaged_while_dedupd_was_down_is_found_by_its_kept_digest(self):
+        """The same, the file uploaded straight to the CAS (this host's index
+        never learned its xorbs): the digest the fill's check kept in the
+        state dir tells."""
+        src = harness.write(self.path("src", "model-86.bin"), harness.random_bytes(8 * MIB, 86))
+        up = harness.HubClient(self.path("direct-uploader"), self.hub.endpoint, TOKEN, self.tls["ca"])
+        up.run("create-repo", REPO)
+        up.run("upload-file", REPO, os.path.basename(src), src)
+        self.assertEqual(self.dedupd.shards(), [], "the upload went by the endpoint")
+        self.damaged_while_down(src, None)
+        self.assertIn("checked objects' digests read back", self.dedupd.proc.tail(400))
+
+    def damaged_while_down(self, src, _file_hash):
+        """Host A downloads `src`; dedupd stops; a bit of the largest cached
+        object flips; dedupd starts again; host B's download must be right,
+        and fetch that object again from storage."""
         name = os.path.basename(src)
         self.hub.reset()
         _, a_sha, _ = self.download("host-a", name)
