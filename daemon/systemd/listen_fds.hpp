@@ -1,4 +1,5 @@
-// Socket activation: the sockets systemd passed us, if any.
+// Socket activation: the sockets systemd passed us, if any (listen_env.hpp
+// says how many, socket_kind.hpp what each is).
 #pragma once
 
 #include <string>

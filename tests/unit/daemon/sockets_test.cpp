@@ -2,7 +2,8 @@
 // the groups of the admin routes and of the local Xet endpoint, where the
 // learning socket goes, and the sockets systemd passed taken before anything
 // listens (the learner adopting its own). The parsing of LISTEN_FDS itself is
-// in listen_fds_test.cpp; a socket-activated daemon in
+// in listen_env_test.cpp, the passed sockets told apart in
+// listen_fds_test.cpp; a socket-activated daemon in
 // tests/integration/lifecycle_test.cpp.
 #include "daemon/supervisor/sockets.hpp"
 
@@ -11,7 +12,6 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,6 +23,7 @@
 #include "daemon/loop/event_loop.hpp"
 #include "index/index.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/daemon/in_child.hpp"
 #include "tests/unit/daemon/index_in.hpp"
 
 namespace dedupd::daemon::supervisor {
@@ -59,11 +60,7 @@ TEST(Sockets, TheLearningSocketIsBesideTheApisUnlessSaidOtherwise) {
 // "api=<fd> listening=<0|1>", or "refused" when it returned nullopt.
 std::string taken(bool learn, bool stream_api = true) {
   tests::TempDir dir("sockets");
-  int report[2];
-  if (::pipe(report) != 0) return "pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int out = ::fcntl(report[1], F_DUPFD, 40);
+  return daemon::testing::in_child([&] {
     auto bound = [&](int type, const std::string& name) {
       int fd = ::socket(AF_UNIX, type, 0);
       sockaddr_un a{};
@@ -78,26 +75,13 @@ std::string taken(bool learn, bool stream_api = true) {
     if (learn) ::dup2(bound(SOCK_DGRAM, "learn.sock"), 4);
     ::setenv("LISTEN_FDS", learn ? "2" : "1", 1);
     ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
-    std::string result;
-    {
-      auto idx = daemon::testing::open_index_in(dir / "index");
-      loop::EventLoop loop;
-      learn::Learner learner(*idx, loop);
-      auto api = take_activated_sockets(learner);
-      result =
-          api ? "api=" + std::to_string(*api) + " listening=" + (learner.stats().listening ? "1" : "0") : "refused";
-    }
-    [[maybe_unused]] auto w = ::write(out, result.data(), result.size());
-    ::_exit(0);
-  }
-  ::close(report[1]);
-  std::string got;
-  char buf[256];
-  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) got.append(buf, std::size_t(n));
-  ::close(report[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return got;
+    auto idx = daemon::testing::open_index_in(dir / "index");
+    loop::EventLoop loop;
+    learn::Learner learner(*idx, loop);
+    auto api = take_activated_sockets(learner);
+    return api ? "api=" + std::to_string(*api) + " listening=" + (learner.stats().listening ? "1" : "0")
+               : std::string("refused");
+  });
 }
 
 TEST(Sockets, TheSocketsSystemdPassedAreTakenAndTheLearnerAdoptsItsOwn) {
