@@ -1,14 +1,33 @@
 #include "daemon/systemd/notify.hpp"
 
-#include <systemd/sd-daemon.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "daemon/systemd/env_number.hpp"
+#include "daemon/systemd/notify_address.hpp"
+#include "daemon/systemd/notify_send.hpp"
+#include "daemon/systemd/watchdog_env.hpp"
 
 namespace dedupd::daemon::systemd {
 
 namespace {
-void send(const std::string& text) {
-  // unset_environment=0: a reload must be able to notify again.
-  (void)sd_notify(0, text.c_str());
+
+void send(const std::string& state) {
+  // Read at each send, never unset: a reload notifies again, and so does
+  // the next dedupd after a restart for a rebuild, in the same process.
+  const auto value = env_value("NOTIFY_SOCKET");
+  if (!value) return;
+  auto address = notify_address(*value);
+  auto sent = address ? send_notification(*address, state) : base::Result<std::monostate>(address.error());
+  // Once: the watchdog would repeat it every few seconds. systemd itself
+  // sees the failure (no READY=1, no ping) and says so in the journal.
+  static std::atomic<bool> told{false};
+  if (!sent && !told.exchange(true))
+    spdlog::warn("cannot notify systemd: {} (later failures are not logged)", sent.error().message);
 }
+
 }  // namespace
 
 void notify_ready(const std::string& status) { send("READY=1\nSTATUS=" + status); }
@@ -21,9 +40,13 @@ void notify_extend_timeout(std::chrono::microseconds more) {
 }
 
 std::optional<std::chrono::microseconds> watchdog_ping_interval() {
-  uint64_t usec = 0;
-  if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return std::nullopt;
-  return std::chrono::microseconds(usec / 2);
+  const auto timeout = watchdog_timeout(env_value("WATCHDOG_USEC"), env_value("WATCHDOG_PID"), ::getpid());
+  if (!timeout) {
+    spdlog::error("the watchdog is off: {}", timeout.error().message);
+    return std::nullopt;
+  }
+  if (!*timeout) return std::nullopt;
+  return **timeout / 2;
 }
 
 }  // namespace dedupd::daemon::systemd

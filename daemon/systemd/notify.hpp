@@ -1,6 +1,7 @@
-// sd_notify for Type=notify: READY/RELOADING/STOPPING/STATUS, and the
-// watchdog. Every call is a no-op when NOTIFY_SOCKET is unset, so the same
-// code runs from a terminal.
+// systemd's notifications for Type=notify: READY/RELOADING/STOPPING/STATUS,
+// and the watchdog (sd_notify(3)'s protocol, spoken by notify_send.hpp, not
+// libsystemd). Every call is a no-op when NOTIFY_SOCKET is unset, so the
+// same code runs from a terminal.
 #pragma once
 
 #include <chrono>
