@@ -1,10 +1,11 @@
 #include "daemon/log/logging.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+
+#include "daemon/log/journal_sink.hpp"
 
 namespace dedupd::daemon::log {
 
@@ -16,7 +17,7 @@ void setup_logging(const std::string& level) {
   std::shared_ptr<spdlog::logger> logger;
   if (started_by_systemd()) {
     // The journal stamps time, pid and unit itself; keep the message bare.
-    auto sink = std::make_shared<spdlog::sinks::systemd_sink_mt>("dedupd");
+    auto sink = std::make_shared<JournalSink>("dedupd");
     logger = std::make_shared<spdlog::logger>("dedupd", std::move(sink));
   } else {
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
