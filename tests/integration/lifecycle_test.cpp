@@ -50,8 +50,11 @@ TEST_F(Lifecycle, TheWorkLoopPingsTheWatchdog) {
 // A start reads only what serving needs back from disk: libpq and libcurl,
 // and the dozens of libraries they bring, are opened at the first fleet
 // connection and the endpoint's first download (fleet/libpq_on_demand.cpp,
-// daemon/api/http/curl_on_demand.cpp), never by a daemon answering queries.
-TEST_F(Lifecycle, ADaemonAnsweringQueriesMapsNeitherLibpqNorLibcurl) {
+// daemon/api/http/curl_on_demand.cpp), never by a daemon answering queries;
+// libsystemd and the libraries only it brings (libgcrypt...) not at all:
+// dedupd speaks systemd's protocols itself (daemon/systemd/, daemon/log/).
+// (libcap may be mapped all the same: NSS's libnss_systemd links it.)
+TEST_F(Lifecycle, ADaemonAnsweringQueriesMapsNoLibpqLibcurlOrLibsystemd) {
   start();
   auto shard = make_shard({.seed = 12});
   drop_file(incoming, shard.file_name(), shard.bytes);
@@ -61,6 +64,8 @@ TEST_F(Lifecycle, ADaemonAnsweringQueriesMapsNeitherLibpqNorLibcurl) {
   EXPECT_EQ(maps.find("/libpq.so"), std::string::npos);
   EXPECT_EQ(maps.find("/libcurl"), std::string::npos);
   EXPECT_EQ(maps.find("/libnghttp2"), std::string::npos);
+  EXPECT_EQ(maps.find("/libsystemd.so"), std::string::npos);
+  EXPECT_EQ(maps.find("/libgcrypt.so"), std::string::npos);
 }
 
 TEST_F(Lifecycle, TheBoundSocketIsGroupReadableOnly) {
