@@ -21,6 +21,7 @@ E2E_ROWS = [
     ("single_get_p99", "single GET p99", "us"),
     ("single_get_p99_ingest", "single GET p99 during ingest", "us"),
     ("start_to_ready", "start -> READY, cold", "ms"),
+    ("start_to_ready_unloaded", "start -> READY, program files cold", "ms"),
     ("bytes_per_entry", "bytes per entry (file)", "B"),
     ("filter_bytes_per_entry", "chunk filters, B an entry", "B"),
 ]
