@@ -246,6 +246,16 @@ class PackageUnderSystemd(unittest.TestCase):
         logged = self.journal_since(cursor, "dedupd")
         self.assertIn("dedupd.yaml", logged)
         self.assertIn("not reloaded", logged)
+        # Each line an entry of journald's native protocol, with its
+        # priority (dedupd writes it without libsystemd: daemon/log/journal_sink);
+        # a line that fell back to stderr would say _TRANSPORT=stdout.
+        entries = [json.loads(line) for line in
+                   self.c.run("journalctl", "-u", "dedupd", "-o", "json", "--no-pager").stdout.splitlines()]
+        said = {e.get("MESSAGE"): (e.get("_TRANSPORT"), e.get("PRIORITY"), e.get("SYSLOG_IDENTIFIER"))
+                for e in entries if isinstance(e.get("MESSAGE"), str)}
+        self.assertEqual(said.get("configuration reloaded from /etc/dedupd/dedupd.yaml"), ("journal", "6", "dedupd"))
+        self.assertEqual(said.get("reload: configuration not reloaded; still running with the previous one"),
+                         ("journal", "3", "dedupd"))
         self.assertEqual(self.active("dedupd.service"), "active")
         self.assertEqual(self.main_pid(), pid)
         with open(conf, "w") as f:
