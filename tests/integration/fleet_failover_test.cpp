@@ -56,8 +56,10 @@ struct Host : FleetHost {
 
   Host(const fs::path& root, std::string host_name, const std::string& url) : FleetHost(root, std::move(host_name)) {
     start_timeout = std::chrono::seconds(90);
-    write_config(
-        url, {.lookup_timeout = std::to_string(kLookupTimeoutMs) + "ms", .fleet_extra = "  reconcile_interval: 1s\n"});
+    FleetConfig settings;  // (set one by one: g++ 12 warns of fields a designated list leaves out)
+    settings.lookup_timeout = std::to_string(kLookupTimeoutMs) + "ms";
+    settings.fleet_extra = "  reconcile_interval: 1s\n";
+    write_config(url, settings);
   }
 };
 

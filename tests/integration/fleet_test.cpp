@@ -170,14 +170,17 @@ class Fleet : public FleetHostsTest {
   Host& add_host(const std::string& name, const std::string& url, const std::string& lookup_timeout = "200ms",
                  const std::string& fleet_extra = "") {
     Host& h = keep(std::make_unique<Host>(root, name));
-    h.write_config(url, {.lookup_timeout = lookup_timeout, .fleet_extra = fleet_extra});
+    FleetConfig config;  // (set one by one: g++ 12 warns of fields a designated list leaves out)
+    config.lookup_timeout = lookup_timeout;
+    config.fleet_extra = fleet_extra;
+    h.write_config(url, config);
     return h;
   }
   // Started on the fleet at `url`, each taking its shards from `cas`
   // through a local Xet endpoint, with debug logs.
   std::vector<Host*> start_endpoint_hosts(const std::string& url, const std::string& cas,
                                           std::initializer_list<const char*> names) {
-    std::vector<Host*> hosts;
+    std::vector<Host*> started;
     for (const char* name : names) {
       Host& h = add_host(name, url);
       h.incoming_cas = cas;
@@ -186,9 +189,9 @@ class Fleet : public FleetHostsTest {
                            .log_level = "debug",
                            .extra = ""});
       h.start();
-      hosts.push_back(&h);
+      started.push_back(&h);
     }
-    return hosts;
+    return started;
   }
   // Started on a new database: A, which publishes, and B, whose key
   // filters have 8 MiB.
@@ -530,9 +533,9 @@ TEST_F(Fleet, AKeyedFleetShardAnswersGlobalDedupUnderItsOwnKey) {
 // for its generation, and the raw forms' filter with what A published raw.
 // Their memory is shown in status, --json and /metrics.
 TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
-  auto hosts = publisher_and_small_filters();
-  Host& a = hosts.first;
-  Host& b = hosts.second;
+  auto pair = publisher_and_small_filters();
+  Host& a = pair.first;
+  Host& b = pair.second;
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   ASSERT_TRUE(eventually([&] { return b.status()["fleet"]["state"] == "connected"; }));
   EXPECT_EQ(filters()["keys"], 0u);
@@ -571,9 +574,9 @@ TEST_F(Fleet, TheKeyFiltersAreKeptWithoutALookupAndTheirMemoryIsShown) {
 // again once listed, without a CAS block fetched for what they held. A
 // damaged file is said, left unused, and written anew.
 TEST_F(Fleet, TheKeyFiltersAreKeptAcrossARestartAndADamagedFileIsNotUsed) {
-  auto hosts = publisher_and_small_filters();
-  Host& a = hosts.first;
-  Host& b = hosts.second;
+  auto pair = publisher_and_small_filters();
+  Host& a = pair.first;
+  Host& b = pair.second;
   auto filters = [&] { return b.status()["fleet"]["lookup_memory"]["key_filters"]; };
   const shard::Key key =
       shard::Hash::parse_hex_bytes("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff").value();
@@ -698,7 +701,9 @@ TEST_F(Fleet, AShardSetAsideAfterARefusalDoesNotComeBackThroughTheFleet) {
   a.incoming_cas = cas;
   // Learning is on with an endpoint configured (its settings file need
   // not exist); this test sends what the endpoint's nginx would.
-  a.write_config(url, {.fleet_extra = "xet_endpoint:\n  config: " + (a.dir / "xet-endpoint.conf").string() + "\n"});
+  FleetConfig with_endpoint;
+  with_endpoint.fleet_extra = "xet_endpoint:\n  config: " + (a.dir / "xet-endpoint.conf").string() + "\n";
+  a.write_config(url, with_endpoint);
   a.start();
   MadeShard sa = make_shard({.seed = 1511, .xorbs = 2, .chunks_per_xorb = 4});
   drop_file(a.incoming, sa.file_name(), sa.bytes);
