@@ -25,17 +25,6 @@
 namespace dedupd::daemon::answers::download_testing {
 namespace download_objects_test {
 
-// An nginx cache file of `key` with `body`: a binary header, the KEY line,
-// the upstream's header block, the body.
-void write_cache_file(const std::filesystem::path& file, const std::string& key, const Bytes& body) {
-  std::filesystem::create_directories(file.parent_path());
-  std::string head(40, '\x01');
-  head += "\nKEY: " + key + "\nHTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-  std::ofstream f(file, std::ios::binary | std::ios::trunc);
-  f.write(head.data(), std::streamsize(head.size()));
-  f.write(reinterpret_cast<const char*>(body.data()), std::streamsize(body.size()));
-}
-
 TEST(XetDownloadObjects, CacheFilesAreWhereNginxPutsThem) {
   // md5("xet1:<64 a>:0-999") = de2a6c0c4da4e39c0a9776b6fe2ccb66; levels=1:2.
   EXPECT_EQ(object_cache_file("/c", object_cache_key(std::string(64, 'a'), 0, 999)),

@@ -94,16 +94,6 @@ TEST(XetObjectChecksFile, AnUnreadableFileIsAnErrorNamingIt) {
   EXPECT_NE(appended.error().message.find("checks"), std::string::npos) << appended.error().message;
 }
 
-// An nginx cache file of `key` with `body` (as download_objects_test's).
-void write_cache_file(const std::filesystem::path& file, const std::string& key, const Bytes& body) {
-  std::filesystem::create_directories(file.parent_path());
-  std::string head(40, '\x01');
-  head += "\nKEY: " + key + "\nHTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-  std::ofstream f(file, std::ios::binary | std::ios::trunc);
-  f.write(head.data(), std::streamsize(head.size()));
-  f.write(reinterpret_cast<const char*>(body.data()), std::streamsize(body.size()));
-}
-
 TEST(XetObjectChecksFile, AfterARestartAFileOfAXorbTheIndexLacksIsComparedWithTheKeptDigest) {
   // Chunk 0 is stored uncompressed: a flipped bit of its data passes the
   // structure, and the index does not hold the xorb here.

@@ -3,6 +3,7 @@
 #include <lz4.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
 #include <span>
 #include <utility>
@@ -79,6 +80,15 @@ std::vector<KnownChunk> Xorb::known(const std::optional<shard::Key>& key) const 
     out.push_back({key ? shard::keyed_chunk_hash(*key, raw) : raw, std::uint32_t(d.size())});
   }
   return out;
+}
+
+void write_cache_file(const std::filesystem::path& file, const std::string& key, const Bytes& body) {
+  std::filesystem::create_directories(file.parent_path());
+  std::string head(40, '\x01');
+  head += "\nKEY: " + key + "\nHTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  f.write(head.data(), std::streamsize(head.size()));
+  f.write(reinterpret_cast<const char*>(body.data()), std::streamsize(body.size()));
 }
 
 base::Result<CheckedRange> check(const Bytes& bytes, RangeExpectation e, std::size_t piece) {

@@ -1,12 +1,15 @@
 // Xorbs as the CAS's storage serves them, for the tests of the download
-// cache (xorb_range_check_test, download_objects_test): chunks of each
-// compression scheme with their 8-byte headers, a xorb of four, and a
-// range's bytes through the check in pieces.
+// cache (xorb_range_check_test, download_objects_test,
+// object_checks_file_test): chunks of each compression scheme with their
+// 8-byte headers, a xorb of four, a range's bytes through the check in
+// pieces, and an nginx cache file holding them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/result.hpp"
@@ -39,6 +42,10 @@ struct Xorb {
   RangeExpectation expect(std::uint32_t a, std::uint32_t b) const;
   std::vector<KnownChunk> known(const std::optional<shard::Key>& key = std::nullopt) const;
 };
+
+// An nginx cache file of `key` with `body`: a binary header, the KEY line,
+// the upstream's header block, the body.
+void write_cache_file(const std::filesystem::path& file, const std::string& key, const Bytes& body);
 
 // The bytes through a checker in pieces of `piece` bytes.
 base::Result<CheckedRange> check(const Bytes& bytes, RangeExpectation e, std::size_t piece = 1000);
