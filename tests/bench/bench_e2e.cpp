@@ -14,7 +14,10 @@
 //                 vs a bare LMDB insert loop of the same records (32-byte key,
 //                 16-byte value, one transaction and fsync per shard);
 //   single query  GET /v1/chunk/<hash>, one kept-alive connection, p50/p99/p999
-//                 vs in-process mdb_get (one read txn renew per get);
+//                 vs the same GETs of bare_http_get (bare_http_get.cpp: one
+//                 libmicrohttpd thread doing mdb_get on the bare LMDB) in
+//                 alternating blocks, and in-process mdb_get (one read txn
+//                 renew per get);
 //   batch query   POST /v1/chunk, 10,000 hashes per request, hashes/s
 //                 vs a bare mdb_get loop, 10,000 per read txn;
 //   streamed      every raw chunk hash in one streamed POST /v1/chunk, through
@@ -32,9 +35,10 @@
 //   purge         DELETE of a 1 Mi-entry shard while a client queries: the
 //                 purge time and the client's p99 before and during it.
 // --quick (the ctest smoke) runs 300,000 entries and a 64 Ki-entry purge.
-// DEDUPD_BENCH_PROFILE=DIR records `perf record -a -g` of the second round
-// of each stream and of the cold restarts into DIR/<phase>.data, for
-// `perf report --comm dedupd` (or dedupctl): where the time goes.
+// DEDUPD_BENCH_PROFILE=DIR records `perf record -a -g` of the single GETs,
+// the second round of each stream and the cold restarts into
+// DIR/<phase>.data, for `perf report --comm dedupd` (or dedupctl,
+// bare_http_get): where the time goes.
 // At scale (issue 42): --stream-max N (default 30 M) streams every k-th raw
 // hash past N; --bare-insert auto|full|sample (auto: sample past 30 M
 // entries) and --bare-sample N (default 3 M) say how the bare index is built
@@ -80,6 +84,7 @@
 #include "harness/program_run.hpp"
 #include "shard/mapped_file.hpp"
 #include "shard/reader.hpp"
+#include "tests/bench/bare_http_get.hpp"
 #include "tests/bench/proc_stats.hpp"
 #include "tests/bench/program_files.hpp"
 #include "tests/bench/scratch_dir.hpp"
@@ -592,7 +597,7 @@ int run_series(const std::string& list, const std::vector<std::string>& args, co
   const char* baseline_is[] = {"bare mdb_put loop, one txn + fsync per shard",
                                "bare mdb_get loop, 4,096 per txn",
                                "bare mdb_get loop, 4,096 per txn",
-                               "bare mdb_get p99, one txn renew per get",
+                               "bare_http_get p99: libmicrohttpd, one thread, mdb_get; the same client, interleaved",
                                "the same client's single GET p99, idle",
                                "bare LMDB open + one mdb_get, cold, in process",
                                "dedupd --version, its program files evicted",
@@ -984,35 +989,8 @@ int main(int argc, char** argv) {
   Mem mem_rest = mem_of(d.proc.pid());
 
   // ------------------------------------------------------------ single queries
-  if (queries.size() < 1000) die("too few query hashes");
-  std::vector<shard::Hash> single_q(queries.begin(), queries.begin() + std::min(single_n, queries.size()));
-  std::vector<double> lat;
-  Mem mem_query;
-  {
-    for (std::size_t i = 0; i < 500; ++i) http.get("/v1/chunk/" + single_q[i % single_q.size()].to_string());
-    MemSampler sampler(d.proc.pid());
-    lat.reserve(single_q.size());
-    for (const auto& h : single_q) {
-      std::string path = "/v1/chunk/" + h.to_string();
-      auto t0 = Clock::now();
-      auto r = http.get(path);
-      lat.push_back(us(Clock::now() - t0));
-      if (r.status != 200) die("a chunk that must be found was not: " + h.to_string());
-    }
-    mem_query = sampler.stop();
-  }
-  Pct single = pct(lat);
-  // Keyed: the query is hashed with each live key.
-  std::vector<double> lat_keyed;
-  for (std::size_t i = 0; i < std::min<std::size_t>(keyed_queries.size(), 20'000); ++i) {
-    auto t0 = Clock::now();
-    auto r = http.get("/v1/chunk/" + keyed_queries[i].to_string());
-    lat_keyed.push_back(us(Clock::now() - t0));
-    if (r.status != 200) die("a keyed chunk that must be found was not: " + keyed_queries[i].to_string());
-  }
-  Pct single_keyed = pct(lat_keyed);
-
-  // Baseline: in-process mdb_get of the same keys, one txn renew per get.
+  // In-process mdb_get of the bare index, one txn renew per get: the
+  // lookup alone, and the way its pages are read in for the bare server.
   MDB_txn* rtxn;
   check(mdb_txn_begin(bare, nullptr, MDB_RDONLY, &rtxn), "begin read");
   mdb_txn_reset(rtxn);
@@ -1032,6 +1010,70 @@ int main(int argc, char** argv) {
     if (hit != q.size()) die("bare LMDB misses keys it was given");
     return double(q.size()) / secs(t0, Clock::now());
   };
+
+  // dedupd against the bare HTTP server (bare_http_get.cpp: libmicrohttpd,
+  // one thread, the same mdb_get), the same client and queries, in
+  // alternating blocks of 100 (which side goes first alternating too), so
+  // a burst of the machine's other work hits both. dedupd's index is in the
+  // page cache whole (favour above); the bare index only as far as these
+  // queries read it (a pass in process), which is all its lookups need and
+  // fits beside dedupd's at 268 M, where the whole of both does not.
+  if (queries.size() < 1000) die("too few query hashes");
+  std::vector<shard::Hash> single_q(queries.begin(), queries.begin() + std::min(single_n, queries.size()));
+  bare_get(single_q, 1, nullptr);
+  const double index_cached = bench::resident_share({index_file.string()});
+  const double bare_cached = bench::resident_share({bare_file.string()});
+  std::vector<double> lat, lat_bare_http;
+  constexpr std::size_t kBlock = 100;
+  Mem mem_query;
+  {
+    bench::BareHttpGet bare_server(BARE_HTTP_GET_BINARY, bare_dir, root / "bare_http_get.sock",
+                                   root / "bare_http_get.log");
+    HttpClient bare_http(bare_server.socket().string());
+    auto ask = [&](HttpClient& c, const shard::Hash& h, std::vector<double>& into, const char* who) {
+      std::string path = "/v1/chunk/" + h.to_string();
+      auto t0 = Clock::now();
+      auto r = c.get(path);
+      into.push_back(us(Clock::now() - t0));
+      if (r.status != 200) die(std::string("a chunk that must be found was not, asking ") + who + ": " + h.to_string());
+    };
+    std::vector<double> warm;
+    for (std::size_t i = 0; i < 500; ++i) {
+      ask(http, single_q[i % single_q.size()], warm, "dedupd");
+      ask(bare_http, single_q[i % single_q.size()], warm, "bare_http_get");
+    }
+    Profile profile("single_get");
+    MemSampler sampler(d.proc.pid());
+    lat.reserve(single_q.size());
+    lat_bare_http.reserve(single_q.size());
+    for (std::size_t at = 0; at < single_q.size(); at += kBlock) {
+      const std::size_t end = std::min(single_q.size(), at + kBlock);
+      for (int side = 0; side < 2; ++side) {
+        const bool dedupd_side = (side == 0) == (at / kBlock % 2 == 0);
+        for (std::size_t i = at; i < end; ++i) {
+          if (dedupd_side) ask(http, single_q[i], lat, "dedupd");
+          else ask(bare_http, single_q[i], lat_bare_http, "bare_http_get");
+        }
+      }
+    }
+    mem_query = sampler.stop();
+  }
+  Pct single = pct(lat), bare_http_single = pct(lat_bare_http);
+  extra["single_get"] = {{"queries", lat.size()},
+                         {"interleaved_in_blocks_of", kBlock},
+                         {"index_cached_share", index_cached},
+                         {"bare_cached_share", bare_cached}};
+  // Keyed: the query is hashed with each live key.
+  std::vector<double> lat_keyed;
+  for (std::size_t i = 0; i < std::min<std::size_t>(keyed_queries.size(), 20'000); ++i) {
+    auto t0 = Clock::now();
+    auto r = http.get("/v1/chunk/" + keyed_queries[i].to_string());
+    lat_keyed.push_back(us(Clock::now() - t0));
+    if (r.status != 200) die("a keyed chunk that must be found was not: " + keyed_queries[i].to_string());
+  }
+  Pct single_keyed = pct(lat_keyed);
+
+  // Baseline of the lookup alone: in process, its index cached whole.
   std::vector<double> bare_lat;
   favour(bare_file, {index_file});
   bare_get(single_q, 1, nullptr);  // warm
@@ -1342,9 +1384,27 @@ int main(int argc, char** argv) {
   }
   add({"ingest, per dedupd CPU second", "entries/cpu-s", double(planned) / ingest_cpu, NAN, "", -1,
        "dedupd's user+sys CPU during the ingest"});
-  add({"single GET p50", "us", single.p50, bare_single.p50, "", -1, "keep-alive curl client; baseline mdb_get"});
-  add({"single GET p99", "us", single.p99, bare_single.p99, "<= 200 us", single.p99 <= 200, ""});
-  add({"single GET p999", "us", single.p999, bare_single.p999, "", -1, ""});
+  {
+    char cached[160];
+    std::snprintf(
+        cached, sizeof cached,
+        "keep-alive curl client, blocks of %zu each side in turn; cached before: %.0f %% of data.mdb, %.0f %% "
+        "of the bare one",
+        kBlock, index_cached * 100, bare_cached * 100);
+    add({"single GET p50", "us", single.p50, bare_http_single.p50, "", -1,
+         std::string(cached) + "; baseline: bare_http_get, libmicrohttpd, one thread, mdb_get"});
+  }
+  // Issue 73: within 1.3x of what a bare server answers in on this machine,
+  // and within 100 us where that floor is under it.
+  add({"single GET p99", "us", single.p99, bare_http_single.p99, "<= 1.3x bare, <= 100 us",
+       single.p99 <= 1.3 * bare_http_single.p99 && (single.p99 <= 100 || bare_http_single.p99 >= 100), ""});
+  add({"single GET p999", "us", single.p999, bare_http_single.p999, "", -1, ""});
+  {
+    char note[128];
+    std::snprintf(note, sizeof note, "the bare lookup alone, one txn renew per get; p50 %.2f, p999 %.2f us",
+                  bare_single.p50, bare_single.p999);
+    add({"  mdb_get in process, p99", "us", bare_single.p99, NAN, "", -1, note});
+  }
   add({"single GET p99, keyed chunk", "us", single_keyed.p99, NAN, "", -1,
        std::to_string(keys.size()) + " live keys, " + std::to_string(lat_keyed.size()) + " queries"});
   add({"batch POST /v1/chunk (10k per request)", "hashes/s", batch_rate, bare_batch_rate, ">= 1 M/s, >= 0.5x bare",
@@ -1434,6 +1494,7 @@ int main(int argc, char** argv) {
   out["percentiles_us"] = {{"single", {single.p50, single.p99, single.p999}},
                            {"single_keyed", {single_keyed.p50, single_keyed.p99, single_keyed.p999}},
                            {"bare_single", {bare_single.p50, bare_single.p99, bare_single.p999}},
+                           {"bare_http_single", {bare_http_single.p50, bare_http_single.p99, bare_http_single.p999}},
                            {"purge_before", {p_before.p50, p_before.p99, p_before.p999}},
                            {"purge_during", {p_during.p50, p_during.p99, p_during.p999}},
                            {"during_ingest", {p_ingest.p50, p_ingest.p99, p_ingest.p999}}};
