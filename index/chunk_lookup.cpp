@@ -116,12 +116,16 @@ class ChunkReader {
   int query_span(std::span<const Hash> raws) {
     const std::size_t per_query = 1 + hashers_.size();
     const std::size_t blocks = (raws.size() + kBlock - 1) / kBlock;
-    forms_.resize(2 * kBlock * per_query);
+    // Forms are laid out `stride_` queries wide: a single GET's one query
+    // would otherwise have 2 x 32 x 5 forms (10 KiB) allocated and zeroed
+    // for its 5.
+    stride_ = std::min(kBlock, raws.size());
+    forms_.resize((blocks > 1 ? 2 : 1) * stride_ * per_query);
     searches_.clear();
     candidates_.clear();
     auto block_at = [&](std::size_t b) { return raws.subspan(b * kBlock, std::min(kBlock, raws.size() - b * kBlock)); };
-    // A block's forms: form k of query i at [k * kBlock + i].
-    auto forms_of = [&](std::size_t b) { return &forms_[(b & 1) * kBlock * per_query]; };
+    // A block's forms: form k of query i at [k * stride_ + i].
+    auto forms_of = [&](std::size_t b) { return &forms_[(b & 1) * stride_ * per_query]; };
     // Passes 1 and 2 a block at a time: the forms, then which to search.
     // The next block's forms are computed, and their filter lines sent for,
     // before this block's are tested: its lines then had a whole block of
@@ -133,7 +137,7 @@ class ChunkReader {
       const std::size_t n = block_at(b).size();
       for (std::size_t k = 0; k < per_query; ++k)
         for (std::size_t i = 0; i < n; ++i) {
-          const Hash& stored = forms[k * kBlock + i];
+          const Hash& stored = forms[k * stride_ + i];
           auto [in_recent, in_main] = classify(stored);
           const auto order_key = load_be64(stored.data());
           const auto form = std::uint32_t((b * kBlock + i) * per_query + k);
@@ -169,9 +173,9 @@ class ChunkReader {
   // queries at a time per key), their filter lines on their way.
   void compute_forms(std::span<const Hash> block, Hash* forms) {
     std::copy(block.begin(), block.end(), forms);
-    for (std::size_t k = 0; k < hashers_.size(); ++k) hashers_[k].hash_many(block, forms + (k + 1) * kBlock);
+    for (std::size_t k = 0; k < hashers_.size(); ++k) hashers_[k].hash_many(block, forms + (k + 1) * stride_);
     for (std::size_t k = 0; k <= hashers_.size(); ++k)
-      for (std::size_t i = 0; i < block.size(); ++i) prefetch(forms[k * kBlock + i]);
+      for (std::size_t i = 0; i < block.size(); ++i) prefetch(forms[k * stride_ + i]);
   }
 
   void prefetch(const Hash& stored) const {
@@ -312,6 +316,7 @@ class ChunkReader {
   bool recent_empty_ = false;
   std::vector<shard::KeyedChunkHasher> hashers_;  // one per live key
   std::vector<Hash> forms_;
+  std::size_t stride_ = kBlock;  // queries a row of forms_ holds
   std::vector<Search> searches_;
   std::vector<Candidate> candidates_;
   std::unordered_map<XorbId, Cached> cache_;
