@@ -102,6 +102,11 @@ void KeyedChunkHasher::hash_many(std::span<const Hash> raw, Hash* out) const {
     std::memcpy(static_cast<void*>(out), raw.data(), raw.size_bytes());
     return;
   }
+  // One hash (a single GET's lookup) is one compression, not sixteen lanes'.
+  if (raw.size() == 1) {
+    out[0] = (*this)(raw[0]);
+    return;
+  }
   static const Compress compress = best_compress();
   for (std::size_t at = 0; at < raw.size(); at += kLanes) {
     const std::size_t n = std::min<std::size_t>(kLanes, raw.size() - at);
