@@ -6,6 +6,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace dedupd::daemon::answers {
 
 namespace {
@@ -129,12 +133,32 @@ std::optional<std::size_t> JsonScanner::plain_string_length() const {
   const std::size_t n = text_.size() - at_;
   std::size_t i = 0;
   // Most strings (keys, hashes, URLs) are plain up to their closing quote:
-  // found eight bytes at a time, with the first byte that is a quote, a
+  // found a block at a time, with the first byte that is a quote, a
   // backslash, a control character or 0x80 or more (keys are a few bytes:
-  // one pass, no memchr call). In each mask the lowest byte flagged is
-  // exact (a borrow only flags bytes above a flagged one), so the lowest
-  // of them all is the first such byte: a little-endian word's lowest
-  // byte comes first in the text.
+  // one pass, no memchr call). Sixteen bytes a step where SSE2 is (every
+  // x86-64; URLs of a few hundred bytes are most of a reconstruction
+  // answer's text), with signed compares: a byte of 0x80 or more is
+  // negative, so "below 0x20" flags it too.
+#if defined(__SSE2__)
+  {
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmplt_epi8(v, space));
+      const unsigned mask = unsigned(_mm_movemask_epi8(special));
+      if (mask != 0) {
+        const std::size_t at = i + std::size_t(std::countr_zero(mask));
+        if (p[at] == '"') return at;
+        return std::nullopt;
+      }
+    }
+  }
+#endif
+  // Then (or elsewhere) eight bytes a step. In each mask the lowest byte
+  // flagged is exact (a borrow only flags bytes above a flagged one), so
+  // the lowest of them all is the first such byte: a little-endian word's
+  // lowest byte comes first in the text.
   if constexpr (std::endian::native == std::endian::little) {
     constexpr std::uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
     auto zero_bytes = [](std::uint64_t x) { return (x - ones) & ~x & tops; };

@@ -65,12 +65,13 @@ TEST(JsonScan, DecodesStringsAndSaysWhereTheyLie) {
 }
 
 TEST(JsonScan, AByteThatNeedsDecodingIsFoundAtAnyPlaceOfAString) {
-  // Plain strings are checked eight bytes at a time: a control character,
-  // an escape or a non-ASCII byte at any place (before, across and after a
-  // word's edge, at the end) must take the careful path, and a string
-  // without one must not change.
-  const std::vector<std::string> odd = {"\x01", "\x1f", "\\n", "\\u0041", "\xc3\xa9", "\x7f", " ", "~"};
-  for (std::size_t at = 0; at < 20; ++at)
+  // Plain strings are checked sixteen bytes at a time (SSE2), then eight,
+  // then one: a control character, an escape or a non-ASCII byte at any
+  // place (before, across and after each block's edge, at the end) must
+  // take the careful path, and a string without one must not change.
+  const std::vector<std::string> odd = {"\x01", "\x1f", "\\n",      "\\u0041", "\xc3\xa9", "\x7f",
+                                        " ",    "~",    "\x80\x80", "\xff",    "\\\""};
+  for (std::size_t at = 0; at < 41; ++at)
     for (std::size_t tail = 0; tail < 10; tail += 3)
       for (const std::string& o : odd) {
         const std::string text = "\"" + std::string(at, 'a') + o + std::string(tail, 'z') + "\"";
