@@ -46,6 +46,8 @@ inline constexpr std::string_view kLearnShard = "/v1/xet-endpoint/shards/";
 inline constexpr std::string_view kXetReconstruction = "/v1/xet-endpoint/reconstruction";  // GET
 inline constexpr std::string_view kXetGrant = "/v1/xet-endpoint/grant";                    // GET
 inline constexpr std::string_view kXetFill = "/v1/xet-endpoint/fill";                      // GET
+// A fleet tier host's digest of an object it checked, for an edge.
+inline constexpr std::string_view kXetObjectDigest = "/v1/xet-endpoint/object-digest";  // GET
 inline constexpr std::string_view kExport = "/v1/admin/export";  // POST ?format=swh-shard -> file bytes
 inline constexpr std::string_view kFleetForgetHost = "/v1/admin/fleet/forget-host/";  // POST + <host name>
 inline constexpr std::string_view kFleetRetry = "/v1/admin/fleet/retry";  // POST: queue parked entries again

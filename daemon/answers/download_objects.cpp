@@ -171,7 +171,8 @@ std::optional<ObjectSpan> DownloadObjects::covering(std::string_view xorb, std::
 }
 
 CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, const std::filesystem::path& cache_dir,
-                                      const std::function<RangeExpectation()>& expected) {
+                                      const std::function<RangeExpectation()>& expected,
+                                      const std::function<std::optional<shard::Hash>()>& reference) {
   const std::string key = object_cache_key(xorb, span.start, span.end);
   const auto file = object_cache_file(cache_dir, key);
   const Key k{std::string(xorb), span.start, span.end};
@@ -192,6 +193,9 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
       digest = kept->second;  // checked by an earlier run
     }
   }
+  // (Outside the lock: a tier host's answer takes a round trip.)
+  const bool kept_here = digest.has_value();
+  if (!digest && reference) digest = reference();
   // Changed since its check, or never checked by this process: its body
   // again, outside the lock (up to 64 MiB).
   auto checked = check_cache_file(file, key, expected());
@@ -206,11 +210,20 @@ CacheFile DownloadObjects::check_file(std::string_view xorb, ObjectSpan span, co
   std::lock_guard lock(mutex_);
   auto it = objects_.find(k);
   if (it == objects_.end()) {
-    if (!digest) keep_digest(key, (*checked)->digest);  // (a tier's fill, or a file from before the file of digests)
+    // (A tier's fill, or a file from before the file of digests.)
+    if (!kept_here) keep_digest(key, (*checked)->digest);
     it = objects_.emplace(k, Object{std::move(**checked), std::nullopt, next_++}).first;
   }
   it->second.stamp = now;
   return CacheFile::intact;
+}
+
+std::optional<shard::Hash> DownloadObjects::digest_of(std::string_view xorb, ObjectSpan span) const {
+  std::lock_guard lock(mutex_);
+  if (auto it = objects_.find(KeyView{xorb, span.start, span.end}); it != objects_.end())
+    return it->second.checked.digest;
+  if (auto kept = kept_.find(object_cache_key(xorb, span.start, span.end)); kept != kept_.end()) return kept->second;
+  return std::nullopt;
 }
 
 std::size_t DownloadObjects::size() const {

@@ -82,9 +82,17 @@ class DownloadObjects {
   // RangeChecker of what `expected()` says, asked only then) when its stat
   // changed since its last check, or when dedupd knows no check of it (a
   // restart, a fill of the tier's): intact then, and remembered, or
-  // damaged and removed.
+  // damaged and removed. Its digest must then be the one this host kept,
+  // or, where it kept none (a file the fleet's tier filled), the one
+  // `reference()` gives when it gives one (the tier host's: it checked
+  // those bytes as they came from the storage).
   CacheFile check_file(std::string_view xorb, ObjectSpan span, const std::filesystem::path& cache_dir,
-                       const std::function<RangeExpectation()>& expected);
+                       const std::function<RangeExpectation()>& expected,
+                       const std::function<std::optional<shard::Hash>()>& reference = {});
+
+  // The digest of the object's bytes as this host checked them (this run,
+  // or one the checks file kept): what a tier host tells an edge.
+  std::optional<shard::Hash> digest_of(std::string_view xorb, ObjectSpan span) const;
 
   std::size_t size() const;
 

@@ -80,8 +80,8 @@ class FleetCacheTier(harness.EndpointTest):
     def edge(self, name, ports=None):
         return self.host(name, tier=ports or self.tier_ports)
 
-    def user(self, name, ep):
-        return harness.HubClient(self.path(name, "user"), ep.endpoint, TOKEN, self.tls["ca"])
+    def user(self, name, ep, home="user"):
+        return harness.HubClient(self.path(name, home), ep.endpoint, TOKEN, self.tls["ca"])
 
     def storage_bytes(self):
         return self.hub.state()["storage"]["bytes"]
@@ -93,14 +93,15 @@ class FleetCacheTier(harness.EndpointTest):
         ep = self.hosts[name][1]
         return sum(1 for _, _, names in os.walk(ep.cache_dir) for n in names if len(n) == 32)
 
-    def download(self, name, file_name, size=SIZE, during=None):
-        """`hf download` on host `name`: (bytes it cost the storage, sha256
-        of what it got, its bytes by source as its dedupd counted them).
+    def download(self, name, file_name, size=SIZE, during=None, user="user"):
+        """`hf download` on host `name` by `user` (a home and a download
+        directory of its own): (bytes it cost the storage, sha256 of what it
+        got, its bytes by source as its dedupd counted them).
         `during(process)`, when given, runs while the download is under way."""
         d, ep = self.hosts[name]
         before_storage, before = self.storage_bytes(), self.counts(name)["bytes"]
-        out = self.path(name, "download")
-        user = self.user(name, ep)
+        out = self.path(name, "download" if user == "user" else user + "-download")
+        user = self.user(name, ep, user)
         if during is None:
             user.hf("download", REPO, file_name, "--local-dir", out)
         else:
@@ -121,12 +122,14 @@ class FleetCacheTier(harness.EndpointTest):
         return storage, harness.sha256_of(os.path.join(out, file_name)), got
 
     def get(self, port, uri, headers=None):
+        return self.get_body(port, uri, headers)[0]
+
+    def get_body(self, port, uri, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         try:
             conn.request("GET", uri, headers=headers or {})
             r = conn.getresponse()
-            r.read()
-            return r.status
+            return r.status, r.read()
         finally:
             conn.close()
 
@@ -221,6 +224,54 @@ class FleetCacheTier(harness.EndpointTest):
                         if os.path.isfile(p) and not os.path.islink(p):
                             with open(p, "rb") as f:
                                 self.assertNotIn(b"Signature=", f.read(), p)
+
+    @harness.ends_only("what is tested is the edge's check of a cache file at a grant, the same for every "
+                       "client; the ends cover its asks")
+    def test_a_file_the_tier_filled_and_scribbled_on_the_edge_is_found_by_the_tier_hosts_digest(self):
+        """Edge B downloads a file its index knows nothing of (uploaded
+        through edge A): its objects come from the tier hosts, which checked
+        them as the storage sent them, and B's dedupd never saw them. A bit
+        of B's largest cached object flips (in a chunk's stored data: the
+        structure still walks). A second user of B then gets the right
+        bytes: B's first check of that file compares it with the digest of
+        the tier host that filled it, removes it, and fetches the object
+        again from the tier, costing the storage nothing."""
+        src, name = self.edges_and_a_file(("edge-a", "edge-b"), "scribbled.bin", 81)
+        want = harness.sha256_of(src)
+        self.assertEqual(self.hosts["edge-b"][0].shards(), [], "edge B must not know the file's xorbs")
+        storage_b, sha_b, got_b = self.download("edge-b", name)
+        self.assertEqual((sha_b, got_b["internet"]), (want, 0))
+        self.assertGreaterEqual(storage_b, SIZE)
+        files = {}
+        for dirpath, _, names in os.walk(self.hosts["edge-b"][1].cache_dir):
+            for n in names:
+                if len(n) == 32:
+                    files[os.path.join(dirpath, n)] = os.path.getsize(os.path.join(dirpath, n))
+        victim = max(files, key=files.get)
+        with open(victim, "r+b") as f:
+            f.seek(files[victim] // 2)
+            byte = f.read(1)[0]
+            f.seek(files[victim] // 2)
+            f.write(bytes([byte ^ 1]))
+        storage_again, sha_again, got_again = self.download("edge-b", name, user="second")
+        print("object of %d bytes (file) scribbled on edge B; the second download cost the storage %d bytes, "
+              "the tier %d" % (files[victim], storage_again, got_again["tier"]))
+        self.assertEqual(sha_again, want)
+        self.assertEqual(storage_again, 0)
+        self.assertGreater(got_again["tier"], files[victim] - 4096)  # that object again, from the tier
+        self.assertLess(got_again["tier"], files[victim])  # and nothing else
+        self.assertIn("removed", self.hosts["edge-b"][0].proc.tail(400))
+        # The tier port's digest route, as the edge's way out asks it: the
+        # host holding the object tells its digest to a URL the fleet's key
+        # signed, the other knows none; an altered URL is refused.
+        uri = self.range_uri(self.hosts["edge-b"][1])
+        asks = {p: self.get_body(p, uri.replace("/xet/o/", "/xet/d/", 1)) for p in self.tier_ports}
+        self.assertEqual(sorted(status for status, _ in asks.values()), [200, 404], asks)
+        digest = next(body for status, body in asks.values() if status == 200)
+        self.assertRegex(digest, rb"^[0-9a-f]{64}\n$")
+        altered = uri[:-1] + ("1" if uri.endswith("0") else "0")  # (g is last)
+        self.assertEqual([self.get_body(p, altered.replace("/xet/o/", "/xet/d/", 1))[0] for p in self.tier_ports],
+                         [403, 403])
 
     @harness.ends_only("the client's part, asking a range cut short again, is the single-host check test's, "
                        "which every pair runs")

@@ -89,7 +89,7 @@ inline constexpr std::string_view kRouteHeaders[] = {"Authorization",        "Ra
                                                      "X-Dedupd-Uri",         "X-Dedupd-Cache-Dir",
                                                      "X-Dedupd-Way-Out",     "X-Dedupd-Tier",
                                                      "X-Dedupd-Want-Origin", "X-Xet-Origin",
-                                                     "X-Dedupd-Tier-Fills"};
+                                                     "X-Dedupd-Tier-Fills",  "X-Dedupd-Tier-Digests"};
 
 inline constexpr std::string_view kJson = "application/json";
 inline constexpr std::string_view kOctets = "application/octet-stream";

@@ -36,6 +36,7 @@ std::vector<http::Route> api_routes() {
       {"fleet_retry", p::kFleetRetry, false, {{"POST", post_fleet_retry, admin}}},
       {"xet_reconstruction", p::kXetReconstruction, false, {{"GET", get_xet_reconstruction, http::Access::endpoint}}},
       {"xet_grant", p::kXetGrant, false, {{"GET", get_xet_grant, http::Access::endpoint}}},
+      {"xet_object_digest", p::kXetObjectDigest, false, {{"GET", get_xet_object_digest, http::Access::endpoint}}},
       // A fill takes as long as the storage: off the HTTP threads.
       {"xet_fill", p::kXetFill, false, {{"GET", get_xet_fill, http::Access::endpoint, none, http::Wait::storage}}},
       {"global_dedup", p::kGlobalDedup, true, {{"GET", get_global_dedup, read, none, fleet}}},

@@ -44,6 +44,7 @@ http::Response post_fleet_retry(http::Context&, http::Request&);        // admin
 // routes_xet_download.cpp: the endpoint's downloads
 http::Response get_xet_reconstruction(http::Context&, http::Request&);
 http::Response get_xet_grant(http::Context&, http::Request&);
+http::Response get_xet_object_digest(http::Context&, http::Request&);
 http::Response get_xet_fill(http::Context&, http::Request&);
 // routes_global_dedup.cpp
 http::Response get_global_dedup(http::Context&, http::Request&);

@@ -21,6 +21,16 @@
 //       X-Dedupd-Want-Origin: 1 and gets the storage URL of an own-range
 //       grant in X-Xet-Origin, which its nginx hands the tier host (a
 //       header, never logged).
+//       An edge with a tier (X-Dedupd-Tier-Digests: its way out) that
+//       knows no digest of a cache file it checks for the first time (one
+//       the tier filled) asks the tier host the xorb hashes to for its
+//       digest of the object (the route below, through the way out's
+//       /.xet-tier-digest/, at most kTierDigestTimeoutS): its bytes must be
+//       the ones the tier host checked. No answer: the structure alone.
+//   GET /v1/xet-endpoint/object-digest  on a tier host's port, an edge's
+//       ask (X-Dedupd-Uri: a range URL of the object, signed with the
+//       fleet's key): the digest of the object as this host checked it
+//       (64 hex digits), or a 404 when it knows none; a bad URL, a 403.
 //   GET /v1/xet-endpoint/fill  nginx's cache miss of an object (X-Dedupd-Uri,
 //       X-Dedupd-Way-Out): dedupd fetches the range from the storage URL
 //       the CAS gave (held in memory, passed to nginx's way out only in a
@@ -34,6 +44,7 @@
 //       reconstruction again).
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stop_token>
@@ -64,6 +75,9 @@ constexpr long kFillTimeoutS = 600;
 // the fetch instead.
 constexpr std::size_t kFillPipeBytes = 2 << 20;
 
+// A tier host's digest is worth a short wait only: the grant waits for it.
+constexpr long kTierDigestTimeoutS = 3;
+
 std::uint64_t unix_now() { return std::uint64_t(std::time(nullptr)); }
 
 // The endpoint's download cache, as its nginx names it; empty when not
@@ -72,6 +86,24 @@ std::filesystem::path cache_dir_of(const http::Request& req) {
   auto dir = req.header("X-Dedupd-Cache-Dir");
   if (!dir || !dir->starts_with('/')) return {};
   return std::filesystem::path(*dir);
+}
+
+// The digest the fleet's tier host of `xorb` kept of object [start, end],
+// asked through the way out (`uri`: the range URL being granted, whose
+// signature that host checks); nothing when it knows none, is down or late.
+std::optional<shard::Hash> tier_digest(std::string_view way_out, std::string_view uri, std::string_view xorb,
+                                       std::uint64_t start, std::uint64_t end) {
+  const auto query = uri.find('?');
+  if (!is_way_out(way_out) || query == std::string_view::npos) return std::nullopt;
+  const std::string path = "/.xet-tier-digest/" + std::string(xorb) + "/" + std::to_string(start) + "-" +
+                           std::to_string(end) + std::string(uri.substr(query));
+  auto got = upstream_get(std::string(way_out), path, {}, 80, kTierDigestTimeoutS);
+  if (!got || got->status != http::kOk) return std::nullopt;
+  std::string_view hex(got->body);
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.remove_suffix(1);
+  auto digest = shard::Hash::parse_hex_bytes(hex);
+  if (!digest) return std::nullopt;
+  return *digest;
 }
 
 // A 403 naming why, counted.
@@ -163,8 +195,12 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   // Without the cache's place nothing in it can be checked: only a fill.
   auto file = answers::CacheFile::absent;
   if (!dir.empty()) {
-    file = objects->check_file(g.xorb, {g.start, g.end}, dir,
-                               [&] { return answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0); });
+    const std::string_view way_out = req.header("X-Dedupd-Tier-Digests").value_or("");
+    std::function<std::optional<shard::Hash>()> from_tier;
+    if (!tier && !way_out.empty()) from_tier = [&] { return tier_digest(way_out, uri, g.xorb, g.start, g.end); };
+    file = objects->check_file(
+        g.xorb, {g.start, g.end}, dir,
+        [&] { return answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0); }, from_tier);
   }
   if (file == answers::CacheFile::damaged)
     spdlog::warn("xet download: the cache file of xorb {} bytes {}-{} changed since it was checked: removed", g.xorb,
@@ -183,6 +219,21 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
   r.content_type = "text/plain";
   if (req.header("X-Dedupd-Want-Origin").value_or("") == "1")
     if (auto url = grants->origin_url(g, unix_now())) r.headers.emplace_back("X-Xet-Origin", std::move(*url));
+  return r;
+}
+
+http::Response get_xet_object_digest(http::Context& ctx, http::Request& req) {
+  if (!ctx.service.xet_download_settings().enabled) return off(ctx, "xet_endpoint.downloads.enabled is off");
+  answers::DownloadGrants* grants = ctx.service.download_grants();
+  answers::DownloadObjects* objects = ctx.service.download_objects();
+  if (!grants || !objects) return off(ctx, "no key: no range URL of this endpoint is valid");
+  auto check = grants->check_whole(req.header("X-Dedupd-Uri").value_or(""), unix_now());
+  if (!check.grant) return refused(ctx, check.why);
+  auto digest = objects->digest_of(check.grant->xorb, {check.grant->start, check.grant->end});
+  if (!digest) return http::error(http::kNotFound, "not_found", "no digest of that object here");
+  http::Response r;
+  r.content_type = "text/plain";
+  r.body = digest->to_hex_bytes() + "\n";
   return r;
 }
 

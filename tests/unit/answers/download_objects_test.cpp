@@ -138,6 +138,49 @@ TEST_F(XetDownloadObjectsTest, AFileNeverCheckedIsCheckedAgainstTheIndexWhereItH
   EXPECT_EQ(again.check_file(xorb, whole, dir.path(), with_index), CacheFile::intact);
 }
 
+TEST_F(XetDownloadObjectsTest, AFileTheTierFilledIsComparedWithTheTierHostsDigest) {
+  // A byte of chunk 0's data flipped in a file this edge kept no digest of
+  // and whose xorb its index lacks: the structure passes, the digest of
+  // the tier host that checked the bytes (here `objects`, which checked
+  // the right ones) does not.
+  const auto tier_digest = objects.digest_of(xorb, whole);
+  ASSERT_TRUE(tier_digest);
+  EXPECT_FALSE(objects.digest_of(xorb, {whole.start, whole.end - 1}));
+  Bytes scribbled = x.bytes;
+  scribbled[8 + 100] ^= 0x01;
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), scribbled);
+  int asked = 0;
+  auto from_tier = [&]() -> std::optional<shard::Hash> {
+    ++asked;
+    return tier_digest;
+  };
+  DownloadObjects edge(10);
+  EXPECT_EQ(edge.check_file(
+                xorb, whole, dir.path(), [&] { return whole_expected(); }, from_tier),
+            CacheFile::damaged);
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  // The right bytes pass, and are then known: the tier is not asked again,
+  // and the edge keeps the digest as its own (what it would tell, as a
+  // tier host itself).
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), x.bytes);
+  EXPECT_EQ(edge.check_file(
+                xorb, whole, dir.path(), [&] { return whole_expected(); }, from_tier),
+            CacheFile::intact);
+  EXPECT_EQ(edge.check_file(
+                xorb, whole, dir.path(), [&] { return whole_expected(); }, from_tier),
+            CacheFile::intact);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(edge.digest_of(xorb, whole), tier_digest);
+  // The tier knowing nothing (down, restarted): the structure alone, as
+  // before.
+  write_cache_file(file, object_cache_key(xorb, whole.start, whole.end), scribbled);
+  DownloadObjects lone(10);
+  EXPECT_EQ(lone.check_file(
+                xorb, whole, dir.path(), [&] { return whole_expected(); }, [] { return std::optional<shard::Hash>(); }),
+            CacheFile::intact);
+}
+
 TEST_F(XetDownloadObjectsTest, AFileDedupdNeverCheckedIsCheckedOnceAndThenKnown) {
   DownloadObjects fresh(10);  // as after a restart
   EXPECT_FALSE(fresh.covering(xorb, whole.start, whole.end, dir.path()));
