@@ -71,7 +71,8 @@ TEST(Router, EndpointRoutesAreExactlyTheLearningAndDownloadOnes) {
     for (const auto& e : r.methods)
       if (e.access == Access::endpoint) endpoint.push_back(std::string(e.method) + " " + std::string(r.path));
   EXPECT_EQ(endpoint, (std::vector<std::string>{"POST /v1/xet-endpoint/shards/", "GET /v1/xet-endpoint/reconstruction",
-                                                "GET /v1/xet-endpoint/grant", "GET /v1/xet-endpoint/fill"}));
+                                                "GET /v1/xet-endpoint/grant", "GET /v1/xet-endpoint/object-digest",
+                                                "GET /v1/xet-endpoint/fill"}));
 }
 
 }  // namespace
