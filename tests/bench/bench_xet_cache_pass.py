@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Query latency while dedupd takes in a large Xet client cache and its
 steward makes its first pass over it, against the same queries idle
-(issue 30; docs/PERFORMANCE.md, "Queries during a first pass").
+(issue 30; docs/PERFORMANCE.md, "Queries while a large cache is taken in and stewarded").
 
   bench_xet_cache_pass.py [--gib G] [--shards N] [--idle-s S] [--rate Q]
                           [--dir D] [--json FILE] [--keep] [--quick]
