@@ -117,6 +117,10 @@ void add_xet_download_fields(Fields& f, const json& d) {
           grouped(failed_fills) + " (" + by_reason(fills) + "), " + human_bytes(n(d, "fill_failed_bytes")) +
               " fetched from the storage for nothing",
           Color::yellow);
+  if (const std::uint64_t damaged = n(d, "cache_damaged"); damaged != 0)
+    f.add("Damaged cache files",
+          grouped(damaged) + " found at a grant (changed since their check, or failing it): removed, fetched again",
+          Color::yellow);
   const json cache = d.contains("cache") ? d["cache"] : json();
   if (!cache.is_object()) f.add("Download cache", "not looked at yet");
   else if (!cache.value("known", false))

@@ -26,6 +26,8 @@ void DownloadFaults::fill_failed(FillFailure why, std::uint64_t fetched) {
   fill_failed_bytes_.fetch_add(fetched, std::memory_order_relaxed);
 }
 
+void DownloadFaults::cache_damaged() { cache_damaged_.fetch_add(1, std::memory_order_relaxed); }
+
 core::XetDownloadFaults DownloadFaults::snapshot() const {
   core::XetDownloadFaults out;
   for (std::size_t i = 0; i < kRefusals; ++i)
@@ -34,6 +36,7 @@ core::XetDownloadFaults DownloadFaults::snapshot() const {
     out.fill_failed.emplace_back(std::string(fill_failure_name(FillFailure(i))),
                                  fill_failed_[i].load(std::memory_order_relaxed));
   out.fill_failed_bytes = fill_failed_bytes_.load(std::memory_order_relaxed);
+  out.cache_damaged = cache_damaged_.load(std::memory_order_relaxed);
   return out;
 }
 

@@ -30,12 +30,15 @@ class DownloadFaults {
   void refused(Refusal why);
   // `fetched`: the bytes the storage sent for it, dropped.
   void fill_failed(FillFailure why, std::uint64_t fetched);
+  // A cache file found damaged at a grant, and removed.
+  void cache_damaged();
   core::XetDownloadFaults snapshot() const;
 
  private:
   std::array<std::atomic<std::uint64_t>, kRefusals> refused_{};
   std::array<std::atomic<std::uint64_t>, kFillFailures> fill_failed_{};
   std::atomic<std::uint64_t> fill_failed_bytes_{0};
+  std::atomic<std::uint64_t> cache_damaged_{0};
 };
 
 }  // namespace dedupd::daemon::answers

@@ -124,6 +124,9 @@ struct XetDownloadFaults {
   // Bytes the storage sent for fills that then failed (dropped, never
   // served; not in XetDownloadCounts' bytes, which are bytes served).
   std::uint64_t fill_failed_bytes = 0;
+  // Cache files found changed or failing their check at a grant: removed
+  // (their object filled again), never served.
+  std::uint64_t cache_damaged = 0;
 };
 struct XetDownloadStatus {
   bool enabled = true;  // xet_endpoint.downloads.enabled

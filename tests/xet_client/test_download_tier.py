@@ -261,6 +261,7 @@ class FleetCacheTier(harness.EndpointTest):
         self.assertGreater(got_again["tier"], files[victim] - 4096)  # that object again, from the tier
         self.assertLess(got_again["tier"], files[victim])  # and nothing else
         self.assertIn("removed", self.hosts["edge-b"][0].proc.tail(400))
+        self.assertEqual(self.counts("edge-b")["cache_damaged"], 1)
         # The tier port's digest route, as the edge's way out asks it: the
         # host holding the object tells its digest to a URL the fleet's key
         # signed, the other knows none; an altered URL is refused.

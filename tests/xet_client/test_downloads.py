@@ -183,7 +183,8 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         self.assertTrue(os.path.exists(victim), "the object was not cached again")
         with open(victim, "rb") as f:
             self.assertNotIn(b"scribbled by a test", f.read())
-        self.assertIn("changed since it was checked", self.dedupd.proc.tail(400))
+        self.assertIn("fails its check", self.dedupd.proc.tail(400))
+        self.assertEqual(self.downloads()["cache_damaged"], 1)
 
     @harness.once("a restart of dedupd under a full cache; the clients only download, as in the test above")
     def test_a_cache_file_damaged_while_dedupd_was_down_is_found_against_the_index(self):
@@ -234,6 +235,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         self.assertGreater(b_bytes, files[victim] - 4096)  # that object again (its file has nginx's header)
         self.assertLess(b_bytes, files[victim])  # and nothing else
         self.assertIn("removed", self.dedupd.proc.tail(400))
+        self.assertEqual(self.downloads()["cache_damaged"], 1)
 
     def test_bytes_that_fail_the_check_are_neither_cached_nor_served(self):
         src, _ = self.uploaded(4 * MIB, 78)

@@ -38,6 +38,7 @@ Json xet_downloads_json(const core::XetDownloadStatus& d) {
           {"refused", std::move(refused)},
           {"fill_failed", std::move(fill_failed)},
           {"fill_failed_bytes", d.faults.fill_failed_bytes},
+          {"cache_damaged", d.faults.cache_damaged},
           {"hit_ratio", ratio ? Json(*ratio) : Json(nullptr)},
           {"cache", std::move(cache)},
           {"tier", std::move(tier)}};
@@ -71,6 +72,10 @@ void write_xet_download_metrics(http::PromWriter& w, const core::XetDownloadStat
   w.family("dedupd_xet_download_fill_failed_bytes_total", "counter",
            "Bytes the storage sent for fills that failed: fetched and dropped, never served.");
   w.sample("dedupd_xet_download_fill_failed_bytes_total", "", d.faults.fill_failed_bytes);
+  w.family("dedupd_xet_download_cache_damaged_total", "counter",
+           "Cache files found changed or failing their check at a grant: removed (their object fetched again), "
+           "never served.");
+  w.sample("dedupd_xet_download_cache_damaged_total", "", d.faults.cache_damaged);
   const core::XetDownloadCache& c = d.cache;
   if (c.known) {
     w.family("dedupd_xet_download_cache_bytes", "gauge", "Disk the endpoint's download cache takes (last walk).");

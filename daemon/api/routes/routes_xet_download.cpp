@@ -202,9 +202,13 @@ http::Response get_xet_grant(http::Context& ctx, http::Request& req) {
         g.xorb, {g.start, g.end}, dir,
         [&] { return answers::range_expectation(ctx.answers, g.xorb, g.start, g.end, 0, 0); }, from_tier);
   }
-  if (file == answers::CacheFile::damaged)
-    spdlog::warn("xet download: the cache file of xorb {} bytes {}-{} changed since it was checked: removed", g.xorb,
-                 g.start, g.end);
+  if (file == answers::CacheFile::damaged) {
+    if (answers::DownloadFaults* faults = ctx.service.download_faults()) faults->cache_damaged();
+    spdlog::warn(
+        "xet download: the cache file of xorb {} bytes {}-{} fails its check (changed since, or not the bytes the "
+        "tier host checked): removed",
+        g.xorb, g.start, g.end);
+  }
   if (file == answers::CacheFile::stuck) {
     // nginx would serve it: nothing of this object until it is gone.
     spdlog::error(

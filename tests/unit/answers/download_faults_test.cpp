@@ -42,6 +42,9 @@ TEST(DownloadFaults, EveryReasonIsListedAndCountsWhatHappened) {
   auto fills = as_map(got.fill_failed);
   EXPECT_EQ(fills, (std::map<std::string, std::uint64_t>{{"check", 2}, {"storage", 1}, {"local", 0}}));
   EXPECT_EQ(got.fill_failed_bytes, 4197u);
+  EXPECT_EQ(got.cache_damaged, 0u);
+  faults.cache_damaged();
+  EXPECT_EQ(faults.snapshot().cache_damaged, 1u);
 }
 
 TEST(DownloadFaults, CountsFromManyThreadsAreAllKept) {

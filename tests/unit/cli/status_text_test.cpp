@@ -307,30 +307,37 @@ TEST_F(StatusTextTest, DownloadsSayWhyRangeUrlsWereRefusedAndFillsFailed) {
   d.faults.refused = {{"bad_signature", 0}, {"expired", 2}, {"not_cached", 1}};
   d.faults.fill_failed = {{"check", 1}, {"storage", 0}};
   d.faults.fill_failed_bytes = std::uint64_t{4} << 20;
+  d.faults.cache_damaged = 2;
   status_.xet_downloads = d;
   auto r = status_text();
   const auto lines = download_lines(r.out);
-  ASSERT_GE(lines.size(), 4u) << r.out;
+  ASSERT_GE(lines.size(), 5u) << r.out;
   EXPECT_EQ(lines[2], (Line{"Range URLs", "3 refused (the client asks again; expired 2, not_cached 1), 1 failed"}));
   EXPECT_EQ(lines[3], (Line{"Failed fills", "1 (check 1), 4.0 MiB fetched from the storage for nothing"}));
+  EXPECT_EQ(lines[4], (Line{"Damaged cache files",
+                            "2 found at a grant (changed since their check, or failing it): removed, fetched again"}));
 
   const nlohmann::json printed = nlohmann::json::parse(status_text(false, true).out)["xet_downloads"];
   EXPECT_EQ(printed["refused"], (nlohmann::json{{"bad_signature", 0}, {"expired", 2}, {"not_cached", 1}}));
   EXPECT_EQ(printed["fill_failed"], (nlohmann::json{{"check", 1}, {"storage", 0}}));
   EXPECT_EQ(printed["fill_failed_bytes"], std::uint64_t{4} << 20);
+  EXPECT_EQ(printed["cache_damaged"], 2u);
 
   const std::string metrics = client_->get("/metrics").body;
-  for (const char* line : {"dedupd_xet_download_refusals_total{reason=\"bad_signature\"} 0\n",
-                           "dedupd_xet_download_refusals_total{reason=\"expired\"} 2\n",
-                           "dedupd_xet_download_fill_failures_total{reason=\"check\"} 1\n",
-                           "dedupd_xet_download_fill_failures_total{reason=\"storage\"} 0\n",
-                           "dedupd_xet_download_fill_failed_bytes_total 4194304\n"})
+  for (const char* line :
+       {"dedupd_xet_download_refusals_total{reason=\"bad_signature\"} 0\n",
+        "dedupd_xet_download_refusals_total{reason=\"expired\"} 2\n",
+        "dedupd_xet_download_fill_failures_total{reason=\"check\"} 1\n",
+        "dedupd_xet_download_fill_failures_total{reason=\"storage\"} 0\n",
+        "dedupd_xet_download_fill_failed_bytes_total 4194304\n", "dedupd_xet_download_cache_damaged_total 2\n"})
     EXPECT_NE(metrics.find(line), std::string::npos) << line;
 
-  // None failed: no line.
+  // None failed, none damaged: no line.
   status_.xet_downloads->faults.fill_failed = {{"check", 0}};
+  status_.xet_downloads->faults.cache_damaged = 0;
   const auto quiet = download_lines(status_text().out);
   EXPECT_TRUE(std::none_of(quiet.begin(), quiet.end(), [](const Line& l) { return l.first == "Failed fills"; }));
+  EXPECT_TRUE(std::none_of(quiet.begin(), quiet.end(), [](const Line& l) { return l.first == "Damaged cache files"; }));
 }
 
 }  // namespace
