@@ -8,7 +8,8 @@ headers, which only a package upgrade changes, are left out of it, and the
 clang-tidy version stands for them), the compile command, the checks and
 the header filter. A clean unit's key is kept under the cache directory
 (DEDUPD_TIDY_CACHE, default ~/.cache/dedupd/tidy); findings are never
-cached, so they show again on every run. The next CI run on the same
+cached, so they show again on every run. The clone's path is left out of
+the keys: the next CI run on the same
 machine, another clean clone, then checks only what the change touched.
 
 usage: tidy_cached.py JOBS UNITS_FILE -- CLANG_TIDY_ARGS...
@@ -42,6 +43,15 @@ def main():
     config = [a for a in tidy if a.startswith("--config-file=")]
     config_text = open(config[0].split("=", 1)[1]).read() if config else ""
 
+    # The clone's own path is left out of every key (the compile commands,
+    # the batches' #include lines and -MM's list name files by absolute
+    # path): another clean clone of the same tree, elsewhere, has the same
+    # keys. With the path in them, no CI run ever found a unit clean.
+    root = os.getcwd()
+
+    def unrooted(text):
+        return text.replace(root, "@ROOT@")
+
     def key_of(unit):
         e = commands.get(os.path.normpath(unit))
         if e is None:
@@ -57,12 +67,12 @@ def main():
         files = deps.stdout.replace("\\\n", " ").split(":", 1)[-1].split()
         h = hashlib.sha256()
         for part in (version, config_text, " ".join(tidy[1:]), e["command"]):
-            h.update(part.encode() + b"\0")
+            h.update(unrooted(part).encode() + b"\0")
         for f in sorted(set(files)):
             path = os.path.join(e["directory"], f)
-            h.update(f.encode() + b"\0")
+            h.update(unrooted(os.path.normpath(path)).encode() + b"\0")
             try:
-                h.update(open(path, "rb").read())
+                h.update(open(path, "rb").read().replace(root.encode(), b"@ROOT@"))
             except OSError:
                 h.update(b"missing")
         return h.hexdigest()
