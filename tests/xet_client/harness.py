@@ -183,6 +183,28 @@ def once(why):
 OLDEST_PAIR = "1.1.9"
 
 
+def download_cache_files(cache_dir):
+    """nginx's cache files of an endpoint's download cache, by path: size."""
+    out = {}
+    for d, _, names in os.walk(cache_dir):
+        for n in names:
+            p = os.path.join(d, n)
+            if len(n) == 32 and os.path.isfile(p):
+                out[p] = os.path.getsize(p)
+    return out
+
+
+def flip_middle_bit(path):
+    """One bit of the byte in the middle of `path` flipped, its size kept
+    (in a cached object: a chunk's stored data, which the structure check
+    passes)."""
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte ^ 1]))
+
+
 def assert_each_range_once(test, served):
     """That the storage served each range it was asked once (the stand-in's
     state()["storage"]["xorbs"]: xorb -> {"first-last": bytes served}), and

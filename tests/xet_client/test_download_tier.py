@@ -90,8 +90,7 @@ class FleetCacheTier(harness.EndpointTest):
         return self.hosts[name][0].json("/v1/status")["xet_downloads"]
 
     def cache_files(self, name):
-        ep = self.hosts[name][1]
-        return sum(1 for _, _, names in os.walk(ep.cache_dir) for n in names if len(n) == 32)
+        return len(harness.download_cache_files(self.hosts[name][1].cache_dir))
 
     def download(self, name, file_name, size=SIZE, during=None, user="user"):
         """`hf download` on host `name` by `user` (a home and a download
@@ -242,17 +241,9 @@ class FleetCacheTier(harness.EndpointTest):
         storage_b, sha_b, got_b = self.download("edge-b", name)
         self.assertEqual((sha_b, got_b["internet"]), (want, 0))
         self.assertGreaterEqual(storage_b, SIZE)
-        files = {}
-        for dirpath, _, names in os.walk(self.hosts["edge-b"][1].cache_dir):
-            for n in names:
-                if len(n) == 32:
-                    files[os.path.join(dirpath, n)] = os.path.getsize(os.path.join(dirpath, n))
+        files = harness.download_cache_files(self.hosts["edge-b"][1].cache_dir)
         victim = max(files, key=files.get)
-        with open(victim, "r+b") as f:
-            f.seek(files[victim] // 2)
-            byte = f.read(1)[0]
-            f.seek(files[victim] // 2)
-            f.write(bytes([byte ^ 1]))
+        harness.flip_middle_bit(victim)
         storage_again, sha_again, got_again = self.download("edge-b", name, user="second")
         print("object of %d bytes (file) scribbled on edge B; the second download cost the storage %d bytes, "
               "the tier %d" % (files[victim], storage_again, got_again["tier"]))

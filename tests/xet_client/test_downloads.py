@@ -64,13 +64,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
 
     def cache_files(self):
         """nginx's cache files of the download cache, by path: size."""
-        out = {}
-        for d, _, names in os.walk(self.ep.cache_dir):
-            for n in names:
-                p = os.path.join(d, n)
-                if len(n) == 32 and os.path.isfile(p):
-                    out[p] = os.path.getsize(p)
-        return out
+        return harness.download_cache_files(self.ep.cache_dir)
 
     def storage_call(self, path, body):
         self.hub_call(path, body)
@@ -219,11 +213,7 @@ class DownloadsThroughTheEndpoint(harness.EndpointTest):
         files = self.cache_files()
         victim = max(files, key=files.get)
         self.dedupd.stop()
-        with open(victim, "r+b") as f:
-            f.seek(files[victim] // 2)
-            byte = f.read(1)[0]
-            f.seek(files[victim] // 2)
-            f.write(bytes([byte ^ 1]))
+        harness.flip_middle_bit(victim)
         self.dedupd = harness.Dedupd(self.dedupd.root, [self.path("host-" + h, "xet") for h in "ab"],
                                      harness.endpoint_yaml(self.settings))
         self.procs.append(self.dedupd)
